@@ -1,0 +1,16 @@
+# Third-party dependencies, all from Debian's packages (see scripts/deps.sh).
+set(Boost_NO_WARN_NEW_VERSIONS ON)
+find_package(Boost 1.81 REQUIRED COMPONENTS json url)
+find_package(Threads REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+
+if(GPUSTREAM_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  include(GoogleTest)
+endif()
+if(GPUSTREAM_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+  find_package(nlohmann_json 3 QUIET)
+endif()
+find_package(CLI11 QUIET)

@@ -1,0 +1,1 @@
+// The one table of probes (filled in by the registry work).

@@ -1,0 +1,239 @@
+// gpustream/model.hpp — the data model: what one probe saw at one moment.
+//
+// A GpuSnapshot is built by a probe, handed to the SnapshotChannel, and from then on shared as
+// std::shared_ptr<const GpuSnapshot>: immutable, safe to read from any thread.
+//
+// Every device metric is either a value or an explicit absence with a reason; a missing value is
+// never written as 0. Every present value names its source (nvml, sysfs, amd-smi, ...).
+// Units are base units and are part of the metric name (bytes, watts, joules, celsius, percent,
+// MHz).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpustream {
+
+/// Who made the device.
+enum class Vendor : std::uint8_t { unknown, nvidia, amd, intel, apple, simulated };
+
+/// Where a value came from.
+enum class Source : std::uint8_t {
+  none,
+  nvml,
+  nvidia_smi,
+  amd_smi,
+  rocm_smi,
+  sysfs,
+  fdinfo,
+  level_zero,
+  macmon,
+  procfs,
+  simulated,
+  integrated,  // derived by gpustream from other samples (e.g. energy from power)
+  replay,
+};
+
+/// Why a metric has no value.
+enum class Absence : std::uint8_t {
+  unsupported,     // the device or the source does not provide it
+  no_permission,   // the source refused (e.g. NVML_ERROR_NO_PERMISSION, unreadable file)
+  not_yet_seeded,  // a rate or delta metric whose first sample only seeded the counters
+  suspended,       // the device is runtime-suspended and was deliberately not woken
+  tool_failed,     // the CLI/library call failed for this sample
+  stale,           // the source stopped producing fresh values
+  lost,            // the device vanished (e.g. NVML_ERROR_GPU_IS_LOST)
+  not_collected,   // the probe did not try (default for a freshly built device)
+};
+
+/// Device-level metrics. The order is part of nothing external; names are the contract.
+enum class Metric : std::uint8_t {
+  utilization_percent,
+  memory_utilization_percent,
+  memory_used_bytes,
+  memory_total_bytes,
+  temperature_celsius,
+  power_watts,          // instantaneous power
+  power_average_watts,  // power averaged by the hardware/driver over its own window
+  power_limit_watts,
+  energy_joules,  // see DeviceSample::energy_kind
+  clock_graphics_mhz,
+  clock_sm_mhz,
+  clock_memory_mhz,
+  fan_percent,
+  fan_rpm,
+  gtt_used_bytes,
+  gtt_total_bytes,
+};
+inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::gtt_total_bytes) + 1;
+
+/// How an energy value was obtained.
+enum class EnergyKind : std::uint8_t { counter, integrated };
+
+/// Whether a device is awake.
+enum class PowerState : std::uint8_t { unknown, active, suspended };
+
+std::string_view to_string(Vendor v) noexcept;
+std::string_view to_string(Source s) noexcept;
+std::string_view to_string(Absence a) noexcept;
+std::string_view to_string(Metric m) noexcept;
+std::string_view to_string(EnergyKind k) noexcept;
+std::string_view to_string(PowerState p) noexcept;
+std::optional<Vendor> vendor_from_string(std::string_view s) noexcept;
+std::optional<Source> source_from_string(std::string_view s) noexcept;
+std::optional<Absence> absence_from_string(std::string_view s) noexcept;
+std::optional<Metric> metric_from_string(std::string_view s) noexcept;
+std::optional<EnergyKind> energy_kind_from_string(std::string_view s) noexcept;
+std::optional<PowerState> power_state_from_string(std::string_view s) noexcept;
+
+/// One metric: a value with its source, or an absence with its reason.
+class Reading {
+ public:
+  Reading() noexcept = default;
+  static Reading of(double value, Source source) noexcept {
+    Reading r;
+    r.value_ = value;
+    r.source_ = source;
+    return r;
+  }
+  static Reading missing(Absence reason, Source source = Source::none) noexcept {
+    Reading r;
+    r.reason_ = reason;
+    r.source_ = source;
+    return r;
+  }
+
+  bool has_value() const noexcept { return value_.has_value(); }
+  explicit operator bool() const noexcept { return has_value(); }
+  /// Precondition: has_value().
+  double value() const { return *value_; }
+  std::optional<double> get() const noexcept { return value_; }
+  /// For a present value, where it came from; for an absent one, the source that failed (or none).
+  Source source() const noexcept { return source_; }
+  /// Meaningful only when !has_value().
+  Absence reason() const noexcept { return reason_; }
+
+  friend bool operator==(const Reading&, const Reading&) = default;
+
+ private:
+  std::optional<double> value_;
+  Source source_ = Source::none;
+  Absence reason_ = Absence::not_collected;
+};
+
+/// A fixed table of Reading, one per Metric.
+class MetricSet {
+ public:
+  const Reading& operator[](Metric m) const noexcept { return r_[static_cast<std::size_t>(m)]; }
+  Reading& operator[](Metric m) noexcept { return r_[static_cast<std::size_t>(m)]; }
+  void set(Metric m, double v, Source s) noexcept { (*this)[m] = Reading::of(v, s); }
+  void set_absent(Metric m, Absence why, Source s = Source::none) noexcept {
+    (*this)[m] = Reading::missing(why, s);
+  }
+  /// Marks every metric still `not_collected` as absent with `why`.
+  void fill_absent(Absence why, Source s = Source::none) noexcept {
+    for (auto& r : r_)
+      if (!r.has_value() && r.reason() == Absence::not_collected) r = Reading::missing(why, s);
+  }
+  friend bool operator==(const MetricSet&, const MetricSet&) = default;
+
+ private:
+  std::array<Reading, kMetricCount> r_{};
+};
+
+/// Activity of one engine class (render, compute, copy, video, ...).
+struct EngineSample {
+  std::string name;
+  Reading utilization_percent;
+  friend bool operator==(const EngineSample&, const EngineSample&) = default;
+};
+
+/// A process using a device.
+struct ProcessSample {
+  std::int64_t pid = 0;
+  std::string name;
+  std::optional<std::uint64_t> gpu_memory_bytes;
+  std::optional<double> gpu_utilization_percent;
+  std::optional<std::uint64_t> host_rss_bytes;
+  /// false when the source only gives a device-wide figure (e.g. nvidia-smi fallback).
+  bool per_process_exact = true;
+  std::string container_id;  // cgroup/container id, empty when unknown
+  std::vector<EngineSample> engines;
+  friend bool operator==(const ProcessSample&, const ProcessSample&) = default;
+};
+
+/// What one probe saw of one device.
+struct DeviceSample {
+  /// Stable id: vendor UUID where there is one, else PCI bus id, else probe-defined.
+  std::string id;
+  Vendor vendor = Vendor::unknown;
+  int index = 0;
+  std::string name;
+  std::string pci_bus_id;  // "0000:01:00.0" form, empty when unknown
+  MetricSet metrics;
+  std::optional<EnergyKind> energy_kind;  // set when metrics[energy_joules] has a value
+  PowerState power_state = PowerState::unknown;
+  std::vector<std::string> throttle_reasons;
+  std::vector<EngineSample> engines;
+  std::vector<ProcessSample> processes;
+  /// Free-form attributes (e.g. "metrics_source": "sysfs+level-zero", "uuid").
+  std::map<std::string, std::string> attributes;
+  friend bool operator==(const DeviceSample&, const DeviceSample&) = default;
+};
+
+/// Host memory of one process.
+struct HostProcess {
+  std::int64_t pid = 0;
+  std::string name;
+  std::optional<std::uint64_t> rss_bytes;
+  friend bool operator==(const HostProcess&, const HostProcess&) = default;
+};
+
+/// Host-level figures (RAM, swap, watched processes, system power where known).
+struct HostSample {
+  std::optional<std::uint64_t> memory_total_bytes;
+  std::optional<std::uint64_t> memory_available_bytes;
+  std::optional<std::uint64_t> memory_used_bytes;
+  std::optional<std::uint64_t> swap_total_bytes;
+  std::optional<std::uint64_t> swap_used_bytes;
+  std::vector<HostProcess> processes;
+  /// Other host figures in base units, e.g. "system_power_watts".
+  std::map<std::string, double> metrics;
+  friend bool operator==(const HostSample&, const HostSample&) = default;
+};
+
+/// A problem met while sampling, in words a user can act on.
+struct SampleError {
+  std::string code;     // short machine-readable code, e.g. "gpu_lost", "tool_failed"
+  std::string message;  // one line for humans
+  std::string device;   // device id when the error concerns one device
+  friend bool operator==(const SampleError&, const SampleError&) = default;
+};
+
+/// What one probe saw at one moment.
+struct GpuSnapshot {
+  std::string probe;
+  std::uint64_t sequence = 0;           // per channel, gap-free; set by SnapshotChannel::publish
+  std::int64_t time_unix_ns = 0;        // wall clock
+  std::int64_t monotonic_ns = 0;        // steady clock, for deltas
+  std::int64_t sample_duration_ns = 0;  // how long the sample took
+  std::vector<DeviceSample> devices;
+  std::optional<HostSample> host;
+  std::vector<SampleError> errors;
+  friend bool operator==(const GpuSnapshot&, const GpuSnapshot&) = default;
+
+  const DeviceSample* find_device(std::string_view id) const noexcept;
+};
+
+/// Nanoseconds since the Unix epoch, now.
+std::int64_t wall_now_ns() noexcept;
+/// Nanoseconds of std::chrono::steady_clock, now.
+std::int64_t steady_now_ns() noexcept;
+
+}  // namespace gpustream

@@ -1,0 +1,89 @@
+// gpustream/probe.hpp — the interface every telemetry source implements.
+//
+// A probe knows one source (NVML, a sysfs tree, a CLI, ...). It can say whether the source is
+// there and which devices it sees (detect), and produce one GpuSnapshot on request
+// (async_sample). Both operations complete by calling their handler exactly once, on the
+// probe's io executor. A probe never blocks the io thread: blocking work goes to the work pool
+// (see BlockingProbe).
+//
+// Thread safety: a probe is driven by one Scheduler; it never has two samples in flight.
+// cancel() may be called from the io thread at any time and must make an in-flight operation
+// complete soon (with boost::asio::error::operation_aborted or its own error).
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/system/error_code.hpp>
+
+#include "gpustream/model.hpp"
+
+namespace gpustream {
+
+/// Where probes find the files of the machine. Containers mount the host's /proc elsewhere;
+/// the tests point these at generated trees.
+struct SystemPaths {
+  std::string sysfs_root = "/sys";
+  std::string procfs_root = "/proc";
+  std::string devfs_root = "/dev";
+};
+
+/// A device as seen at detection time.
+struct DeviceInfo {
+  std::string id;
+  Vendor vendor = Vendor::unknown;
+  int index = 0;
+  std::string name;
+  std::string pci_bus_id;
+  friend bool operator==(const DeviceInfo&, const DeviceInfo&) = default;
+};
+
+/// The result of detect(): is the source usable, and if not, why not (one line).
+struct Detection {
+  bool available = false;
+  std::string reason;  // empty when available; otherwise what a user can act on
+  std::vector<DeviceInfo> devices;
+};
+
+/// Executors a probe runs on.
+struct ProbeExecutors {
+  boost::asio::any_io_executor io;    // timers, pipes, sockets, completion handlers
+  boost::asio::any_io_executor work;  // blocking calls (vendor libraries, file walks)
+};
+
+class Probe {
+ public:
+  using DetectHandler = std::function<void(Detection)>;
+  using SampleHandler = std::function<void(boost::system::error_code, GpuSnapshot)>;
+
+  virtual ~Probe() = default;
+
+  /// Registry name: "nvidia", "amd", "intel", "apple", "host", "simulated", ...
+  virtual std::string_view name() const noexcept = 0;
+
+  /// The smallest interval at which the source really changes. The scheduler clamps faster
+  /// requests to this and says so once.
+  virtual std::chrono::milliseconds min_interval() const noexcept {
+    return std::chrono::milliseconds{0};
+  }
+
+  /// Is the source there? Calls `handler` once, on the io executor.
+  virtual void async_detect(DetectHandler handler) = 0;
+
+  /// Produce one snapshot. Calls `handler` once, on the io executor. On failure the error code
+  /// is set and the snapshot's `errors` say what happened in words. `sequence` is left 0: the
+  /// channel numbers snapshots.
+  virtual void async_sample(SampleHandler handler) = 0;
+
+  /// Abort whatever is in flight (kill a child process, stop waiting). Idempotent.
+  virtual void cancel() noexcept {}
+};
+
+using ProbePtr = std::shared_ptr<Probe>;
+
+}  // namespace gpustream

@@ -1,1 +1,132 @@
-// The one table of probes (filled in by the registry work).
+// The one table of probes. To add a probe: include its header, write a factory below, add a row.
+#include "gpustream/probes/registry.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <exception>
+
+#include "gpustream/probes/host_probe.hpp"
+#include "gpustream/probes/simulated_probe.hpp"
+
+namespace gpustream {
+namespace {
+
+constexpr std::string_view kSimulated = "simulated";
+
+ProbePtr make_host(const Config& config, ProbeExecutors executors) {
+  HostProbeOptions options;
+  options.paths = config.paths;
+  options.watch_pids = config.watch_pids;
+  return make_host_probe(std::move(executors), std::move(options));
+}
+
+ProbePtr make_simulated(const Config& config, ProbeExecutors executors) {
+  SimulatedProbeOptions options;
+  options.devices = std::max(1, config.simulate);
+  options.seed = config.seed;
+  return make_simulated_probe(std::move(executors), std::move(options));
+}
+
+// One row per implemented probe, in the order make_probes builds them.
+constexpr ProbeRow kRows[] = {
+    {"host", "host RAM and swap (/proc/meminfo), RSS of this process and watched pids", &make_host},
+    {"simulated", "simulated GPUs with plausible moving values (--simulate N)", &make_simulated},
+};
+
+// Every name gpustream knows, built or not (`gpustream list` shows them in this order).
+constexpr std::string_view kKnownNames[] = {"nvidia", "amd", "intel", "apple", "host", "simulated"};
+
+std::string known_list() {
+  std::string out;
+  for (auto name : kKnownNames) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::span<const ProbeRow> probe_rows() noexcept { return kRows; }
+
+const ProbeRow* find_probe_row(std::string_view name) noexcept {
+  for (const auto& row : kRows)
+    if (row.name == name) return &row;
+  return nullptr;
+}
+
+std::span<const std::string_view> known_probe_names() noexcept { return kKnownNames; }
+
+bool is_known_probe(std::string_view name) noexcept {
+  return std::find(std::begin(kKnownNames), std::end(kKnownNames), name) != std::end(kKnownNames);
+}
+
+bool is_implemented(std::string_view name) noexcept { return find_probe_row(name) != nullptr; }
+
+ProbeSet make_probes(const Config& config, ProbeExecutors executors) {
+  std::vector<std::string> wanted;
+  const auto add = [&](std::string_view name) {
+    if (std::find(wanted.begin(), wanted.end(), name) == wanted.end()) wanted.emplace_back(name);
+  };
+  if (config.probes.empty()) {
+    for (const auto& row : kRows)
+      if (row.name != kSimulated) add(row.name);
+  } else {
+    for (const auto& name : config.probes) add(name);
+  }
+  if (config.simulate > 0) add(kSimulated);
+
+  ProbeSet out;
+  for (const auto& name : wanted) {
+    if (!is_known_probe(name)) {
+      out.errors.push_back("unknown probe '" + name + "' (known: " + known_list() + ")");
+      continue;
+    }
+    const ProbeRow* row = find_probe_row(name);
+    if (!row) {
+      out.errors.push_back("probe '" + name + "' is not available in this build");
+      continue;
+    }
+    try {
+      out.probes.push_back(row->factory(config, executors));
+    } catch (const std::exception& e) {
+      out.errors.push_back("probe '" + name + "': " + e.what());
+    }
+  }
+  return out;
+}
+
+std::vector<ProbeDescription> describe_probes() {
+  std::vector<ProbeDescription> out;
+  for (auto name : kKnownNames) {
+    const ProbeRow* row = find_probe_row(name);
+    out.push_back({std::string(name),
+                   row ? std::string(row->description) : "not available in this build",
+                   row != nullptr});
+  }
+  return out;
+}
+
+std::string describe_probes_text() {
+  std::size_t width = 0;
+  for (auto name : kKnownNames) width = std::max(width, name.size());
+  std::string out;
+  for (const auto& d : describe_probes()) {
+    out += d.name;
+    out.append(width + 2 - d.name.size(), ' ');
+    out += d.description;
+    out += '\n';
+  }
+  return out;
+}
+
+ProbeFactory probe_factory() {
+  return [](const Config& config, const ProbeExecutors& executors,
+            std::vector<std::string>& errors) {
+    auto set = make_probes(config, executors);
+    errors.insert(errors.end(), set.errors.begin(), set.errors.end());
+    return std::move(set.probes);
+  };
+}
+
+}  // namespace gpustream

@@ -1,0 +1,260 @@
+// Fan-out cost: one snapshot of 8 GPUs and 100 processes, published to N in-process
+// subscribers through SnapshotChannel, against a baseline that hands every subscriber its own
+// deep copy (what a channel of GpuSnapshot values would do).
+//
+// Each iteration times publish + delivery only (manual time): the snapshot the producer hands
+// over is built outside the timed region, for both. Counters:
+//   ns_per_delivery     timed nanoseconds / (iterations * subscribers)
+//   allocs_per_publish  heap allocations inside the timed region / iterations: calls of the
+//                       global operator new, and of aligned_alloc, which Asio's handler
+//                       allocator calls directly (both replaced below to count)
+//
+// Run: build-*/bench/fanout_bench   (or with --benchmark_filter=Channel)
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <new>
+
+#include <malloc.h>
+
+#include <benchmark/benchmark.h>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "gpustream/channel.hpp"
+
+// --- counting global operator new ------------------------------------------------------------
+// GCC 12 inlines these replacements and then mistakes free() of a pointer from `new` for a
+// mismatch; every `new` here is malloc/aligned_alloc, so free() is the right release.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+
+namespace {
+std::atomic<bool> g_counting{false};
+std::atomic<std::uint64_t> g_allocations{0};
+
+void count_allocation() {
+  if (g_counting.load(std::memory_order_relaxed))
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+}
+
+void* counted_alloc(std::size_t n, std::size_t align = 0) {
+  count_allocation();
+  if (n == 0) n = 1;
+  return align > alignof(std::max_align_t) ? ::memalign(align, n) : std::malloc(n);
+}
+}  // namespace
+
+// Asio's recycling allocator (handler memory) calls std::aligned_alloc, not operator new.
+extern "C" void* aligned_alloc(std::size_t align, std::size_t n) noexcept {
+  count_allocation();
+  return ::memalign(align, n);
+}
+
+void* operator new(std::size_t n) {
+  if (void* p = counted_alloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n) {
+  if (void* p = counted_alloc(n)) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  if (void* p = counted_alloc(n, static_cast<std::size_t>(a))) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  if (void* p = counted_alloc(n, static_cast<std::size_t>(a))) return p;
+  throw std::bad_alloc();
+}
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept { return counted_alloc(n); }
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_alloc(n, static_cast<std::size_t>(a));
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  std::free(p);
+}
+
+namespace gpustream {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// --- the snapshot --------------------------------------------------------------------------
+
+GpuSnapshot make_big_snapshot() {
+  constexpr int kGpus = 8;
+  constexpr int kProcesses = 100;
+  GpuSnapshot s;
+  s.probe = "nvidia";
+  s.time_unix_ns = wall_now_ns();
+  s.monotonic_ns = steady_now_ns();
+  s.sample_duration_ns = 2'500'000;
+  for (int g = 0; g < kGpus; ++g) {
+    DeviceSample d;
+    d.id = "GPU-3f2a9c1e-77b4-4c1d-9e2a-5b8c0d1e2f" + std::to_string(10 + g);
+    d.vendor = Vendor::nvidia;
+    d.index = g;
+    d.name = "NVIDIA H100 80GB HBM3";
+    d.pci_bus_id = "00000000:" + std::to_string(10 + g) + ":00.0";
+    for (std::size_t m = 0; m < kMetricCount; ++m)
+      d.metrics.set(static_cast<Metric>(m), 100.0 + static_cast<double>(m), Source::nvml);
+    d.metrics.set_absent(Metric::fan_rpm, Absence::unsupported, Source::nvml);
+    d.energy_kind = EnergyKind::counter;
+    d.power_state = PowerState::active;
+    d.throttle_reasons = {"sw_power_cap", "hw_thermal_slowdown"};
+    for (const char* e : {"graphics", "compute", "copy", "video_decode", "video_encode", "jpeg"})
+      d.engines.push_back(EngineSample{e, Reading::of(12.5, Source::nvml)});
+    d.attributes = {{"uuid", d.id}, {"driver_version", "550.54.15"}, {"cuda_version", "12.4"}};
+    s.devices.push_back(std::move(d));
+  }
+  HostSample host;
+  host.memory_total_bytes = 1ull << 40;
+  host.memory_available_bytes = 1ull << 39;
+  for (int p = 0; p < kProcesses; ++p) {
+    ProcessSample ps;
+    ps.pid = 10'000 + p;
+    ps.name = p % 2 ? "python3 train_llm.py --rank " + std::to_string(p) : "pt_main_thread";
+    ps.gpu_memory_bytes = 4ull << 30;
+    ps.gpu_utilization_percent = 87.5;
+    ps.host_rss_bytes = 12ull << 30;
+    ps.container_id = "4f1c2b9d8e7a6f5c4b3a29180716253443526170819a0b1c2d3e4f5a6b7c8d9e";
+    ps.engines.push_back(EngineSample{"compute", Reading::of(80, Source::nvml)});
+    s.devices[static_cast<std::size_t>(p % kGpus)].processes.push_back(ps);
+    host.processes.push_back(HostProcess{ps.pid, ps.name, ps.host_rss_bytes});
+  }
+  s.host = std::move(host);
+  return s;
+}
+
+const GpuSnapshot& big_snapshot() {
+  static const GpuSnapshot s = make_big_snapshot();
+  return s;
+}
+
+struct Timed {
+  double ns = 0;
+  std::uint64_t allocations = 0;
+};
+
+/// Runs `body` with the clock and the allocation counter on.
+template <typename F>
+void timed(benchmark::State& state, Timed& total, F&& body) {
+  const auto allocs_before = g_allocations.load();
+  const auto t0 = Clock::now();
+  g_counting = true;
+  body();
+  g_counting = false;
+  const auto t1 = Clock::now();
+  const double ns = std::chrono::duration<double, std::nano>(t1 - t0).count();
+  state.SetIterationTime(ns * 1e-9);
+  total.ns += ns;
+  total.allocations += g_allocations.load() - allocs_before;
+}
+
+void report(benchmark::State& state, const Timed& total, std::size_t subscribers,
+            std::uint64_t delivered) {
+  const auto iters = static_cast<double>(state.iterations());
+  state.counters["subscribers"] = static_cast<double>(subscribers);
+  state.counters["ns_per_delivery"] = total.ns / (iters * static_cast<double>(subscribers));
+  state.counters["allocs_per_publish"] = static_cast<double>(total.allocations) / iters;
+  if (delivered != static_cast<std::uint64_t>(iters) * subscribers)
+    state.SkipWithError("not every subscriber received every snapshot");
+}
+
+// --- SnapshotChannel -----------------------------------------------------------------------
+
+void run_channel(benchmark::State& state, bool strand) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);  // poll() never stops the context
+  SnapshotChannel ch(io.get_executor(), 16);      // small history: eviction from the start
+  std::uint64_t delivered = 0;
+  std::vector<Subscription> subs;
+  for (std::size_t i = 0; i < n; ++i) {
+    SubscribeOptions o;
+    if (strand) o.executor = boost::asio::make_strand(io);
+    subs.push_back(ch.subscribe(o, [&delivered](const SnapshotPtr& s) {
+      benchmark::DoNotOptimize(s->devices.data());
+      ++delivered;
+    }));
+  }
+  for (int i = 0; i < 32; ++i) {  // warm-up: history, latest cache, per-thread lists
+    ch.publish(big_snapshot());
+    io.poll();
+  }
+  delivered = 0;
+  Timed total;
+  for (auto _ : state) {
+    GpuSnapshot s = big_snapshot();  // the producer's snapshot, handed over by move
+    timed(state, total, [&] {
+      ch.publish(std::move(s));
+      io.poll();
+    });
+  }
+  report(state, total, n, delivered);
+}
+
+void BM_ChannelFanout(benchmark::State& state) { run_channel(state, false); }
+void BM_ChannelFanoutStrandExecutors(benchmark::State& state) { run_channel(state, true); }
+
+// --- copy-per-subscriber baseline ----------------------------------------------------------
+
+/// The same fan-out with values: each subscriber gets its own deep copy in its inbox and then
+/// consumes it. No executor, no locks: the cheapest possible copying channel.
+void BM_CopyPerSubscriberBaseline(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  struct CopySubscriber {
+    std::vector<GpuSnapshot> inbox;
+    std::function<void(const GpuSnapshot&)> callback;
+  };
+  std::uint64_t delivered = 0;
+  std::vector<CopySubscriber> subs(n);
+  for (auto& sub : subs) {
+    sub.inbox.reserve(64);
+    sub.callback = [&delivered](const GpuSnapshot& s) {
+      benchmark::DoNotOptimize(s.devices.data());
+      ++delivered;
+    };
+  }
+  std::uint64_t sequence = 0;
+  Timed total;
+  for (auto _ : state) {
+    GpuSnapshot s = big_snapshot();
+    timed(state, total, [&] {
+      s.sequence = ++sequence;
+      for (auto& sub : subs) sub.inbox.push_back(s);
+      for (auto& sub : subs) {
+        for (const auto& x : sub.inbox) sub.callback(x);
+        sub.inbox.clear();
+      }
+    });
+  }
+  report(state, total, n, delivered);
+}
+
+BENCHMARK(BM_ChannelFanout)->Arg(1)->Arg(64)->Arg(1024)->UseManualTime();
+BENCHMARK(BM_CopyPerSubscriberBaseline)->Arg(1)->Arg(64)->Arg(1024)->UseManualTime();
+BENCHMARK(BM_ChannelFanoutStrandExecutors)->Arg(64)->UseManualTime();
+
+}  // namespace
+}  // namespace gpustream
+
+BENCHMARK_MAIN();

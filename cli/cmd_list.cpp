@@ -1,0 +1,118 @@
+// gpustream list — each probe: available or not and why; the devices it found.
+#include <algorithm>
+#include <future>
+#include <iostream>
+#include <set>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/json.hpp>
+#include <fmt/format.h>
+
+#include "commands.hpp"
+#include "gpustream/probes/registry.hpp"
+
+namespace gpustream::cli {
+
+std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::milliseconds timeout) {
+  static const std::string kPending = "\x01pending";
+  Config c = config;
+  if (c.probes.empty()) {
+    for (const auto& n : known_probe_names())
+      if (n != "simulated" || c.simulate > 0) c.probes.emplace_back(n);
+  }
+  boost::asio::io_context io;
+  boost::asio::thread_pool pool(2);
+  ProbeExecutors ex{io.get_executor(), pool.get_executor()};
+  auto set = make_probes(c, ex);
+  const auto& built = set.probes;
+  const auto& errors = set.errors;
+
+  std::vector<ProbeReport> reports;
+  for (const auto& name : c.probes) {
+    ProbeReport r;
+    r.name = name;
+    r.detection.available = false;
+    r.detection.reason = kPending;
+    for (const auto& e : errors)
+      if (e.find("'" + name + "'") != std::string::npos) r.detection.reason = e;
+    reports.push_back(std::move(r));
+  }
+  // The detections run on the pool and post back to io: keep io alive until all have answered.
+  auto guard = boost::asio::make_work_guard(io);
+  std::size_t pending = built.size();
+  for (const auto& p : built) {
+    p->async_detect([&, name = std::string(p->name())](Detection d) {
+      for (auto& r : reports)
+        if (r.name == name) r.detection = std::move(d);
+      if (--pending == 0) guard.reset();
+    });
+  }
+  if (pending == 0) guard.reset();
+  io.run_for(timeout);
+  for (auto& r : reports)
+    if (r.detection.reason == kPending && !r.detection.available)
+      r.detection.reason = "detection did not answer within " +
+                           std::to_string(timeout.count() / 1000) + " s";
+  for (const auto& p : built) p->cancel();
+  pool.join();
+  return reports;
+}
+
+void apply_simulate_if_no_gpu(Config& config) {
+  if (!config.simulate_when_no_gpu || config.simulate > 0) return;
+  Config gpus = config;
+  if (gpus.probes.empty())
+    for (const auto& n : known_probe_names()) gpus.probes.emplace_back(n);
+  std::erase_if(gpus.probes, [](const std::string& n) { return n == "host" || n == "simulated"; });
+  std::size_t devices = 0;
+  for (const auto& r : detect_probes(gpus, std::chrono::seconds{10}))
+    if (r.detection.available) devices += r.detection.devices.size();
+  if (devices > 0) return;
+  config.simulate = 2;
+  if (!config.probes.empty() &&
+      std::find(config.probes.begin(), config.probes.end(), "simulated") == config.probes.end())
+    config.probes.push_back("simulated");
+  std::cerr << "gpustream: no GPU found on this machine; adding 2 simulated GPUs "
+               "(labelled 'simulated')\n";
+}
+
+int run_list(const Config& config, const ListOptions& o) {
+  const auto reports = detect_probes(config, std::chrono::seconds{15});
+  if (o.json) {
+    boost::json::array arr;
+    for (const auto& r : reports) {
+      boost::json::array devs;
+      for (const auto& d : r.detection.devices)
+        devs.push_back({{"id", d.id},
+                        {"vendor", to_string(d.vendor)},
+                        {"index", d.index},
+                        {"name", d.name},
+                        {"pci_bus_id", d.pci_bus_id}});
+      boost::json::object obj{{"probe", r.name}, {"available", r.detection.available}};
+      if (!r.detection.available) obj["reason"] = r.detection.reason;
+      obj["devices"] = std::move(devs);
+      arr.push_back(std::move(obj));
+    }
+    std::cout << boost::json::serialize(boost::json::object{{"schema", "gpustream/1"},
+                                                            {"probes", std::move(arr)}})
+              << "\n";
+    return 0;
+  }
+  for (const auto& r : reports) {
+    if (r.detection.available) {
+      std::cout << fmt::format("{:<10} available, {} device{}\n", r.name,
+                               r.detection.devices.size(),
+                               r.detection.devices.size() == 1 ? "" : "s");
+      for (const auto& d : r.detection.devices)
+        std::cout << fmt::format("  [{}] {:<28} id={}{}\n", d.index, d.name, d.id,
+                                 d.pci_bus_id.empty() ? "" : " pci=" + d.pci_bus_id);
+    } else {
+      std::cout << fmt::format("{:<10} unavailable: {}\n", r.name, r.detection.reason);
+    }
+  }
+  return 0;
+}
+
+}  // namespace gpustream::cli

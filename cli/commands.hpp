@@ -1,0 +1,46 @@
+// The subcommands of the gpustream tool. Each returns a process exit code (see options.hpp).
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "gpustream/config.hpp"
+#include "gpustream/probe.hpp"
+
+namespace gpustream::cli {
+
+/// Set by SIGINT/SIGTERM; long-running commands poll it.
+extern std::atomic<bool> g_interrupted;
+
+struct ListOptions { bool json = false; };
+struct SnapshotOptions { bool json = false; double timeout_seconds = 10.0; };
+struct WatchOptions {
+  bool json = false;
+  long count = 0;  // 0: until interrupted
+  double duration_seconds = 0;
+  std::string output_file;  // record: JSON lines into this file
+};
+struct ReplayOptions {
+  std::string file;
+  bool json = false;
+  bool realtime = false;
+};
+
+int run_list(const Config& config, const ListOptions& o);
+int run_snapshot(Config config, const SnapshotOptions& o);
+int run_watch(Config config, const WatchOptions& o);
+int run_replay(const ReplayOptions& o);
+
+/// Detects every probe the config names (or all known probes); used by list and by
+/// --simulate-if-no-gpu. Each entry: probe name, detection (or the reason it could not be built).
+struct ProbeReport {
+  std::string name;
+  Detection detection;
+};
+std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::milliseconds timeout);
+
+/// When config.simulate_when_no_gpu and no GPU probe finds a device: sets config.simulate = 2,
+/// adds "simulated" to an explicit probe list, and says so on stderr.
+void apply_simulate_if_no_gpu(Config& config);
+
+}  // namespace gpustream::cli

@@ -1,0 +1,96 @@
+// gpustream — the command-line tool. See `gpustream --help` and docs/cli.md.
+#include <csignal>
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "options.hpp"
+
+namespace gpustream::cli {
+
+std::atomic<bool> g_interrupted{false};
+
+namespace {
+extern "C" void on_signal(int) { g_interrupted.store(true); }
+}  // namespace
+
+}  // namespace gpustream::cli
+
+int main(int argc, char** argv) {
+  using namespace gpustream::cli;
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  CLI::App app{"gpustream — GPU telemetry: every GPU on this machine, as a stream of snapshots"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "gpustream 0.1.0");
+
+  CommonOptions common;
+  ListOptions list_o;
+  SnapshotOptions snap_o;
+  WatchOptions watch_o;
+  WatchOptions record_o;
+  ReplayOptions replay_o;
+
+  auto* list = app.add_subcommand("list", "Each probe: available or not and why; its devices");
+  add_common_options(*list, common, false);
+  list->add_flag("--json", list_o.json, "JSON output");
+
+  auto* snapshot = app.add_subcommand("snapshot", "One snapshot of every available probe, then exit");
+  add_common_options(*snapshot, common);
+  snapshot->add_flag("--json", snap_o.json, "One JSON document {schema, snapshots:[...]}");
+  snapshot->add_option("--timeout", snap_o.timeout_seconds,
+                       "Seconds to wait for each probe's first sample (default 10)")
+      ->check(CLI::Range(0.1, 600.0));
+
+  auto* watch = app.add_subcommand("watch", "A live table of every GPU (or JSON lines)");
+  add_common_options(*watch, common);
+  watch->add_flag("--json", watch_o.json, "One snapshot per line, JSON");
+  watch->add_option("--count", watch_o.count, "Stop after N snapshots")->check(CLI::PositiveNumber);
+  watch->add_option("--duration", watch_o.duration_seconds, "Stop after this many seconds")
+      ->check(CLI::PositiveNumber);
+
+  auto* record = app.add_subcommand("record", "Record snapshots to FILE (JSON lines)");
+  add_common_options(*record, common);
+  record->add_option("file", record_o.output_file, "Output file")->required();
+  record->add_option("--count", record_o.count, "Stop after N snapshots")->check(CLI::PositiveNumber);
+  record->add_option("--duration", record_o.duration_seconds, "Stop after this many seconds")
+      ->check(CLI::PositiveNumber);
+
+  auto* replay = app.add_subcommand("replay", "Print a recording made by `gpustream record`");
+  replay->add_option("file", replay_o.file, "Recording (JSON lines)")->required()
+      ->check(CLI::ExistingFile);
+  replay->add_flag("--json", replay_o.json, "JSON lines instead of a table");
+  replay->add_flag("--realtime", replay_o.realtime, "Pace the output like the recording");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::cerr << "gpustream: " << e.what() << "\n(run 'gpustream --help' for usage)\n";
+    return kExitUsage;
+  }
+
+  try {
+    if (*replay) return run_replay(replay_o);
+    const auto config = make_config(common);
+    if (*list) return run_list(config, list_o);
+    if (*snapshot) return run_snapshot(config, snap_o);
+    if (*watch) return run_watch(config, watch_o);
+    if (*record) return run_watch(config, record_o);
+  } catch (const gpustream::ConfigError& e) {
+    std::cerr << "gpustream: " << e.what() << "\n";
+    return kExitUsage;
+  } catch (const std::exception& e) {
+    std::cerr << "gpustream: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  return kExitUsage;
+}

@@ -1,0 +1,67 @@
+#include "options.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include "gpustream/log.hpp"
+#include "gpustream/probes/registry.hpp"
+
+namespace gpustream::cli {
+
+void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval) {
+  sub.add_option("--simulate", o.simulate, "Add N simulated GPUs")->check(CLI::Range(0, 256));
+  sub.add_flag("--simulate-if-no-gpu", o.simulate_if_no_gpu,
+               "Add 2 simulated GPUs when no real GPU is found (and say so)");
+  sub.add_option("--probes", o.probes,
+                 "Comma-separated probes: nvidia,amd,intel,apple,host,simulated (default: all)");
+  sub.add_option("--config", o.config_file, "JSON config file (see docs/configuration.md)");
+  sub.add_option("--sysfs-root", o.sysfs_root, "Where /sys is mounted (default /sys)");
+  sub.add_option("--procfs-root", o.procfs_root, "Where /proc is mounted (default /proc)");
+  sub.add_option("--devfs-root", o.devfs_root, "Where /dev is mounted (default /dev)");
+  if (with_interval)
+    sub.add_option("--interval", o.interval_seconds, "Sampling interval in seconds (default 1)")
+        ->check(CLI::Range(0.001, 86400.0));
+  sub.add_option("--seed", o.seed, "Seed of the simulated GPUs (default 1)");
+  sub.add_option("--watch-pid", o.watch_pids, "Also report the host RSS of this pid (repeatable)")
+      ->check(CLI::PositiveNumber);
+  sub.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+}
+
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    const auto b = item.find_first_not_of(" \t");
+    const auto e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+Config make_config(const CommonOptions& o) {
+  Config c;
+  if (!o.config_file.empty()) c = load_config(o.config_file);
+  if (o.simulate) c.simulate = *o.simulate;
+  if (o.simulate_if_no_gpu) c.simulate_when_no_gpu = true;
+  if (!o.probes.empty()) c.probes = split_list(o.probes);
+  for (const auto& name : c.probes)
+    if (!is_known_probe(name)) {
+      std::string list;
+      for (const auto& k : known_probe_names()) list += (list.empty() ? "" : ", ") + std::string(k);
+      throw ConfigError("unknown probe '" + name + "' (known: " + list + ")");
+    }
+  if (o.sysfs_root) c.paths.sysfs_root = *o.sysfs_root;
+  if (o.procfs_root) c.paths.procfs_root = *o.procfs_root;
+  if (o.devfs_root) c.paths.devfs_root = *o.devfs_root;
+  if (o.interval_seconds)
+    c.interval = std::chrono::milliseconds(static_cast<std::int64_t>(*o.interval_seconds * 1000 + 0.5));
+  if (o.seed) c.seed = *o.seed;
+  for (auto pid : o.watch_pids) c.watch_pids.push_back(pid);
+  if (!o.log_level.empty()) c.log_level = o.log_level;
+  if (!set_log_level(c.log_level)) throw ConfigError("unknown log level '" + c.log_level + "'");
+  return c;
+}
+
+}  // namespace gpustream::cli

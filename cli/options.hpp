@@ -1,0 +1,43 @@
+// Command-line options shared by every subcommand, and their translation into a Config.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "gpustream/config.hpp"
+
+namespace gpustream::cli {
+
+/// Exit codes: 0 success, 1 runtime failure, 2 usage error (bad flag, bad config file).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+struct CommonOptions {
+  std::optional<int> simulate;
+  bool simulate_if_no_gpu = false;
+  std::string probes;  // comma-separated
+  std::string config_file;
+  std::optional<std::string> sysfs_root;
+  std::optional<std::string> procfs_root;
+  std::optional<std::string> devfs_root;
+  std::optional<double> interval_seconds;
+  std::optional<std::uint64_t> seed;
+  std::vector<std::int64_t> watch_pids;
+  std::string log_level;
+};
+
+/// Adds the common flags to a subcommand.
+void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval = true);
+
+/// Builds the Config: the config file first, then the flags that were given.
+/// Throws ConfigError with a message for the user.
+Config make_config(const CommonOptions& o);
+
+/// Splits "a,b, c" into {"a","b","c"}.
+std::vector<std::string> split_list(const std::string& s);
+
+}  // namespace gpustream::cli

@@ -1,0 +1,79 @@
+// gpustream/probes/simulated_probe.hpp — plausible, clearly labelled GPUs for demos, dashboards
+// and benchmarks on machines without a GPU.
+//
+// Each simulated GPU (vendor `simulated`, name "Simulated GPU <i>", a UUID-like id stable for a
+// given seed and index, PCI bus id "0000:<i+1>:00.0") reports values computed from the sample's
+// monotonic time and a seeded counter-based PRNG: utilization, memory, power (instant and
+// average), power limit, temperature (lagging utilization), clocks, fan, an energy counter that
+// is the integral of the reported power (trapezoids between samples), engines (graphics,
+// compute, copy) and a few processes. Every present value has Source::simulated; metrics it does
+// not simulate are absent with Absence::unsupported.
+//
+// Determinism: two probes with the same seed and the same sequence of clock readings produce the
+// same snapshots (except sample_duration_ns, which is measured). Inject the clocks through
+// SimulatedProbeOptions to drive time in tests. A clock must not return 0 (BlockingProbe treats 0
+// as "not set" and fills in the real time).
+//
+// Thread safety: detect()/sample() run on the work pool; the model state is under a mutex.
+// Cancellation: a sample is pure computation; there is nothing to cancel.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpustream/blocking_probe.hpp"
+
+namespace gpustream {
+
+namespace sim {
+class SimulatedGpu;
+}
+
+struct SimulatedProbeOptions {
+  static constexpr int kMaxDevices = 64;
+  /// Number of GPUs, 1..kMaxDevices.
+  int devices = 1;
+  std::uint64_t seed = 1;
+  /// Monotonic time of a sample, in ns. Default: steady_now_ns.
+  std::function<std::int64_t()> monotonic_clock;
+  /// Wall-clock time of a sample, in ns since the Unix epoch. Default: wall_now_ns.
+  std::function<std::int64_t()> wall_clock;
+};
+
+class SimulatedProbe final : public BlockingProbe {
+ public:
+  static constexpr std::string_view kName = "simulated";
+
+  /// Throws std::invalid_argument when options.devices is outside 1..kMaxDevices.
+  SimulatedProbe(ProbeExecutors executors, SimulatedProbeOptions options);
+  ~SimulatedProbe() override;
+
+  std::string_view name() const noexcept override { return kName; }
+
+  /// The devices this probe simulates (what detect() reports).
+  std::vector<DeviceInfo> devices() const;
+
+ protected:
+  /// Always available, with every simulated device.
+  Detection detect() override;
+  GpuSnapshot sample() override;
+
+ private:
+  SimulatedProbeOptions options_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<sim::SimulatedGpu>> gpus_;  // guarded by mu_ while sampling
+};
+
+std::shared_ptr<SimulatedProbe> make_simulated_probe(ProbeExecutors executors,
+                                                     SimulatedProbeOptions options = {});
+
+/// "sim-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", stable for a seed and a device index.
+std::string simulated_device_id(std::uint64_t seed, int index);
+
+}  // namespace gpustream

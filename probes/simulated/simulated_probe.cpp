@@ -1,0 +1,54 @@
+#include "gpustream/probes/simulated_probe.hpp"
+
+#include <stdexcept>
+#include <utility>
+
+#include "simulated/simulated_gpu.hpp"
+
+namespace gpustream {
+
+SimulatedProbe::SimulatedProbe(ProbeExecutors executors, SimulatedProbeOptions options)
+    : BlockingProbe(std::move(executors)), options_(std::move(options)) {
+  if (options_.devices < 1 || options_.devices > SimulatedProbeOptions::kMaxDevices)
+    throw std::invalid_argument("simulated probe: device count must be 1.." +
+                                std::to_string(SimulatedProbeOptions::kMaxDevices) + ", got " +
+                                std::to_string(options_.devices));
+  if (!options_.monotonic_clock) options_.monotonic_clock = [] { return steady_now_ns(); };
+  if (!options_.wall_clock) options_.wall_clock = [] { return wall_now_ns(); };
+  for (int i = 0; i < options_.devices; ++i)
+    gpus_.push_back(std::make_unique<sim::SimulatedGpu>(options_.seed, i));
+}
+
+SimulatedProbe::~SimulatedProbe() = default;
+
+std::vector<DeviceInfo> SimulatedProbe::devices() const {
+  std::vector<DeviceInfo> out;
+  out.reserve(gpus_.size());
+  for (const auto& gpu : gpus_) out.push_back(gpu->info());  // traits are immutable
+  return out;
+}
+
+Detection SimulatedProbe::detect() {
+  Detection d;
+  d.available = true;
+  d.devices = devices();
+  return d;
+}
+
+GpuSnapshot SimulatedProbe::sample() {
+  GpuSnapshot snap;
+  snap.probe = std::string(kName);
+  std::lock_guard lock(mu_);
+  snap.monotonic_ns = options_.monotonic_clock();
+  snap.time_unix_ns = options_.wall_clock();
+  snap.devices.reserve(gpus_.size());
+  for (auto& gpu : gpus_) snap.devices.push_back(gpu->sample(snap.monotonic_ns));
+  return snap;
+}
+
+std::shared_ptr<SimulatedProbe> make_simulated_probe(ProbeExecutors executors,
+                                                     SimulatedProbeOptions options) {
+  return std::make_shared<SimulatedProbe>(std::move(executors), std::move(options));
+}
+
+}  // namespace gpustream

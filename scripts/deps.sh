@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpustream needs, if any are missing.
+#   scripts/deps.sh build    — compiler, CMake, Boost 1.81, spdlog, CLI11
+#   scripts/deps.sh test     — build + GoogleTest, Google Benchmark, nlohmann-json (bench only)
+# As root it runs apt-get; otherwise it prints the one line to run and exits 1.
+# Idempotent: when everything is there it only says so.
+set -euo pipefail
+
+profile="${1:-build}"
+build_pkgs=(cmake ninja-build g++ pkg-config ccache
+  libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
+  libspdlog-dev libfmt-dev libcli11-dev)
+test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev)
+
+case "$profile" in
+  build) want=("${build_pkgs[@]}") ;;
+  test) want=("${build_pkgs[@]}" "${test_pkgs[@]}") ;;
+  *) echo "usage: $0 build|test" >&2; exit 2 ;;
+esac
+
+missing=()
+for p in "${want[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#want[@]} packages for '$profile' are installed"
+  exit 0
+fi
+
+line="apt-get update && apt-get install -y --no-install-recommends ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+  echo "deps: missing packages: ${missing[*]}" >&2
+  echo "deps: run this as root, then try again:" >&2
+  echo "  sudo sh -c '$line'" >&2
+  exit 1
+fi
+echo "deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# scripts/test.sh — builds gpustream and runs the whole test suite. This is the README's test
+# command and the only thing .ci/run calls.
+#
+#   1. installs missing Debian packages (scripts/deps.sh test)
+#   2. normal build (RelWithDebInfo) + every test, benchmarks built and smoke-run once
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build + every test
+#   4. ThreadSanitizer build + the channel and scheduler tests
+#
+# Options:  --quick   step 2 only (for a fast edit-test loop)
+#           --jobs N  parallel jobs (default: nproc)
+# Build trees: build/ (normal), build-asan/, build-tsan/. ccache is used when present.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+
+quick=0
+jobs="$(nproc)"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --jobs) jobs="$2"; shift ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    *) echo "test.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+scripts/deps.sh test
+
+export CCACHE_SLOPPINESS="pch_defines,time_macros,include_file_mtime,include_file_ctime"
+export CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-5G}"
+export GTEST_COLOR=no
+
+start=$(date +%s)
+total_pass=0
+total_fail=0
+summary=()
+
+step() { echo; echo "==== $* ($(( $(date +%s) - start ))s)"; }
+
+# run_ctest DIR LABEL-ARGS... : runs ctest, adds its counts to the totals.
+run_ctest() {
+  local dir="$1"; shift
+  local log
+  log="$(mktemp)"
+  set +e
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 300 "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  set -e
+  local line pass fail totalc
+  line="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)"
+  rm -f "$log"
+  if [ -z "$line" ]; then
+    echo "test.sh: ctest in $dir printed no summary" >&2
+    total_fail=$((total_fail + 1))
+    summary+=("$dir: no summary (rc=$rc)")
+    return
+  fi
+  fail="$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/')"
+  totalc="$(echo "$line" | sed -E 's/.* failed out of ([0-9]+).*/\1/')"
+  pass=$((totalc - fail))
+  total_pass=$((total_pass + pass))
+  total_fail=$((total_fail + fail))
+  summary+=("$dir: $pass passed, $fail failed")
+  if [ "$totalc" -eq 0 ]; then
+    echo "test.sh: ctest in $dir ran no test" >&2
+    total_fail=$((total_fail + 1))
+  fi
+  if [ "$rc" -ne 0 ] && [ "$fail" -eq 0 ]; then total_fail=$((total_fail + 1)); fi
+}
+
+configure() {
+  local dir="$1"; shift
+  cmake -S . -B "$dir" -G Ninja "$@" > "$dir.configure.log" 2>&1 || {
+    cat "$dir.configure.log"; echo "test.sh: cmake configure of $dir failed" >&2; exit 1; }
+}
+
+step "normal build (build/)"
+configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j "$jobs"
+step "tests (build/)"
+run_ctest build
+
+if [ "$quick" -eq 0 ]; then
+  step "AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/)"
+  configure build-asan -DCMAKE_BUILD_TYPE=Debug -DGPUSTREAM_SANITIZE=address,undefined \
+    -DGPUSTREAM_BUILD_BENCHMARKS=OFF -DGPUSTREAM_BUILD_EXAMPLES=OFF
+  cmake --build build-asan -j "$jobs"
+  step "tests under ASan+UBSan (build-asan/)"
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1" \
+    run_ctest build-asan -LE no_sanitizer
+
+  step "ThreadSanitizer build of the channel and scheduler tests (build-tsan/)"
+  configure build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSTREAM_SANITIZE=thread \
+    -DGPUSTREAM_BUILD_BENCHMARKS=OFF -DGPUSTREAM_BUILD_EXAMPLES=OFF
+  cmake --build build-tsan -j "$jobs" --target gpustream_channel_tests gpustream_scheduler_tests
+  step "channel and scheduler tests under TSan (build-tsan/)"
+  TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_ctest build-tsan -L tsan
+fi
+
+step "summary ($(( $(date +%s) - start ))s)"
+for s in "${summary[@]}"; do echo "  $s"; done
+echo "$total_pass passed, $total_fail failed"
+[ "$total_fail" -eq 0 ]

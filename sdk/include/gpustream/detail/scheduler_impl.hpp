@@ -1,0 +1,387 @@
+// gpustream/detail/scheduler_impl.hpp — member definitions of BasicScheduler. Included by
+// scheduler.cpp (which instantiates BasicScheduler<steady_clock>) and by tests that instantiate
+// it with a manual clock. The behaviour is described in gpustream/scheduler.hpp.
+//
+// Per-probe state machine (everything below runs on the strand):
+//
+//   detect ──available──► tick (sample now) ──► tick every interval (drift-free grid)
+//     ▲  └─unavailable──► wait unavailable backoff ──► detect
+//     │                                   sample failed / timed out
+//     │                                           ▼
+//     └──── every K-th consecutive failure ◄── wait backoff(n) ──► sample ──ok──► tick grid
+//
+// `op_` is what is in flight (at most one: a detection or a sample), `op_id_` tells a current
+// completion from a stale one, `timer_gen_` a current timer expiry from a stale one (a
+// cancelled timer whose handler was already queued still runs with success).
+#pragma once
+
+#include <atomic>
+#include <exception>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include <boost/asio/basic_waitable_timer.hpp>
+#include <boost/asio/dispatch.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "gpustream/detail/scheduler_book.hpp"
+#include "gpustream/errors.hpp"
+#include "gpustream/log.hpp"
+#include "gpustream/scheduler.hpp"
+
+namespace gpustream {
+
+template <class Clock, class WaitTraits>
+struct BasicScheduler<Clock, WaitTraits>::Shared {
+  Shared(boost::asio::any_io_executor io, PublishFn p, StatsFn s)
+      : strand(boost::asio::make_strand(std::move(io))),
+        publish(std::move(p)),
+        on_stats(std::move(s)) {}
+
+  boost::asio::strand<boost::asio::any_io_executor> strand;
+  const PublishFn publish;
+  const StatsFn on_stats;
+  std::atomic<bool> stopped{false};
+};
+
+template <class Clock, class WaitTraits>
+class BasicScheduler<Clock, WaitTraits>::Entry
+    : public std::enable_shared_from_this<typename BasicScheduler<Clock, WaitTraits>::Entry> {
+ public:
+  Entry(std::shared_ptr<Shared> shared, ProbePtr probe, const ScheduleOptions& options)
+      : shared_(std::move(shared)),
+        probe_(std::move(probe)),
+        book_(*probe_, options),
+        timer_(shared_->strand),
+        timeout_timer_(shared_->strand) {}
+
+  ProbeStats stats() const { return book_.snapshot(); }
+  void mark_stopped() { book_.stop(); }
+
+  // ---- everything below runs on the strand ----
+
+  void start() { begin_detect(); }
+
+  void stop_on_strand() noexcept {
+    disarm();
+    timeout_timer_.cancel();
+    if (op_ != Op::none) probe_->cancel();  // the late completion is dropped (stopped)
+  }
+
+ private:
+  using Timer = boost::asio::basic_waitable_timer<Clock, WaitTraits, boost::asio::any_io_executor>;
+  using TimePoint = typename Clock::time_point;
+  enum class Op : std::uint8_t { none, detect, sample };
+  enum class Action : std::uint8_t { none, tick, sample, detect };
+
+  static std::chrono::nanoseconds ns(TimePoint t) {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch());
+  }
+  static TimePoint tp(std::chrono::nanoseconds d) {
+    return TimePoint(std::chrono::duration_cast<typename Clock::duration>(d));
+  }
+  bool stopped() const noexcept { return shared_->stopped.load(); }
+  std::chrono::nanoseconds interval() const { return book_.options().interval; }
+
+  // -- the main timer: next tick, next retry, or next detection --
+
+  void arm(TimePoint at, Action a) {
+    const auto gen = ++timer_gen_;
+    armed_ = a;
+    timer_.expires_at(at);
+    timer_.async_wait([self = this->shared_from_this(), gen, a](boost::system::error_code ec) {
+      self->on_timer(ec, gen, a);
+    });
+  }
+
+  void disarm() noexcept {
+    ++timer_gen_;
+    armed_ = Action::none;
+    timer_.cancel();
+  }
+
+  void on_timer(boost::system::error_code ec, std::uint64_t gen, Action a) {
+    if (ec || gen != timer_gen_ || stopped()) return;
+    armed_ = Action::none;
+    switch (a) {
+      case Action::tick: on_tick(); break;
+      case Action::sample: begin_sample(timer_.expiry()); break;
+      case Action::detect: begin_detect(); break;
+      case Action::none: break;
+    }
+  }
+
+  void on_tick() {
+    const TimePoint due = timer_.expiry();
+    const auto plan = detail::plan_next_tick(ns(due), ns(Clock::now()), interval());
+    if (plan.skipped > 0) book_.missed(plan.skipped);
+    arm(tp(plan.next), Action::tick);
+    if (op_ != Op::none) {
+      book_.overrun();  // never two in flight: skip this tick
+      return;
+    }
+    begin_sample(due);
+  }
+
+  // After a retry succeeded: back onto the grid anchored at the retry's own due time.
+  void resume_ticking() {
+    const auto plan = detail::plan_next_tick(ns(sample_due_), ns(Clock::now()), interval());
+    arm(tp(plan.next), Action::tick);
+  }
+
+  // -- the per-operation timeout --
+
+  void arm_timeout(std::uint64_t id) {
+    const auto timeout = book_.options().timeout;
+    if (timeout <= std::chrono::milliseconds::zero()) return;
+    timeout_timer_.expires_after(timeout);
+    timeout_timer_.async_wait([self = this->shared_from_this(), id](boost::system::error_code ec) {
+      self->on_timeout(ec, id);
+    });
+  }
+
+  void on_timeout(boost::system::error_code ec, std::uint64_t id) {
+    if (ec || id != op_id_ || op_ == Op::none || timed_out_ || stopped()) return;
+    timed_out_ = true;
+    if (op_ == Op::detect) {
+      book_.detect_timed_out();
+      probe_->cancel();
+      return;  // the retry is scheduled when the late completion arrives
+    }
+    disarm();  // no ticks while the timed-out sample is still out there
+    auto snap = book_.sample_timed_out();
+    probe_->cancel();
+    deliver(std::move(snap));
+  }
+
+  // -- detection --
+
+  void begin_detect() {
+    if (stopped()) return;
+    op_ = Op::detect;
+    const auto id = ++op_id_;
+    timed_out_ = false;
+    book_.detect_started();
+    arm_timeout(id);
+    auto self = this->shared_from_this();
+    try {
+      probe_->async_detect([self, id](Detection d) {
+        boost::asio::post(self->shared_->strand, [self, id, d = std::move(d)]() mutable {
+          self->on_detect(id, std::move(d));
+        });
+      });
+    } catch (const std::exception& e) {
+      fail_detect_inline(id, std::string("detection threw: ") + e.what());
+    } catch (...) {
+      fail_detect_inline(id, "detection threw a non-standard exception");
+    }
+  }
+
+  void fail_detect_inline(std::uint64_t id, std::string reason) {
+    Detection d;
+    d.reason = std::move(reason);
+    boost::asio::post(shared_->strand, [self = this->shared_from_this(), id,
+                                        d = std::move(d)]() mutable {
+      self->on_detect(id, std::move(d));
+    });
+  }
+
+  void on_detect(std::uint64_t id, Detection d) {
+    if (op_ != Op::detect || id != op_id_) return;  // a second call of the handler
+    op_ = Op::none;
+    timeout_timer_.cancel();
+    if (stopped()) return;
+    if (!timed_out_ && d.available) {
+      book_.detected_available(d);
+      arm(Clock::now(), Action::tick);  // first sample at once
+      return;
+    }
+    if (!timed_out_) book_.detected_unavailable(d.reason);
+    arm(Clock::now() + book_.unavailable_backoff(), Action::detect);
+  }
+
+  // -- sampling --
+
+  void begin_sample(TimePoint due) {
+    if (stopped()) return;
+    op_ = Op::sample;
+    const auto id = ++op_id_;
+    timed_out_ = false;
+    sample_due_ = due;
+    sample_start_ = Clock::now();
+    arm_timeout(id);
+    auto self = this->shared_from_this();
+    try {
+      probe_->async_sample([self, id](boost::system::error_code ec, GpuSnapshot s) {
+        boost::asio::post(self->shared_->strand, [self, id, ec, s = std::move(s)]() mutable {
+          self->on_sample(id, ec, std::move(s));
+        });
+      });
+    } catch (const std::exception& e) {
+      fail_sample_inline(id, std::string("sample threw: ") + e.what());
+    } catch (...) {
+      fail_sample_inline(id, "sample threw a non-standard exception");
+    }
+  }
+
+  void fail_sample_inline(std::uint64_t id, std::string message) {
+    GpuSnapshot s;
+    s.errors.push_back({"sample_failed", std::move(message), {}});
+    boost::asio::post(shared_->strand, [self = this->shared_from_this(), id,
+                                        s = std::move(s)]() mutable {
+      self->on_sample(id, make_error_code(errc::sample_failed), std::move(s));
+    });
+  }
+
+  void on_sample(std::uint64_t id, boost::system::error_code ec, GpuSnapshot snap) {
+    if (op_ != Op::sample || id != op_id_) return;  // a second call of the handler
+    op_ = Op::none;
+    timeout_timer_.cancel();
+    if (stopped()) return;
+    if (timed_out_) {
+      // Already counted and published as a timeout; the result is dropped. Only now may the
+      // next try be scheduled (never two in flight).
+      schedule_after_failure();
+      return;
+    }
+    const auto latency =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sample_start_).count();
+    if (!ec) {
+      book_.sample_ok(snap, latency);
+      if (armed_ != Action::tick) resume_ticking();
+    } else {
+      disarm();
+      book_.sample_failed(snap, ec, latency);
+      schedule_after_failure();
+    }
+    deliver(std::move(snap));
+  }
+
+  void schedule_after_failure() {
+    const auto n = book_.consecutive_failures();
+    const auto delay = detail::backoff_delay(book_.options(), n);
+    const auto k = book_.options().failures_before_redetect;
+    const bool redetect = k > 0 && n > 0 && n % k == 0;
+    book_.backing_off(delay);
+    arm(Clock::now() + delay, redetect ? Action::detect : Action::sample);
+  }
+
+  // -- user code: called last, after every state change, never under a lock --
+
+  void deliver(GpuSnapshot snap) {
+    if (stopped()) return;
+    if (shared_->publish) {
+      try {
+        shared_->publish(std::move(snap));
+      } catch (const std::exception& e) {
+        logger()->error("probe {}: the publish sink threw: {}", book_.name(), e.what());
+      } catch (...) {
+        logger()->error("probe {}: the publish sink threw", book_.name());
+      }
+    }
+    if (shared_->on_stats && !stopped()) {
+      try {
+        shared_->on_stats(book_.snapshot());
+      } catch (const std::exception& e) {
+        logger()->error("probe {}: the stats callback threw: {}", book_.name(), e.what());
+      } catch (...) {
+        logger()->error("probe {}: the stats callback threw", book_.name());
+      }
+    }
+  }
+
+  const std::shared_ptr<Shared> shared_;
+  const ProbePtr probe_;
+  detail::ProbeBook book_;
+  Timer timer_;
+  Timer timeout_timer_;
+
+  Op op_ = Op::none;
+  std::uint64_t op_id_ = 0;
+  bool timed_out_ = false;
+  Action armed_ = Action::none;
+  std::uint64_t timer_gen_ = 0;
+  TimePoint sample_due_{};
+  TimePoint sample_start_{};
+};
+
+template <class Clock, class WaitTraits>
+BasicScheduler<Clock, WaitTraits>::BasicScheduler(boost::asio::any_io_executor io,
+                                                  PublishFn publish, StatsFn on_stats)
+    : shared_(std::make_shared<Shared>(std::move(io), std::move(publish), std::move(on_stats))) {}
+
+template <class Clock, class WaitTraits>
+BasicScheduler<Clock, WaitTraits>::~BasicScheduler() {
+  stop();
+}
+
+template <class Clock, class WaitTraits>
+void BasicScheduler<Clock, WaitTraits>::add(ProbePtr probe, ScheduleOptions options) {
+  if (!probe) throw std::invalid_argument("Scheduler::add: null probe");
+  auto entry = std::make_shared<Entry>(shared_, std::move(probe), options);
+  bool start_now = false;
+  {
+    std::lock_guard lock(mu_);
+    entries_.push_back(entry);
+    start_now = started_ && !shared_->stopped.load();
+  }
+  if (shared_->stopped.load()) {
+    entry->mark_stopped();
+  } else if (start_now) {
+    boost::asio::post(shared_->strand, [entry] { entry->start(); });
+  }
+}
+
+template <class Clock, class WaitTraits>
+void BasicScheduler<Clock, WaitTraits>::start() {
+  std::vector<std::shared_ptr<Entry>> entries;
+  {
+    std::lock_guard lock(mu_);
+    if (started_ || shared_->stopped.load()) return;
+    started_ = true;
+    entries = entries_;
+  }
+  boost::asio::post(shared_->strand, [entries = std::move(entries)] {
+    for (const auto& e : entries) e->start();
+  });
+}
+
+template <class Clock, class WaitTraits>
+void BasicScheduler<Clock, WaitTraits>::stop() noexcept {
+  if (shared_->stopped.exchange(true)) return;
+  try {
+    std::vector<std::shared_ptr<Entry>> entries;
+    {
+      std::lock_guard lock(mu_);
+      entries = entries_;
+    }
+    for (const auto& e : entries) e->mark_stopped();
+    boost::asio::dispatch(shared_->strand, [entries = std::move(entries)] {
+      for (const auto& e : entries) e->stop_on_strand();
+    });
+  } catch (const std::exception& e) {
+    logger()->error("Scheduler::stop: {}", e.what());
+  }
+}
+
+template <class Clock, class WaitTraits>
+bool BasicScheduler<Clock, WaitTraits>::stopped() const noexcept {
+  return shared_->stopped.load();
+}
+
+template <class Clock, class WaitTraits>
+std::vector<ProbeStats> BasicScheduler<Clock, WaitTraits>::stats() const {
+  std::vector<std::shared_ptr<Entry>> entries;
+  {
+    std::lock_guard lock(mu_);
+    entries = entries_;
+  }
+  std::vector<ProbeStats> out;
+  out.reserve(entries.size());
+  for (const auto& e : entries) out.push_back(e->stats());
+  return out;
+}
+
+}  // namespace gpustream

@@ -1,0 +1,123 @@
+// gpustream/scheduler.hpp — runs each probe on its own timer: detection, sampling, timeouts,
+// backoff, statistics.
+//
+// Per probe, the Scheduler
+//   1. detects (Probe::async_detect). Unavailable: state `unavailable` with the probe's reason,
+//      and detection is retried with exponential backoff (backoff_initial doubling up to
+//      backoff_max), so a GPU or tool that appears later is picked up;
+//   2. once available, samples at once and then on a drift-free timer: each expiry is the
+//      previous expiry + interval. If it falls far behind (a stalled io thread), the ticks whose
+//      time has passed are skipped and counted (`missed_ticks`), never fired in a burst;
+//   3. never has two samples of one probe in flight: a tick that comes while a sample runs is
+//      skipped and counted as an overrun;
+//   4. gives each sample (and each detection) `timeout`. When it fires: probe->cancel(), the
+//      timeout is counted as a failure, and the completion that comes later is dropped. The probe
+//      is not sampled again until that late completion has arrived;
+//   5. backs off after a failure: the next try comes after backoff_initial * 2^(n-1), capped at
+//      backoff_max, n = consecutive failures; every `failures_before_redetect` consecutive
+//      failures the next try is a detection instead of a sample. A successful sample resets
+//      the backoff and resumes the interval grid;
+//   6. clamps an interval below probe->min_interval() to it, and logs a warning once.
+//
+// What is published: every sample that completes without an error code (a partial sample whose
+// `errors` are set included), with `probe`, times and `sample_duration_ns` filled in when the
+// probe left them 0/empty. A failed or timed-out sample is published too, as a snapshot with no
+// devices and `errors` saying what happened (code "timeout" for a timeout), so subscribers see
+// the failure rather than silence; each distinct error is logged once (LogOnce, per probe) until
+// a clean sample clears it. Detection results are not published (see stats()).
+//
+// Threading: all per-probe work runs on a strand of the io executor; probe completions are
+// posted to it. The publish sink and the stats callback are called on that strand, never under
+// a lock; an exception they throw is logged and swallowed. add(), start(), stop() and stats() may
+// be called from any thread.
+//
+// Stopping: stop() is idempotent. It marks every probe `stopped` at once (no sample starts and
+// nothing is published after it returns, except a publish already running on the strand), then
+// on the strand cancels the timers and calls probe->cancel() for an in-flight detection or
+// sample; a completion that arrives later is dropped. When called from the io thread (and the
+// strand is idle) that happens before stop() returns, otherwise the io_context must run a little
+// longer for it. The destructor calls stop(). The io_context must outlive the Scheduler.
+//
+// Time: BasicScheduler<Clock, WaitTraits> runs on basic_waitable_timer<Clock, WaitTraits>; the
+// SDK uses Scheduler = BasicScheduler<steady_clock>. Tests instantiate it with a manual clock
+// (include gpustream/detail/scheduler_impl.hpp for the member definitions).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/wait_traits.hpp>
+
+#include "gpustream/config.hpp"
+#include "gpustream/model.hpp"
+#include "gpustream/probe.hpp"
+#include "gpustream/probe_stats.hpp"
+
+namespace gpustream {
+
+/// How one probe is scheduled. Defaults match Config's.
+struct ScheduleOptions {
+  std::chrono::milliseconds interval{1000};  // > 0 after clamping to min_interval()
+  std::chrono::milliseconds timeout{5000};   // per sample/detection; 0 = no timeout
+  std::chrono::milliseconds backoff_initial{1000};  // > 0
+  std::chrono::milliseconds backoff_max{60000};     // raised to backoff_initial if below it
+  /// Every this many consecutive failures, detection is retried; 0 = never.
+  std::uint32_t failures_before_redetect = 3;
+
+  /// The options Config gives probe `probe` (its `probe_intervals` entry, else `interval`).
+  static ScheduleOptions from_config(const Config& config, std::string_view probe);
+};
+
+template <class Clock, class WaitTraits = boost::asio::wait_traits<Clock>>
+class BasicScheduler {
+ public:
+  using clock_type = Clock;
+  /// Receives every snapshot to publish (the Telemetry facade wires SnapshotChannel::publish).
+  using PublishFn = std::function<void(GpuSnapshot)>;
+  /// Called after every sample (success, failure or timeout) with that probe's stats.
+  using StatsFn = std::function<void(const ProbeStats&)>;
+
+  BasicScheduler(boost::asio::any_io_executor io, PublishFn publish, StatsFn on_stats = {});
+  ~BasicScheduler();
+
+  BasicScheduler(const BasicScheduler&) = delete;
+  BasicScheduler& operator=(const BasicScheduler&) = delete;
+
+  /// Adds a probe. Before start(), it waits for start(); after, it starts at once; after
+  /// stop(), it stays stopped. Throws std::invalid_argument for a null probe or options that
+  /// cannot work (interval <= 0 after clamping, backoff_initial <= 0).
+  void add(ProbePtr probe, ScheduleOptions options = {});
+
+  /// Starts detection of every probe added so far (on the strand). Idempotent; a no-op after
+  /// stop().
+  void start();
+
+  /// See the class comment. Idempotent; not restartable.
+  void stop() noexcept;
+
+  bool stopped() const noexcept;
+
+  /// One entry per probe, in the order they were added. Thread-safe.
+  std::vector<ProbeStats> stats() const;
+
+ private:
+  struct Shared;
+  class Entry;
+
+  std::shared_ptr<Shared> shared_;
+  mutable std::mutex mu_;
+  std::vector<std::shared_ptr<Entry>> entries_;  // guarded by mu_
+  bool started_ = false;                         // guarded by mu_
+};
+
+extern template class BasicScheduler<std::chrono::steady_clock>;
+
+using Scheduler = BasicScheduler<std::chrono::steady_clock>;
+
+}  // namespace gpustream

@@ -1,0 +1,75 @@
+// gpustream/telemetry.hpp — the facade: probes + scheduler + channel, started and stopped as one.
+//
+//   gpustream::Config cfg;
+//   cfg.simulate = 2;
+//   gpustream::Telemetry t(cfg, gpustream::probes::factory());
+//   auto sub = t.channel().subscribe({}, [](const gpustream::SnapshotPtr& s) { ... });
+//   t.start();
+//   ...
+//   t.stop();
+//
+// Threading: by default Telemetry runs its own io thread; given an executor it runs on the
+// caller's io_context instead (the caller runs it). Blocking probe work always runs on the
+// Telemetry's own work pool. start() and stop() are idempotent; stop() returns in bounded time
+// even when a probe is hung in a vendor call (the hung worker is abandoned, see WorkPool).
+// With a caller's executor, call stop() from a thread running that io_context, or while it is
+// not running.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "gpustream/channel.hpp"
+#include "gpustream/config.hpp"
+#include "gpustream/probe.hpp"
+#include "gpustream/probe_stats.hpp"
+
+namespace gpustream {
+
+/// Builds the probes a Config asks for. Unknown or unavailable-in-this-build names are
+/// reported through `errors` (one line each), never thrown.
+using ProbeFactory = std::function<std::vector<ProbePtr>(const Config&, const ProbeExecutors&,
+                                                         std::vector<std::string>& errors)>;
+
+class Telemetry {
+ public:
+  /// Runs on its own io thread.
+  Telemetry(Config config, ProbeFactory factory);
+  /// Runs on the caller's io_context (the caller runs it).
+  Telemetry(Config config, ProbeFactory factory, boost::asio::any_io_executor io);
+  ~Telemetry();
+
+  Telemetry(const Telemetry&) = delete;
+  Telemetry& operator=(const Telemetry&) = delete;
+
+  /// Builds the probes and starts sampling. Idempotent.
+  void start();
+  /// Stops sampling, cancels in-flight samples, joins the threads it owns. Idempotent;
+  /// returns within about `deadline` even with a hung probe.
+  void stop(std::chrono::milliseconds deadline = std::chrono::milliseconds{2000});
+
+  SnapshotChannel& channel() noexcept;
+  const Config& config() const noexcept;
+  /// Per-probe statistics (thread-safe).
+  std::vector<ProbeStats> stats() const;
+  /// Problems met while building the probes (e.g. an unknown probe name).
+  std::vector<std::string> setup_errors() const;
+  /// Names of the probes that were built.
+  std::vector<std::string> probe_names() const;
+
+  /// Blocks until every built probe has published at least one snapshot, or until `timeout`.
+  /// Returns the latest snapshot of each probe that did (in probe order).
+  std::vector<SnapshotPtr> wait_for_first_samples(std::chrono::milliseconds timeout);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gpustream

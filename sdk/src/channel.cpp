@@ -1,0 +1,206 @@
+// SnapshotChannel: numbering, history ring, latest cache and fan-out to subscribers.
+#include <algorithm>
+#include <array>
+
+#include "channel_internal.hpp"
+
+namespace gpustream {
+namespace {
+
+constexpr std::array<std::string_view, 3> kPolicies{"latest", "drop_oldest", "lossless"};
+
+template <typename T>
+bool contains(const std::vector<T>& v, const T& x) {
+  return std::find(v.begin(), v.end(), x) != v.end();
+}
+
+/// Subscribers to wake after a publish, kept per thread so that publishing does not allocate.
+/// Used as a stack: a nested publish (an executor that runs inline) works above its caller.
+std::vector<std::shared_ptr<detail::Subscriber>>& wake_list() {
+  thread_local std::vector<std::shared_ptr<detail::Subscriber>> list;
+  return list;
+}
+
+}  // namespace
+
+std::string_view to_string(Backpressure p) noexcept {
+  const auto i = static_cast<std::size_t>(p);
+  return i < kPolicies.size() ? kPolicies[i] : std::string_view{"unknown"};
+}
+
+std::optional<Backpressure> backpressure_from_string(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < kPolicies.size(); ++i)
+    if (kPolicies[i] == s) return static_cast<Backpressure>(i);
+  return std::nullopt;
+}
+
+bool SubscriptionFilter::matches(const GpuSnapshot& s) const {
+  if (!probes.empty() && !contains(probes, s.probe)) return false;
+  if (!devices.empty() &&
+      std::none_of(s.devices.begin(), s.devices.end(),
+                   [&](const DeviceSample& d) { return contains(devices, d.id); }))
+    return false;
+  if (!metrics.empty() &&
+      std::none_of(s.devices.begin(), s.devices.end(), [&](const DeviceSample& d) {
+        return std::any_of(metrics.begin(), metrics.end(),
+                           [&](Metric m) { return d.metrics[m].has_value(); });
+      }))
+    return false;
+  return true;
+}
+
+namespace detail {
+
+std::uint64_t ChannelState::oldest_locked() const noexcept {
+  if (history_size_ == 0) return last_sequence_ + 1;
+  return history_[history_head_]->sequence;
+}
+
+void ChannelState::add(const std::shared_ptr<Subscriber>& sub,
+                       std::optional<std::uint64_t> since) {
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    if (since) {
+      const std::uint64_t oldest = oldest_locked();
+      const std::uint64_t missed = *since + 1 < oldest ? oldest - *since - 1 : 0;
+      wake = sub->start_after(*since, missed);
+      for (std::size_t i = 0; i < history_size_; ++i) {
+        const SnapshotPtr& h = history_[(history_head_ + i) % history_.size()];
+        if (h->sequence > *since && sub->filter().matches(*h)) wake = sub->offer(h) || wake;
+      }
+    }
+    subscribers_.push_back(sub);
+  }
+  if (wake) sub->wake();
+}
+
+void ChannelState::remove(const Subscriber* sub) {
+  std::shared_ptr<Subscriber> removed;  // released after unlocking
+  std::lock_guard lock(mu_);
+  auto it = std::find_if(subscribers_.begin(), subscribers_.end(),
+                         [&](const auto& s) { return s.get() == sub; });
+  if (it == subscribers_.end()) return;
+  removed = std::move(*it);
+  *it = std::move(subscribers_.back());
+  subscribers_.pop_back();
+}
+
+}  // namespace detail
+
+SnapshotChannel::SnapshotChannel(boost::asio::any_io_executor ex, std::size_t history_capacity)
+    : state_(std::make_shared<detail::ChannelState>(std::move(ex), history_capacity)) {}
+
+SnapshotChannel::~SnapshotChannel() {
+  std::vector<std::shared_ptr<detail::Subscriber>> subs;
+  {
+    std::lock_guard lock(state_->mu_);
+    subs.swap(state_->subscribers_);
+  }
+  for (auto& s : subs) s->channel_gone();
+}
+
+SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
+  auto snap = std::make_shared<GpuSnapshot>(std::move(s));
+  SnapshotPtr evicted;   // the oldest history entry, released after unlocking
+  SnapshotPtr replaced;  // the previous latest of this probe
+  auto& wake = wake_list();
+  const std::size_t mark = wake.size();
+  {
+    auto& st = *state_;
+    std::lock_guard lock(st.mu_);
+    snap->sequence = ++st.last_sequence_;
+    SnapshotPtr ptr = snap;
+    if (!st.history_.empty()) {
+      const std::size_t cap = st.history_.size();
+      if (st.history_size_ < cap) {
+        st.history_[(st.history_head_ + st.history_size_) % cap] = ptr;
+        ++st.history_size_;
+      } else {
+        evicted = std::exchange(st.history_[st.history_head_], ptr);
+        st.history_head_ = (st.history_head_ + 1) % cap;
+      }
+    }
+    auto it = std::find_if(st.latest_.begin(), st.latest_.end(),
+                           [&](const SnapshotPtr& l) { return l->probe == ptr->probe; });
+    if (it != st.latest_.end())
+      replaced = std::exchange(*it, ptr);
+    else
+      st.latest_.push_back(ptr);
+    for (const auto& sub : st.subscribers_)
+      if (sub->filter().matches(*ptr) && sub->offer(ptr)) wake.push_back(sub);
+  }
+  // Index-based: wake() may run a nested publish on this thread, which uses the list above us.
+  for (std::size_t i = mark; i < wake.size(); ++i) {
+    auto sub = std::move(wake[i]);
+    sub->wake();
+  }
+  wake.erase(wake.begin() + static_cast<std::ptrdiff_t>(mark), wake.end());
+  return snap;
+}
+
+Subscription SnapshotChannel::subscribe(SubscribeOptions options,
+                                        std::function<void(const SnapshotPtr&)> on_snapshot,
+                                        std::function<void(const Gap&)> on_gap) {
+  auto ex = options.executor ? *options.executor : state_->ex_;
+  auto sub = std::make_shared<detail::Subscriber>(options, std::move(ex), std::move(on_snapshot),
+                                                  std::move(on_gap));
+  state_->add(sub, options.since);
+  return Subscription(std::move(sub), state_);
+}
+
+std::shared_ptr<SnapshotQueue> SnapshotChannel::subscribe_queue(SubscribeOptions options) {
+  auto sub = std::make_shared<detail::Subscriber>(options);
+  state_->add(sub, options.since);
+  return std::shared_ptr<SnapshotQueue>(new SnapshotQueue(std::move(sub), state_));
+}
+
+std::vector<SnapshotPtr> SnapshotChannel::latest() const {
+  std::lock_guard lock(state_->mu_);
+  return state_->latest_;
+}
+
+SnapshotPtr SnapshotChannel::latest(std::string_view probe) const {
+  std::lock_guard lock(state_->mu_);
+  for (const auto& l : state_->latest_)
+    if (l->probe == probe) return l;
+  return nullptr;
+}
+
+std::vector<SnapshotPtr> SnapshotChannel::history_since(std::uint64_t seq,
+                                                        std::optional<Gap>* gap) const {
+  const auto& st = *state_;
+  std::vector<SnapshotPtr> out;
+  std::lock_guard lock(st.mu_);
+  const std::uint64_t oldest = st.oldest_locked();
+  if (gap) {
+    if (seq + 1 < oldest)
+      *gap = Gap{seq, oldest - seq - 1, std::string(kGapHistoryTooOld)};
+    else
+      gap->reset();
+  }
+  // The history holds the contiguous sequence numbers [oldest, last_sequence_].
+  const std::uint64_t first = std::max(seq + 1, oldest);
+  if (first > st.last_sequence_) return out;
+  const auto skip = static_cast<std::size_t>(first - oldest);
+  out.reserve(st.history_size_ - skip);
+  for (std::size_t i = skip; i < st.history_size_; ++i)
+    out.push_back(st.history_[(st.history_head_ + i) % st.history_.size()]);
+  return out;
+}
+
+std::uint64_t SnapshotChannel::last_sequence() const {
+  std::lock_guard lock(state_->mu_);
+  return state_->last_sequence_;
+}
+
+std::size_t SnapshotChannel::subscriber_count() const {
+  std::lock_guard lock(state_->mu_);
+  return state_->subscribers_.size();
+}
+
+std::size_t SnapshotChannel::history_capacity() const noexcept { return state_->history_.size(); }
+
+boost::asio::any_io_executor SnapshotChannel::get_executor() const noexcept { return state_->ex_; }
+
+}  // namespace gpustream

@@ -1,0 +1,187 @@
+// Private to the SDK: the subscriber and channel state behind gpustream/channel.hpp.
+//
+// Locking: ChannelState::mu_ may be held while taking a Subscriber::mu_, never the reverse.
+// Neither lock is held while user code (a callback) or an executor's post runs.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <new>
+#include <thread>
+
+#include "gpustream/channel.hpp"
+
+namespace gpustream::detail {
+
+enum class GapReason : std::uint8_t { dropped_slow_subscriber, history_too_old, lossless };
+
+std::string_view to_string(GapReason r) noexcept;
+
+/// Memory for the single delivery task a subscriber has in flight, so that waking a subscriber
+/// does not allocate. A second concurrent allocation (or a too large one) uses operator new.
+class HandlerSlot {
+ public:
+  static constexpr std::size_t kSize = 192;
+  void* allocate(std::size_t n) {
+    if (n <= kSize && !in_use_.exchange(true, std::memory_order_acquire)) return storage_;
+    return ::operator new(n);
+  }
+  void deallocate(void* p) noexcept {
+    if (p == static_cast<void*>(storage_))
+      in_use_.store(false, std::memory_order_release);
+    else
+      ::operator delete(p);
+  }
+
+ private:
+  alignas(std::max_align_t) unsigned char storage_[kSize];
+  std::atomic<bool> in_use_{false};
+};
+
+template <typename T>
+class SlotAllocator {
+ public:
+  using value_type = T;
+  explicit SlotAllocator(HandlerSlot* slot) noexcept : slot_(slot) {}
+  template <typename U>
+  SlotAllocator(const SlotAllocator<U>& other) noexcept : slot_(other.slot()) {}
+  T* allocate(std::size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t));
+    return static_cast<T*>(slot_->allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t) noexcept { slot_->deallocate(p); }
+  HandlerSlot* slot() const noexcept { return slot_; }
+  template <typename U>
+  bool operator==(const SlotAllocator<U>& o) const noexcept { return slot_ == o.slot(); }
+  template <typename U>
+  bool operator!=(const SlotAllocator<U>& o) const noexcept { return slot_ != o.slot(); }
+
+ private:
+  HandlerSlot* slot_;
+};
+
+/// One queued snapshot. `missed_before` snapshots were lost just before it (a Gap to report).
+struct Pending {
+  SnapshotPtr snap;
+  std::uint64_t missed_before = 0;
+  GapReason reason = GapReason::dropped_slow_subscriber;
+};
+
+/// Fixed-capacity FIFO, allocated once.
+class PendingRing {
+ public:
+  explicit PendingRing(std::size_t capacity) : buf_(capacity) {}
+  std::size_t size() const noexcept { return size_; }
+  bool empty() const noexcept { return size_ == 0; }
+  bool full() const noexcept { return size_ == buf_.size(); }
+  Pending& at(std::size_t i) noexcept { return buf_[(head_ + i) % buf_.size()]; }
+  Pending& front() noexcept { return buf_[head_]; }
+  void push_back(Pending p) noexcept;
+  Pending pop_front() noexcept;
+  void erase(std::size_t i) noexcept;  // keeps the order of the others
+  void clear() noexcept;
+
+ private:
+  std::vector<Pending> buf_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+};
+
+/// One subscriber: a callback subscriber (with an executor) or a queue.
+class Subscriber : public std::enable_shared_from_this<Subscriber> {
+ public:
+  using SnapshotFn = std::function<void(const SnapshotPtr&)>;
+  using GapFn = std::function<void(const Gap&)>;
+
+  Subscriber(const SubscribeOptions& options, boost::asio::any_io_executor ex, SnapshotFn on_snap,
+             GapFn on_gap);                            // callback mode
+  explicit Subscriber(const SubscribeOptions& options);  // queue mode
+
+  const SubscriptionFilter& filter() const noexcept { return filter_; }
+
+  // --- channel side; called with the channel lock held ---
+  /// Resume bookkeeping before any offer: the stream continues after `since`, and `missed`
+  /// sequence numbers are gone from the history. True when the caller must call wake().
+  bool start_after(std::uint64_t since, std::uint64_t missed_from_history);
+  /// Queues `s` under the policy. True when the caller must call wake() (after unlocking).
+  bool offer(const SnapshotPtr& s);
+
+  // --- any thread, no channel lock ---
+  void wake();
+  /// Unsubscribe: nothing more is queued or delivered. Waits for a callback of this subscriber
+  /// running on another thread to return.
+  void deactivate();
+  /// The channel is gone: queue pops stop waiting.
+  void channel_gone();
+
+  std::optional<QueueItem> try_pop();
+  std::optional<QueueItem> pop_for(std::chrono::steady_clock::duration timeout);
+  bool active() const;
+  bool closed() const;
+  std::size_t size() const;
+  std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
+  std::uint64_t lost() const noexcept { return lost_.load(std::memory_order_relaxed); }
+
+ private:
+  struct DeliveryTask {
+    std::shared_ptr<Subscriber> self;
+    void operator()() const { self->run_delivery(); }
+  };
+
+  void run_delivery();
+  std::optional<QueueItem> take_locked();
+  void add_missed_locked(std::uint64_t n, GapReason why);
+  void invoke(QueueItem& item) noexcept;
+
+  const SubscriptionFilter filter_;
+  const Backpressure policy_;
+  const std::size_t capacity_;
+  const bool queue_mode_;
+  boost::asio::any_io_executor executor_;
+  SnapshotFn on_snapshot_;  // touched only by the delivering thread, or when none runs
+  GapFn on_gap_;
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  PendingRing ring_;
+  std::uint64_t pending_missed_ = 0;  // lost after the last queued entry
+  GapReason pending_reason_ = GapReason::dropped_slow_subscriber;
+  std::uint64_t last_taken_ = 0;  // sequence of the last snapshot handed out
+  bool active_ = true;
+  bool channel_gone_ = false;
+  bool scheduled_ = false;  // a delivery task is posted (callback mode)
+  bool running_ = false;    // a callback is running on running_thread_
+  std::thread::id running_thread_;
+  std::size_t waiters_ = 0;
+  bool logged_exception_ = false;
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> lost_{0};
+  HandlerSlot slot_;
+};
+
+/// The channel's shared state; Subscription and SnapshotQueue keep a weak_ptr to it.
+class ChannelState {
+ public:
+  ChannelState(boost::asio::any_io_executor ex, std::size_t history_capacity)
+      : ex_(std::move(ex)), history_(history_capacity) {}
+
+  void add(const std::shared_ptr<Subscriber>& sub, std::optional<std::uint64_t> since);
+  void remove(const Subscriber* sub);
+
+  boost::asio::any_io_executor ex_;
+  mutable std::mutex mu_;
+  std::vector<SnapshotPtr> history_;  // ring of history_.size() slots
+  std::size_t history_head_ = 0;      // index of the oldest
+  std::size_t history_size_ = 0;
+  std::vector<SnapshotPtr> latest_;   // newest per probe
+  std::uint64_t last_sequence_ = 0;
+  std::vector<std::shared_ptr<Subscriber>> subscribers_;
+
+  /// With mu_ held: the oldest sequence still in the history (last_sequence_ + 1 when empty).
+  std::uint64_t oldest_locked() const noexcept;
+};
+
+}  // namespace gpustream::detail

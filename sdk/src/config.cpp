@@ -1,0 +1,121 @@
+#include "gpustream/config.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <boost/json/parse.hpp>
+#include <boost/json/value.hpp>
+
+namespace gpustream {
+namespace {
+
+[[noreturn]] void fail(const std::string& key, const std::string& what) {
+  throw ConfigError("config key '" + key + "': " + what);
+}
+
+std::int64_t as_int(const boost::json::value& v, const std::string& key) {
+  if (v.is_int64()) return v.get_int64();
+  if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
+    return static_cast<std::int64_t>(v.get_uint64());
+  if (v.is_double() && v.get_double() == static_cast<double>(static_cast<std::int64_t>(v.get_double())))
+    return static_cast<std::int64_t>(v.get_double());
+  fail(key, "expected an integer");
+}
+
+std::chrono::milliseconds as_ms_from_seconds(const boost::json::value& v, const std::string& key) {
+  double s = 0;
+  if (v.is_double()) s = v.get_double();
+  else if (v.is_int64()) s = static_cast<double>(v.get_int64());
+  else if (v.is_uint64()) s = static_cast<double>(v.get_uint64());
+  else fail(key, "expected a number of seconds");
+  if (!(s > 0) || s > 86400) fail(key, "expected seconds in (0, 86400]");
+  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000.0 + 0.5));
+}
+
+std::string as_string(const boost::json::value& v, const std::string& key) {
+  if (!v.is_string()) fail(key, "expected a string");
+  return std::string(v.get_string());
+}
+
+bool as_bool(const boost::json::value& v, const std::string& key) {
+  if (!v.is_bool()) fail(key, "expected true or false");
+  return v.get_bool();
+}
+
+}  // namespace
+
+Config config_from_json(const boost::json::value& v, Config c) {
+  if (!v.is_object()) throw ConfigError("config: expected a JSON object at the top level");
+  for (const auto& [k, val] : v.get_object()) {
+    const std::string key(k);
+    if (key == "probes") {
+      if (!val.is_array()) fail(key, "expected an array of probe names");
+      c.probes.clear();
+      for (const auto& p : val.get_array()) c.probes.push_back(as_string(p, key));
+    } else if (key == "simulate") {
+      const auto n = as_int(val, key);
+      if (n < 0 || n > 256) fail(key, "expected 0..256");
+      c.simulate = static_cast<int>(n);
+    } else if (key == "simulate_when_no_gpu") {
+      c.simulate_when_no_gpu = as_bool(val, key);
+    } else if (key == "seed") {
+      c.seed = static_cast<std::uint64_t>(as_int(val, key));
+    } else if (key == "interval_seconds") {
+      c.interval = as_ms_from_seconds(val, key);
+    } else if (key == "probe_intervals_seconds") {
+      if (!val.is_object()) fail(key, "expected an object {probe: seconds}");
+      for (const auto& [pk, pv] : val.get_object())
+        c.probe_intervals[std::string(pk)] = as_ms_from_seconds(pv, key + "." + std::string(pk));
+    } else if (key == "sample_timeout_seconds") {
+      c.sample_timeout = as_ms_from_seconds(val, key);
+    } else if (key == "backoff_initial_seconds") {
+      c.backoff_initial = as_ms_from_seconds(val, key);
+    } else if (key == "backoff_max_seconds") {
+      c.backoff_max = as_ms_from_seconds(val, key);
+    } else if (key == "sysfs_root") {
+      c.paths.sysfs_root = as_string(val, key);
+    } else if (key == "procfs_root") {
+      c.paths.procfs_root = as_string(val, key);
+    } else if (key == "devfs_root") {
+      c.paths.devfs_root = as_string(val, key);
+    } else if (key == "watch_pids") {
+      if (!val.is_array()) fail(key, "expected an array of pids");
+      c.watch_pids.clear();
+      for (const auto& p : val.get_array()) {
+        const auto pid = as_int(p, key);
+        if (pid <= 0) fail(key, "pids are positive integers");
+        c.watch_pids.push_back(pid);
+      }
+    } else if (key == "history") {
+      const auto n = as_int(val, key);
+      if (n < 1 || n > 1'000'000) fail(key, "expected 1..1000000");
+      c.history = static_cast<std::size_t>(n);
+    } else if (key == "log_level") {
+      c.log_level = as_string(val, key);
+    } else if (key == "nvidia" || key == "amd" || key == "intel" || key == "apple" ||
+               key == "host" || key == "simulated" || key == "serve") {
+      if (!val.is_object()) fail(key, "expected an object of settings");
+      c.probe_settings[key] = val;
+    } else {
+      fail(key, "unknown key");
+    }
+  }
+  return c;
+}
+
+Config load_config(const std::string& path, Config base) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ConfigError("cannot open config file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  boost::system::error_code ec;
+  auto v = boost::json::parse(ss.str(), ec);
+  if (ec) throw ConfigError("config file '" + path + "' is not valid JSON: " + ec.message());
+  try {
+    return config_from_json(v, std::move(base));
+  } catch (const ConfigError& e) {
+    throw ConfigError("config file '" + path + "': " + e.what());
+  }
+}
+
+}  // namespace gpustream

@@ -1,0 +1,169 @@
+#include "gpustream/telemetry.hpp"
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+
+#include "gpustream/log.hpp"
+#include "gpustream/scheduler.hpp"
+#include "gpustream/work_pool.hpp"
+
+namespace gpustream {
+
+struct Telemetry::Impl {
+  Config config;
+  ProbeFactory factory;
+
+  // Own-thread mode only.
+  std::unique_ptr<boost::asio::io_context> own_io;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard;
+  std::thread io_thread;
+
+  boost::asio::any_io_executor io;
+  WorkPool pool;
+  SnapshotChannel channel;
+  std::unique_ptr<Scheduler> scheduler;
+  std::vector<ProbePtr> probes;
+
+  mutable std::mutex mu;
+  std::vector<std::string> setup_errors;
+  bool started = false;
+  bool stopped = false;
+
+  Impl(Config c, ProbeFactory f, boost::asio::any_io_executor ex,
+       std::unique_ptr<boost::asio::io_context> own)
+      : config(std::move(c)),
+        factory(std::move(f)),
+        own_io(std::move(own)),
+        io(std::move(ex)),
+        pool(2),
+        channel(io, config.history) {}
+};
+
+Telemetry::Telemetry(Config config, ProbeFactory factory) {
+  auto io = std::make_unique<boost::asio::io_context>(1);
+  auto ex = io->get_executor();
+  impl_ = std::make_unique<Impl>(std::move(config), std::move(factory), ex, std::move(io));
+}
+
+Telemetry::Telemetry(Config config, ProbeFactory factory, boost::asio::any_io_executor io)
+    : impl_(std::make_unique<Impl>(std::move(config), std::move(factory), std::move(io),
+                                   nullptr)) {}
+
+Telemetry::~Telemetry() { stop(); }
+
+void Telemetry::start() {
+  std::lock_guard lock(impl_->mu);
+  if (impl_->started) return;
+  impl_->started = true;
+
+  ProbeExecutors ex{impl_->io, impl_->pool.executor()};
+  std::vector<std::string> errors;
+  if (impl_->factory) impl_->probes = impl_->factory(impl_->config, ex, errors);
+  for (const auto& e : errors) logger()->warn("{}", e);
+  impl_->setup_errors = std::move(errors);
+
+  impl_->scheduler = std::make_unique<Scheduler>(
+      impl_->io, [ch = &impl_->channel](GpuSnapshot s) { ch->publish(std::move(s)); });
+  for (const auto& p : impl_->probes) impl_->scheduler->add(p, ScheduleOptions::from_config(impl_->config, p->name()));
+
+  if (impl_->own_io) {
+    impl_->guard.emplace(impl_->own_io->get_executor());
+    boost::asio::post(impl_->io, [s = impl_->scheduler.get()] { s->start(); });
+    impl_->io_thread = std::thread([io = impl_->own_io.get()] {
+      for (;;) {
+        try {
+          io->run();
+          return;
+        } catch (const std::exception& e) {
+          // Handlers must not throw; if one does, log it and keep the loop alive.
+          logger()->error("uncaught exception on the io thread: {}", e.what());
+        }
+      }
+    });
+  } else {
+    boost::asio::post(impl_->io, [s = impl_->scheduler.get()] { s->start(); });
+  }
+}
+
+void Telemetry::stop(std::chrono::milliseconds deadline) {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (!impl_->started || impl_->stopped) {
+      impl_->stopped = true;
+      return;
+    }
+    impl_->stopped = true;
+  }
+  const auto until = std::chrono::steady_clock::now() + deadline;
+  if (impl_->own_io) {
+    // Stop the scheduler on the io thread, then let the loop run dry.
+    std::promise<void> done;
+    auto fut = done.get_future();
+    boost::asio::post(impl_->io, [&] {
+      impl_->scheduler->stop();
+      done.set_value();
+    });
+    if (fut.wait_until(until) != std::future_status::ready)
+      logger()->warn("telemetry stop: the io thread did not answer within the deadline");
+    impl_->guard.reset();
+    impl_->own_io->stop();
+    if (impl_->io_thread.joinable()) impl_->io_thread.join();
+  } else if (impl_->scheduler) {
+    impl_->scheduler->stop();
+  }
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      until - std::chrono::steady_clock::now());
+  impl_->pool.stop(std::max(left, std::chrono::milliseconds{100}));
+}
+
+SnapshotChannel& Telemetry::channel() noexcept { return impl_->channel; }
+const Config& Telemetry::config() const noexcept { return impl_->config; }
+
+std::vector<ProbeStats> Telemetry::stats() const {
+  std::lock_guard lock(impl_->mu);
+  if (!impl_->scheduler) return {};
+  return impl_->scheduler->stats();
+}
+
+std::vector<std::string> Telemetry::setup_errors() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->setup_errors;
+}
+
+std::vector<std::string> Telemetry::probe_names() const {
+  std::lock_guard lock(impl_->mu);
+  std::vector<std::string> names;
+  for (const auto& p : impl_->probes) names.emplace_back(p->name());
+  return names;
+}
+
+std::vector<SnapshotPtr> Telemetry::wait_for_first_samples(std::chrono::milliseconds timeout) {
+  const auto until = std::chrono::steady_clock::now() + timeout;
+  const auto names = probe_names();
+  for (;;) {
+    bool all_settled = true;
+    const auto st = stats();
+    for (const auto& n : names) {
+      if (impl_->channel.latest(n)) continue;
+      bool gave_up = false;
+      for (const auto& s : st)
+        if (s.probe == n && s.state == ProbeState::unavailable) gave_up = true;
+      if (!gave_up) all_settled = false;
+    }
+    if (all_settled || std::chrono::steady_clock::now() >= until) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds{20});
+  }
+  std::vector<SnapshotPtr> out;
+  for (const auto& n : names)
+    if (auto s = impl_->channel.latest(n)) out.push_back(std::move(s));
+  return out;
+}
+
+}  // namespace gpustream

@@ -1,0 +1,198 @@
+// Runs the real gpustream binary: exit codes, JSON documents, record/replay.
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <boost/json.hpp>
+#include <gtest/gtest.h>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Result {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+Result run(const std::string& args) {
+  static int n = 0;
+  const fs::path dir = fs::temp_directory_path() / ("gpustream-cli-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const auto out_file = dir / ("out" + std::to_string(n));
+  const auto err_file = dir / ("err" + std::to_string(n++));
+  const std::string cmd = std::string(GPUSTREAM_CLI_PATH) + " " + args + " >" + out_file.string() +
+                          " 2>" + err_file.string() + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  Result r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  auto slurp = [](const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  r.out = slurp(out_file);
+  r.err = slurp(err_file);
+  return r;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    path_ = fs::temp_directory_path() /
+            ("gpustream-cli-tree-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  const fs::path& path() const { return path_; }
+  void write(const std::string& rel, const std::string& content) const {
+    fs::create_directories((path_ / rel).parent_path());
+    std::ofstream(path_ / rel) << content;
+  }
+
+ private:
+  static inline int counter_ = 0;
+  fs::path path_;
+};
+
+// A /proc with a known meminfo, so the host figures can be checked exactly.
+TempDir make_proc() {
+  TempDir t;
+  t.write("proc/meminfo",
+          "MemTotal:       16384000 kB\nMemFree:         1000000 kB\n"
+          "MemAvailable:    8192000 kB\nSwapTotal:       2048000 kB\nSwapFree:        1024000 kB\n");
+  t.write("proc/self/status", "Name:\tgpustream\nVmRSS:\t   12345 kB\n");
+  return t;
+}
+
+std::vector<boost::json::value> json_lines(const std::string& text) {
+  std::vector<boost::json::value> out;
+  std::stringstream ss(text);
+  std::string line;
+  while (std::getline(ss, line))
+    if (!line.empty()) out.push_back(boost::json::parse(line));
+  return out;
+}
+
+TEST(Cli, UnknownFlagIsAUsageErrorWithExitCode2) {
+  const auto r = run("watch --no-such-flag");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--no-such-flag"), std::string::npos) << r.err;
+}
+
+TEST(Cli, MissingSubcommandIsAUsageError) {
+  EXPECT_EQ(run("").exit_code, 2);
+}
+
+TEST(Cli, UnknownProbeNameIsAUsageError) {
+  const auto r = run("list --probes host,cuda");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown probe 'cuda'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, BadConfigFileNamesTheKey) {
+  TempDir t;
+  t.write("bad.json", R"({"probes": ["host"], "intervall_seconds": 2})");
+  const auto r = run("list --config " + (t.path() / "bad.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("intervall_seconds"), std::string::npos) << r.err;
+}
+
+TEST(Cli, ConfigFileThatIsNotJsonIsAUsageError) {
+  TempDir t;
+  t.write("bad.json", "{probes: host");
+  const auto r = run("snapshot --config " + (t.path() / "bad.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
+}
+
+TEST(Cli, SnapshotJsonHasOneSnapshotPerProbe) {
+  const auto proc = make_proc();
+  const auto r = run("snapshot --json --simulate 2 --probes host,simulated --procfs-root " +
+                     (proc.path() / "proc").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(doc.at("schema").as_string(), "gpustream/1");
+  const auto& snaps = doc.at("snapshots").as_array();
+  ASSERT_EQ(snaps.size(), 2u) << r.out;
+  bool saw_host = false, saw_sim = false;
+  for (const auto& s : snaps) {
+    const auto& o = s.as_object();
+    if (o.at("probe").as_string() == "host") {
+      saw_host = true;
+      const auto& host = o.at("host").as_object();
+      EXPECT_EQ(host.at("memory_total_bytes").to_number<std::uint64_t>(), 16384000ull * 1024);
+      EXPECT_EQ(host.at("memory_available_bytes").to_number<std::uint64_t>(), 8192000ull * 1024);
+    } else if (o.at("probe").as_string() == "simulated") {
+      saw_sim = true;
+      EXPECT_EQ(o.at("devices").as_array().size(), 2u);
+    }
+  }
+  EXPECT_TRUE(saw_host);
+  EXPECT_TRUE(saw_sim);
+}
+
+TEST(Cli, ListSaysWhyAProbeIsUnavailable) {
+  const auto r = run("list --json --probes host --procfs-root /nonexistent-gpustream-root");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto doc = boost::json::parse(r.out).as_object();
+  const auto& p = doc.at("probes").as_array().at(0).as_object();
+  EXPECT_EQ(p.at("probe").as_string(), "host");
+  EXPECT_FALSE(p.at("available").as_bool());
+  EXPECT_NE(std::string(p.at("reason").as_string()).find("/nonexistent-gpustream-root"),
+            std::string::npos);
+}
+
+TEST(Cli, ListShowsSimulatedDevices) {
+  const auto r = run("list --simulate 3 --probes simulated");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("simulated  available, 3 devices"), std::string::npos) << r.out;
+}
+
+TEST(Cli, WatchJsonStopsAfterCount) {
+  const auto r = run("watch --json --count 3 --interval 0.05 --simulate 1 --probes simulated");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto lines = json_lines(r.out);
+  ASSERT_EQ(lines.size(), 3u);
+  std::uint64_t prev = 0;
+  for (const auto& l : lines) {
+    const auto seq = l.at("sequence").to_number<std::uint64_t>();
+    EXPECT_GT(seq, prev);
+    prev = seq;
+  }
+}
+
+TEST(Cli, RecordThenReplayGivesTheSameSnapshots) {
+  TempDir t;
+  const auto file = (t.path() / "rec.jsonl").string();
+  const auto rec = run("record " + file + " --count 4 --interval 0.05 --simulate 2 --probes simulated");
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  std::ifstream in(file);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const auto recorded = json_lines(ss.str());
+  ASSERT_EQ(recorded.size(), 4u);
+
+  const auto rep = run("replay --json " + file);
+  ASSERT_EQ(rep.exit_code, 0) << rep.err;
+  const auto replayed = json_lines(rep.out);
+  ASSERT_EQ(replayed.size(), recorded.size());
+  for (std::size_t i = 0; i < recorded.size(); ++i) EXPECT_EQ(replayed[i], recorded[i]) << i;
+}
+
+TEST(Cli, ReplayReportsMalformedLinesWithTheirNumber) {
+  TempDir t;
+  t.write("bad.jsonl", "{\"schema\":\"gpustream/1\"\nnot json\n");
+  const auto r = run("replay --json " + (t.path() / "bad.jsonl").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bad.jsonl:1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.jsonl:2"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,25 @@
+// Uses the installed SDK: one simulated GPU, wait for its first snapshot, print what it saw.
+#include <iostream>
+
+#include <gpustream/json.hpp>
+#include <gpustream/probes/registry.hpp>
+#include <gpustream/telemetry.hpp>
+
+int main() {
+  gpustream::Config config;
+  config.probes = {"simulated"};
+  config.simulate = 1;
+  config.interval = std::chrono::milliseconds{50};
+  gpustream::Telemetry telemetry(config, gpustream::probe_factory());
+  telemetry.start();
+  const auto snaps = telemetry.wait_for_first_samples(std::chrono::seconds{10});
+  telemetry.stop();
+  if (snaps.size() != 1 || snaps[0]->devices.size() != 1) {
+    std::cerr << "consumer: expected one snapshot with one device\n";
+    return 1;
+  }
+  const auto json = gpustream::to_json_string(*snaps[0]);
+  std::cout << "consumer: ok devices=" << snaps[0]->devices.size() << " bytes=" << json.size()
+            << "\n";
+  return 0;
+}

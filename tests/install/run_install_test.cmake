@@ -1,0 +1,25 @@
+# Script mode: install, configure the consumer against the installed tree, build it, run it.
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+  set(last_output "${out}" PARENT_SCOPE)
+endfunction()
+
+run(${CMAKE_COMMAND} --install "${BINARY_DIR}" --prefix "${prefix}")
+if(NOT EXISTS "${prefix}/lib/cmake/gpustream/gpustreamConfig.cmake")
+  message(FATAL_ERROR "gpustreamConfig.cmake was not installed under ${prefix}/lib/cmake/gpustream")
+endif()
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/consumer" -B "${WORK_DIR}/build"
+    -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix})
+run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
+run("${WORK_DIR}/build/consumer")
+string(FIND "${last_output}" "consumer: ok" pos)
+if(pos EQUAL -1)
+  message(FATAL_ERROR "consumer did not print 'consumer: ok':\n${last_output}")
+endif()
+message(STATUS "${last_output}")

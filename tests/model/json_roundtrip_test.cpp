@@ -1,0 +1,256 @@
+// The codec gives back what it was given: text and document encoders, every enum value, exact
+// doubles, whole byte counts as integers, and the guards for NaN and for bytes that are not UTF-8.
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
+
+#include "gpustream/json.hpp"
+#include "model/sample_snapshots.hpp"
+
+namespace gpustream {
+namespace {
+
+namespace json = boost::json;
+
+GpuSnapshot through_text(const GpuSnapshot& s) {
+  return snapshot_from_json_string(to_json_string(s));
+}
+
+TEST(JsonRoundTrip, RichSnapshotThroughText) {
+  const GpuSnapshot s = test::rich_snapshot();
+  EXPECT_EQ(through_text(s), s);
+}
+
+TEST(JsonRoundTrip, RichSnapshotThroughDocument) {
+  const GpuSnapshot s = test::rich_snapshot();
+  EXPECT_EQ(snapshot_from_json(to_json(s)), s);
+  // Boost's own serializer writes doubles differently ("3.12457E2"); they still read back exactly.
+  EXPECT_EQ(snapshot_from_json_string(json::serialize(to_json(s))), s);
+}
+
+TEST(JsonRoundTrip, EveryEnumValue) {
+  const GpuSnapshot s = test::every_enum_snapshot();
+  ASSERT_EQ(s.devices[0].engines.size(), 13u * 8u);  // every (source, absence) pair
+  EXPECT_EQ(through_text(s), s);
+  EXPECT_EQ(snapshot_from_json(to_json(s)), s);
+}
+
+TEST(JsonRoundTrip, EmptySnapshot) {
+  const GpuSnapshot s;
+  EXPECT_EQ(through_text(s), s);
+  const std::string text = to_json_string(s);
+  EXPECT_EQ(text.find("\"host\""), std::string::npos) << "absent host is left out";
+}
+
+TEST(JsonRoundTrip, TextAndDocumentEncodersAgree) {
+  for (const GpuSnapshot& s : {test::rich_snapshot(), test::every_enum_snapshot(), GpuSnapshot{}})
+    EXPECT_EQ(parse_json(to_json_string(s)), to_json(s));
+}
+
+TEST(JsonRoundTrip, DeviceAndHostOnTheirOwn) {
+  const GpuSnapshot s = test::rich_snapshot();
+  EXPECT_EQ(device_from_json(to_json(s.devices[0])), s.devices[0]);
+  EXPECT_EQ(host_from_json(to_json(*s.host)), *s.host);
+  std::string text;
+  append_json(text, s.devices[1]);
+  EXPECT_EQ(device_from_json(parse_json(text)), s.devices[1]);
+  text.clear();
+  append_json(text, *s.host);
+  EXPECT_EQ(host_from_json(parse_json(text)), *s.host);
+}
+
+TEST(JsonRoundTrip, AppendKeepsWhatWasInTheBuffer) {
+  const GpuSnapshot s = test::rich_snapshot();
+  std::string buffer = "prefix:";
+  append_json(buffer, s);
+  EXPECT_EQ(buffer, "prefix:" + to_json_string(s));
+}
+
+TEST(JsonEncoding, DeterministicGoldenText) {
+  GpuSnapshot s;
+  s.probe = "sim";
+  s.sequence = 3;
+  s.time_unix_ns = 100;
+  s.monotonic_ns = 50;
+  s.sample_duration_ns = 7;
+  DeviceSample d;
+  d.id = "sim-0";
+  d.vendor = Vendor::simulated;
+  d.name = "Sim";
+  d.power_state = PowerState::active;
+  d.energy_kind = EnergyKind::integrated;
+  d.metrics.set(Metric::utilization_percent, 50, Source::simulated);
+  d.metrics.set(Metric::memory_used_bytes, 1024, Source::simulated);
+  d.metrics.set(Metric::power_watts, 0.1, Source::simulated);
+  d.metrics.fill_absent(Absence::unsupported);
+  d.metrics.set_absent(Metric::fan_percent, Absence::tool_failed, Source::nvidia_smi);
+  d.engines = {{"render", Reading::of(12.5, Source::fdinfo)},
+               {"video", Reading::missing(Absence::not_yet_seeded)}};
+  ProcessSample p;
+  p.pid = 42;
+  p.name = "a";
+  p.gpu_memory_bytes = 4096;
+  d.processes.push_back(p);
+  s.devices.push_back(d);
+  s.errors.push_back({"c", "m", ""});
+  const std::string expected =
+      R"({"schema":"gpustream/1","probe":"sim","sequence":3,"time_unix_ns":100,)"
+      R"("monotonic_ns":50,"sample_duration_ns":7,"devices":[{"id":"sim-0","vendor":"simulated",)"
+      R"("index":0,"name":"Sim","pci_bus_id":"","power_state":"active",)"
+      R"("energy_kind":"integrated","metrics":{"utilization_percent":50.0,)"
+      R"("memory_used_bytes":1024,"power_watts":0.1},"sources":{"utilization_percent":)"
+      R"("simulated","memory_used_bytes":"simulated","power_watts":"simulated"},)"
+      R"("absent":{"memory_utilization_percent":"unsupported","memory_total_bytes":)"
+      R"("unsupported","temperature_celsius":"unsupported","power_average_watts":"unsupported",)"
+      R"("power_limit_watts":"unsupported","energy_joules":"unsupported",)"
+      R"("clock_graphics_mhz":"unsupported","clock_sm_mhz":"unsupported",)"
+      R"("clock_memory_mhz":"unsupported","fan_percent":"tool_failed","fan_rpm":"unsupported",)"
+      R"("gtt_used_bytes":"unsupported","gtt_total_bytes":"unsupported"},)"
+      R"("absent_sources":{"fan_percent":"nvidia-smi"},"throttle_reasons":[],)"
+      R"("engines":[{"name":"render","utilization_percent":12.5,"source":"fdinfo"},)"
+      R"({"name":"video","utilization_percent":null,"source":"none","absent":"not_yet_seeded"}],)"
+      R"("processes":[{"pid":42,"name":"a","gpu_memory_bytes":4096,)"
+      R"("gpu_utilization_percent":null,"host_rss_bytes":null,"per_process_exact":true,)"
+      R"("engines":[]}],"attributes":{}}],"errors":[{"code":"c","message":"m"}]})";
+  EXPECT_EQ(to_json_string(s), expected);
+  EXPECT_EQ(to_json_string(s), to_json_string(s));
+  EXPECT_EQ(through_text(s), s);
+}
+
+TEST(JsonEncoding, WholeByteCountsAreIntegersOtherNumbersDoubles) {
+  const GpuSnapshot s = test::rich_snapshot();
+  const json::value doc = parse_json(to_json_string(s));
+  const auto& metrics = doc.at("devices").at(0).at("metrics");
+  EXPECT_TRUE(metrics.at("memory_used_bytes").is_int64());
+  EXPECT_EQ(metrics.at("memory_used_bytes").as_int64(), 34359738368);
+  EXPECT_TRUE(metrics.at("memory_total_bytes").is_int64());
+  EXPECT_TRUE(metrics.at("gtt_total_bytes").is_double()) << "0.30000000000000004 bytes stays";
+  EXPECT_TRUE(metrics.at("temperature_celsius").is_double()) << "64.0, not 64";
+  EXPECT_TRUE(metrics.at("clock_graphics_mhz").is_double());
+  const auto& proc = doc.at("devices").at(0).at("processes").at(0);
+  EXPECT_TRUE(proc.at("gpu_memory_bytes").is_int64());
+  EXPECT_TRUE(doc.at("sequence").is_uint64());
+}
+
+TEST(JsonEncoding, DoublesRoundTripExactly) {
+  std::mt19937_64 rng(12345);
+  HostSample h;
+  for (int i = 0; i < 4000; ++i) {
+    const std::uint64_t bits = rng();
+    double d = 0;
+    std::memcpy(&d, &bits, sizeof d);
+    if (!std::isfinite(d)) continue;
+    h.metrics.emplace("random_" + std::to_string(i), d);
+  }
+  const double specials[] = {0.0,
+                             -0.0,
+                             0.1,
+                             1.0 / 3.0,
+                             std::numeric_limits<double>::min(),
+                             std::numeric_limits<double>::denorm_min(),
+                             std::numeric_limits<double>::max(),
+                             -std::numeric_limits<double>::max(),
+                             std::numeric_limits<double>::epsilon(),
+                             9007199254740993.0,
+                             1e21,
+                             1e-7,
+                             123456789.012};
+  for (std::size_t i = 0; i < std::size(specials); ++i)
+    h.metrics.emplace("special_" + std::to_string(i), specials[i]);
+  GpuSnapshot s;
+  s.host = h;
+  DeviceSample d;
+  for (std::size_t i = 0; i < kMetricCount; ++i)
+    d.metrics.set(static_cast<Metric>(i), specials[i % std::size(specials)], Source::replay);
+  s.devices.push_back(d);
+  const GpuSnapshot back = through_text(s);
+  ASSERT_TRUE(back.host);
+  for (const auto& [k, v] : h.metrics) {
+    const double got = back.host->metrics.at(k);
+    EXPECT_EQ(std::memcmp(&got, &v, sizeof v) == 0 || (v == 0 && got == 0), true)
+        << k << ": wrote " << v << " read " << got;
+  }
+  EXPECT_EQ(back, s);
+}
+
+TEST(JsonEncoding, NonFiniteValuesNeverReachTheText) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  GpuSnapshot s;
+  DeviceSample d;
+  d.id = "d";
+  d.metrics.set(Metric::power_watts, nan, Source::nvml);
+  d.metrics.set(Metric::temperature_celsius, -inf, Source::sysfs);
+  d.metrics.set(Metric::utilization_percent, 10, Source::nvml);
+  d.engines = {{"render", Reading::of(inf, Source::fdinfo)}};
+  ProcessSample p;
+  p.gpu_utilization_percent = nan;
+  d.processes.push_back(p);
+  s.devices.push_back(d);
+  s.host = HostSample{};
+  s.host->metrics = {{"bad_watts", inf}, {"good_watts", 5}};
+
+  for (const std::string& text : {to_json_string(s), json::serialize(to_json(s))}) {
+    for (const char* bad : {":nan", ":-nan", ":inf", ":-inf", "NaN", "Infinity", "e99999"})
+      EXPECT_EQ(text.find(bad), std::string::npos) << bad << " in " << text;
+    const GpuSnapshot back = snapshot_from_json_string(text);  // valid JSON, valid snapshot
+    const auto& m = back.devices[0].metrics;
+    EXPECT_EQ(m[Metric::power_watts], Reading::missing(Absence::unsupported, Source::nvml));
+    EXPECT_EQ(m[Metric::temperature_celsius],
+              Reading::missing(Absence::unsupported, Source::sysfs));
+    EXPECT_EQ(m[Metric::utilization_percent], Reading::of(10, Source::nvml));
+    EXPECT_EQ(back.devices[0].engines[0].utilization_percent,
+              Reading::missing(Absence::unsupported, Source::fdinfo));
+    EXPECT_FALSE(back.devices[0].processes[0].gpu_utilization_percent.has_value());
+    EXPECT_EQ(back.host->metrics, (std::map<std::string, double>{{"good_watts", 5}}));
+  }
+}
+
+TEST(JsonEncoding, EscapesControlCharactersAndQuotes) {
+  GpuSnapshot s;
+  s.probe = std::string(
+                "a\"b\\c\nd\te\x01"
+                "f\x1f") +
+            std::string(1, '\0') + "/é€😀";
+  const std::string text = to_json_string(s);
+  EXPECT_NE(text.find(R"(a\"b\\c\nd\te\u0001f\u001f\u0000/é€😀)"), std::string::npos) << text;
+  EXPECT_EQ(through_text(s), s);
+  EXPECT_EQ(snapshot_from_json(to_json(s)), s);
+}
+
+TEST(JsonEncoding, BytesThatAreNotUtf8AreReplaced) {
+  GpuSnapshot s;
+  s.probe = "gpu\xff\xfe-\xc0\x80-\xed\xa0\x80-ok\xc3\xa9";
+  s.errors.push_back({"bad", "trunc\xe2\x82", ""});
+  const std::string replaced = "gpu\uFFFD\uFFFD-\uFFFD\uFFFD-\uFFFD\uFFFD\uFFFD-ok\xc3\xa9";
+  for (const std::string& text : {to_json_string(s), json::serialize(to_json(s))}) {
+    EXPECT_TRUE(is_valid_utf8(text));
+    const GpuSnapshot back = snapshot_from_json_string(text);
+    EXPECT_EQ(back.probe, replaced);
+    EXPECT_EQ(back.errors[0].message, "trunc\uFFFD\uFFFD");
+  }
+}
+
+TEST(Utf8, Validation) {
+  EXPECT_TRUE(is_valid_utf8(""));
+  EXPECT_TRUE(is_valid_utf8("plain ascii"));
+  EXPECT_TRUE(is_valid_utf8("\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\xf4\x8f\xbf\xbf"));
+  EXPECT_FALSE(is_valid_utf8("\x80"));              // lone continuation
+  EXPECT_FALSE(is_valid_utf8("\xc0\xaf"));          // overlong
+  EXPECT_FALSE(is_valid_utf8("\xe0\x80\xaf"));      // overlong
+  EXPECT_FALSE(is_valid_utf8("\xed\xa0\x80"));      // surrogate
+  EXPECT_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));  // above U+10FFFF
+  EXPECT_FALSE(is_valid_utf8("\xe2\x82"));          // truncated
+  EXPECT_EQ(to_valid_utf8("a\x80"
+                          "b"),
+            "a\uFFFD"
+            "b");
+  EXPECT_EQ(to_valid_utf8("\xe2\x82\xac"), "\xe2\x82\xac");
+}
+
+}  // namespace
+}  // namespace gpustream

@@ -1,0 +1,147 @@
+#include "gpustream/probes/registry.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gpustream/probes/simulated_probe.hpp"
+#include "probe_harness.hpp"
+#include "support/temp_tree.hpp"
+
+namespace gpustream {
+namespace {
+
+using test::ProbeHarness;
+
+std::vector<std::string> names_of(const ProbeSet& set) {
+  std::vector<std::string> out;
+  for (const auto& p : set.probes) out.emplace_back(p->name());
+  return out;
+}
+
+TEST(Registry, KnowsSixNamesAndWhichAreBuilt) {
+  const auto known = known_probe_names();
+  EXPECT_EQ(
+      std::vector<std::string_view>(known.begin(), known.end()),
+      (std::vector<std::string_view>{"nvidia", "amd", "intel", "apple", "host", "simulated"}));
+  EXPECT_TRUE(is_implemented("host"));
+  EXPECT_TRUE(is_implemented("simulated"));
+  EXPECT_FALSE(is_implemented("bogus"));
+  EXPECT_TRUE(is_known_probe("nvidia"));
+  EXPECT_FALSE(is_known_probe("bogus"));
+  for (const auto& row : probe_rows()) {
+    EXPECT_TRUE(is_known_probe(row.name)) << row.name;
+    EXPECT_FALSE(row.description.empty());
+    EXPECT_NE(row.factory, nullptr);
+    EXPECT_EQ(find_probe_row(row.name), &row);
+  }
+  EXPECT_EQ(find_probe_row("bogus"), nullptr);
+}
+
+TEST(Registry, EmptyListBuildsEveryImplementedProbeButSimulated) {
+  ProbeHarness h;
+  Config config;
+  const auto set = make_probes(config, h.executors());
+  EXPECT_TRUE(set.errors.empty());
+  const auto names = names_of(set);
+  EXPECT_NE(std::find(names.begin(), names.end(), "host"), names.end());
+  EXPECT_EQ(std::find(names.begin(), names.end(), "simulated"), names.end());
+  EXPECT_EQ(names.size(), probe_rows().size() - 1);
+}
+
+TEST(Registry, SimulateAddsTheSimulatedProbeWithThatManyGpusAndSeed) {
+  ProbeHarness h;
+  Config config;
+  config.simulate = 3;
+  config.seed = 77;
+  const auto set = make_probes(config, h.executors());
+  EXPECT_TRUE(set.errors.empty());
+  const auto names = names_of(set);
+  ASSERT_EQ(names.back(), "simulated");
+  const auto d = h.detect(*set.probes.back());
+  ASSERT_EQ(d.devices.size(), 3u);
+  EXPECT_EQ(d.devices[0].id, simulated_device_id(77, 0));
+
+  config.probes = {"host"};  // --simulate adds to an explicit list too
+  EXPECT_EQ(names_of(make_probes(config, h.executors())),
+            (std::vector<std::string>{"host", "simulated"}));
+}
+
+TEST(Registry, ExplicitSimulatedWithoutCountGetsOneGpu) {
+  ProbeHarness h;
+  Config config;
+  config.probes = {"simulated"};
+  const auto set = make_probes(config, h.executors());
+  ASSERT_EQ(set.probes.size(), 1u);
+  EXPECT_EQ(h.detect(*set.probes[0]).devices.size(), 1u);
+}
+
+TEST(Registry, BuildsRequestedNamesInOrderAndExplainsTheRest) {
+  ProbeHarness h;
+  Config config;
+  config.probes = {"simulated", "nvidia", "host", "bogus", "host"};
+  const auto set = make_probes(config, h.executors());
+  EXPECT_EQ(names_of(set), (std::vector<std::string>{"simulated", "host"}));
+  const std::vector<std::string> expected{
+      "probe 'nvidia' is not available in this build",
+      "unknown probe 'bogus' (known: nvidia, amd, intel, apple, host, simulated)"};
+  if (is_implemented("nvidia")) {
+    EXPECT_EQ(set.errors, std::vector<std::string>{expected[1]});
+  } else {
+    EXPECT_EQ(set.errors, expected);
+  }
+}
+
+TEST(Registry, FactoryErrorsBecomeMessages) {
+  ProbeHarness h;
+  Config config;
+  config.probes = {"host"};
+  config.simulate = 100000;
+  const auto set = make_probes(config, h.executors());
+  EXPECT_EQ(names_of(set), std::vector<std::string>{"host"});
+  ASSERT_EQ(set.errors.size(), 1u);
+  EXPECT_EQ(set.errors[0].rfind("probe 'simulated': ", 0), 0u) << set.errors[0];
+}
+
+TEST(Registry, HostProbeGetsPathsAndWatchedPidsFromConfig) {
+  test::TempTree tree;
+  tree.file("proc/meminfo", "MemTotal: 100 kB\nMemAvailable: 40 kB\n");
+  tree.file("proc/10/status", "Name:\tme\nVmRSS:\t 1 kB\n");
+  tree.file("proc/20/status", "Name:\twatched\nVmRSS:\t 2 kB\n");
+  tree.symlink("proc/self", "10");
+  ProbeHarness h;
+  Config config;
+  config.probes = {"host"};
+  config.paths.procfs_root = tree.path("proc");
+  config.watch_pids = {20};
+  const auto set = make_probes(config, h.executors());
+  ASSERT_EQ(set.probes.size(), 1u);
+  const auto r = h.sample(*set.probes[0]);
+  ASSERT_FALSE(r.ec);
+  ASSERT_TRUE(r.snapshot.host);
+  EXPECT_EQ(r.snapshot.host->memory_used_bytes, 60u * 1024);
+  ASSERT_EQ(r.snapshot.host->processes.size(), 2u);
+  EXPECT_EQ(r.snapshot.host->processes[1].name, "watched");
+}
+
+TEST(Registry, DescribesEveryKnownProbe) {
+  const auto all = describe_probes();
+  ASSERT_EQ(all.size(), known_probe_names().size());
+  for (const auto& d : all) {
+    EXPECT_EQ(d.implemented, is_implemented(d.name)) << d.name;
+    EXPECT_FALSE(d.description.empty());
+    if (!d.implemented) {
+      EXPECT_EQ(d.description, "not available in this build");
+    }
+  }
+  const auto text = describe_probes_text();
+  for (auto name : known_probe_names())
+    EXPECT_NE(text.find(std::string(name) + " "), std::string::npos) << name;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '\n'),
+            static_cast<long>(known_probe_names().size()));
+}
+
+}  // namespace
+}  // namespace gpustream

@@ -1,0 +1,33 @@
+// gpustream/transport/prometheus.hpp — Prometheus text exposition (format 0.0.4) of the latest
+// snapshots, the probes' statistics and the server's counters (docs/metrics.md section in
+// docs/wire-protocol.md).
+//
+// Naming follows the Prometheus guide: prefix gpustream_, base units in the name (_bytes,
+// _watts, _celsius, _hertz, _seconds, _ratio for 0..1 fractions), _total for counters, one
+// HELP and one TYPE line per family. Labels: device, vendor, probe, name (the device's name).
+// A metric a device does not report is left out, never written as 0.
+//
+// Thread safety: reentrant; the inputs are immutable snapshots and values.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpustream/channel.hpp"
+#include "gpustream/probe_stats.hpp"
+#include "gpustream/transport/server.hpp"
+
+namespace gpustream::transport {
+
+inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+
+/// `counters` may be null (no server families then).
+std::string render_prometheus(const std::vector<SnapshotPtr>& latest,
+                              const std::vector<ProbeStats>& stats,
+                              const ServerCounters* counters);
+
+/// A label value escaped for the exposition format (\\, \", \n).
+std::string escape_label_value(std::string_view v);
+
+}  // namespace gpustream::transport

@@ -1,0 +1,125 @@
+// gpustream/transport/server.hpp — `gpustream serve`: TCP (JSON lines) and HTTP/WebSocket
+// (Boost.Beast) streams of snapshots, Prometheus /metrics, a JSON API and the dashboard.
+//
+//   boost::asio::io_context io;
+//   gpustream::SnapshotChannel channel(io.get_executor());
+//   gpustream::transport::ServerOptions o;            // HTTP on 127.0.0.1:9400
+//   o.tcp = gpustream::transport::parse_listen_address("127.0.0.1:9401");
+//   gpustream::transport::Server server(io.get_executor(), channel, o);
+//   server.start();                                   // binds; throws on failure
+//   io.run();                                         // ... server.stop() ends it
+//
+// The server subscribes to the channel once and fans every snapshot out to its clients itself:
+// a snapshot is serialized once per encoding (once, plus once per distinct projection that
+// clients asked for) and the same buffer is written to every client. Each client has a bounded
+// send queue with one write in flight; a client whose queue stays full, or whose write stalls,
+// is disconnected and counted, and the others never wait for it. See docs/wire-protocol.md and
+// docs/security.md.
+//
+// Thread safety: all of the server's work runs on one strand of the executor it is given, so
+// the io_context may be run by one thread or several. start(), stop(), the endpoint getters and
+// counters() may be called from any thread. The channel must outlive the Server.
+// Cancellation: stop() closes the listeners, sends WebSocket close frames, flushes what is
+// queued and closes every connection; after limits.shutdown_timeout it force-closes what is
+// left. The destructor force-closes everything (it does not wait).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "gpustream/channel.hpp"
+#include "gpustream/probe_stats.hpp"
+
+namespace gpustream::transport {
+
+/// Bounds that keep one client from hurting the server or the other clients.
+struct ServerLimits {
+  std::size_t max_connections = 256;          // HTTP, WebSocket and TCP together
+  std::size_t max_message_bytes = 64 * 1024;  // inbound line, frame or HTTP request body
+  std::chrono::milliseconds handshake_timeout{10000};  // HTTP request, WS upgrade, TCP auth
+  std::chrono::milliseconds idle_timeout{60000};  // idle HTTP keep-alive; WS ping/pong
+  std::chrono::milliseconds write_timeout{10000};  // one write stalled this long → disconnect
+  std::size_t send_queue_messages = 64;  // per client: snapshots waiting to be written
+  std::chrono::milliseconds slow_client_timeout{5000};  // queue full this long → disconnect
+  std::size_t max_subscribes_per_connection = 64;  // subscribe messages over a connection's life
+  std::chrono::milliseconds shutdown_timeout{2000};  // stop(): force-close after this
+};
+
+struct ServerOptions {
+  /// HTTP + WebSocket listener; nullopt: none.
+  std::optional<boost::asio::ip::tcp::endpoint> http{
+      boost::asio::ip::tcp::endpoint(boost::asio::ip::address_v4::loopback(), 9400)};
+  /// TCP JSON-lines listener; nullopt: none.
+  std::optional<boost::asio::ip::tcp::endpoint> tcp;
+  /// Bearer token every client must present; empty: no token.
+  std::string token;
+  /// Extra allowed browser origins, e.g. "http://gpu-box.lan:9400" ("*": any — unsafe).
+  /// Each one's host is also an allowed Host.
+  std::vector<std::string> allowed_origins;
+  /// Extra allowed Host header names, "name" or "name:port" (e.g. for a Prometheus that
+  /// scrapes by host name).
+  std::vector<std::string> allowed_hosts;
+  ServerLimits limits;
+  /// Snapshots the server keeps encoded for replays and the API (per encoding).
+  std::size_t encoded_cache = 256;
+};
+
+/// The server's own counters (monotonic except the *_open gauges).
+struct ServerCounters {
+  std::uint64_t connections_accepted = 0;  // every accepted socket (HTTP, TCP)
+  std::uint64_t connections_rejected = 0;  // refused because of max_connections
+  std::uint64_t http_open = 0;
+  std::uint64_t websocket_open = 0;
+  std::uint64_t tcp_open = 0;
+  std::uint64_t http_requests = 0;
+  std::uint64_t requests_forbidden = 0;     // bad Host or Origin (403)
+  std::uint64_t requests_unauthorized = 0;  // missing or wrong token (401, TCP auth)
+  std::uint64_t messages_rejected = 0;      // malformed, oversized or over a limit
+  std::uint64_t slow_clients_disconnected = 0;
+  std::uint64_t snapshots_received = 0;  // from the channel
+  std::uint64_t serializations = 0;      // snapshot encodings made (all projections)
+  std::uint64_t snapshots_sent = 0;      // snapshot messages queued to clients
+  std::uint64_t snapshots_dropped = 0;   // not queued because a client's queue was full
+};
+
+class Hub;
+
+class Server {
+ public:
+  /// Per-probe statistics for hello, /api/v1/stats and /metrics (e.g. Telemetry::stats).
+  /// Called on the server's strand; must be thread-safe. May be empty.
+  using StatsSource = std::function<std::vector<ProbeStats>()>;
+
+  Server(boost::asio::any_io_executor ex, SnapshotChannel& channel, ServerOptions options,
+         StatsSource stats = {});
+  ~Server();
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  /// Binds the listeners, subscribes to the channel, starts accepting. Throws
+  /// boost::system::system_error when an address cannot be bound. Call once.
+  void start();
+  /// Graceful stop (see the class comment). `on_stopped` runs on the server's strand once
+  /// every connection is closed (at the latest about limits.shutdown_timeout later).
+  /// Idempotent; a second call's callback runs too.
+  void stop(std::function<void()> on_stopped = {});
+
+  /// The bound addresses (port 0 resolved), after start().
+  std::optional<boost::asio::ip::tcp::endpoint> http_endpoint() const;
+  std::optional<boost::asio::ip::tcp::endpoint> tcp_endpoint() const;
+
+  ServerCounters counters() const;
+
+ private:
+  std::shared_ptr<Hub> hub_;
+};
+
+}  // namespace gpustream::transport

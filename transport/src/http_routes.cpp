@@ -1,0 +1,137 @@
+// The HTTP endpoints: /, /ws (upgrade checks), /metrics, /api/v1/*, /healthz.
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+#include <boost/json.hpp>
+
+#include "gpustream/json.hpp"
+#include "gpustream/transport/dashboard.hpp"
+#include "gpustream/transport/prometheus.hpp"
+#include "http_session.hpp"
+
+namespace gpustream::transport {
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kJson = "application/json";
+
+std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
+
+std::string api_snapshot(Hub& hub) {
+  std::string out = "{\"schema\":\"";
+  out += kSchema;
+  out += "\",\"snapshots\":[";
+  bool first = true;
+  for (const auto& s : hub.channel().latest()) {
+    if (!first) out += ',';
+    first = false;
+    out += snapshot_json_of_message(*hub.encoded(s, Projection{}));
+  }
+  out += "]}\n";
+  return out;
+}
+
+std::string api_devices(Hub& hub) {
+  json::array devices;
+  for (const auto& d : devices_of(hub.channel().latest())) devices.push_back(to_json(d));
+  json::object o{{"schema", kSchema}, {"devices", std::move(devices)}};
+  return to_compact_json(o) + "\n";
+}
+
+std::string api_stats(Hub& hub) {
+  json::array probes;
+  for (const auto& s : hub.probe_stats()) probes.push_back(to_json(s));
+  const auto c = hub.counters();
+  json::object server{{"connections_accepted", c.connections_accepted},
+                      {"connections_rejected", c.connections_rejected},
+                      {"http_open", c.http_open},
+                      {"websocket_open", c.websocket_open},
+                      {"tcp_open", c.tcp_open},
+                      {"http_requests", c.http_requests},
+                      {"requests_forbidden", c.requests_forbidden},
+                      {"requests_unauthorized", c.requests_unauthorized},
+                      {"messages_rejected", c.messages_rejected},
+                      {"slow_clients_disconnected", c.slow_clients_disconnected},
+                      {"snapshots_received", c.snapshots_received},
+                      {"serializations", c.serializations},
+                      {"snapshots_sent", c.snapshots_sent},
+                      {"snapshots_dropped", c.snapshots_dropped},
+                      {"last_sequence", hub.cursor()}};
+  json::object o{{"schema", kSchema}, {"probes", std::move(probes)}, {"server", std::move(server)}};
+  return to_compact_json(o) + "\n";
+}
+
+}  // namespace
+
+HttpResponse text_response(const HttpRequest& req, http::status status, std::string body,
+                           std::string_view content_type) {
+  HttpResponse res{status, req.version()};
+  res.set(http::field::server, kServerName);
+  res.set(http::field::content_type, content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.set("X-Content-Type-Options", "nosniff");
+  // The token may be in the page's URL (?token=): never send it on as a Referer.
+  res.set("Referrer-Policy", "no-referrer");
+  res.keep_alive(req.keep_alive());
+  res.body() = std::move(body);
+  return res;
+}
+
+HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
+  auto& c = hub.stats_counters();
+  const auto target = sv(req.target());
+  const auto path = target_path(target);
+  const auto& access = hub.access();
+
+  if (!access.host_allowed(sv(req[http::field::host]))) {
+    c.requests_forbidden.fetch_add(1);
+    return text_response(req, http::status::forbidden,
+                         "Host not allowed (DNS rebinding protection; see --allow-host)\n");
+  }
+  if (path == "/healthz") return text_response(req, http::status::ok, "ok\n");
+  if (!access.request_authorized(sv(req[http::field::authorization]), target)) {
+    c.requests_unauthorized.fetch_add(1);
+    auto res = text_response(req, http::status::unauthorized,
+                             "a token is required: 'Authorization: Bearer TOKEN' or ?token=TOKEN\n");
+    res.set(http::field::www_authenticate, "Bearer realm=\"gpustream\"");
+    return res;
+  }
+  if (beast::websocket::is_upgrade(req)) {
+    if (path != "/ws") return text_response(req, http::status::not_found, "not found\n");
+    std::optional<std::string_view> origin;
+    if (const auto it = req.find(http::field::origin); it != req.end()) origin = sv(it->value());
+    if (!access.origin_allowed(origin)) {
+      c.requests_forbidden.fetch_add(1);
+      return text_response(req, http::status::forbidden,
+                           "Origin not allowed (see --allow-origin)\n");
+    }
+    return text_response(req, http::status::switching_protocols, {});
+  }
+  if (req.method() != http::verb::get) {
+    auto res = text_response(req, http::status::method_not_allowed, "only GET\n");
+    res.set(http::field::allow, "GET");
+    return res;
+  }
+  if (path == "/" || path == "/index.html") {
+    auto res = text_response(req, http::status::ok, std::string(dashboard_html()),
+                             "text/html; charset=utf-8");
+    res.set("X-Frame-Options", "DENY");
+    return res;
+  }
+  if (path == "/metrics") {
+    const auto counters = hub.counters();
+    return text_response(req, http::status::ok,
+                         render_prometheus(hub.channel().latest(), hub.probe_stats(), &counters),
+                         kPrometheusContentType);
+  }
+  if (path == "/api/v1/snapshot") return text_response(req, http::status::ok, api_snapshot(hub), kJson);
+  if (path == "/api/v1/devices") return text_response(req, http::status::ok, api_devices(hub), kJson);
+  if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(hub), kJson);
+  if (path == "/ws")
+    return text_response(req, http::status::upgrade_required, "use a WebSocket client\n");
+  return text_response(req, http::status::not_found, "not found\n");
+}
+
+}  // namespace gpustream::transport

@@ -1,0 +1,116 @@
+// One HTTP/1.1 connection.
+#include "http_session.hpp"
+
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+
+#include "ws_session.hpp"
+
+namespace gpustream::transport {
+namespace beast = boost::beast;
+namespace http = beast::http;
+using boost::system::error_code;
+
+HttpSession::HttpSession(std::shared_ptr<Hub> hub, tcp::socket socket)
+    : hub_(std::move(hub)), stream_(std::move(socket)) {}
+
+HttpSession::~HttpSession() {
+  if (registered_) hub_->remove(this, ConnKind::http);
+}
+
+void HttpSession::run() {
+  registered_ = true;
+  hub_->add(this, weak_from_this(), ConnKind::http);
+  do_read();
+}
+
+void HttpSession::do_read() {
+  const auto& l = hub_->limits();
+  parser_.emplace();
+  parser_->header_limit(16 * 1024);
+  parser_->body_limit(l.max_message_bytes);
+  // The first request must come within the handshake timeout; later ones within the idle one.
+  stream_.expires_after(first_ ? l.handshake_timeout : l.idle_timeout);
+  http::async_read(stream_, buffer_, *parser_,
+                   [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+}
+
+void HttpSession::on_read(error_code ec) {
+  if (done_) return;
+  if (ec == http::error::body_limit || ec == http::error::header_limit) {
+    hub_->stats_counters().messages_rejected.fetch_add(1);
+    HttpRequest dummy;
+    auto res = text_response(dummy, http::status::payload_too_large, "request too large\n");
+    res.keep_alive(false);
+    send(std::move(res));
+    return;
+  }
+  if (ec) {
+    // end_of_stream, timeout, reset, or garbage that is not HTTP: just close.
+    if (ec == http::error::bad_target || ec == http::error::bad_method ||
+        ec == http::error::bad_version || ec == http::error::bad_field ||
+        ec == http::error::bad_value || ec == http::error::bad_line_ending)
+      hub_->stats_counters().messages_rejected.fetch_add(1);
+    close();
+    return;
+  }
+  first_ = false;
+  hub_->stats_counters().http_requests.fetch_add(1);
+  HttpRequest req = parser_->release();
+  if (beast::websocket::is_upgrade(req) && !hub_->stopping()) {
+    // Checks first (Host, path, Origin, token); a refused upgrade gets a plain HTTP answer.
+    auto res = handle_http_request(*hub_, req);
+    if (res.result() == http::status::switching_protocols) {
+      upgrade(std::move(req));
+      return;
+    }
+    res.keep_alive(false);
+    send(std::move(res));
+    return;
+  }
+  send(handle_http_request(*hub_, req));
+}
+
+void HttpSession::upgrade(HttpRequest req) {
+  done_ = true;
+  // The WebSocket session is its own connection from now on.
+  hub_->remove(this, ConnKind::http);
+  registered_ = false;
+  stream_.expires_never();
+  std::make_shared<WsSession>(hub_, std::move(stream_))->run(std::move(req));
+}
+
+void HttpSession::send(HttpResponse res) {
+  response_ = std::move(res);
+  response_->prepare_payload();
+  writing_ = true;
+  stream_.expires_after(hub_->limits().write_timeout);
+  http::async_write(stream_, *response_, [self = shared_from_this()](error_code ec, std::size_t) {
+    self->writing_ = false;
+    const bool keep = self->response_ && self->response_->keep_alive();
+    self->response_.reset();
+    if (ec || !keep || self->hub_->stopping()) {
+      self->close();
+      return;
+    }
+    self->do_read();
+  });
+}
+
+void HttpSession::close() {
+  if (done_) return;
+  done_ = true;
+  error_code ec;
+  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream_.close();
+}
+
+void HttpSession::shutdown(bool graceful) {
+  // A response being written is finished (bounded by the write timeout); an idle keep-alive
+  // connection is closed now.
+  if (graceful && writing_) return;
+  close();
+}
+
+}  // namespace gpustream::transport

@@ -1,0 +1,324 @@
+// Prometheus text exposition 0.0.4 of snapshots, probe statistics and server counters.
+#include "gpustream/transport/prometheus.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+#include <map>
+
+#include "gpustream/json.hpp"
+
+namespace gpustream::transport {
+
+namespace {
+
+using Labels = std::vector<std::pair<std::string_view, std::string>>;
+
+/// One metric family: its HELP and TYPE, then its samples. Families without a sample are not
+/// written at all.
+class Exposition {
+ public:
+  std::size_t family(std::string name, std::string_view type, std::string_view help) {
+    if (const auto it = index_.find(name); it != index_.end()) return it->second;
+    index_.emplace(name, families_.size());
+    families_.push_back({std::move(name), std::string(type), std::string(help), {}});
+    return families_.size() - 1;
+  }
+
+  void sample(std::size_t f, const Labels& labels, double value) {
+    if (!std::isfinite(value)) return;  // a value we do not have is left out, never 0
+    auto& out = families_[f].samples;
+    out += families_[f].name;
+    append_labels(out, labels);
+    out += ' ';
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, value);
+    out.append(buf, r.ptr);
+    out += '\n';
+  }
+
+  void sample(std::size_t f, const Labels& labels, std::uint64_t value) {
+    auto& out = families_[f].samples;
+    out += families_[f].name;
+    append_labels(out, labels);
+    out += ' ';
+    out += std::to_string(value);
+    out += '\n';
+  }
+
+  std::string str() const {
+    std::string out;
+    for (const auto& f : families_) {
+      if (f.samples.empty()) continue;
+      out += "# HELP " + f.name + ' ' + f.help + '\n';
+      out += "# TYPE " + f.name + ' ' + f.type + '\n';
+      out += f.samples;
+    }
+    return out;
+  }
+
+ private:
+  static void append_labels(std::string& out, const Labels& labels) {
+    if (labels.empty()) return;
+    out += '{';
+    bool first = true;
+    for (const auto& [k, v] : labels) {
+      if (!first) out += ',';
+      first = false;
+      out += k;
+      out += "=\"";
+      out += escape_label_value(v);
+      out += '"';
+    }
+    out += '}';
+  }
+
+  struct Family {
+    std::string name, type, help, samples;
+  };
+  std::vector<Family> families_;
+  std::map<std::string, std::size_t, std::less<>> index_;
+};
+
+struct DeviceFamily {
+  Metric metric;
+  std::string_view name;
+  std::string_view type;
+  double mul;  // to the base unit: value * mul / div
+  double div;
+  std::string_view help;
+};
+
+// The device metrics, in base units. Percentages become ratios (0..1), MHz become hertz.
+constexpr std::array<DeviceFamily, kMetricCount> kDeviceFamilies{{
+    {Metric::utilization_percent, "gpustream_gpu_utilization_ratio", "gauge", 1, 100,
+     "Fraction of time the GPU was busy (0..1)."},
+    {Metric::memory_utilization_percent, "gpustream_gpu_memory_utilization_ratio", "gauge", 1, 100,
+     "Fraction of time the memory controller was busy (0..1)."},
+    {Metric::memory_used_bytes, "gpustream_gpu_memory_used_bytes", "gauge", 1, 1,
+     "Device memory in use."},
+    {Metric::memory_total_bytes, "gpustream_gpu_memory_total_bytes", "gauge", 1, 1,
+     "Device memory in total."},
+    {Metric::temperature_celsius, "gpustream_gpu_temperature_celsius", "gauge", 1, 1,
+     "GPU temperature."},
+    {Metric::power_watts, "gpustream_gpu_power_watts", "gauge", 1, 1, "Instantaneous power draw."},
+    {Metric::power_average_watts, "gpustream_gpu_power_average_watts", "gauge", 1, 1,
+     "Power draw averaged by the driver over its own window."},
+    {Metric::power_limit_watts, "gpustream_gpu_power_limit_watts", "gauge", 1, 1,
+     "Enforced power limit."},
+    {Metric::energy_joules, "gpustream_gpu_energy_joules_total", "counter", 1, 1,
+     "Energy consumed (hardware counter, or integrated from power when the device has none)."},
+    {Metric::clock_graphics_mhz, "gpustream_gpu_clock_graphics_hertz", "gauge", 1e6, 1,
+     "Graphics clock."},
+    {Metric::clock_sm_mhz, "gpustream_gpu_clock_sm_hertz", "gauge", 1e6, 1, "SM clock."},
+    {Metric::clock_memory_mhz, "gpustream_gpu_clock_memory_hertz", "gauge", 1e6, 1,
+     "Memory clock."},
+    {Metric::fan_percent, "gpustream_gpu_fan_speed_ratio", "gauge", 1, 100,
+     "Fan speed as a fraction of its maximum (0..1)."},
+    {Metric::fan_rpm, "gpustream_gpu_fan_speed_rpm", "gauge", 1, 1,
+     "Fan speed in revolutions per minute."},
+    {Metric::gtt_used_bytes, "gpustream_gpu_gtt_used_bytes", "gauge", 1, 1,
+     "GTT (system memory mapped for the GPU) in use."},
+    {Metric::gtt_total_bytes, "gpustream_gpu_gtt_total_bytes", "gauge", 1, 1, "GTT in total."},
+}};
+
+/// A metric name made of [a-zA-Z0-9_] from a free-form key.
+std::string sanitize_name(std::string_view key) {
+  std::string out;
+  for (const char c : key) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+    out.push_back(ok ? c : '_');
+  }
+  return out;
+}
+
+double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
+
+void devices(Exposition& e, const GpuSnapshot& s) {
+  std::array<std::size_t, kMetricCount> fam{};
+  for (std::size_t i = 0; i < kMetricCount; ++i) {
+    const auto& d = kDeviceFamilies[i];
+    fam[static_cast<std::size_t>(d.metric)] =
+        e.family(std::string(d.name), d.type, d.help);
+  }
+  const auto info = e.family("gpustream_gpu_info", "gauge",
+                             "Always 1: one series per device, with its PCI bus id and index.");
+  const auto engine = e.family("gpustream_gpu_engine_utilization_ratio", "gauge",
+                               "Fraction of time an engine class was busy (0..1).");
+  const auto procs = e.family("gpustream_gpu_processes", "gauge",
+                              "Processes using the device (as far as the source can tell).");
+  for (const auto& d : s.devices) {
+    const Labels base{{"device", d.id},
+                      {"vendor", std::string(to_string(d.vendor))},
+                      {"probe", s.probe},
+                      {"name", d.name}};
+    Labels l = base;
+    l.emplace_back("pci_bus_id", d.pci_bus_id);
+    l.emplace_back("index", std::to_string(d.index));
+    e.sample(info, l, std::uint64_t{1});
+    for (const auto& f : kDeviceFamilies) {
+      const auto& r = d.metrics[f.metric];
+      if (r.has_value()) e.sample(fam[static_cast<std::size_t>(f.metric)], base, r.value() * f.mul / f.div);
+    }
+    for (const auto& en : d.engines) {
+      if (!en.utilization_percent.has_value()) continue;
+      Labels le = base;
+      le.emplace_back("engine", en.name);
+      e.sample(engine, le, en.utilization_percent.value() / 100);
+    }
+    e.sample(procs, base, static_cast<std::uint64_t>(d.processes.size()));
+  }
+}
+
+void host(Exposition& e, const GpuSnapshot& s) {
+  if (!s.host) return;
+  const auto& h = *s.host;
+  const Labels l{{"probe", s.probe}};
+  const auto opt = [&](std::string name, std::string_view help, const std::optional<std::uint64_t>& v) {
+    const auto f = e.family(std::move(name), "gauge", help);
+    if (v) e.sample(f, l, *v);
+  };
+  opt("gpustream_host_memory_total_bytes", "Host RAM in total.", h.memory_total_bytes);
+  opt("gpustream_host_memory_available_bytes", "Host RAM available for new allocations.",
+      h.memory_available_bytes);
+  opt("gpustream_host_memory_used_bytes", "Host RAM in use.", h.memory_used_bytes);
+  opt("gpustream_host_swap_total_bytes", "Swap in total.", h.swap_total_bytes);
+  opt("gpustream_host_swap_used_bytes", "Swap in use.", h.swap_used_bytes);
+  for (const auto& [key, value] : h.metrics) {
+    const auto f = e.family("gpustream_host_" + sanitize_name(key), "gauge",
+                            "Host figure '" + sanitize_name(key) + "' in base units.");
+    e.sample(f, l, value);
+  }
+}
+
+void snapshot_meta(Exposition& e, const GpuSnapshot& s) {
+  const Labels l{{"probe", s.probe}};
+  e.sample(e.family("gpustream_snapshot_timestamp_seconds", "gauge",
+                    "Wall-clock time of the probe's latest snapshot (Unix seconds)."),
+           l, seconds(s.time_unix_ns));
+  e.sample(e.family("gpustream_snapshot_sequence", "gauge",
+                    "Channel sequence number of the probe's latest snapshot."),
+           l, s.sequence);
+  e.sample(e.family("gpustream_snapshot_sample_duration_seconds", "gauge",
+                    "How long the probe's latest sample took."),
+           l, seconds(s.sample_duration_ns));
+  e.sample(e.family("gpustream_snapshot_errors", "gauge",
+                    "Problems reported in the probe's latest snapshot."),
+           l, static_cast<std::uint64_t>(s.errors.size()));
+}
+
+void probe_stats(Exposition& e, const std::vector<ProbeStats>& stats) {
+  constexpr std::array kStates{ProbeState::detecting, ProbeState::available,
+                               ProbeState::unavailable, ProbeState::backoff, ProbeState::stopped};
+  for (const auto& ps : stats) {
+    const Labels l{{"probe", ps.probe}};
+    e.sample(e.family("gpustream_probe_up", "gauge", "1 when the probe is sampling, else 0."), l,
+             std::uint64_t{ps.state == ProbeState::available ? 1u : 0u});
+    const auto state = e.family("gpustream_probe_state", "gauge",
+                                "1 for the probe's current state, 0 for the others.");
+    for (const auto st : kStates) {
+      Labels ls = l;
+      ls.emplace_back("state", std::string(to_string(st)));
+      e.sample(state, ls, std::uint64_t{ps.state == st ? 1u : 0u});
+    }
+    const auto counter = [&](std::string name, std::string_view help, std::uint64_t v) {
+      e.sample(e.family(std::move(name), "counter", help), l, v);
+    };
+    counter("gpustream_probe_samples_total", "Samples completed (partial ones included).",
+            ps.samples);
+    counter("gpustream_probe_failures_total", "Samples that failed (timeouts included).",
+            ps.failures);
+    counter("gpustream_probe_timeouts_total", "Samples or detections abandoned after a timeout.",
+            ps.timeouts);
+    counter("gpustream_probe_overruns_total",
+            "Ticks skipped because the previous sample was still running.", ps.overruns);
+    counter("gpustream_probe_missed_ticks_total",
+            "Ticks skipped because the scheduler fell far behind.", ps.missed_ticks);
+    e.sample(e.family("gpustream_probe_consecutive_failures", "gauge",
+                      "Failures in a row (0 when the last sample succeeded)."),
+             l, ps.consecutive_failures);
+    e.sample(e.family("gpustream_probe_interval_seconds", "gauge",
+                      "Effective sampling interval."),
+             l, static_cast<double>(ps.interval.count()) / 1e3);
+    e.sample(e.family("gpustream_probe_devices", "gauge", "Devices in the last sample."), l,
+             static_cast<std::uint64_t>(ps.devices));
+    const auto lat = e.family("gpustream_probe_sample_latency_seconds", "gauge",
+                              "Sample latency quantiles over the recent window.");
+    const std::pair<std::string_view, const std::optional<std::int64_t>*> qs[] = {
+        {"0.5", &ps.latency_p50_ns}, {"0.9", &ps.latency_p90_ns}, {"0.99", &ps.latency_p99_ns}};
+    for (const auto& [q, v] : qs) {
+      if (!*v) continue;
+      Labels lq = l;
+      lq.emplace_back("quantile", std::string(q));
+      e.sample(lat, lq, seconds(**v));
+    }
+    const auto max = e.family("gpustream_probe_sample_latency_max_seconds", "gauge",
+                              "Longest sample latency over the recent window.");
+    if (ps.latency_max_ns) e.sample(max, l, seconds(*ps.latency_max_ns));
+  }
+}
+
+void server(Exposition& e, const ServerCounters& c) {
+  const auto conns = e.family("gpustream_server_connections", "gauge", "Open connections.");
+  e.sample(conns, {{"transport", "http"}}, c.http_open);
+  e.sample(conns, {{"transport", "websocket"}}, c.websocket_open);
+  e.sample(conns, {{"transport", "tcp"}}, c.tcp_open);
+  const auto counter = [&](std::string name, std::string_view help, std::uint64_t v,
+                           const Labels& l = {}) {
+    e.sample(e.family(std::move(name), "counter", help), l, v);
+  };
+  counter("gpustream_server_connections_accepted_total", "Connections accepted.",
+          c.connections_accepted);
+  counter("gpustream_server_connections_rejected_total",
+          "Connections refused because of the connection limit.", c.connections_rejected);
+  counter("gpustream_server_http_requests_total", "HTTP requests read.", c.http_requests);
+  counter("gpustream_server_requests_refused_total", "Requests refused.", c.requests_forbidden,
+          {{"reason", "forbidden"}});
+  counter("gpustream_server_requests_refused_total", "Requests refused.", c.requests_unauthorized,
+          {{"reason", "unauthorized"}});
+  counter("gpustream_server_messages_rejected_total",
+          "Client messages rejected (malformed, too large, over a limit).", c.messages_rejected);
+  counter("gpustream_server_slow_clients_disconnected_total",
+          "Clients disconnected because they did not keep up.", c.slow_clients_disconnected);
+  counter("gpustream_server_snapshots_received_total", "Snapshots received from the channel.",
+          c.snapshots_received);
+  counter("gpustream_server_serializations_total", "Snapshot encodings made.", c.serializations);
+  counter("gpustream_server_snapshots_sent_total", "Snapshot messages queued to clients.",
+          c.snapshots_sent);
+  counter("gpustream_server_snapshots_dropped_total",
+          "Snapshot messages dropped because a client's queue was full.", c.snapshots_dropped);
+}
+
+}  // namespace
+
+std::string escape_label_value(std::string_view v) {
+  const std::string valid = to_valid_utf8(v);
+  std::string out;
+  out.reserve(valid.size());
+  for (const char c : valid) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string render_prometheus(const std::vector<SnapshotPtr>& latest,
+                              const std::vector<ProbeStats>& stats,
+                              const ServerCounters* counters) {
+  Exposition e;
+  for (const auto& s : latest)
+    if (s) devices(e, *s);
+  for (const auto& s : latest)
+    if (s) host(e, *s);
+  for (const auto& s : latest)
+    if (s) snapshot_meta(e, *s);
+  probe_stats(e, stats);
+  if (counters) server(e, *counters);
+  return e.str();
+}
+
+}  // namespace gpustream::transport

@@ -1,0 +1,281 @@
+// The wire protocol: parsing client messages, building server messages.
+#include "gpustream/transport/protocol.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include <boost/json.hpp>
+
+#include "gpustream/json.hpp"
+
+namespace gpustream::transport {
+namespace json = boost::json;
+
+namespace {
+
+[[noreturn]] void bad(const std::string& what) {
+  throw ProtocolError(kErrBadRequest, what);
+}
+
+std::vector<std::string> string_list(const json::value& v, std::string_view key) {
+  const auto* arr = v.if_array();
+  if (!arr) bad("subscribe." + std::string(key) + ": expected an array of strings");
+  if (arr->size() > kMaxSubscribeListSize)
+    bad("subscribe." + std::string(key) + ": more than " +
+        std::to_string(kMaxSubscribeListSize) + " entries");
+  std::vector<std::string> out;
+  out.reserve(arr->size());
+  for (const auto& e : *arr) {
+    const auto* s = e.if_string();
+    if (!s) bad("subscribe." + std::string(key) + ": expected an array of strings");
+    if (s->size() > kMaxNameLength)
+      bad("subscribe." + std::string(key) + ": a name is longer than " +
+          std::to_string(kMaxNameLength) + " bytes");
+    out.emplace_back(s->data(), s->size());
+  }
+  return out;
+}
+
+SubscribeRequest parse_subscribe(const json::object& o) {
+  SubscribeRequest r;
+  if (const auto* v = o.if_contains("probes"); v && !v->is_null()) r.probes = string_list(*v, "probes");
+  if (const auto* v = o.if_contains("devices"); v && !v->is_null())
+    r.devices = string_list(*v, "devices");
+  if (const auto* v = o.if_contains("fields"); v && !v->is_null()) {
+    for (const auto& name : string_list(*v, "fields")) {
+      const auto m = metric_from_string(name);
+      if (!m) bad("subscribe.fields: unknown metric '" + to_valid_utf8(name) + "'");
+      r.fields.push_back(*m);
+    }
+  }
+  if (const auto* v = o.if_contains("max_rate_hz"); v && !v->is_null()) {
+    if (!v->is_number()) bad("subscribe.max_rate_hz: expected a number");
+    const double hz = v->to_number<double>();
+    if (!(hz > 0) || hz > kMaxRateHz || !std::isfinite(hz))
+      bad("subscribe.max_rate_hz: must be > 0 and <= 1000");
+    r.max_rate_hz = hz;
+  }
+  if (const auto* v = o.if_contains("since"); v && !v->is_null()) {
+    if (v->is_uint64()) {
+      r.since = v->get_uint64();
+    } else if (v->is_int64() && v->get_int64() >= 0) {
+      r.since = static_cast<std::uint64_t>(v->get_int64());
+    } else {
+      bad("subscribe.since: expected a non-negative integer");
+    }
+  }
+  return r;
+}
+
+json::array metric_names(const std::vector<Metric>& ms) {
+  json::array a;
+  for (const auto m : ms) a.emplace_back(to_string(m));
+  return a;
+}
+
+json::array strings(const std::vector<std::string>& v) {
+  json::array a;
+  for (const auto& s : v) a.emplace_back(s);
+  return a;
+}
+
+std::string with_newline(std::string s) {
+  s.push_back('\n');
+  return s;
+}
+
+void append_escaped(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  out.push_back('"');
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (u < 0x20) {
+          out += "\\u00";
+          out.push_back(kHex[u >> 4]);
+          out.push_back(kHex[u & 0xf]);
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+}
+
+}  // namespace
+
+ClientMessage parse_client_message(std::string_view text) {
+  json::error_code ec;
+  json::parse_options opts;
+  opts.max_depth = 16;
+  json::monotonic_resource mr;
+  const json::value v = json::parse(json::string_view(text.data(), text.size()), ec, &mr, opts);
+  if (ec) bad("not valid JSON: " + ec.message());
+  const auto* o = v.if_object();
+  if (!o) bad("expected a JSON object");
+  const auto* type = o->if_contains("type");
+  if (!type || !type->is_string()) bad("missing \"type\"");
+  const auto t = type->get_string();
+  ClientMessage m;
+  if (t == "subscribe") {
+    m.kind = ClientMessage::Kind::subscribe;
+    m.subscribe = parse_subscribe(*o);
+  } else if (t == "auth") {
+    m.kind = ClientMessage::Kind::auth;
+    const auto* tok = o->if_contains("token");
+    if (!tok || !tok->is_string()) bad("auth.token: expected a string");
+    m.token.assign(tok->get_string().data(), tok->get_string().size());
+  } else {
+    bad("unknown message type '" + to_valid_utf8(std::string_view(t.data(), t.size())) + "'");
+  }
+  return m;
+}
+
+std::string encode_subscribe(const SubscribeRequest& r) {
+  json::object o;
+  o["type"] = "subscribe";
+  if (!r.probes.empty()) o["probes"] = strings(r.probes);
+  if (!r.devices.empty()) o["devices"] = strings(r.devices);
+  if (!r.fields.empty()) o["fields"] = metric_names(r.fields);
+  if (r.max_rate_hz) o["max_rate_hz"] = *r.max_rate_hz;
+  if (r.since) o["since"] = *r.since;
+  return to_compact_json(o);
+}
+
+std::vector<DeviceInfo> devices_of(const std::vector<SnapshotPtr>& latest) {
+  std::vector<DeviceInfo> out;
+  for (const auto& s : latest) {
+    if (!s) continue;
+    for (const auto& d : s->devices)
+      out.push_back({d.id, std::string(to_string(d.vendor)), d.name, s->probe, d.index,
+                     d.pci_bus_id});
+  }
+  return out;
+}
+
+json::value to_json(const DeviceInfo& d) {
+  return json::object{{"id", d.id},       {"vendor", d.vendor}, {"name", d.name},
+                      {"probe", d.probe}, {"index", d.index},   {"pci_bus_id", d.pci_bus_id}};
+}
+
+std::string hello_message(const Hello& h) {
+  json::object o;
+  o["type"] = "hello";
+  o["schema"] = kSchema;
+  o["server"] = kServerName;
+  o["last_sequence"] = h.last_sequence;
+  o["history_capacity"] = h.history_capacity;
+  json::array probes;
+  for (const auto& p : h.probes) {
+    json::object po{{"name", p.name}, {"state", p.state}};
+    if (!p.reason.empty()) po["reason"] = p.reason;
+    probes.push_back(std::move(po));
+  }
+  o["probes"] = std::move(probes);
+  json::array devices;
+  for (const auto& d : h.devices) devices.push_back(to_json(d));
+  o["devices"] = std::move(devices);
+  return with_newline(to_compact_json(o));
+}
+
+std::string snapshot_message(std::string_view snapshot_json) {
+  static constexpr std::string_view kHead = "{\"type\":\"snapshot\",";
+  std::string out;
+  out.reserve(snapshot_json.size() + kHead.size() + 1);
+  out += kHead;
+  // The codec always writes an object with at least "schema", so there is a key after '{'.
+  if (!snapshot_json.empty() && snapshot_json.front() == '{') snapshot_json.remove_prefix(1);
+  out += snapshot_json;
+  out.push_back('\n');
+  return out;
+}
+
+std::string gap_message(const Gap& g) {
+  json::object o{{"type", "gap"},
+                 {"after_sequence", g.after_sequence},
+                 {"missed", g.missed},
+                 {"reason", g.reason}};
+  return with_newline(to_compact_json(o));
+}
+
+std::string subscribed_message(const SubscribeRequest& r, std::optional<std::uint64_t> since) {
+  json::object o;
+  o["type"] = "subscribed";
+  o["since"] = since ? json::value(*since) : json::value(nullptr);
+  o["probes"] = strings(r.probes);
+  o["devices"] = strings(r.devices);
+  o["fields"] = metric_names(r.fields);
+  o["max_rate_hz"] = r.max_rate_hz ? json::value(*r.max_rate_hz) : json::value(nullptr);
+  return with_newline(to_compact_json(o));
+}
+
+std::string error_message(std::string_view code, std::string_view message) {
+  json::object o{{"type", "error"}, {"code", code}, {"message", to_valid_utf8(message)}};
+  return with_newline(to_compact_json(o));
+}
+
+void append_compact_json(std::string& out, const json::value& v) {
+  switch (v.kind()) {
+    case json::kind::null: out += "null"; return;
+    case json::kind::bool_: out += v.get_bool() ? "true" : "false"; return;
+    case json::kind::int64: out += std::to_string(v.get_int64()); return;
+    case json::kind::uint64: out += std::to_string(v.get_uint64()); return;
+    case json::kind::double_: {
+      const double d = v.get_double();
+      if (!std::isfinite(d)) {
+        out += "null";
+        return;
+      }
+      char buf[32];
+      const auto r = std::to_chars(buf, buf + sizeof buf, d);
+      out.append(buf, r.ptr);
+      return;
+    }
+    case json::kind::string: {
+      const auto& s = v.get_string();
+      append_escaped(out, std::string_view(s.data(), s.size()));
+      return;
+    }
+    case json::kind::array: {
+      out.push_back('[');
+      bool first = true;
+      for (const auto& e : v.get_array()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_compact_json(out, e);
+      }
+      out.push_back(']');
+      return;
+    }
+    case json::kind::object: {
+      out.push_back('{');
+      bool first = true;
+      for (const auto& kv : v.get_object()) {
+        if (!first) out.push_back(',');
+        first = false;
+        append_escaped(out, std::string_view(kv.key().data(), kv.key().size()));
+        out.push_back(':');
+        append_compact_json(out, kv.value());
+      }
+      out.push_back('}');
+      return;
+    }
+  }
+}
+
+std::string to_compact_json(const json::value& v) {
+  std::string out;
+  append_compact_json(out, v);
+  return out;
+}
+
+}  // namespace gpustream::transport

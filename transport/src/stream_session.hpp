@@ -1,0 +1,108 @@
+// The protocol logic every streaming connection shares (TCP lines, WebSocket frames): hello,
+// subscribe (filters, projection, rate limit, resume from the history), the bounded send queue
+// with one write in flight, gaps, slow-client detection, graceful close.
+//
+// A transport derives from it and implements write() and close_transport(). Everything runs
+// on the hub's strand.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <boost/asio/steady_timer.hpp>
+#include <boost/system/error_code.hpp>
+
+#include "encoder.hpp"
+#include "hub.hpp"
+
+namespace gpustream::transport {
+
+class StreamSession : public Connection, public std::enable_shared_from_this<StreamSession> {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  StreamSession(std::shared_ptr<Hub> hub, ConnKind kind);
+  ~StreamSession() override;
+
+  /// A snapshot fanned out by the hub (already serialized once for the identity projection).
+  void on_live(const SnapshotPtr& s);
+  /// The hub's own channel subscription lost snapshots.
+  void on_channel_gap(const Gap& g);
+  void shutdown(bool graceful) override;
+  /// Called periodically by the hub: disconnects a client whose write is stalled or whose
+  /// queue stayed full too long.
+  void check_stalled(Clock::time_point now);
+
+ protected:
+  /// Write `msg` (TCP: all of it; WebSocket: without its trailing '\n'). Must call
+  /// write_done(ec) exactly once.
+  virtual void write(std::shared_ptr<const std::string> msg) = 0;
+  /// graceful: the queue is flushed; send a close frame / FIN and close. Else abort now.
+  virtual void close_transport(bool graceful) = 0;
+
+  /// Registers with the hub; call once the object is owned by a shared_ptr.
+  void register_self();
+  /// Sends hello; the client receives live snapshots from then on.
+  void open();
+  void handle_message(std::string_view text);
+  void write_done(const boost::system::error_code& ec);
+  /// Queues an error message; with then_close, closes once it is flushed.
+  void send_error(std::string_view code, std::string_view message, bool then_close);
+  /// The transport failed (read or write error): close without flushing.
+  void transport_failed();
+
+  Hub& hub() noexcept { return *hub_; }
+  bool closing() const noexcept { return closing_; }
+  bool closed() const noexcept { return closed_; }
+
+ private:
+  struct RateState {
+    Clock::time_point next_allowed{};
+    SnapshotPtr pending;
+  };
+
+  bool accepts(const GpuSnapshot& s) const;
+  void apply_subscribe(const SubscribeRequest& r);
+  void offer(const SnapshotPtr& s);   // rate limit, then send
+  void send_snapshot(const SnapshotPtr& s);
+  void enqueue(std::shared_ptr<const std::string> msg, bool snapshot);
+  void enqueue(std::string msg) { enqueue(std::make_shared<const std::string>(std::move(msg)), false); }
+  void pump();
+  void arm_rate_timer();
+  void on_rate_timer();
+  void disconnect_slow(const char* why);
+
+  std::shared_ptr<Hub> hub_;
+  ConnKind kind_;
+  bool registered_ = false;
+
+  std::deque<std::pair<std::shared_ptr<const std::string>, bool>> queue_;
+  std::size_t queued_snapshots_ = 0;
+  bool writing_ = false;
+  Clock::time_point write_started_{};
+  std::optional<Clock::time_point> full_since_;
+  std::uint64_t dropped_pending_ = 0;  // snapshots dropped since the last queued one
+  std::uint64_t last_queued_seq_ = 0;
+
+  bool opened_ = false;
+  bool closing_ = false;  // no new messages; close once flushed
+  bool closed_ = false;   // close_transport called
+
+  SubscribeRequest sub_;
+  Projection proj_;
+  std::size_t subscribes_ = 0;
+  std::uint64_t cursor_ = 0;  // highest sequence considered (sent, filtered or rate-dropped)
+  bool replaying_ = false;
+  std::deque<SnapshotPtr> replay_;
+
+  std::map<std::string, RateState, std::less<>> rate_;
+  boost::asio::steady_timer rate_timer_;
+  bool rate_timer_armed_ = false;
+};
+
+}  // namespace gpustream::transport

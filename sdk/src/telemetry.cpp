@@ -22,6 +22,7 @@ struct Telemetry::Impl {
 
   // Own-thread mode only.
   std::unique_ptr<boost::asio::io_context> own_io;
+  std::size_t abandoned_workers = 0;
   std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> guard;
   std::thread io_thread;
 
@@ -56,11 +57,22 @@ Telemetry::Telemetry(Config config, ProbeFactory factory, boost::asio::any_io_ex
     : impl_(std::make_unique<Impl>(std::move(config), std::move(factory), std::move(io),
                                    nullptr)) {}
 
-Telemetry::~Telemetry() { stop(); }
+Telemetry::~Telemetry() {
+  stop();
+  if (impl_->abandoned_workers > 0 && impl_->own_io) {
+    // A worker is still stuck in a vendor call. When it returns it will post its result to
+    // our io_context, so that io_context must outlive it: it is deliberately leaked (stopped,
+    // it runs nothing; the late result is queued and never executed).
+    static std::mutex graveyard_mu;
+    static auto* graveyard = new std::vector<std::unique_ptr<boost::asio::io_context>>();
+    std::lock_guard lock(graveyard_mu);
+    graveyard->push_back(std::move(impl_->own_io));
+  }
+}
 
 void Telemetry::start() {
   std::lock_guard lock(impl_->mu);
-  if (impl_->started) return;
+  if (impl_->started) return;  // a Telemetry runs once: start() after stop() does nothing
   impl_->started = true;
 
   ProbeExecutors ex{impl_->io, impl_->pool.executor()};
@@ -95,10 +107,7 @@ void Telemetry::start() {
 void Telemetry::stop(std::chrono::milliseconds deadline) {
   {
     std::lock_guard lock(impl_->mu);
-    if (!impl_->started || impl_->stopped) {
-      impl_->stopped = true;
-      return;
-    }
+    if (!impl_->started || impl_->stopped) return;  // not running: nothing to do
     impl_->stopped = true;
   }
   const auto until = std::chrono::steady_clock::now() + deadline;
@@ -120,7 +129,8 @@ void Telemetry::stop(std::chrono::milliseconds deadline) {
   }
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
       until - std::chrono::steady_clock::now());
-  impl_->pool.stop(std::max(left, std::chrono::milliseconds{100}));
+  impl_->abandoned_workers =
+      impl_->pool.stop(std::max(left, std::chrono::milliseconds{100})).abandoned;
 }
 
 SnapshotChannel& Telemetry::channel() noexcept { return impl_->channel; }

@@ -94,6 +94,8 @@ class Client : public std::enable_shared_from_this<Client> {
   int refused_status() const { return refused_status_; }
   /// WebSocket: the close code the server sent (0 when none).
   int close_code() const { return close_code_; }
+  /// Why the connection ended (the error's message), empty while it is open.
+  const std::string& end_reason() const { return end_reason_; }
 
   const std::vector<boost::json::object>& messages() const { return messages_; }
   std::vector<boost::json::object> of_type(std::string_view type) const;
@@ -109,6 +111,7 @@ class Client : public std::enable_shared_from_this<Client> {
   bool ended_ = false;
   int refused_status_ = 0;
   int close_code_ = 0;
+  std::string end_reason_;
   std::vector<boost::json::object> messages_;
   std::vector<std::string> garbage_;
 };

@@ -178,7 +178,10 @@ class TcpClient final : public Client {
     asio::async_read_until(sock_, asio::dynamic_buffer(rbuf_), '\n',
                            [self = self()](error_code ec, std::size_t n) {
                              if (ec) {
+                               // Like a real client: the server closed, so close too.
                                self->ended_ = true;
+                               self->end_reason_ = ec.message();
+                               self->close();
                                return;
                              }
                              self->on_text(std::string_view(self->rbuf_).substr(0, n - 1));
@@ -254,6 +257,8 @@ class WsClient final : public Client {
       if (ec) {
         if (ec == websocket::error::closed) self->close_code_ = self->ws_.reason().code;
         self->ended_ = true;
+        self->end_reason_ = ec.message();
+        self->close();
         return;
       }
       self->on_text(beast::buffers_to_string(self->buf_.data()));

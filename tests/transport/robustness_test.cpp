@@ -66,7 +66,7 @@ TEST(TransportRobustness, AnOversizedFrameClosesTheWebSocketWithTooBig) {
   auto other = connected_ws(f);
   big->send(std::string(5000, ' '));
   ASSERT_TRUE(f.run_until([&] { return big->ended(); }));
-  EXPECT_EQ(big->close_code(), 1009);
+  EXPECT_EQ(big->close_code(), 1009) << big->end_reason();
   f.publish();
   ASSERT_TRUE(f.run_until([&] { return other->count("snapshot") == 1; }));
   EXPECT_EQ(f.server->counters().messages_rejected, 1u);

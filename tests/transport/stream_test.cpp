@@ -164,7 +164,9 @@ TEST(TransportStream, ResumeWithSinceHasNoDuplicateAndNoHole) {
   for (int i = 0; i < 5; ++i) f.publish();
   f.run_for(1ms);
   for (int i = 0; i < 5; ++i) f.publish();
-  ASSERT_TRUE(f.run_until([&] { return t->count("snapshot") == 16 && w->count("snapshot") == 20; }));
+  ASSERT_TRUE(f.run_until([&] { return t->count("snapshot") == 16 && w->count("snapshot") == 20; }))
+      << ::testing::PrintToString(t->sequences()) << "\n"
+      << ::testing::PrintToString(w->sequences());
   f.run_for(20ms);
   EXPECT_EQ(t->sequences(), range(5, 20));
   EXPECT_EQ(w->sequences(), range(1, 20));

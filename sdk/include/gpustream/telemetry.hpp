@@ -13,7 +13,9 @@
 // Telemetry's own work pool. start() and stop() are idempotent; stop() returns in bounded time
 // even when a probe is hung in a vendor call (the hung worker is abandoned, see WorkPool).
 // With a caller's executor, call stop() from a thread running that io_context, or while it is
-// not running.
+// not running; and keep that io_context alive while a worker abandoned by stop() may still
+// return from a hung call (it posts its late result there). With its own io thread, Telemetry
+// keeps its io_context alive for such a worker itself.
 #pragma once
 
 #include <chrono>
@@ -48,7 +50,8 @@ class Telemetry {
   Telemetry(const Telemetry&) = delete;
   Telemetry& operator=(const Telemetry&) = delete;
 
-  /// Builds the probes and starts sampling. Idempotent.
+  /// Builds the probes and starts sampling. Idempotent; a Telemetry runs once (start() after
+  /// stop() does nothing).
   void start();
   /// Stops sampling, cancels in-flight samples, joins the threads it owns. Idempotent;
   /// returns within about `deadline` even with a hung probe.

@@ -1,0 +1,159 @@
+// The Telemetry facade: wiring, idempotent start/stop, bounded stop with a hung probe, running
+// on a caller's io_context.
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include <boost/asio/io_context.hpp>
+#include <gtest/gtest.h>
+
+#include "gpustream/blocking_probe.hpp"
+#include "gpustream/telemetry.hpp"
+
+namespace gpustream {
+namespace {
+
+// A probe whose samples count up; it can be told to hang inside sample() until released.
+class CountingProbe final : public BlockingProbe {
+ public:
+  CountingProbe(ProbeExecutors ex, std::string name) : BlockingProbe(std::move(ex)), name_(std::move(name)) {}
+  std::string_view name() const noexcept override { return name_; }
+  void hang_next() { hang_.store(true); }
+  void release() {
+    {
+      std::lock_guard lock(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+  }
+  bool entered_hang() const { return entered_.load(); }
+
+ protected:
+  Detection detect() override {
+    Detection d;
+    d.available = true;
+    d.devices.push_back({"dev-" + name_, Vendor::simulated, 0, "Counter", ""});
+    return d;
+  }
+  GpuSnapshot sample() override {
+    if (hang_.load()) {
+      entered_.store(true);
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return released_; });
+    }
+    GpuSnapshot s;
+    DeviceSample d;
+    d.id = "dev-" + name_;
+    d.vendor = Vendor::simulated;
+    d.metrics.set(Metric::utilization_percent, static_cast<double>(++n_ % 100), Source::simulated);
+    d.metrics.fill_absent(Absence::unsupported, Source::simulated);
+    s.devices.push_back(std::move(d));
+    return s;
+  }
+
+ private:
+  std::string name_;
+  std::atomic<int> n_{0};
+  std::atomic<bool> hang_{false};
+  std::atomic<bool> entered_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool released_ = false;
+};
+
+struct Made {
+  std::vector<std::shared_ptr<CountingProbe>> probes;
+};
+
+ProbeFactory counting_factory(std::shared_ptr<Made> made, std::vector<std::string> names) {
+  return [made, names](const Config&, const ProbeExecutors& ex, std::vector<std::string>& errors) {
+    std::vector<ProbePtr> out;
+    for (const auto& n : names) {
+      if (n == "broken") {
+        static const std::string kMessage = "probe 'broken' is not available in this build";
+        errors.push_back(kMessage);
+        continue;
+      }
+      auto p = std::make_shared<CountingProbe>(ex, n);
+      made->probes.push_back(p);
+      out.push_back(p);
+    }
+    return out;
+  };
+}
+
+Config fast_config() {
+  Config c;
+  c.interval = std::chrono::milliseconds{20};
+  c.sample_timeout = std::chrono::milliseconds{10000};
+  return c;
+}
+
+TEST(Telemetry, PublishesSnapshotsOfEveryProbeToTheChannel) {
+  auto made = std::make_shared<Made>();
+  Telemetry t(fast_config(), counting_factory(made, {"a", "b", "broken"}));
+  t.start();
+  const auto snaps = t.wait_for_first_samples(std::chrono::seconds{10});
+  ASSERT_EQ(snaps.size(), 2u);
+  EXPECT_EQ(snaps[0]->probe, "a");
+  EXPECT_EQ(snaps[1]->probe, "b");
+  EXPECT_GT(snaps[0]->sequence, 0u);
+  EXPECT_EQ(t.probe_names(), (std::vector<std::string>{"a", "b"}));
+  ASSERT_EQ(t.setup_errors().size(), 1u);
+  EXPECT_NE(t.setup_errors()[0].find("broken"), std::string::npos);
+  t.stop();
+  const auto st = t.stats();
+  ASSERT_EQ(st.size(), 2u);
+  EXPECT_GE(st[0].samples, 1u);
+}
+
+TEST(Telemetry, StartAndStopAreIdempotent) {
+  auto made = std::make_shared<Made>();
+  Telemetry t(fast_config(), counting_factory(made, {"a"}));
+  t.stop();  // before start: nothing to do
+  t.start();
+  t.start();
+  EXPECT_EQ(made->probes.size(), 1u) << "a second start() must not build the probes again";
+  t.stop();
+  t.stop();
+}
+
+TEST(Telemetry, StopReturnsWhileAProbeIsHungInsideItsSample) {
+  auto made = std::make_shared<Made>();
+  auto t = std::make_unique<Telemetry>(fast_config(), counting_factory(made, {"hung"}));
+  ASSERT_EQ(made->probes.size(), 0u);
+  t->start();
+  ASSERT_EQ(made->probes.size(), 1u);
+  auto probe = made->probes[0];
+  probe->hang_next();
+  // Wait until a sample is really stuck in the probe.
+  for (int i = 0; i < 1000 && !probe->entered_hang(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds{10});
+  ASSERT_TRUE(probe->entered_hang());
+  t->stop(std::chrono::milliseconds{300});  // must return although the worker is stuck
+  t.reset();                                // and destruction must not wait for it either
+  probe->release();                         // the abandoned worker finishes on its own
+}
+
+TEST(Telemetry, RunsOnTheCallersIoContext) {
+  boost::asio::io_context io;
+  auto made = std::make_shared<Made>();
+  Telemetry t(fast_config(), counting_factory(made, {"a"}), io.get_executor());
+  std::vector<SnapshotPtr> got;
+  auto sub = t.channel().subscribe({}, [&](const SnapshotPtr& s) {
+    got.push_back(s);
+    if (got.size() == 3) io.stop();
+  });
+  t.start();
+  io.run_for(std::chrono::seconds{10});
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_LT(got[0]->sequence, got[1]->sequence);
+  EXPECT_LT(got[1]->sequence, got[2]->sequence);
+  t.stop();  // called while the io_context is not running
+  io.restart();
+  io.poll();
+}
+
+}  // namespace
+}  // namespace gpustream

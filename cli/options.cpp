@@ -3,10 +3,32 @@
 #include <algorithm>
 #include <sstream>
 
+#include <boost/json/object.hpp>
+
 #include "gpustream/log.hpp"
 #include "gpustream/probes/registry.hpp"
 
 namespace gpustream::cli {
+namespace {
+
+// Probe-specific path flags and where they land in Config::probe_settings.
+struct PathFlag {
+  const char* flag;
+  const char* section;
+  const char* key;
+  const char* help;
+};
+constexpr PathFlag kPathFlags[] = {
+    {"--nvml-library", "nvidia", "library", "NVML library (default libnvidia-ml.so.1)"},
+    {"--nvidia-smi", "nvidia", "nvidia_smi", "nvidia-smi binary for the fallback"},
+    {"--amd-smi", "amd", "amd_smi", "amd-smi binary"},
+    {"--rocm-smi", "amd", "rocm_smi", "rocm-smi binary"},
+    {"--amd-source", "amd", "source", "AMD source: auto, sysfs, amd-smi, rocm-smi"},
+    {"--level-zero-library", "intel", "level_zero_library", "Level Zero loader (libze_loader.so.1)"},
+    {"--macmon", "apple", "macmon", "macmon binary"},
+};
+
+}  // namespace
 
 void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval) {
   sub.add_option("--simulate", o.simulate, "Add N simulated GPUs")->check(CLI::Range(0, 256));
@@ -24,6 +46,7 @@ void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval) {
   sub.add_option("--seed", o.seed, "Seed of the simulated GPUs (default 1)");
   sub.add_option("--watch-pid", o.watch_pids, "Also report the host RSS of this pid (repeatable)")
       ->check(CLI::PositiveNumber);
+  for (const auto& f : kPathFlags) sub.add_option(f.flag, o.probe_paths[f.flag], f.help);
   sub.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
 }
@@ -60,6 +83,13 @@ Config make_config(const CommonOptions& o) {
   if (o.seed) c.seed = *o.seed;
   for (auto pid : o.watch_pids) c.watch_pids.push_back(pid);
   if (!o.log_level.empty()) c.log_level = o.log_level;
+  for (const auto& f : kPathFlags) {
+    const auto it = o.probe_paths.find(f.flag);
+    if (it == o.probe_paths.end() || it->second.empty()) continue;
+    auto& section = c.probe_settings[f.section];
+    if (!section.is_object()) section = boost::json::object{};
+    section.as_object()[f.key] = it->second;
+  }
   if (!set_log_level(c.log_level)) throw ConfigError("unknown log level '" + c.log_level + "'");
   return c;
 }

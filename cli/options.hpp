@@ -1,6 +1,7 @@
 // Command-line options shared by every subcommand, and their translation into a Config.
 #pragma once
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,8 @@ struct CommonOptions {
   std::optional<std::uint64_t> seed;
   std::vector<std::int64_t> watch_pids;
   std::string log_level;
+  /// Probe-specific paths: flag -> (config section, key), e.g. --nvml-library -> nvidia.library.
+  std::map<std::string, std::string> probe_paths;
 };
 
 /// Adds the common flags to a subcommand.

@@ -90,6 +90,10 @@ Config config_from_json(const boost::json::value& v, Config c) {
       const auto n = as_int(val, key);
       if (n < 1 || n > 1'000'000) fail(key, "expected 1..1000000");
       c.history = static_cast<std::size_t>(n);
+    } else if (key == "library_session") {
+      const auto mode = parse_library_session_mode(as_string(val, key));
+      if (!mode) fail(key, "expected \"persistent\" or \"lazy\"");
+      c.library_session = *mode;
     } else if (key == "log_level") {
       c.log_level = as_string(val, key);
     } else if (key == "nvidia" || key == "amd" || key == "intel" || key == "apple" ||

@@ -63,9 +63,11 @@ class LineChild::Impl : public std::enable_shared_from_this<Impl> {
     });
   }
 
+  // The owner is gone: no callback runs any more. A callback that is running right now (and
+  // destroyed the LineChild) is released once it returns, never while it executes.
   void detach() {
-    on_line_ = nullptr;
-    on_event_ = nullptr;
+    detached_ = true;
+    if (callback_depth_ == 0) release_callbacks();
     stop();
   }
 
@@ -194,27 +196,34 @@ class LineChild::Impl : public std::enable_shared_from_this<Impl> {
 
   void deliver(std::string_view line, bool partial) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    if (!on_line_) return;
-    auto keep_alive = shared_from_this();
-    try {
-      on_line_(line, partial);
-    } catch (const std::exception& e) {
-      logger()->error("{}: line handler threw: {}", name_, e.what());
-    } catch (...) {
-      logger()->error("{}: line handler threw", name_);
-    }
+    if (detached_ || !on_line_) return;
+    invoke([&] { on_line_(line, partial); });
   }
 
   void emit(const LineChildEvent& event) {
-    if (!on_event_) return;
+    if (detached_ || !on_event_) return;
+    invoke([&] { on_event_(event); });
+  }
+
+  // Runs a user callback: exceptions stay here, and the Impl outlives a callback that
+  // destroys the LineChild.
+  template <class F>
+  void invoke(F&& call) {
     auto keep_alive = shared_from_this();
+    ++callback_depth_;
     try {
-      on_event_(event);
+      call();
     } catch (const std::exception& e) {
-      logger()->error("{}: event handler threw: {}", name_, e.what());
+      logger()->error("{}: callback threw: {}", name_, e.what());
     } catch (...) {
-      logger()->error("{}: event handler threw", name_);
+      logger()->error("{}: callback threw an unknown exception", name_);
     }
+    if (--callback_depth_ == 0 && detached_) release_callbacks();
+  }
+
+  void release_callbacks() {
+    on_line_ = nullptr;
+    on_event_ = nullptr;
   }
 
   void on_exit(std::uint64_t gen) {
@@ -307,6 +316,8 @@ class LineChild::Impl : public std::enable_shared_from_this<Impl> {
   bool out_open_ = false;
   bool err_open_ = false;
   bool stop_requested_ = false;
+  bool detached_ = false;
+  int callback_depth_ = 0;
   std::string name_;
 };
 

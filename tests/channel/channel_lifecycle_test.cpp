@@ -1,6 +1,8 @@
 // Subscriptions: unsubscribe (inside the callback, from another thread), resume from history,
 // lifetimes of the channel, the io_context and the handle.
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -85,6 +87,48 @@ TEST(ChannelLifecycle, ResetFromAnotherThreadWhilePublishing) {
     EXPECT_EQ(calls.load(), after_reset) << "a callback started after reset() returned";
     EXPECT_GT(after_reset, 0);
   }
+  guard.reset();
+  runner.join();
+}
+
+TEST(ChannelLifecycle, ResetWaitsForARunningCallback) {
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);
+  std::thread runner([&] { io.run(); });
+  SnapshotChannel ch(io.get_executor());
+  std::mutex mu;
+  std::condition_variable cv;
+  bool entered = false, release = false, finished = false, reset_returned = false;
+  auto sub = ch.subscribe({}, [&](const SnapshotPtr&) {
+    std::unique_lock lock(mu);
+    entered = true;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(10), [&] { return release; });
+    finished = true;
+  });
+  ch.publish(make_snapshot("a"));
+  {
+    std::unique_lock lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return entered; }));
+  }
+  bool finished_when_reset_returned = false;
+  std::thread resetter([&] {
+    sub.reset();
+    std::lock_guard lock(mu);
+    finished_when_reset_returned = finished;
+    reset_returned = true;
+    cv.notify_all();
+  });
+  {
+    // reset() must not return while the callback runs. Correct code never returns here, so
+    // this short wait cannot fail spuriously; it only gives a broken reset() time to show.
+    std::unique_lock lock(mu);
+    EXPECT_FALSE(cv.wait_for(lock, std::chrono::milliseconds(100), [&] { return reset_returned; }));
+    release = true;
+    cv.notify_all();
+  }
+  resetter.join();
+  EXPECT_TRUE(finished_when_reset_returned);
   guard.reset();
   runner.join();
 }
@@ -249,7 +293,7 @@ TEST(ChannelLifecycle, CallbacksOfOneSubscriptionNeverOverlap) {
     inside.fetch_sub(1);
   });
   for (int i = 0; i < 2000; ++i) ch.publish(make_snapshot("a"));
-  ASSERT_TRUE(c.wait_for_snapshots(1) );
+  ASSERT_TRUE(c.wait_for_snapshots(64));  // at least the last queue's worth arrives
   sub.reset();
   guard.reset();
   for (auto& t : runners) t.join();

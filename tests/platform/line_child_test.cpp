@@ -268,10 +268,10 @@ TEST(LineChild, CallbackMayDestroyTheLineChild) {
   bool destroyed = false;
   r.child = std::make_unique<LineChild>(
       r.io.get_executor(), options({"pid-file", dir.file("pid"), "lines", "1000", "0", "hang"}),
-      [&](std::string_view, bool) {
+      [&, tag = std::string(100, 'c')](std::string_view, bool) {
         if (destroyed) ++lines_after;
-        destroyed = true;
-        r.child.reset();  // from inside the callback
+        r.child.reset();  // from inside the callback...
+        destroyed = tag.size() == 100;  // ...and its captures are still alive afterwards
       },
       [&](const LineChildEvent& e) {
         if (destroyed) ++lines_after;

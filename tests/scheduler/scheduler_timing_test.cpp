@@ -33,6 +33,19 @@ TEST_F(SchedulerTest, SamplesAtOnceAfterDetectionThenOnADriftFreeGrid) {
   EXPECT_EQ(published_.front().probe, "test");
 }
 
+TEST_F(SchedulerTest, LateTicksDoNotShiftTheGrid) {
+  auto probe = make_probe();
+  probe->script_sample([](std::uint64_t) { return TestProbe::ok(); });
+  scheduler().add(probe, options(100ms));
+  start();
+  // The io thread only gets to run every 7 ms, so each tick fires up to 6 ms late; the next
+  // one is still due at the next multiple of 100 ms (expiry + interval, not now + interval).
+  run_for(1000ms, 7ms);
+  EXPECT_EQ(probe->sample_times(),
+            ms_list({0, 105, 203, 301, 406, 504, 602, 700, 805, 903, 1000}));
+  EXPECT_EQ(stats().missed_ticks, 0u);
+}
+
 TEST_F(SchedulerTest, PublishedSnapshotGetsIdentityAndDurationFilledIn) {
   auto probe = make_probe("gpu");
   scheduler().add(probe, options(100ms));

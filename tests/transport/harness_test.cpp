@@ -255,7 +255,8 @@ class WsClient final : public Client {
   void read() {
     ws_.async_read(buf_, [self = self()](error_code ec, std::size_t) {
       if (ec) {
-        if (ec == websocket::error::closed) self->close_code_ = self->ws_.reason().code;
+        // The close frame's code, also when answering it failed (the peer may already be gone).
+        self->close_code_ = self->ws_.reason().code;
         self->ended_ = true;
         self->end_reason_ = ec.message();
         self->close();

@@ -151,7 +151,7 @@ TEST(TransportStream, FieldsProjectMetricsAndEachProjectionIsSerializedOnce) {
 TEST(TransportStream, ResumeWithSinceHasNoDuplicateAndNoHole) {
   Fixture f(64);
   ServerOptions o;
-  o.limits.send_queue_messages = 2;  // the replay must be paced by the writes, not dropped
+  o.limits.send_queue_messages = 8;  // the replay (16 and 20) must be paced, not dropped
   f.start(o);
   for (int i = 0; i < 10; ++i) f.publish();
   auto t = connected_tcp(f);

@@ -155,6 +155,8 @@ bool Hub::admit(tcp::socket& s, ConnKind kind) {
   if (conns_.size() < options_.limits.max_connections) {
     error_code ec;
     s.set_option(tcp::no_delay(true), ec);
+    if (const auto b = options_.limits.socket_send_buffer)
+      s.set_option(asio::socket_base::send_buffer_size(*b), ec);
     return true;
   }
   counters_.connections_rejected.fetch_add(1, std::memory_order_relaxed);

@@ -129,14 +129,17 @@ void StreamSession::send_snapshot(const SnapshotPtr& s) {
     if (!full_since_) full_since_ = Clock::now();
     return;
   }
-  if (dropped_pending_ > 0) {
-    enqueue(gap_message(Gap{last_queued_seq_, dropped_pending_,
-                            std::string(kGapDroppedSlowSubscriber)}));
-    dropped_pending_ = 0;
-  }
+  flush_gap();
   enqueue(hub_->encoded(s, proj_), true);
   last_queued_seq_ = s->sequence;
   c.snapshots_sent.fetch_add(1, std::memory_order_relaxed);
+}
+
+void StreamSession::flush_gap() {
+  if (dropped_pending_ == 0) return;
+  enqueue(gap_message(
+      Gap{last_queued_seq_, dropped_pending_, std::string(kGapDroppedSlowSubscriber)}));
+  dropped_pending_ = 0;
 }
 
 void StreamSession::enqueue(std::shared_ptr<const std::string> msg, bool snapshot) {
@@ -161,7 +164,9 @@ void StreamSession::pump() {
         cursor_ = std::max(cursor_, gap->after_sequence + gap->missed);
       }
       if (more.empty()) {
-        replaying_ = false;  // caught up: the hub's live fan-out continues after cursor_
+        // Caught up. Go live only once the queue is empty, so that a burst of live snapshots
+        // right after the replay finds room; until then the history keeps feeding us.
+        if (queued_snapshots_ == 0) replaying_ = false;
         break;
       }
       replay_.assign(more.begin(), more.end());
@@ -191,7 +196,10 @@ void StreamSession::write_done(const boost::system::error_code& ec) {
     transport_failed();
     return;
   }
-  if (queued_snapshots_ < hub_->limits().send_queue_messages) full_since_.reset();
+  if (queued_snapshots_ < hub_->limits().send_queue_messages) {
+    full_since_.reset();
+    flush_gap();  // tell the client about its loss now, not with the next snapshot
+  }
   pump();
 }
 

@@ -7,12 +7,14 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <boost/json/object.hpp>
 
+#include "gpustream/library_session.hpp"
 #include "gpustream/probe.hpp"
 
 namespace gpustream {
@@ -44,6 +46,9 @@ struct Config {
   /// Per-probe sections for probe-specific settings, e.g. {"nvidia": {"library": "..."}}.
   boost::json::object probe_settings;
   std::string log_level = "info";
+  /// How vendor libraries (NVML, Level Zero) are initialised; unset: the environment variable
+  /// GPUSTREAM_LIBRARY_SESSION, else persistent. See library_session.hpp.
+  std::optional<LibrarySessionMode> library_session;
 };
 
 /// Parses a JSON config document. Throws ConfigError naming the bad key.

@@ -11,9 +11,13 @@
 // is kept alive by reference counting: the pool's internal state (its io_context) is shared with
 // every thread, and tasks keep their own objects alive through shared_ptr (BlockingProbe does).
 // What a late task still must not do is use an object owned elsewhere that its owner destroys
-// after stop(): e.g. post to an io_context that is gone. Tasks that were queued but not started
-// when stop() is called never run; they are destroyed (with the pool's state, once the last
-// thread has exited).
+// after stop(): e.g. post to an io_context that is gone (BlockingProbe posts its result to the
+// io executor when the vendor call finally returns). So when stop() reports abandoned threads,
+// the owner of such objects should keep them alive (Telemetry: intentionally leak the
+// io_context rather than destroy it under a thread that may still post to it).
+// Tasks that were queued but not started when stop() is called never run; they are destroyed
+// with the pool's state, i.e. once the last thread has exited (with abandoned threads: later,
+// on the last of them) — the same caveat applies to what those tasks hold.
 //
 // Thread safety: executor() and the accessors may be called from any thread; stop() is
 // idempotent and may be called from any thread, including from a task on the pool itself (that

@@ -65,8 +65,12 @@ class BasicScheduler<Clock, WaitTraits>::Entry
   void start() { begin_detect(); }
 
   void stop_on_strand() noexcept {
-    disarm();
-    timeout_timer_.cancel();
+    try {
+      disarm();
+      timeout_timer_.cancel();
+    } catch (const std::exception& e) {
+      logger()->error("probe {}: cancelling its timers: {}", book_.name(), e.what());
+    }
     if (op_ != Op::none) probe_->cancel();  // the late completion is dropped (stopped)
   }
 
@@ -96,7 +100,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     });
   }
 
-  void disarm() noexcept {
+  void disarm() {
     ++timer_gen_;
     armed_ = Action::none;
     timer_.cancel();

@@ -51,6 +51,9 @@ struct ServerLimits {
   std::chrono::milliseconds slow_client_timeout{5000};  // queue full this long → disconnect
   std::size_t max_subscribes_per_connection = 64;  // subscribe messages over a connection's life
   std::chrono::milliseconds shutdown_timeout{2000};  // stop(): force-close after this
+  /// SO_SNDBUF of each client socket; unset: the kernel's autotuning (up to net.ipv4.tcp_wmem).
+  /// A small buffer bounds the kernel memory per client and detects stuck clients sooner.
+  std::optional<int> socket_send_buffer;
 };
 
 struct ServerOptions {

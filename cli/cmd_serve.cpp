@@ -1,0 +1,163 @@
+// gpustream serve — the Telemetry's channel behind a transport::Server, until a signal.
+#include <sys/stat.h>
+
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "commands.hpp"
+#include "gpustream/log.hpp"
+#include "gpustream/probes/registry.hpp"
+#include "gpustream/telemetry.hpp"
+#include "gpustream/transport/address.hpp"
+#include "gpustream/transport/server.hpp"
+#include "options.hpp"
+#include "serve.hpp"
+
+namespace gpustream::cli {
+
+namespace {
+
+std::chrono::milliseconds millis(double seconds) {
+  return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
+}
+
+/// The token: the file's content without surrounding whitespace. Throws ConfigError.
+std::string read_token(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError("cannot read the token file '" + path + "'");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string t = ss.str();
+  const auto first = t.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) throw ConfigError("the token file '" + path + "' is empty");
+  t = t.substr(first, t.find_last_not_of(" \t\r\n") - first + 1);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
+    std::cerr << "gpustream: warning: the token file '" << path
+              << "' is readable by other users (chmod 600 it)\n";
+  return t;
+}
+
+transport::ServerOptions server_options(const ServeOptions& o) {
+  transport::ServerOptions so;
+  try {
+    if (o.listen == "off" || o.listen.empty())
+      so.http.reset();
+    else
+      so.http = transport::parse_listen_address(o.listen);
+    if (!o.tcp.empty()) so.tcp = transport::parse_listen_address(o.tcp);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+  if (!so.http && !so.tcp) throw ConfigError("nothing to serve: --listen off and no --tcp");
+  if (!o.token_file.empty()) so.token = read_token(o.token_file);
+  so.allowed_origins = o.allow_origins;
+  so.allowed_hosts = o.allow_hosts;
+  auto& l = so.limits;
+  l.max_connections = o.max_connections;
+  l.max_message_bytes = o.max_message_bytes;
+  l.handshake_timeout = millis(o.handshake_timeout_seconds);
+  l.idle_timeout = millis(o.idle_timeout_seconds);
+  l.write_timeout = millis(o.write_timeout_seconds);
+  l.send_queue_messages = o.send_queue;
+  l.max_subscribes_per_connection = o.max_subscribes;
+  return so;
+}
+
+}  // namespace
+
+void add_serve_options(CLI::App& sub, ServeOptions& o) {
+  sub.add_option("--listen", o.listen,
+                 "HTTP + WebSocket address HOST:PORT (default 127.0.0.1:9400; port 0: any; "
+                 "'off': none)");
+  sub.add_option("--tcp", o.tcp, "Also serve JSON lines over TCP on HOST:PORT");
+  sub.add_option("--token", o.token_file,
+                 "Require the bearer token stored in FILE (Authorization header, ?token=, or "
+                 "a TCP auth line)")
+      ->check(CLI::ExistingFile);
+  sub.add_option("--allow-origin", o.allow_origins,
+                 "Also accept WebSocket upgrades from this browser origin, e.g. "
+                 "http://gpu-box.lan:9400 (repeatable; '*': any — unsafe)");
+  sub.add_option("--allow-host", o.allow_hosts,
+                 "Also accept requests whose Host header is NAME or NAME:PORT (repeatable)");
+  sub.add_option("--max-connections", o.max_connections, "Open connections at most (default 256)")
+      ->check(CLI::Range(1, 100000));
+  sub.add_option("--max-message-bytes", o.max_message_bytes,
+                 "Largest inbound message or request body (default 65536)")
+      ->check(CLI::Range(256, 16 * 1024 * 1024));
+  sub.add_option("--handshake-timeout", o.handshake_timeout_seconds,
+                 "Seconds for the first request, WebSocket upgrade or TCP auth (default 10)")
+      ->check(CLI::Range(0.05, 3600.0));
+  sub.add_option("--idle-timeout", o.idle_timeout_seconds,
+                 "Seconds an HTTP keep-alive or silent WebSocket peer may idle (default 60)")
+      ->check(CLI::Range(0.05, 86400.0));
+  sub.add_option("--write-timeout", o.write_timeout_seconds,
+                 "Seconds a write to a client may stall before it is disconnected (default 10)")
+      ->check(CLI::Range(0.05, 3600.0));
+  sub.add_option("--send-queue", o.send_queue,
+                 "Snapshots queued per client before it counts as slow (default 64)")
+      ->check(CLI::Range(1, 100000));
+  sub.add_option("--max-subscribes", o.max_subscribes,
+                 "Subscribe messages allowed per connection (default 64)")
+      ->check(CLI::Range(1, 1000000));
+}
+
+int run_serve(Config config, const ServeOptions& o) {
+  transport::ServerOptions so;
+  try {
+    so = server_options(o);
+  } catch (const ConfigError& e) {
+    std::cerr << "gpustream: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  apply_simulate_if_no_gpu(config);
+
+  boost::asio::io_context io;
+  Telemetry telemetry(config, probe_factory());  // probes on their own io thread
+  transport::Server server(io.get_executor(), telemetry.channel(), so,
+                           [&telemetry] { return telemetry.stats(); });
+  try {
+    server.start();
+  } catch (const boost::system::system_error& e) {
+    std::cerr << "gpustream: cannot listen: " << e.code().message() << "\n";
+    return kExitFailure;
+  }
+  if (const auto ep = server.http_endpoint()) {
+    std::cout << "listening http " << transport::to_string(*ep) << std::endl;
+    std::cerr << "gpustream: dashboard at http://" << transport::to_string(*ep) << "/"
+              << (so.token.empty() ? "" : "?token=...") << ", metrics at /metrics\n";
+  }
+  if (const auto ep = server.tcp_endpoint())
+    std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
+
+  telemetry.start();
+  for (const auto& e : telemetry.setup_errors()) std::cerr << "gpustream: " << e << "\n";
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  int caught = 0;
+  std::function<void()> wait_signal;
+  wait_signal = [&] {
+    signals.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      if (++caught == 1) {
+        std::cerr << "gpustream: stopping\n";
+        server.stop([&] { io.stop(); });
+        wait_signal();
+      } else {
+        io.stop();  // a second signal: do not wait for the clients
+      }
+    });
+  };
+  wait_signal();
+  if (g_interrupted.load()) server.stop([&] { io.stop(); });  // a signal before the set existed
+  io.run();
+  telemetry.stop();
+  return kExitOk;
+}
+
+}  // namespace gpustream::cli

@@ -1,0 +1,174 @@
+// gpustream/transport/remote_subscriber.hpp — the C++ client of `gpustream serve`: snapshots
+// from a remote server over TCP (JSON lines) or WebSocket, with reconnect and resume.
+//
+//   boost::asio::io_context io;
+//   gpustream::RemoteSubscriberOptions o;
+//   o.url = "ws://127.0.0.1:9400/ws";               // or "tcp://127.0.0.1:9401"
+//   gpustream::RemoteSubscriber sub(io.get_executor(), o);
+//   sub.on_snapshot([](const gpustream::SnapshotPtr& s) { ... });
+//   sub.start();
+//   io.run();                                        // ... sub.stop() ends it
+//
+// After each `hello` the client sends a `subscribe` with its filters and `since` = the last
+// sequence it delivered (on the first connection: options.since, else the server's current
+// sequence, i.e. live from now). The server replays what it still holds after that sequence,
+// then streams live. Snapshots that arrive before the server acknowledged the subscribe are
+// skipped (the replay brings them again, filtered), and every snapshot whose sequence is not
+// above the last delivered one is dropped, so callbacks see strictly increasing sequences with
+// no duplicate. A hole the server cannot fill (its history no longer reaches back) is reported
+// through on_gap, never hidden. When the connection drops, the client reconnects with
+// exponential backoff (with jitter) and resumes the same way, so a server restart or a dropped
+// connection loses nothing that is still in the server's history ring.
+//
+// A server restarted with a fresh channel numbers from 1 again: it answers a `since` beyond its
+// own last sequence with `since` 0 in its acknowledgement, and the client follows (delivering
+// the new server's history from the start).
+//
+// Thread safety: callbacks run one at a time on a strand of the executor given to the
+// constructor; set them before start(). start(), stop(), status() and counters() may be called
+// from any thread, also from inside a callback. Cancellation: stop() closes the connection and
+// cancels the retry timer; once it returns no callback is running (unless stop() was called
+// from inside that callback) and none starts later. The destructor calls stop(). Pending
+// operations finish on the io_context with operation_aborted; they keep the internal state
+// alive, not the RemoteSubscriber object.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+
+#include "gpustream/channel.hpp"
+#include "gpustream/model.hpp"
+#include "gpustream/transport/protocol.hpp"
+
+namespace gpustream {
+
+struct RemoteSubscriberOptions {
+  /// "tcp://HOST:PORT" or "ws://HOST:PORT[/PATH]" (PATH defaults to "/ws"). A `?token=...` in
+  /// a ws URL is sent as is; prefer `token`.
+  std::string url;
+  /// Bearer token of the server (`gpustream serve --token FILE`); empty: none.
+  std::string token;
+  /// Filters (empty: everything); see the `subscribe` message in docs/wire-protocol.md.
+  std::vector<std::string> probes;
+  std::vector<std::string> devices;
+  std::vector<Metric> fields;
+  std::optional<double> max_rate_hz;
+  /// First connection only: replay the server's history after this sequence (0: all of it).
+  /// Default: live from the moment of connection.
+  std::optional<std::uint64_t> since;
+  /// Delay before the first reconnect attempt; doubles on each failure up to reconnect_max.
+  std::chrono::milliseconds reconnect_initial{200};
+  std::chrono::milliseconds reconnect_max{5000};
+  /// Resolving, connecting and the handshake (WebSocket upgrade, TCP hello) must end within this.
+  std::chrono::milliseconds connect_timeout{5000};
+  /// WebSocket: the connection is dropped after this long without any frame (pings are sent
+  /// at half of it). Zero: never.
+  std::chrono::milliseconds idle_timeout{30000};
+  /// Largest message accepted (a line or a frame).
+  std::size_t max_message_bytes = 16 * 1024 * 1024;
+};
+
+/// The server's hello.
+struct RemoteHello {
+  std::string schema;  // "gpustream/1"
+  std::string server;  // "gpustream/0.1.0"
+  std::uint64_t last_sequence = 0;
+  std::size_t history_capacity = 0;
+  std::vector<transport::ProbeInfo> probes;
+  std::vector<transport::DeviceInfo> devices;
+};
+
+/// Where the connection is.
+struct RemoteStatus {
+  enum class State {
+    idle,          // not started
+    connecting,    // resolving, connecting, handshaking
+    connected,     // hello received, subscribed
+    disconnected,  // lost or refused; a retry is scheduled (retry_in)
+    stopped,       // stop() was called
+  };
+  State state = State::idle;
+  /// Why it is disconnected ("connection refused", "server error unauthorized: ...").
+  std::string reason;
+  /// Failed attempts since the last successful connection.
+  unsigned attempts = 0;
+  /// Disconnected: how long until the next attempt.
+  std::chrono::milliseconds retry_in{0};
+};
+
+std::string_view to_string(RemoteStatus::State s) noexcept;
+
+struct RemoteCounters {
+  std::uint64_t connections = 0;        // successful connections (hello received)
+  std::uint64_t snapshots = 0;          // delivered to on_snapshot
+  std::uint64_t duplicates = 0;         // dropped: sequence not above the last delivered
+  std::uint64_t gaps = 0;               // gap messages delivered
+  std::uint64_t decode_errors = 0;      // messages that were not valid protocol JSON
+  std::uint64_t last_sequence = 0;      // of the last delivered snapshot (0: none yet)
+};
+
+class RemoteSubscriber {
+ public:
+  /// Throws std::invalid_argument (message for the user) when options.url cannot be used.
+  RemoteSubscriber(boost::asio::any_io_executor ex, RemoteSubscriberOptions options);
+  ~RemoteSubscriber();
+  RemoteSubscriber(const RemoteSubscriber&) = delete;
+  RemoteSubscriber& operator=(const RemoteSubscriber&) = delete;
+
+  /// Every snapshot, in increasing sequence order, each at most once.
+  void on_snapshot(std::function<void(const SnapshotPtr&)> cb);
+  /// A hole the server reported (history_too_old, dropped_slow_subscriber, ...).
+  void on_gap(std::function<void(const Gap&)> cb);
+  /// Each change of state.
+  void on_status(std::function<void(const RemoteStatus&)> cb);
+  /// Each hello (once per connection).
+  void on_hello(std::function<void(const RemoteHello&)> cb);
+
+  /// Starts connecting. Idempotent; a stopped subscriber does not start again.
+  void start();
+  /// Closes the connection and stops reconnecting (see the class comment). Idempotent.
+  void stop();
+
+  RemoteStatus status() const;
+  RemoteCounters counters() const;
+
+ private:
+  class Impl;
+  std::shared_ptr<Impl> impl_;
+};
+
+/// Checks a URL the way RemoteSubscriber does. Throws std::invalid_argument.
+void validate_remote_url(std::string_view url);
+
+/// Limits of run_remote_watch (zero: no limit).
+struct RemoteWatchLimits {
+  std::uint64_t count = 0;                 // end after this many snapshots
+  std::chrono::milliseconds duration{0};  // end after this long
+};
+
+/// What run_remote_watch calls, on the calling thread. Each may be empty.
+struct RemoteWatchHandlers {
+  std::function<void(const GpuSnapshot&)> on_snapshot;
+  std::function<void(const Gap&)> on_gap;
+  std::function<void(const RemoteStatus&)> on_status;
+};
+
+/// For `gpustream watch --connect URL`: runs a RemoteSubscriber on an io_context of its own on
+/// the calling thread until `limits` are reached or `interrupted` becomes true (checked every
+/// 50 ms); then stops it (bounded: about a second for the close handshake). Returns 0 when the
+/// count was reached or at least one snapshot was delivered, 1 when it ended without any
+/// snapshot (e.g. the server was never reachable within `duration`). Throws
+/// std::invalid_argument for a URL it cannot use (before connecting).
+int run_remote_watch(const RemoteSubscriberOptions& options, const RemoteWatchLimits& limits,
+                     const RemoteWatchHandlers& handlers, const std::atomic<bool>& interrupted);
+
+}  // namespace gpustream

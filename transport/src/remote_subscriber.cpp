@@ -1,0 +1,423 @@
+// RemoteSubscriber: connect, hello, subscribe (resume by sequence), deliver, reconnect.
+//
+// One coroutine on a strand runs the whole life: connect → read messages → on failure wait
+// (backoff) → connect again, until stop(). All state below `// strand` is touched only there.
+#include "gpustream/transport/remote_subscriber.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/json.hpp>
+
+#include "gpustream/json.hpp"
+#include "gpustream/log.hpp"
+#include "remote_connection.hpp"
+
+namespace gpustream {
+namespace asio = boost::asio;
+namespace json = boost::json;
+using boost::system::error_code;
+using transport::RemoteConnection;
+
+namespace {
+
+LogOnce g_log_once;
+
+std::optional<std::uint64_t> as_u64(const json::value* v) {
+  if (!v) return std::nullopt;
+  if (v->is_uint64()) return v->get_uint64();
+  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
+  return std::nullopt;
+}
+
+std::string as_string(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  if (!v || !v->is_string()) return {};
+  return std::string(v->get_string());
+}
+
+RemoteHello hello_from_json(const json::object& o) {
+  RemoteHello h;
+  h.schema = as_string(o, "schema");
+  h.server = as_string(o, "server");
+  h.last_sequence = as_u64(o.if_contains("last_sequence")).value_or(0);
+  h.history_capacity =
+      static_cast<std::size_t>(as_u64(o.if_contains("history_capacity")).value_or(0));
+  if (const auto* a = o.if_contains("probes"); a && a->is_array()) {
+    for (const auto& e : a->get_array()) {
+      if (!e.is_object()) continue;
+      const auto& p = e.get_object();
+      h.probes.push_back({as_string(p, "name"), as_string(p, "state"), as_string(p, "reason")});
+    }
+  }
+  if (const auto* a = o.if_contains("devices"); a && a->is_array()) {
+    for (const auto& e : a->get_array()) {
+      if (!e.is_object()) continue;
+      const auto& d = e.get_object();
+      transport::DeviceInfo info{as_string(d, "id"), as_string(d, "vendor"), as_string(d, "name"),
+                                 as_string(d, "probe"), 0, as_string(d, "pci_bus_id")};
+      if (const auto* i = d.if_contains("index"); i && i->is_int64())
+        info.index = static_cast<int>(i->get_int64());
+      h.devices.push_back(std::move(info));
+    }
+  }
+  return h;
+}
+
+std::string describe(const error_code& ec, const RemoteConnection& c) {
+  if (!c.failure_detail().empty()) return c.failure_detail();
+  if (ec == asio::error::eof) return "the server closed the connection";
+  return ec.message();
+}
+
+}  // namespace
+
+std::string_view to_string(RemoteStatus::State s) noexcept {
+  switch (s) {
+    case RemoteStatus::State::idle: return "idle";
+    case RemoteStatus::State::connecting: return "connecting";
+    case RemoteStatus::State::connected: return "connected";
+    case RemoteStatus::State::disconnected: return "disconnected";
+    case RemoteStatus::State::stopped: return "stopped";
+  }
+  return "unknown";
+}
+
+void validate_remote_url(std::string_view url) { (void)transport::parse_remote_url(url); }
+
+class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
+ public:
+  Impl(asio::any_io_executor ex, RemoteSubscriberOptions o)
+      : strand_(asio::make_strand(ex)),
+        options_(std::move(o)),
+        url_(transport::parse_remote_url(options_.url)),
+        retry_timer_(strand_),
+        deadline_(strand_),
+        resume_(options_.since),
+        rng_(std::random_device{}()) {
+    if (options_.reconnect_initial.count() <= 0) options_.reconnect_initial = std::chrono::milliseconds{1};
+    options_.reconnect_max = std::max(options_.reconnect_max, options_.reconnect_initial);
+  }
+
+  std::function<void(const SnapshotPtr&)> on_snapshot;
+  std::function<void(const Gap&)> on_gap;
+  std::function<void(const RemoteStatus&)> on_status;
+  std::function<void(const RemoteHello&)> on_hello;
+
+  void start() {
+    {
+      std::lock_guard lock(cb_mu_);
+      if (stopped_ || started_) return;
+      started_ = true;
+    }
+    asio::co_spawn(strand_, run(shared_from_this()), [](std::exception_ptr e) {
+      if (!e) return;
+      try {
+        std::rethrow_exception(e);
+      } catch (const std::exception& ex) {
+        logger()->error("remote subscriber ended on an exception: {}", ex.what());
+      } catch (...) {
+        logger()->error("remote subscriber ended on an unknown exception");
+      }
+    });
+  }
+
+  void stop() {
+    {
+      std::unique_lock lock(cb_mu_);
+      stopped_ = true;
+      const auto me = std::this_thread::get_id();
+      cb_cv_.wait(lock, [&] { return !in_callback_ || cb_thread_ == me; });
+    }
+    {
+      std::lock_guard lock(status_mu_);
+      status_ = RemoteStatus{RemoteStatus::State::stopped, {}, 0, {}};
+    }
+    asio::post(strand_, [self = shared_from_this()] {
+      self->retry_timer_.cancel();
+      self->deadline_.cancel();
+      if (self->conn_) self->conn_->close(true);
+    });
+  }
+
+  RemoteStatus status() const {
+    std::lock_guard lock(status_mu_);
+    return status_;
+  }
+
+  RemoteCounters counters() const {
+    RemoteCounters c;
+    c.connections = connections_.load();
+    c.snapshots = snapshots_.load();
+    c.duplicates = duplicates_.load();
+    c.gaps = gaps_.load();
+    c.decode_errors = decode_errors_.load();
+    c.last_sequence = last_sequence_.load();
+    return c;
+  }
+
+ private:
+  bool stopped() const { return stopped_.load(); }
+
+  /// Runs `f` unless stopped, marking the callback as running for stop().
+  template <class F>
+  void invoke(F&& f) {
+    {
+      std::lock_guard lock(cb_mu_);
+      if (stopped_) return;
+      in_callback_ = true;
+      cb_thread_ = std::this_thread::get_id();
+    }
+    try {
+      f();
+    } catch (const std::exception& e) {
+      if (g_log_once.first(std::string("remote-callback:") + e.what()))
+        logger()->error("a remote subscriber callback threw: {}", e.what());
+    } catch (...) {
+      if (g_log_once.first("remote-callback:unknown"))
+        logger()->error("a remote subscriber callback threw a non-exception");
+    }
+    {
+      std::lock_guard lock(cb_mu_);
+      in_callback_ = false;
+    }
+    cb_cv_.notify_all();
+  }
+
+  void set_status(RemoteStatus::State state, std::string reason, unsigned attempts,
+                  std::chrono::milliseconds retry_in) {
+    RemoteStatus s{state, std::move(reason), attempts, retry_in};
+    {
+      std::lock_guard lock(status_mu_);
+      if (stopped()) return;
+      status_ = s;
+    }
+    if (on_status) invoke([&] { on_status(s); });
+  }
+
+  std::chrono::milliseconds backoff(unsigned attempts) {
+    auto d = options_.reconnect_initial;
+    for (unsigned i = 1; i < attempts && d < options_.reconnect_max; ++i) d *= 2;
+    d = std::min(d, options_.reconnect_max);
+    // ±20% jitter, so that many clients of one restarted server do not come back in step.
+    std::uniform_real_distribution<double> jitter(0.8, 1.2);
+    return std::chrono::milliseconds(
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(d.count() * jitter(rng_))));
+  }
+
+  asio::awaitable<void> run(std::shared_ptr<Impl> /*keep_alive*/) {
+    unsigned attempts = 0;
+    while (!stopped()) {
+      set_status(RemoteStatus::State::connecting, {}, attempts, {});
+      const SessionEnd end = co_await session();
+      if (stopped()) break;
+      attempts = end.subscribed ? 1 : attempts + 1;
+      const std::string& reason = end.reason;
+      const auto delay = backoff(attempts);
+      if (g_log_once.first("remote-disconnected:" + options_.url + reason))
+        logger()->warn("{}: {}; retrying (in {} ms, then with backoff)", options_.url, reason,
+                       delay.count());
+      set_status(RemoteStatus::State::disconnected, reason, attempts, delay);
+      retry_timer_.expires_after(delay);
+      error_code ec;
+      co_await retry_timer_.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    }
+  }
+
+  struct SessionEnd {
+    bool subscribed = false;  // the server acknowledged our subscribe
+    std::string reason;       // why it ended
+  };
+
+  /// One connection, from connect to its end.
+  asio::awaitable<SessionEnd> session() {
+    transport::RemoteConnectionOptions co;
+    co.token = options_.token;
+    co.idle_timeout = options_.idle_timeout;
+    co.max_message_bytes = options_.max_message_bytes;
+    auto conn = transport::make_remote_connection(strand_, url_, co);
+    conn_ = conn;
+    awaiting_ack_ = true;
+    server_error_.clear();
+    // Shared with the deadline's handler, which may run after this coroutine has returned.
+    struct Flags {
+      bool subscribed = false;
+      bool timed_out = false;
+    };
+    auto flags = std::make_shared<Flags>();
+    deadline_.expires_after(options_.connect_timeout);
+    deadline_.async_wait([conn, flags](const error_code& ec) {
+      if (ec || flags->subscribed) return;
+      flags->timed_out = true;
+      conn->close(false);
+    });
+
+    std::string reason;
+    error_code ec = co_await conn->open();
+    if (ec) reason = describe(ec, *conn);
+    while (!ec && !stopped()) {
+      std::string_view text;
+      ec = co_await conn->read(text);
+      if (ec) {
+        reason = server_error_.empty() ? describe(ec, *conn) : "server error " + server_error_;
+        break;
+      }
+      if (stopped()) break;
+      std::optional<std::string> reply;
+      if (!handle(text, reply, flags->subscribed, reason)) break;
+      if (flags->subscribed) deadline_.cancel();
+      if (reply) {
+        ec = co_await conn->write(std::move(*reply));
+        if (ec) reason = describe(ec, *conn);
+      }
+    }
+    if (flags->timed_out)
+      reason = "no answer within " + std::to_string(options_.connect_timeout.count()) +
+               " ms (connect, handshake or subscribe)";
+    deadline_.cancel();
+    conn->close(stopped());
+    if (conn_ == conn) conn_.reset();
+    co_return SessionEnd{flags->subscribed, std::move(reason)};
+  }
+
+  /// Handles one message. Sets `reply` to a message to send back. Returns false to drop the
+  /// connection (`reason` says why).
+  bool handle(std::string_view text, std::optional<std::string>& reply, bool& subscribed,
+              std::string& reason) {
+    json::value v;
+    try {
+      v = parse_json(text);
+    } catch (const JsonError& e) {
+      decode_error(e.what());
+      return true;
+    }
+    const auto* o = v.if_object();
+    const auto* type = o ? o->if_contains("type") : nullptr;
+    if (!type || !type->is_string()) {
+      decode_error("a message without a \"type\"");
+      return true;
+    }
+    const auto t = type->get_string();
+    if (t == "snapshot") {
+      if (!awaiting_ack_) on_snapshot_message(v);
+    } else if (t == "hello") {
+      const auto h = hello_from_json(*o);
+      transport::SubscribeRequest r{options_.probes, options_.devices, options_.fields,
+                                    options_.max_rate_hz, resume_.value_or(h.last_sequence)};
+      reply = transport::encode_subscribe(r);
+      if (on_hello) invoke([&] { on_hello(h); });
+    } else if (t == "subscribed") {
+      // The effective `since`: lower than ours when the server was restarted with a new
+      // channel (its sequences start again at 1).
+      if (const auto since = as_u64(o->if_contains("since"))) resume_ = *since;
+      awaiting_ack_ = false;
+      subscribed = true;
+      ++connections_;
+      set_status(RemoteStatus::State::connected, {}, 0, {});
+    } else if (t == "gap") {
+      if (!awaiting_ack_) on_gap_message(*o);
+    } else if (t == "error") {
+      server_error_ = as_string(*o, "code") + ": " + as_string(*o, "message");
+      if (awaiting_ack_) {
+        reason = "server refused: " + server_error_;
+        return false;
+      }
+      if (g_log_once.first("remote-error:" + server_error_))
+        logger()->warn("{}: server error {}", options_.url, server_error_);
+    }
+    // Other types: newer servers may send more; ignore them.
+    return true;
+  }
+
+  void on_snapshot_message(const json::value& v) {
+    const auto seq = as_u64(v.get_object().if_contains("sequence"));
+    if (seq && resume_ && *seq <= *resume_) {
+      ++duplicates_;
+      return;
+    }
+    SnapshotPtr s;
+    try {
+      s = std::make_shared<const GpuSnapshot>(snapshot_from_json(v));
+    } catch (const JsonError& e) {
+      decode_error(e.what());
+      return;
+    }
+    resume_ = s->sequence;
+    last_sequence_ = s->sequence;
+    ++snapshots_;
+    if (on_snapshot) invoke([&] { on_snapshot(s); });
+  }
+
+  void on_gap_message(const json::object& o) {
+    Gap g;
+    g.after_sequence = as_u64(o.if_contains("after_sequence")).value_or(0);
+    g.missed = as_u64(o.if_contains("missed")).value_or(0);
+    g.reason = as_string(o, "reason");
+    resume_ = std::max(resume_.value_or(0), g.after_sequence + g.missed);
+    ++gaps_;
+    if (on_gap) invoke([&] { on_gap(g); });
+  }
+
+  void decode_error(const std::string& what) {
+    ++decode_errors_;
+    if (g_log_once.first("remote-decode:" + options_.url))
+      logger()->warn("{}: a message could not be decoded (reported once): {}", options_.url, what);
+  }
+
+  asio::strand<asio::any_io_executor> strand_;
+  RemoteSubscriberOptions options_;
+  transport::RemoteUrl url_;
+
+  // strand
+  asio::steady_timer retry_timer_;
+  asio::steady_timer deadline_;
+  std::shared_ptr<RemoteConnection> conn_;
+  std::optional<std::uint64_t> resume_;  // the last sequence delivered (or skipped by a gap)
+  bool awaiting_ack_ = true;
+  std::string server_error_;
+  std::minstd_rand rng_;
+
+  // any thread
+  std::mutex cb_mu_;
+  std::condition_variable cb_cv_;
+  std::atomic<bool> stopped_{false};
+  bool started_ = false;
+  bool in_callback_ = false;
+  std::thread::id cb_thread_;
+
+  mutable std::mutex status_mu_;
+  RemoteStatus status_;
+  std::atomic<std::uint64_t> connections_{0}, snapshots_{0}, duplicates_{0}, gaps_{0},
+      decode_errors_{0}, last_sequence_{0};
+};
+
+RemoteSubscriber::RemoteSubscriber(asio::any_io_executor ex, RemoteSubscriberOptions options)
+    : impl_(std::make_shared<Impl>(std::move(ex), std::move(options))) {}
+
+RemoteSubscriber::~RemoteSubscriber() { impl_->stop(); }
+
+void RemoteSubscriber::on_snapshot(std::function<void(const SnapshotPtr&)> cb) {
+  impl_->on_snapshot = std::move(cb);
+}
+void RemoteSubscriber::on_gap(std::function<void(const Gap&)> cb) { impl_->on_gap = std::move(cb); }
+void RemoteSubscriber::on_status(std::function<void(const RemoteStatus&)> cb) {
+  impl_->on_status = std::move(cb);
+}
+void RemoteSubscriber::on_hello(std::function<void(const RemoteHello&)> cb) {
+  impl_->on_hello = std::move(cb);
+}
+void RemoteSubscriber::start() { impl_->start(); }
+void RemoteSubscriber::stop() { impl_->stop(); }
+RemoteStatus RemoteSubscriber::status() const { return impl_->status(); }
+RemoteCounters RemoteSubscriber::counters() const { return impl_->counters(); }
+
+}  // namespace gpustream

@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "options.hpp"
+#include "serve.hpp"
 
 namespace gpustream::cli {
 
@@ -33,6 +34,7 @@ int main(int argc, char** argv) {
   WatchOptions watch_o;
   WatchOptions record_o;
   ReplayOptions replay_o;
+  ServeOptions serve_o;
 
   auto* list = app.add_subcommand("list", "Each probe: available or not and why; its devices");
   add_common_options(*list, common, false);
@@ -58,6 +60,11 @@ int main(int argc, char** argv) {
   record->add_option("--count", record_o.count, "Stop after N snapshots")->check(CLI::PositiveNumber);
   record->add_option("--duration", record_o.duration_seconds, "Stop after this many seconds")
       ->check(CLI::PositiveNumber);
+
+  auto* serve = app.add_subcommand(
+      "serve", "Serve snapshots: HTTP + WebSocket (dashboard, /metrics, /api/v1), optional TCP");
+  add_common_options(*serve, common);
+  add_serve_options(*serve, serve_o);
 
   auto* replay = app.add_subcommand("replay", "Print a recording made by `gpustream record`");
   replay->add_option("file", replay_o.file, "Recording (JSON lines)")->required()
@@ -85,6 +92,7 @@ int main(int argc, char** argv) {
     if (*snapshot) return run_snapshot(config, snap_o);
     if (*watch) return run_watch(config, watch_o);
     if (*record) return run_watch(config, record_o);
+    if (*serve) return run_serve(config, serve_o);
   } catch (const gpustream::ConfigError& e) {
     std::cerr << "gpustream: " << e.what() << "\n";
     return kExitUsage;

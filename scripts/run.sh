@@ -2,8 +2,9 @@
 # scripts/run.sh — the README's "run it" command: installs what is missing, builds the
 # gpustream CLI (Release, build-release/), then runs the main job:
 #
-#   gpustream watch --simulate-if-no-gpu     (a live table of every GPU on this machine; with two
-#                                             simulated GPUs, said so, when none is found)
+#   gpustream serve --simulate-if-no-gpu     (HTTP + WebSocket on 127.0.0.1:9400: the live dashboard,
+#                                             /metrics, /api/v1; two simulated GPUs, said so, when
+#                                             no GPU is found). Ctrl-C stops it cleanly.
 #
 # Any arguments replace the default job, e.g.:
 #   scripts/run.sh list
@@ -26,6 +27,6 @@ cmake --build build-release --target gpustream -j "$(nproc)" > build-release.log
   tail -50 build-release.log; echo "run.sh: build failed (full log: build-release.log)" >&2; exit 1; }
 
 if [ $# -eq 0 ]; then
-  set -- watch --simulate-if-no-gpu
+  set -- serve --simulate-if-no-gpu
 fi
 exec build-release/cli/gpustream "$@"

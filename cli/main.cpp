@@ -1,5 +1,6 @@
 // gpustream — the command-line tool. See `gpustream --help` and docs/cli.md.
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,9 @@ extern "C" void on_signal(int) { g_interrupted.store(true); }
 
 int main(int argc, char** argv) {
   using namespace gpustream::cli;
+  // Level Zero loaders without zesInit (Debian 12's libze1 1.8.x) enable Sysman only through
+  // this variable, which zeInit reads; it must be set before any thread exists.
+  ::setenv("ZES_ENABLE_SYSMAN", "1", /*overwrite=*/0);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);

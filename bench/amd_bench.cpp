@@ -1,0 +1,170 @@
+// One sample of 4 AMD GPUs with 50 GPU processes among 2,000 processes:
+//   BM_AmdSysfsSample    AmdSysfsProbe over a generated sysfs + procfs tree (no subprocess)
+//   BM_DrmWalk           the /proc fdinfo walk alone, with per-walk open/readlink counters
+//   BM_AmdSmiFakeSample  AmdProbe through the fake amd-smi (metric + process: 2 spawns + parse)
+//   BM_RocmSmiStartup    the real Debian `rocm-smi` with the probe's flags (no GPU here: its
+//                        fixed start-up cost is the baseline); skipped when not installed
+//
+// Reproduce: build-amd/bench/amd_bench --benchmark_min_time=2
+// Syscalls per walk: strace -c -f build-amd/bench/amd_bench --benchmark_filter=BM_DrmWalk
+//   --benchmark_min_time=1 (divide by the reported iterations + 1 setup).
+#include <benchmark/benchmark.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "gpustream/probes/amd_probe.hpp"
+#include "gpustream/probes/drm_fdinfo.hpp"
+#include "gpustream/subprocess.hpp"
+#ifdef GPUSTREAM_HAVE_FAKES
+#include "gpustream_fake_amd_paths.hpp"
+#endif
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace gpustream;
+
+constexpr int kGpus = 4;
+constexpr int kProcesses = 2000;
+constexpr int kGpuProcesses = 50;
+
+void write(const fs::path& p, const std::string& s) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << s;
+}
+
+// A sysfs + procfs tree built once for the whole program.
+struct Tree {
+  fs::path root;
+  Tree() {
+    root = fs::temp_directory_path() / ("gpustream-amd-bench-" + std::to_string(::getpid()));
+    for (int i = 0; i < kGpus; ++i) {
+      const auto dev = root / "sys/class/drm" / ("card" + std::to_string(i)) / "device";
+      write(dev / "vendor", "0x1002\n");
+      write(dev / "uevent", "PCI_SLOT_NAME=0000:0" + std::to_string(i + 3) + ":00.0\n");
+      write(dev / "power/runtime_status", "active\n");
+      write(dev / "gpu_busy_percent", "37\n");
+      write(dev / "mem_busy_percent", "4\n");
+      write(dev / "mem_info_vram_total", "25753026560\n");
+      write(dev / "mem_info_vram_used", "1073741824\n");
+      write(dev / "mem_info_gtt_total", "8589934592\n");
+      write(dev / "mem_info_gtt_used", "33554432\n");
+      write(dev / "pp_dpm_sclk", "0: 500Mhz\n1: 2100Mhz *\n");
+      write(dev / "pp_dpm_mclk", "0: 96Mhz\n1: 1250Mhz *\n");
+      write(dev / "unique_id", "8d7a1f3e02b1c4d5\n");
+      const auto h = dev / "hwmon/hwmon2";
+      write(h / "temp1_input", "45000\n");
+      write(h / "temp1_label", "edge\n");
+      write(h / "power1_average", "87000000\n");
+      write(h / "fan1_input", "1450\n");
+      write(h / "freq1_input", "2100000000\n");
+      write(h / "freq1_label", "sclk\n");
+    }
+    for (int pid = 1; pid <= kProcesses; ++pid) {
+      const auto p = root / "proc" / std::to_string(pid);
+      write(p / "comm", "proc" + std::to_string(pid) + "\n");
+      fs::create_directories(p / "fd");
+      fs::create_directories(p / "fdinfo");
+      const bool gpu = pid % (kProcesses / kGpuProcesses) == 0;
+      const char* others[] = {"/dev/null", "/dev/pts/0", "socket:[1234]", "/var/log/x.log"};
+      for (int fd = 0; fd < 4; ++fd) {
+        fs::create_symlink(others[fd], p / "fd" / std::to_string(fd));
+        write(p / "fdinfo" / std::to_string(fd), "pos:\t0\nflags:\t02\nmnt_id:\t24\n");
+      }
+      if (!gpu) continue;
+      const int card = pid % kGpus;
+      const std::string info = "pos:\t0\ndrm-driver:\tamdgpu\ndrm-client-id:\t" +
+                               std::to_string(pid) + "\ndrm-pdev:\t0000:0" +
+                               std::to_string(card + 3) +
+                               ":00.0\ndrm-resident-vram:\t544428 KiB\n"
+                               "drm-memory-gtt:\t22528 KiB\ndrm-engine-gfx:\t39456116802 ns\n";
+      for (int fd = 4; fd < 6; ++fd) {  // two fds of the same client
+        fs::create_symlink("/dev/dri/renderD" + std::to_string(128 + card),
+                           p / "fd" / std::to_string(fd));
+        write(p / "fdinfo" / std::to_string(fd), info);
+      }
+    }
+  }
+  ~Tree() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  SystemPaths paths() const {
+    return {.sysfs_root = (root / "sys").string(), .procfs_root = (root / "proc").string()};
+  }
+};
+
+Tree& tree() {
+  static Tree t;
+  return t;
+}
+
+void BM_AmdSysfsSample(benchmark::State& state) {
+  AmdSysfsProbe probe({}, {.paths = tree().paths()});
+  probe.detect_now();
+  std::size_t procs = 0;
+  for (auto _ : state) {
+    auto snap = probe.sample_now();
+    procs = 0;
+    for (const auto& d : snap.devices) procs += d.processes.size();
+    benchmark::DoNotOptimize(snap);
+  }
+  state.counters["gpu_processes"] = static_cast<double>(procs);
+}
+BENCHMARK(BM_AmdSysfsSample)->Unit(benchmark::kMillisecond);
+
+void BM_DrmWalk(benchmark::State& state) {
+  drm::WalkStats st;
+  for (auto _ : state) {
+    auto clients = drm::walk_clients(
+        {.procfs_root = tree().paths().procfs_root, .drivers = {"amdgpu"}}, &st);
+    benchmark::DoNotOptimize(clients);
+  }
+  state.counters["processes"] = static_cast<double>(st.processes);
+  state.counters["fds"] = static_cast<double>(st.fds);
+  state.counters["readlinks_per_walk"] = static_cast<double>(st.readlinks);
+  state.counters["opens_per_walk"] = static_cast<double>(st.opens);
+  state.counters["fdinfo_reads_per_walk"] = static_cast<double>(st.fdinfo_reads);
+}
+BENCHMARK(BM_DrmWalk)->Unit(benchmark::kMillisecond);
+
+#ifdef GPUSTREAM_HAVE_FAKES
+void BM_AmdSmiFakeSample(benchmark::State& state) {
+  ::setenv("GPUSTREAM_FAKE_AMD_DATA", fakes::kFakeAmdData, 1);
+  AmdProbe probe({}, {.tool = AmdTool::amd_smi, .path = fakes::kFakeAmdSmi});
+  const auto det = probe.detect_now();
+  if (!det.available) {
+    state.SkipWithError(det.reason.c_str());
+    return;
+  }
+  for (auto _ : state) {
+    auto snap = probe.sample_now();
+    benchmark::DoNotOptimize(snap);
+  }
+}
+BENCHMARK(BM_AmdSmiFakeSample)->Unit(benchmark::kMillisecond);
+#endif
+
+void BM_RocmSmiStartup(benchmark::State& state) {
+  if (::access("/usr/bin/rocm-smi", X_OK) != 0) {
+    state.SkipWithError("rocm-smi is not installed (apt-get install rocm-smi)");
+    return;
+  }
+  for (auto _ : state) {
+    RunOptions o;
+    o.argv = {"/usr/bin/rocm-smi"};
+    for (auto& a : amd_cli::rocm_smi_args()) o.argv.push_back(a);
+    boost::system::error_code ec;
+    auto r = run(std::move(o), ec);
+    benchmark::DoNotOptimize(r);
+  }
+}
+BENCHMARK(BM_RocmSmiStartup)->Unit(benchmark::kMillisecond)->Iterations(5);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,313 @@
+// Parsers for amd-smi and rocm-smi JSON output (see ../shared/fixtures/amd_*/SCHEMA_NOTES.md).
+#include <algorithm>
+#include <cctype>
+#include <stdexcept>
+
+#include <boost/json.hpp>
+
+#include "gpustream/json.hpp"
+#include "gpustream/probes/amd_probe.hpp"
+#include "gpustream/probes/readers.hpp"
+
+namespace gpustream::amd_cli {
+namespace {
+
+namespace json = boost::json;
+
+// The JSON part of a tool's output: from the first line that starts with '[' or '{'.
+json::value parse_tool_json(std::string_view text, std::string_view tool) {
+  std::size_t pos = 0;
+  while (pos < text.size()) {
+    const auto nl = text.find('\n', pos);
+    const auto line = readers::trim(text.substr(pos, nl == std::string_view::npos ? nl : nl - pos));
+    if (!line.empty() && (line.front() == '[' || line.front() == '{')) break;
+    if (nl == std::string_view::npos) {
+      pos = text.size();
+      break;
+    }
+    pos = nl + 1;
+  }
+  const auto body = readers::trim(text.substr(std::min(pos, text.size())));
+  if (body.empty()) {
+    const auto shown = readers::trim(text).substr(0, 80);
+    throw std::runtime_error(std::string(tool) + " printed no JSON" +
+                             (shown.empty() ? std::string{} : ": '" + std::string(shown) + "'"));
+  }
+  try {
+    return parse_json(body);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string(tool) + " printed invalid JSON: " + e.what());
+  }
+}
+
+// The per-GPU array: a bare array (amd-smi < 26) or {"gpu_data": [...]} (>= 26).
+const json::array& gpu_array(const json::value& v, std::string_view tool) {
+  if (v.is_array()) return v.as_array();
+  if (v.is_object()) {
+    if (const auto* d = v.as_object().if_contains("gpu_data"); d && d->is_array())
+      return d->as_array();
+  }
+  throw std::runtime_error(std::string(tool) + ": expected a JSON array of GPUs");
+}
+
+const json::value* path(const json::value& v, std::initializer_list<std::string_view> keys) {
+  const json::value* cur = &v;
+  for (auto k : keys) {
+    if (!cur->is_object()) return nullptr;
+    cur = cur->as_object().if_contains(json::string_view(k.data(), k.size()));
+    if (!cur) return nullptr;
+  }
+  return cur;
+}
+
+double scale_of(std::string_view unit) {
+  // Memory: amd-smi's "MB" is bytes // 2^20 (MiB), "KB" binary as well.
+  if (unit == "B") return 1;
+  if (unit == "KB" || unit == "KiB") return 1024.0;
+  if (unit == "MB" || unit == "MiB") return 1048576.0;
+  if (unit == "GB" || unit == "GiB") return 1073741824.0;
+  // Power and energy to W and J.
+  if (unit == "mW" || unit == "mJ") return 1e-3;
+  if (unit == "uW" || unit == "uJ" || unit == "\xC2\xB5J" || unit == "\xC2\xB5W") return 1e-6;
+  if (unit == "GHz") return 1000.0;
+  if (unit == "KHz" || unit == "kHz") return 1e-3;
+  return 1;  // %, W, C, J, MHz, mV...
+}
+
+// A measurement: a number, a numeric string, or {"value": x, "unit": u}; "N/A" -> nullopt.
+// `bare_scale` applies to unit-less numbers (ROCm 6.0 printed VRAM in MB without a unit).
+std::optional<double> measure(const json::value* v, double bare_scale = 1) {
+  if (!v) return std::nullopt;
+  if (v->is_object()) {
+    const auto* value = v->as_object().if_contains("value");
+    const auto* unit = v->as_object().if_contains("unit");
+    auto n = measure(value);
+    if (!n) return std::nullopt;
+    if (unit && unit->is_string()) return *n * scale_of(std::string_view(unit->as_string()));
+    return *n * bare_scale;
+  }
+  if (v->is_number()) return v->to_number<double>() * bare_scale;
+  if (v->is_string()) {
+    const std::string_view s = v->as_string();
+    double out = 0;
+    try {
+      std::size_t used = 0;
+      out = std::stod(std::string(s), &used);
+      if (readers::trim(s.substr(used)).size() != 0) return std::nullopt;
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    return out * bare_scale;
+  }
+  return std::nullopt;
+}
+
+std::optional<double> first_of(const json::value& gpu,
+                                std::initializer_list<std::initializer_list<std::string_view>> ps,
+                                double bare_scale = 1) {
+  for (const auto& p : ps)
+    if (auto v = measure(path(gpu, p), bare_scale)) return v;
+  return std::nullopt;
+}
+
+std::string string_at(const json::value& gpu, std::initializer_list<std::string_view> p) {
+  const auto* v = path(gpu, p);
+  if (!v || !v->is_string()) return {};
+  std::string s(v->as_string());
+  return s == "N/A" ? std::string{} : s;
+}
+
+int gpu_index(const json::value& gpu, int fallback) {
+  if (const auto* g = path(gpu, {"gpu"}); g && g->is_number()) return g->to_number<int>();
+  return fallback;
+}
+
+void put(MetricSet& m, Metric metric, std::optional<double> v, Source s) {
+  if (v) {
+    m.set(metric, *v, s);
+  } else {
+    m.set_absent(metric, Absence::unsupported, s);
+  }
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// rocm-smi value: "49.0", "(1700Mhz)", "N/A" -> number.
+std::optional<double> rocm_number(std::string_view s) {
+  s = readers::trim(s);
+  if (!s.empty() && s.front() == '(') s.remove_prefix(1);
+  if (!s.empty() && s.back() == ')') s.remove_suffix(1);
+  const auto lower_s = lower(s);
+  std::string_view t = s;
+  if (lower_s.size() > 3 && lower_s.substr(lower_s.size() - 3) == "mhz") t.remove_suffix(3);
+  if (t.empty()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(std::string(t), &used);
+    if (used != t.size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+std::vector<StaticInfo> parse_amd_smi_static(std::string_view text) {
+  const auto doc = parse_tool_json(text, "amd-smi static");
+  std::vector<StaticInfo> out;
+  int i = 0;
+  for (const auto& gpu : gpu_array(doc, "amd-smi static")) {
+    StaticInfo s;
+    s.index = gpu_index(gpu, i++);
+    s.bus_id = string_at(gpu, {"bus", "bdf"});
+    if (s.bus_id.empty()) s.bus_id = string_at(gpu, {"bdf"});
+    s.uuid = string_at(gpu, {"asic", "asic_serial"});
+    if (auto u = string_at(gpu, {"uuid"}); !u.empty()) s.uuid = u;
+    s.name = string_at(gpu, {"asic", "market_name"});
+    if (s.name.empty()) s.name = string_at(gpu, {"board", "product_name"});
+    s.vram_total_bytes = first_of(gpu, {{"vram", "size"}}, 1048576.0);
+    if (!s.vram_total_bytes) s.vram_total_bytes = first_of(gpu, {{"vram", "vram_size_mb"}}, 1048576.0);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text) {
+  const auto doc = parse_tool_json(text, "amd-smi metric");
+  std::map<int, MetricSet> out;
+  constexpr auto S = Source::amd_smi;
+  int i = 0;
+  for (const auto& gpu : gpu_array(doc, "amd-smi metric")) {
+    auto& m = out[gpu_index(gpu, i++)];
+    put(m, Metric::utilization_percent,
+        first_of(gpu, {{"usage", "gfx_activity"}, {"usage", "gfx_usage"}}), S);
+    put(m, Metric::memory_utilization_percent,
+        first_of(gpu, {{"usage", "umc_activity"}, {"usage", "mem_usage"}}), S);
+    put(m, Metric::power_watts,
+        first_of(gpu, {{"power", "socket_power"}, {"power", "current_power"},
+                       {"power", "current_socket_power"}, {"power", "average_socket_power"}}),
+        S);
+    put(m, Metric::temperature_celsius,
+        first_of(gpu, {{"temperature", "edge"}, {"temperature", "hotspot"}}), S);
+    put(m, Metric::clock_graphics_mhz,
+        first_of(gpu, {{"clock", "gfx_0", "clk"}, {"clock", "gfx", "cur_clk"}}), S);
+    put(m, Metric::clock_memory_mhz,
+        first_of(gpu, {{"clock", "mem_0", "clk"}, {"clock", "mem", "cur_clk"}}), S);
+    put(m, Metric::memory_used_bytes, first_of(gpu, {{"mem_usage", "used_vram"}}, 1048576.0), S);
+    put(m, Metric::memory_total_bytes, first_of(gpu, {{"mem_usage", "total_vram"}}, 1048576.0),
+        S);
+    put(m, Metric::energy_joules,
+        first_of(gpu, {{"energy", "total_energy_consumption"}, {"energy", "accumulated_energy"}}),
+        S);
+    put(m, Metric::fan_percent, first_of(gpu, {{"fan", "usage"}}), S);
+    put(m, Metric::fan_rpm, first_of(gpu, {{"fan", "rpm"}}), S);
+  }
+  return out;
+}
+
+std::map<int, std::vector<ProcessSample>> parse_amd_smi_process(std::string_view text) {
+  std::map<int, std::vector<ProcessSample>> out;
+  if (readers::trim(text).find("No running processes") != std::string_view::npos &&
+      readers::trim(text).find_first_of("[{") == std::string_view::npos)
+    return out;
+  const auto doc = parse_tool_json(text, "amd-smi process");
+  const auto add = [&](int gpu, const json::value& info) {
+    if (!info.is_object()) return;  // "N/A" or "No running processes detected"
+    ProcessSample p;
+    const auto pid = measure(path(info, {"pid"}));
+    if (!pid) return;
+    p.pid = static_cast<std::int64_t>(*pid);
+    p.name = string_at(info, {"name"});
+    auto vram = first_of(info, {{"memory_usage", "vram_mem"}, {"mem_usage"}, {"mem"}});
+    if (vram) p.gpu_memory_bytes = static_cast<std::uint64_t>(*vram);
+    out[gpu].push_back(std::move(p));
+  };
+  int i = 0;
+  for (const auto& gpu : gpu_array(doc, "amd-smi process")) {
+    const int idx = gpu_index(gpu, i++);
+    out[idx];  // a GPU listed without processes has none
+    if (const auto* list = path(gpu, {"process_list"}); list && list->is_array()) {
+      for (const auto& e : list->as_array()) {
+        if (const auto* info = path(e, {"process_info"})) add(idx, *info);
+      }
+    } else if (const auto* info = path(gpu, {"process_info"})) {
+      add(idx, *info);
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> rocm_smi_args() {
+  return {"--showproductname", "--showuse",    "--showmemuse", "--showmeminfo", "vram",
+          "--showtemp",        "--showpower",  "--showclocks", "--showuniqueid", "--showbus",
+          "--json"};
+}
+
+std::vector<DeviceSample> parse_rocm_smi(std::string_view text) {
+  if (readers::trim(text).empty())
+    throw std::runtime_error(
+        "rocm-smi printed nothing (exit code 0): the amdgpu driver is probably not loaded");
+  const auto doc = parse_tool_json(text, "rocm-smi");
+  if (!doc.is_object()) throw std::runtime_error("rocm-smi: expected a JSON object of cards");
+  std::vector<DeviceSample> out;
+  constexpr auto S = Source::rocm_smi;
+  for (const auto& [key, card] : doc.as_object()) {
+    const std::string_view k = key;
+    if (k.substr(0, 4) != "card" || !card.is_object()) continue;
+    const auto index = readers::parse_int(k.substr(4));
+    if (!index) continue;
+    // Normalised keys: lower case, without a trailing ':'.
+    std::map<std::string, std::string> f;
+    for (const auto& [fk, fv] : card.as_object()) {
+      if (!fv.is_string()) continue;
+      auto name = lower(readers::trim(std::string_view(fk)));
+      while (!name.empty() && (name.back() == ':' || name.back() == ' ')) name.pop_back();
+      f[name] = std::string(readers::trim(std::string_view(fv.as_string())));
+    }
+    const auto num = [&](std::initializer_list<std::string_view> names) -> std::optional<double> {
+      for (auto n : names)
+        if (auto it = f.find(std::string(n)); it != f.end())
+          if (auto v = rocm_number(it->second)) return v;
+      return std::nullopt;
+    };
+    const auto str = [&](std::initializer_list<std::string_view> names) -> std::string {
+      for (auto n : names)
+        if (auto it = f.find(std::string(n)); it != f.end() && it->second != "N/A")
+          return it->second;
+      return {};
+    };
+    DeviceSample d;
+    d.vendor = Vendor::amd;
+    d.index = static_cast<int>(*index);
+    d.pci_bus_id = lower(str({"pci bus"}));
+    d.id = d.pci_bus_id.empty() ? "amd:card" + std::to_string(*index) : amd_device_id(d.pci_bus_id);
+    d.name = str({"card series", "card model"});
+    if (auto uid = str({"unique id"}); !uid.empty()) d.attributes["unique_id"] = uid;
+    auto& m = d.metrics;
+    put(m, Metric::utilization_percent, num({"gpu use (%)"}), S);
+    put(m, Metric::memory_utilization_percent,
+        num({"gpu memory allocated (vram%)", "gpu memory use (%)"}), S);
+    put(m, Metric::memory_total_bytes, num({"vram total memory (b)"}), S);
+    put(m, Metric::memory_used_bytes, num({"vram total used memory (b)"}), S);
+    put(m, Metric::temperature_celsius,
+        num({"temperature (sensor edge) (c)", "temperature (sensor junction) (c)"}), S);
+    put(m, Metric::power_average_watts,
+        num({"average graphics package power (w)", "current socket graphics package power (w)"}),
+        S);
+    put(m, Metric::clock_graphics_mhz, num({"sclk clock speed"}), S);
+    put(m, Metric::clock_memory_mhz, num({"mclk clock speed"}), S);
+    put(m, Metric::fan_percent, num({"fan speed (%)"}), S);
+    out.push_back(std::move(d));
+  }
+  if (out.empty()) throw std::runtime_error("rocm-smi reported no cards");
+  std::sort(out.begin(), out.end(),
+            [](const DeviceSample& a, const DeviceSample& b) { return a.index < b.index; });
+  return out;
+}
+
+}  // namespace gpustream::amd_cli

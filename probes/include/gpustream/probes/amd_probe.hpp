@@ -1,0 +1,173 @@
+// gpustream/probes/amd_probe.hpp — AMD GPUs through the amdgpu sysfs files and DRM fdinfo.
+//
+// AmdSysfsProbe reads cards under <sysfs>/class/drm whose device/vendor is 0x1002: busy
+// percentages, VRAM/GTT, hwmon temperatures (m°C), power (µW), fan, clocks, and the current
+// pp_dpm_sclk/mclk level. It runs no subprocess. A device whose power/runtime_status is
+// "suspended" is reported suspended and none of its other files is read (reading them would wake
+// it). pcie_bw is never read (the driver sleeps 1 s in it). Per process it walks
+// <procfs>/<pid>/fdinfo via gpustream::drm::walk_clients, sums memory across distinct clients
+// of one (pid, device) and turns drm-engine-* busy nanoseconds into percentages between
+// consecutive samples (the first sample only seeds them).
+//
+// Device ids are "amd:<PCI bus id>" (e.g. "amd:0000:03:00.0"), so every AMD source names the
+// same GPU the same way.
+//
+// Thread safety: the probe may be sampled from any work-pool thread; the engine-time state is
+// guarded by a mutex. Cancellation: each sample is a bounded file scan; nothing to cancel.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "gpustream/blocking_probe.hpp"
+#include "gpustream/config.hpp"
+
+namespace gpustream {
+
+/// "amd:" + PCI bus id, lower-cased: the id every AMD source gives one GPU.
+std::string amd_device_id(std::string_view pci_bus_id);
+
+/// The current level of a pp_dpm_sclk/pp_dpm_mclk file ("1: 1800Mhz *") in MHz.
+std::optional<double> parse_dpm_current_mhz(std::string_view text) noexcept;
+
+struct AmdSysfsProbeOptions {
+  SystemPaths paths;
+  bool processes = true;             // walk /proc fdinfo for per-process usage
+  std::size_t max_processes = 4096;  // cap passed to the /proc walk
+};
+
+class AmdSysfsProbe final : public BlockingProbe {
+ public:
+  static constexpr std::string_view kName = "amd";
+
+  AmdSysfsProbe(ProbeExecutors executors, AmdSysfsProbeOptions options);
+
+  std::string_view name() const noexcept override { return kName; }
+
+  /// Detection and sampling, callable directly (the benchmark and tests use them).
+  Detection detect_now() { return detect(); }
+  GpuSnapshot sample_now() { return sample(); }
+
+ protected:
+  Detection detect() override;
+  GpuSnapshot sample() override;
+
+ private:
+  struct Card {
+    std::string dir;  // <sysfs>/class/drm/cardN
+    DeviceInfo info;
+  };
+  // (pid, pdev, client id present, client id) -> engine class -> busy ns.
+  using ClientKey = std::tuple<std::int64_t, std::string, bool, std::uint64_t>;
+  struct EngineState {
+    std::int64_t monotonic_ns = 0;
+    std::map<ClientKey, std::map<std::string, std::uint64_t>> busy_ns;
+  };
+
+  std::vector<Card> scan_cards() const;
+  DeviceSample sample_card(const Card& card) const;
+  void add_processes(std::vector<DeviceSample>& devices, GpuSnapshot& snap);
+
+  AmdSysfsProbeOptions options_;
+  std::mutex mutex_;
+  std::vector<Card> cards_;  // from the last detect(); guarded by mutex_
+  EngineState engines_;      // guarded by mutex_
+};
+
+std::shared_ptr<AmdSysfsProbe> make_amd_sysfs_probe(ProbeExecutors executors,
+                                                    AmdSysfsProbeOptions options = {});
+
+/// True when at least one readable amdgpu card exists under `paths.sysfs_root`.
+bool amd_sysfs_available(const SystemPaths& paths);
+
+/// The "amd" registry row: picks the source from config.probe_settings["amd"]["source"]
+/// ("auto" | "sysfs" | "amd-smi" | "rocm-smi"; default "auto"). Throws std::invalid_argument
+/// for an unknown source and std::runtime_error for a source this build cannot run.
+ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors);
+
+// ---------------------------------------------------------------------------------------------
+// AmdProbe: the amd-smi / rocm-smi command-line tools.
+//
+// amd-smi: `static --json` once per detection (names, bus ids, VRAM totals), `metric --json`
+// each sample, `process --json` when processes are wanted; all GPUs in one invocation. Every
+// schema generation is read: bare numbers (ROCm 6.0), {"value","unit"} objects (6.1+), the
+// {"gpu_data":[...]} wrapper (amd-smi >= 26), process_list/process_info (6.2+), "N/A" anywhere,
+// text before the JSON, and "MB" that means MiB. rocm-smi --json: every value a string, renamed
+// keys, "(1700Mhz)" values, keys ending in ':', warning lines, and empty output with exit 0
+// (driver not loaded), which is an error.
+//
+// The tools take 0.5-3 s per call: min_interval() is at least 2 s, each run has a timeout that
+// kills the child's process group, and runs happen on the work pool, never on the io thread.
+// Thread safety: like every BlockingProbe, one sample at a time per probe (the scheduler's
+// contract); state is guarded by a mutex. Cancellation: a run ends at its timeout.
+
+namespace amd_cli {
+
+/// One GPU as a CLI describes it. Parsers throw std::runtime_error with a readable message for
+/// output that is not the JSON they expect.
+struct StaticInfo {
+  int index = 0;
+  std::string bus_id;
+  std::string uuid;
+  std::string name;
+  std::optional<double> vram_total_bytes;
+};
+
+std::vector<StaticInfo> parse_amd_smi_static(std::string_view text);
+/// gpu index -> metrics.
+std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text);
+/// gpu index -> processes.
+std::map<int, std::vector<ProcessSample>> parse_amd_smi_process(std::string_view text);
+/// One DeviceSample per "cardN" key (index N), ids from the PCI bus when reported.
+std::vector<DeviceSample> parse_rocm_smi(std::string_view text);
+/// The rocm-smi arguments that print name, use, memory, VRAM, temperature, power, clocks,
+/// unique id and bus.
+std::vector<std::string> rocm_smi_args();
+
+}  // namespace amd_cli
+
+enum class AmdTool { amd_smi, rocm_smi };
+
+struct AmdProbeOptions {
+  AmdTool tool = AmdTool::amd_smi;
+  std::string path;  // empty: "amd-smi" / "rocm-smi" from PATH
+  std::chrono::milliseconds timeout{10000};
+  std::chrono::milliseconds min_interval{2000};  // raised to 2 s when lower
+  bool processes = true;
+};
+
+class AmdProbe final : public BlockingProbe {
+ public:
+  static constexpr std::string_view kName = "amd";
+
+  AmdProbe(ProbeExecutors executors, AmdProbeOptions options);
+
+  std::string_view name() const noexcept override { return kName; }
+  std::chrono::milliseconds min_interval() const noexcept override;
+
+  Detection detect_now() { return detect(); }
+  GpuSnapshot sample_now() { return sample(); }
+
+ protected:
+  Detection detect() override;
+  GpuSnapshot sample() override;
+
+ private:
+  std::string run_tool(const std::vector<std::string>& args) const;  // throws on failure
+
+  AmdProbeOptions options_;
+  std::mutex mutex_;
+  std::vector<amd_cli::StaticInfo> static_;  // amd-smi: from the last detect()
+};
+
+std::shared_ptr<AmdProbe> make_amd_cli_probe(ProbeExecutors executors, AmdProbeOptions options);
+
+}  // namespace gpustream

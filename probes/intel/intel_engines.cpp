@@ -1,0 +1,148 @@
+#include "intel_engines.hpp"
+
+#include <algorithm>
+#include <optional>
+
+#include "gpustream/probes/intel_probe.hpp"
+#include "intel_sysfs.hpp"
+
+namespace gpustream {
+namespace intel {
+
+std::string engine_name(std::string_view cls) {
+  static const std::map<std::string_view, std::string_view> kXe = {
+      {"rcs", "render"}, {"bcs", "copy"}, {"vcs", "video"}, {"vecs", "video-enhance"},
+      {"ccs", "compute"}};
+  auto it = kXe.find(cls);
+  return std::string(it == kXe.end() ? cls : it->second);
+}
+
+}  // namespace intel
+
+namespace {
+
+std::uint64_t capacity_of(const drm::Fdinfo& info, const std::string& cls) {
+  auto it = info.engine_capacity.find(cls);
+  return it == info.engine_capacity.end() || it->second == 0 ? 1 : it->second;
+}
+
+/// Per-class utilization of one client over the interval since `prev`, in percent; nullopt for
+/// a class without a usable previous value.
+std::map<std::string, double> client_utilization(const drm::Fdinfo& info,
+                                                 const std::map<std::string, std::uint64_t>& prev_ns,
+                                                 const std::map<std::string, std::uint64_t>& prev_cycles,
+                                                 const std::map<std::string, std::uint64_t>& prev_total,
+                                                 std::int64_t dt_ns) {
+  std::map<std::string, double> out;
+  for (const auto& [cls, ns] : info.engine_ns) {
+    auto p = prev_ns.find(cls);
+    if (p == prev_ns.end() || ns < p->second || dt_ns <= 0) continue;
+    const double u = static_cast<double>(ns - p->second) / static_cast<double>(dt_ns) /
+                     static_cast<double>(capacity_of(info, cls)) * 100.0;
+    out[cls] = std::clamp(u, 0.0, 100.0);
+  }
+  for (const auto& [cls, cycles] : info.cycles) {
+    auto pc = prev_cycles.find(cls);
+    auto tc = info.total_cycles.find(cls);
+    auto pt = prev_total.find(cls);
+    if (pc == prev_cycles.end() || tc == info.total_cycles.end() || pt == prev_total.end()) continue;
+    if (cycles < pc->second || tc->second <= pt->second) continue;
+    const double u = static_cast<double>(cycles - pc->second) /
+                     static_cast<double>(tc->second - pt->second) /
+                     static_cast<double>(capacity_of(info, cls)) * 100.0;
+    out[cls] = std::clamp(u, 0.0, 100.0);
+  }
+  return out;
+}
+
+std::uint64_t resident_sum(const drm::Fdinfo& info) {
+  const auto& regions = info.resident_bytes.empty() ? info.total_bytes : info.resident_bytes;
+  std::uint64_t sum = 0;
+  for (const auto& [region, bytes] : regions) sum += bytes;
+  return sum;
+}
+
+}  // namespace
+
+std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting::update(
+    const std::vector<drm::Client>& clients, std::int64_t now_ns) {
+  struct ProcAcc {
+    std::string name;
+    std::uint64_t memory = 0;
+    std::map<std::string, double> util;
+    std::set<std::string> classes;
+    bool any_seeded = false;
+  };
+  std::map<std::string, std::map<std::string, double>> device_util;
+  std::map<std::string, std::map<std::int64_t, ProcAcc>> procs;
+  std::map<Key, Counters> current;
+
+  for (const auto& c : clients) {
+    const auto pdev = intel::normalize_pci_bus_id(c.info.pdev);
+    if (pdev.empty()) continue;
+    const Key key{c.pid, pdev, c.info.client_id.value_or(0)};
+    Counters now{c.info.engine_ns, c.info.cycles, c.info.total_cycles, now_ns};
+    auto& proc = procs[pdev][c.pid];
+    proc.name = c.comm;
+    proc.memory += resident_sum(c.info);
+    for (const auto& m : {c.info.engine_ns, c.info.cycles})
+      for (const auto& [cls, v] : m) {
+        proc.classes.insert(intel::engine_name(cls));
+        classes_[pdev].insert(intel::engine_name(cls));
+      }
+    if (auto prev = previous_.find(key); prev != previous_.end()) {
+      proc.any_seeded = true;
+      const auto util = client_utilization(c.info, prev->second.engine_ns, prev->second.cycles,
+                                           prev->second.total_cycles, now_ns - prev->second.time_ns);
+      for (const auto& [cls, u] : util) {
+        const auto name = intel::engine_name(cls);
+        proc.util[name] += u;
+        device_util[pdev][name] += u;
+      }
+    }
+    current[key] = std::move(now);
+  }
+  const bool seeded_before = walks_ > 0;
+  previous_ = std::move(current);  // vanished clients drop out here
+  ++walks_;
+
+  std::map<std::string, DeviceUsage> out;
+  for (const auto& [pdev, classes] : classes_) {
+    auto& usage = out[pdev];
+    for (const auto& cls : classes) {
+      EngineSample e{cls, {}};
+      if (!seeded_before) {
+        e.utilization_percent = Reading::missing(Absence::not_yet_seeded, Source::fdinfo);
+      } else {
+        double u = 0;
+        if (auto d = device_util.find(pdev); d != device_util.end())
+          if (auto it = d->second.find(cls); it != d->second.end()) u = it->second;
+        e.utilization_percent = Reading::of(std::min(u, 100.0), Source::fdinfo);
+      }
+      usage.engines.push_back(std::move(e));
+    }
+    for (auto& [pid, acc] : procs[pdev]) {
+      ProcessSample p;
+      p.pid = pid;
+      p.name = acc.name;
+      p.gpu_memory_bytes = acc.memory;
+      std::optional<double> busiest;
+      for (const auto& cls : acc.classes) {
+        EngineSample e{cls, {}};
+        if (acc.any_seeded) {
+          const double u = std::min(acc.util.count(cls) ? acc.util.at(cls) : 0.0, 100.0);
+          e.utilization_percent = Reading::of(u, Source::fdinfo);
+          busiest = std::max(busiest.value_or(0.0), u);
+        } else {
+          e.utilization_percent = Reading::missing(Absence::not_yet_seeded, Source::fdinfo);
+        }
+        p.engines.push_back(std::move(e));
+      }
+      p.gpu_utilization_percent = busiest;
+      usage.processes.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+}  // namespace gpustream

@@ -1,0 +1,226 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "gpustream/probes/amd_probe.hpp"
+#include "gpustream/probes/registry.hpp"
+#include "probe_harness.hpp"
+#include "support/temp_tree.hpp"
+
+namespace gpustream {
+namespace {
+
+using test::ProbeHarness;
+using test::TempTree;
+
+struct CardSpec {
+  int index = 0;
+  std::string bus = "0000:03:00.0";
+  std::string vendor = "0x1002";
+  bool hwmon = true;
+  bool suspended = false;
+};
+
+// sys/class/drm/cardN/device/... laid out as amdgpu exposes it.
+void add_card(TempTree& t, const CardSpec& c) {
+  const std::string dev = "sys/class/drm/card" + std::to_string(c.index) + "/device/";
+  t.file(dev + "vendor", c.vendor + "\n");
+  t.file(dev + "device", "0x73bf\n");
+  t.file(dev + "uevent", "DRIVER=amdgpu\nPCI_CLASS=30000\nPCI_SLOT_NAME=" + c.bus + "\n");
+  t.file(dev + "power/runtime_status", c.suspended ? "suspended\n" : "active\n");
+  t.file(dev + "gpu_busy_percent", "37\n");
+  t.file(dev + "mem_busy_percent", "12\n");
+  t.file(dev + "mem_info_vram_total", "17163091968\n");
+  t.file(dev + "mem_info_vram_used", "1073741824\n");
+  t.file(dev + "mem_info_gtt_total", "8589934592\n");
+  t.file(dev + "mem_info_gtt_used", "33554432\n");
+  t.file(dev + "pp_dpm_sclk", "0: 500Mhz\n1: 2105Mhz *\n2: 2500Mhz\n");
+  t.file(dev + "pp_dpm_mclk", "0: 96Mhz\n3: 1000Mhz *\n");
+  t.file(dev + "unique_id", "8d7a1f3e02b1c4d5\n");
+  // A pcie_bw the probe must never read: unreadable when we are not root.
+  t.file(dev + "pcie_bw", "0 0 128\n");
+  if (c.hwmon) {
+    const std::string h = dev + "hwmon/hwmon" + std::to_string(3 + c.index) + "/";
+    t.file(h + "temp1_input", "45000\n");
+    t.file(h + "temp1_label", "edge\n");
+    t.file(h + "temp2_input", "51000\n");
+    t.file(h + "temp2_label", "junction\n");
+    t.file(h + "power1_average", "87000000\n");
+    t.file(h + "fan1_input", "1450\n");
+    t.file(h + "freq1_input", "2105000000\n");
+    t.file(h + "freq1_label", "sclk\n");
+  }
+}
+
+std::string fdinfo(std::uint64_t client, std::string_view pdev, std::uint64_t vram_kib,
+                   std::uint64_t gfx_ns, bool legacy = false) {
+  std::string s = "pos:\t0\ndrm-driver:\tamdgpu\ndrm-client-id:\t" + std::to_string(client) +
+                  "\ndrm-pdev:\t" + std::string(pdev) + "\n";
+  s += legacy ? "drm-memory-vram:\t" : "drm-resident-vram:\t";
+  s += std::to_string(vram_kib) + " KiB\ndrm-engine-gfx:\t" + std::to_string(gfx_ns) + " ns\n";
+  return s;
+}
+
+void add_fd(TempTree& t, int pid, int fd, std::string_view node, const std::string& info) {
+  const std::string base = "proc/" + std::to_string(pid);
+  t.file(base + "/comm", "proc" + std::to_string(pid) + "\n");
+  t.symlink(base + "/fd/" + std::to_string(fd), node);
+  t.file(base + "/fdinfo/" + std::to_string(fd), info);
+}
+
+class AmdSysfs : public ::testing::Test {
+ protected:
+  std::shared_ptr<AmdSysfsProbe> probe() {
+    return make_amd_sysfs_probe(harness_.executors(),
+                                {.paths = {.sysfs_root = tree_.path("sys"),
+                                           .procfs_root = tree_.path("proc")}});
+  }
+  TempTree tree_;
+  ProbeHarness harness_;
+};
+
+TEST_F(AmdSysfs, OneCardMetricsAndUnits) {
+  add_card(tree_, {});
+  tree_.dir("proc");
+  auto p = probe();
+  auto det = harness_.detect(*p);
+  ASSERT_TRUE(det.available) << det.reason;
+  ASSERT_EQ(det.devices.size(), 1u);
+  EXPECT_EQ(det.devices[0].id, "amd:0000:03:00.0");
+  EXPECT_EQ(det.devices[0].pci_bus_id, "0000:03:00.0");
+  auto r = harness_.sample(*p);
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  ASSERT_EQ(r.snapshot.devices.size(), 1u);
+  const auto& d = r.snapshot.devices[0];
+  EXPECT_EQ(d.id, "amd:0000:03:00.0");
+  EXPECT_EQ(d.power_state, PowerState::active);
+  const auto& m = d.metrics;
+  EXPECT_EQ(m[Metric::utilization_percent].value(), 37.0);
+  EXPECT_EQ(m[Metric::memory_utilization_percent].value(), 12.0);
+  EXPECT_EQ(m[Metric::memory_total_bytes].value(), 17163091968.0);
+  EXPECT_EQ(m[Metric::memory_used_bytes].value(), 1073741824.0);
+  EXPECT_EQ(m[Metric::gtt_used_bytes].value(), 33554432.0);
+  EXPECT_DOUBLE_EQ(m[Metric::temperature_celsius].value(), 45.0);
+  EXPECT_DOUBLE_EQ(m[Metric::power_average_watts].value(), 87.0);
+  EXPECT_FALSE(m[Metric::power_watts]);
+  EXPECT_EQ(m[Metric::power_watts].reason(), Absence::unsupported);
+  EXPECT_EQ(m[Metric::fan_rpm].value(), 1450.0);
+  EXPECT_DOUBLE_EQ(m[Metric::clock_graphics_mhz].value(), 2105.0);
+  EXPECT_DOUBLE_EQ(m[Metric::clock_memory_mhz].value(), 1000.0);  // from pp_dpm_mclk
+  EXPECT_EQ(d.attributes.at("unique_id"), "8d7a1f3e02b1c4d5");
+  EXPECT_EQ(d.attributes.count("temperature_junction_celsius"), 1u);
+}
+
+TEST_F(AmdSysfs, FourCardsSkipsOtherVendorsAndMissingHwmon) {
+  for (int i = 0; i < 4; ++i)
+    add_card(tree_, {.index = i, .bus = "0000:0" + std::to_string(i + 3) + ":00.0",
+                     .hwmon = i != 2});
+  add_card(tree_, {.index = 4, .bus = "0000:00:02.0", .vendor = "0x8086"});
+  tree_.dir("proc");
+  auto p = probe();
+  auto det = harness_.detect(*p);
+  ASSERT_EQ(det.devices.size(), 4u);
+  auto r = harness_.sample(*p);
+  ASSERT_EQ(r.snapshot.devices.size(), 4u);
+  EXPECT_EQ(r.snapshot.devices[3].id, "amd:0000:06:00.0");
+  const auto& no_hwmon = r.snapshot.devices[2].metrics;
+  EXPECT_FALSE(no_hwmon[Metric::temperature_celsius]);
+  EXPECT_EQ(no_hwmon[Metric::temperature_celsius].reason(), Absence::unsupported);
+  EXPECT_DOUBLE_EQ(no_hwmon[Metric::clock_graphics_mhz].value(), 2105.0);  // pp_dpm_sclk
+  EXPECT_EQ(no_hwmon[Metric::utilization_percent].value(), 37.0);
+}
+
+TEST_F(AmdSysfs, SuspendedCardIsNotRead) {
+  add_card(tree_, {.suspended = true});
+  tree_.dir("proc");
+  // Files that would wake the device; they must not even be opened (unreadable proves it when
+  // not root; as root the values would show up, which the assertions below catch too).
+  tree_.remove("sys/class/drm/card0/device/gpu_busy_percent");
+  tree_.dir("sys/class/drm/card0/device/gpu_busy_percent");  // a read would fail differently
+  auto p = probe();
+  auto r = harness_.sample(*p);
+  ASSERT_EQ(r.snapshot.devices.size(), 1u);
+  const auto& d = r.snapshot.devices[0];
+  EXPECT_EQ(d.power_state, PowerState::suspended);
+  EXPECT_EQ(d.metrics[Metric::memory_used_bytes].reason(), Absence::suspended);
+  EXPECT_EQ(d.metrics[Metric::utilization_percent].reason(), Absence::suspended);
+  EXPECT_FALSE(d.metrics[Metric::temperature_celsius]);
+}
+
+TEST_F(AmdSysfs, NoAmdCardIsUnavailable) {
+  add_card(tree_, {.vendor = "0x10de"});
+  auto p = probe();
+  auto det = harness_.detect(*p);
+  EXPECT_FALSE(det.available);
+  EXPECT_NE(det.reason.find("no amdgpu device"), std::string::npos);
+}
+
+TEST_F(AmdSysfs, ProcessesDedupSumAndEngineDeltas) {
+  add_card(tree_, {.index = 0, .bus = "0000:03:00.0"});
+  add_card(tree_, {.index = 1, .bus = "0000:04:00.0"});
+  // pid 100: client 1 twice (dup'd fd) + client 2 on card0; legacy keys on card1.
+  add_fd(tree_, 100, 3, "/dev/dri/renderD128", fdinfo(1, "0000:03:00.0", 1024, 1'000'000));
+  add_fd(tree_, 100, 4, "/dev/dri/renderD128", fdinfo(1, "0000:03:00.0", 1024, 1'000'000));
+  add_fd(tree_, 100, 5, "/dev/dri/card0", fdinfo(2, "0000:03:00.0", 2048, 0));
+  add_fd(tree_, 100, 6, "/dev/dri/renderD129", fdinfo(9, "0000:04:00.0", 512, 0, true));
+  // pid 200: an i915 client, ignored.
+  add_fd(tree_, 200, 3, "/dev/dri/renderD130",
+         "drm-driver:\ti915\ndrm-client-id:\t1\ndrm-pdev:\t0000:00:02.0\n");
+  auto p = probe();
+  harness_.detect(*p);
+  auto first = harness_.sample(*p).snapshot;
+  ASSERT_EQ(first.devices.size(), 2u);
+  ASSERT_EQ(first.devices[0].processes.size(), 1u);
+  const auto& p0 = first.devices[0].processes[0];
+  EXPECT_EQ(p0.pid, 100);
+  EXPECT_EQ(p0.name, "proc100");
+  EXPECT_EQ(p0.gpu_memory_bytes, (1024u + 2048u) * 1024);  // client 1 counted once
+  EXPECT_FALSE(p0.gpu_utilization_percent);                // first sample only seeds
+  ASSERT_EQ(p0.engines.size(), 1u);
+  EXPECT_EQ(p0.engines[0].utilization_percent.reason(), Absence::not_yet_seeded);
+  ASSERT_EQ(first.devices[1].processes.size(), 1u);
+  EXPECT_EQ(first.devices[1].processes[0].gpu_memory_bytes, 512u * 1024);
+
+  // Advance the busy counters a lot: the percentage is positive and capped at 100.
+  add_fd(tree_, 100, 3, "/dev/dri/renderD128",
+         fdinfo(1, "0000:03:00.0", 1024, 1'000'000'000'000));
+  auto second = harness_.sample(*p).snapshot;
+  const auto& p1 = second.devices[0].processes.at(0);
+  ASSERT_TRUE(p1.gpu_utilization_percent);
+  EXPECT_GT(*p1.gpu_utilization_percent, 0.0);
+  EXPECT_LE(*p1.gpu_utilization_percent, 100.0);
+  EXPECT_TRUE(p1.engines.at(0).utilization_percent.has_value());
+}
+
+TEST_F(AmdSysfs, TruncatedFdinfoDoesNotFailTheSample) {
+  add_card(tree_, {});
+  add_fd(tree_, 300, 3, "/dev/dri/renderD128",
+         "drm-driver:\tamdgpu\ndrm-client-id:\t4\ndrm-pdev:\t0000:03:00.0\ndrm-resident-vr");
+  auto p = probe();
+  auto r = harness_.sample(*p);
+  ASSERT_FALSE(r.ec);
+  ASSERT_EQ(r.snapshot.devices.size(), 1u);
+  ASSERT_EQ(r.snapshot.devices[0].processes.size(), 1u);
+  EXPECT_FALSE(r.snapshot.devices[0].processes[0].gpu_memory_bytes);
+}
+
+TEST(AmdHelpers, DpmCurrentLevelAndDeviceId) {
+  EXPECT_EQ(parse_dpm_current_mhz("0: 500Mhz\n1: 1800Mhz *\n"), 1800.0);
+  EXPECT_EQ(parse_dpm_current_mhz("0: 96MHz *\n"), 96.0);
+  EXPECT_FALSE(parse_dpm_current_mhz("0: 500Mhz\n1: 1800Mhz\n"));
+  EXPECT_FALSE(parse_dpm_current_mhz(""));
+  EXPECT_EQ(amd_device_id("0000:0A:00.0"), "amd:0000:0a:00.0");
+}
+
+TEST(AmdFactory, SourceSetting) {
+  ProbeHarness h;
+  Config c;
+  EXPECT_TRUE(make_amd_probe(c, h.executors()));
+  c.probe_settings["amd"] = boost::json::object{{"source", "sysfs"}};
+  EXPECT_EQ(make_amd_probe(c, h.executors())->name(), "amd");
+  c.probe_settings["amd"] = boost::json::object{{"source", "nvml"}};
+  EXPECT_THROW(make_amd_probe(c, h.executors()), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gpustream

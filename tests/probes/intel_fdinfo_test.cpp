@@ -1,0 +1,218 @@
+// IntelGpuProbe per-engine and per-process accounting from generated /proc trees, through the
+// shared DRM fdinfo walker.
+#include <gtest/gtest.h>
+
+#include "gpustream/probes/intel_probe.hpp"
+#include "intel_trees.hpp"
+#include "probe_harness.hpp"
+
+namespace gpustream {
+namespace {
+
+using test::i915_fdinfo;
+using test::IntelTree;
+using test::xe_fdinfo;
+
+constexpr const char* kI915 = "0000:03:00.0";
+constexpr const char* kXe = "0000:04:00.0";
+
+class IntelFdinfoTest : public ::testing::Test {
+ protected:
+  IntelFdinfoTest() {
+    t_.i915_discrete();
+    t_.xe_discrete_two_tiles();
+    t_.plain_process(1);
+  }
+  std::shared_ptr<IntelGpuProbe> make_probe() {
+    IntelProbeOptions o;
+    o.paths.sysfs_root = t_.sys();
+    o.paths.procfs_root = t_.proc();
+    o.level_zero_library = "";
+    o.monotonic_clock = [this] { return now_ns_; };
+    return make_intel_probe(harness_.executors(), o);
+  }
+  GpuSnapshot sample(IntelGpuProbe& p) {
+    auto r = harness_.sample(p);
+    EXPECT_FALSE(r.ec) << r.ec.message();
+    return r.snapshot;
+  }
+  static const DeviceSample& dev(const GpuSnapshot& s, const char* bus) {
+    const auto* d = s.find_device(bus);
+    if (!d) throw std::runtime_error(std::string("no device ") + bus);
+    return *d;
+  }
+  static const EngineSample* engine(const std::vector<EngineSample>& v, const std::string& n) {
+    for (const auto& e : v)
+      if (e.name == n) return &e;
+    return nullptr;
+  }
+  static const ProcessSample* process(const DeviceSample& d, std::int64_t pid) {
+    for (const auto& p : d.processes)
+      if (p.pid == pid) return &p;
+    return nullptr;
+  }
+
+  IntelTree t_;
+  std::int64_t now_ns_ = 5'000'000'000;
+  test::ProbeHarness harness_;
+};
+
+TEST_F(IntelFdinfoTest, I915EngineNanosecondsOverWallTimeFirstSampleSeeds) {
+  t_.client(100, "blender", 4, "renderD129", i915_fdinfo(kI915, 39, 1'000'000'000, 0));
+  auto probe = make_probe();
+  auto snap = sample(*probe);
+  {
+    const auto& d = dev(snap, kI915);
+    const auto* render = engine(d.engines, "render");
+    ASSERT_NE(render, nullptr);
+    EXPECT_EQ(render->utilization_percent.reason(), Absence::not_yet_seeded);
+    EXPECT_EQ(d.metrics[Metric::utilization_percent].reason(), Absence::not_yet_seeded);
+    ASSERT_EQ(d.processes.size(), 1u);
+    EXPECT_EQ(d.processes[0].name, "blender");
+    EXPECT_FALSE(d.processes[0].gpu_utilization_percent.has_value());
+  }
+  // 1 s later: render +0.5 s busy, video +1 s across 2 engines.
+  t_.client(100, "blender", 4, "renderD129",
+            i915_fdinfo(kI915, 39, 1'500'000'000, 1'000'000'000));
+  now_ns_ += 1'000'000'000;
+  snap = sample(*probe);
+  const auto& d = dev(snap, kI915);
+  EXPECT_DOUBLE_EQ(engine(d.engines, "render")->utilization_percent.value(), 50.0);
+  EXPECT_DOUBLE_EQ(engine(d.engines, "video")->utilization_percent.value(), 50.0);
+  EXPECT_DOUBLE_EQ(engine(d.engines, "copy")->utilization_percent.value(), 0.0);
+  EXPECT_EQ(engine(d.engines, "render")->utilization_percent.source(), Source::fdinfo);
+  EXPECT_DOUBLE_EQ(d.metrics[Metric::utilization_percent].value(), 50.0);
+  const auto* p = process(d, 100);
+  ASSERT_NE(p, nullptr);
+  EXPECT_DOUBLE_EQ(*p->gpu_utilization_percent, 50.0);
+  EXPECT_DOUBLE_EQ(engine(p->engines, "render")->utilization_percent.value(), 50.0);
+  // The other device has no client: idle, once seeded.
+  EXPECT_DOUBLE_EQ(dev(snap, kXe).metrics[Metric::utilization_percent].value(), 0.0);
+}
+
+TEST_F(IntelFdinfoTest, XeCyclesOverTotalCyclesDividedByCapacity) {
+  t_.client(200, "llama", 5, "renderD130", xe_fdinfo(kXe, 3, 1000, 0, 100000));
+  auto probe = make_probe();
+  sample(*probe);
+  t_.client(200, "llama", 5, "renderD130", xe_fdinfo(kXe, 3, 1250, 2000, 101000));
+  now_ns_ += 1'000'000'000;
+  const auto snap = sample(*probe);
+  const auto& d = dev(snap, kXe);
+  EXPECT_DOUBLE_EQ(engine(d.engines, "render")->utilization_percent.value(), 25.0);
+  EXPECT_DOUBLE_EQ(engine(d.engines, "compute")->utilization_percent.value(), 50.0);  // /4
+  EXPECT_DOUBLE_EQ(engine(d.engines, "copy")->utilization_percent.value(), 0.0);
+  EXPECT_EQ(engine(d.engines, "rcs"), nullptr);  // xe class names are normalized
+}
+
+TEST_F(IntelFdinfoTest, MemoryIsResidentRegionsSummedOverDistinctClientsWithUnits) {
+  // pid 300: two fds on client 39 (count once) and a second client 40 on the same card.
+  t_.client(300, "game", 4, "card1", i915_fdinfo(kI915, 39, 0, 0, "2 MiB"));
+  t_.client(300, "game", 5, "renderD129", i915_fdinfo(kI915, 39, 0, 0, "2 MiB"));
+  t_.client(300, "game", 6, "renderD129", i915_fdinfo(kI915, 40, 0, 0, "1024 KiB"));
+  // pid 301: an xe client: gtt 192 KiB + vram0 23992 KiB + vram1 2 MiB.
+  t_.client(301, "torch", 3, "renderD130", xe_fdinfo(kXe, 7, 0, 0, 10));
+  auto probe = make_probe();
+  const auto snap = sample(*probe);
+  const auto* game = process(dev(snap, kI915), 300);
+  ASSERT_NE(game, nullptr);
+  // (2 MiB + 1 MiB stolen) for client 39, (1 MiB + 1 MiB stolen) for client 40.
+  EXPECT_EQ(*game->gpu_memory_bytes, (3u + 2u) * 1024u * 1024u);
+  const auto* torch = process(dev(snap, kXe), 301);
+  ASSERT_NE(torch, nullptr);
+  EXPECT_EQ(*torch->gpu_memory_bytes, (192u + 23992u + 2048u) * 1024u);
+  EXPECT_EQ(process(dev(snap, kXe), 300), nullptr);
+}
+
+TEST_F(IntelFdinfoTest, ForeignDriversAreNeverCountedAndOutputIsSortedByPid) {
+  t_.client(900, "z", 3, "renderD129", i915_fdinfo(kI915, 1, 0));
+  t_.client(20, "a", 3, "renderD129", i915_fdinfo(kI915, 2, 0));
+  t_.client(300, "m", 3, "renderD129", i915_fdinfo(kI915, 3, 0));
+  t_.client(400, "amd", 3, "renderD128",
+            "drm-driver:\tamdgpu\ndrm-client-id:\t9\ndrm-pdev:\t0000:03:00.0\n"
+            "drm-memory-vram:\t1000 KiB\ndrm-engine-gfx:\t5 ns\n");
+  t_.client(401, "nv", 3, "card0", "drm-driver:\tnouveau\ndrm-pdev:\t0000:04:00.0\n");
+  auto probe = make_probe();
+  const auto snap = sample(*probe);
+  std::vector<std::int64_t> pids;
+  for (const auto& p : dev(snap, kI915).processes) pids.push_back(p.pid);
+  EXPECT_EQ(pids, (std::vector<std::int64_t>{20, 300, 900}));
+  EXPECT_TRUE(dev(snap, kXe).processes.empty());
+  EXPECT_EQ(engine(dev(snap, kI915).engines, "gfx"), nullptr);
+}
+
+TEST_F(IntelFdinfoTest, AClientThatExitsOrRestartsNeverGivesANegativeOrSpikingValue) {
+  t_.client(100, "a", 4, "renderD129", i915_fdinfo(kI915, 39, 9'000'000'000));
+  t_.client(101, "b", 4, "renderD129", i915_fdinfo(kI915, 41, 9'000'000'000));
+  auto probe = make_probe();
+  sample(*probe);
+  // pid 100 exits; pid 101 restarts its client (counters back near 0 under the same id).
+  t_.tree().remove("proc/100");
+  t_.client(101, "b", 4, "renderD129", i915_fdinfo(kI915, 41, 100'000'000));
+  now_ns_ += 1'000'000'000;
+  auto snap = sample(*probe);
+  {
+    const auto& d = dev(snap, kI915);
+    const auto r = engine(d.engines, "render")->utilization_percent;
+    ASSERT_TRUE(r.has_value());
+    EXPECT_DOUBLE_EQ(r.value(), 0.0);
+    EXPECT_EQ(process(d, 100), nullptr);
+  }
+  t_.client(101, "b", 4, "renderD129", i915_fdinfo(kI915, 41, 350'000'000));
+  now_ns_ += 1'000'000'000;
+  snap = sample(*probe);
+  EXPECT_DOUBLE_EQ(engine(dev(snap, kI915).engines, "render")->utilization_percent.value(), 25.0);
+}
+
+TEST_F(IntelFdinfoTest, TruncatedFdinfoAndUnreadableProcessesNeverFailTheSample) {
+  t_.client(100, "ok", 4, "renderD129", i915_fdinfo(kI915, 39, 0));
+  t_.client(102, "cut", 4, "renderD129",
+            "drm-driver:\ti915\ndrm-client-id:\t77\ndrm-pdev:\t0000:03:00.0\n"
+            "drm-resident-system0:\t4 KiB\ndrm-engine-render:\t12");
+  t_.client(103, "private", 4, "renderD129", i915_fdinfo(kI915, 78, 0));
+  const bool unreadable = t_.tree().unreadable_file("proc/103/fdinfo/4", i915_fdinfo(kI915, 78, 0));
+  auto probe = make_probe();
+  auto r = harness_.sample(*probe);
+  ASSERT_FALSE(r.ec);
+  const auto& d = dev(r.snapshot, kI915);
+  ASSERT_NE(process(d, 100), nullptr);
+  const auto* cut = process(d, 102);
+  ASSERT_NE(cut, nullptr);
+  EXPECT_EQ(*cut->gpu_memory_bytes, 4096u);
+  const auto stats = probe->last_walk_stats();
+  EXPECT_GE(stats.truncated, 1u);
+  if (unreadable) {  // only when not running with CAP_DAC_OVERRIDE
+    EXPECT_EQ(process(d, 103), nullptr);
+    EXPECT_GE(stats.permission_skipped, 1u);
+  }
+}
+
+TEST_F(IntelFdinfoTest, ProcessCapIsCountedAndReported) {
+  for (int pid = 10; pid < 20; ++pid)
+    t_.client(pid, "p", 3, "renderD129", i915_fdinfo(kI915, static_cast<std::uint64_t>(pid), 0));
+  IntelProbeOptions o;
+  o.paths.sysfs_root = t_.sys();
+  o.paths.procfs_root = t_.proc();
+  o.level_zero_library = "";
+  o.max_processes = 4;
+  auto probe = make_intel_probe(harness_.executors(), o);
+  const auto snap = sample(*probe);
+  EXPECT_EQ(probe->last_walk_stats().processes, 4u);
+  EXPECT_EQ(probe->last_walk_stats().capped, 7u);  // 11 processes (incl. pid 1)
+  ASSERT_FALSE(snap.errors.empty());
+  EXPECT_EQ(snap.errors[0].code, "process_cap");
+  EXPECT_LE(dev(snap, kI915).processes.size(), 4u);
+}
+
+TEST_F(IntelFdinfoTest, RenderNodeOnlyDeviceGetsItsClients) {
+  t_.pci_device("0000:0c:00.0", "xe", -1, 140, 0x8086, 0xe20b);
+  t_.client(500, "headless", 3, "renderD140", xe_fdinfo("0000:0c:00.0", 1, 0, 0, 1));
+  auto probe = make_probe();
+  const auto snap = sample(*probe);
+  const auto& d = dev(snap, "0000:0c:00.0");
+  EXPECT_EQ(d.attributes.at("render_node"), "renderD140");
+  ASSERT_EQ(d.processes.size(), 1u);
+  EXPECT_EQ(d.processes[0].pid, 500);
+}
+
+}  // namespace
+}  // namespace gpustream

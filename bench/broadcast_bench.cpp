@@ -15,9 +15,13 @@
 //                               measured by the fleet with CLOCK_MONOTONIC against the
 //                               `monotonic_ns` stamped in the snapshot at publish time.
 //   serializations_per_publish gpustream only: ServerCounters::serializations / publishes.
+//   message_bytes              size of one snapshot message (the WebSocket payload).
 //
 // The snapshot: the simulated probe's 8 GPUs (with their processes), serialized by gpustream's
 // codec; websocketpp is given exactly the bytes gpustream sends (a fresh stamp per publish).
+// websocketpp_binary sends them as binary frames: websocketpp checks the UTF-8 of each outgoing
+// text frame once per connection, and this case shows its send path without that check (not
+// the protocol: the wire protocol uses text frames).
 //
 // Run: build-*/bench/broadcast_bench            (about a minute)
 //      build-*/bench/broadcast_bench --benchmark_filter=gpustream
@@ -241,6 +245,8 @@ void report(benchmark::State& state, std::int64_t cpu, int publishes, int client
   state.counters["p50_us"] = f.p50_us;
   state.counters["p99_us"] = f.p99_us;
   state.counters["max_us"] = f.max_us;
+  state.counters["message_bytes"] = static_cast<double>(
+      gpustream::transport::snapshot_message(gpustream::to_json_string(stamped(1))).size() - 1);
 }
 
 void BM_gpustream(benchmark::State& state) {
@@ -291,7 +297,7 @@ void BM_gpustream(benchmark::State& state) {
   }
 }
 
-void BM_websocketpp(benchmark::State& state) {
+void run_websocketpp(benchmark::State& state, bool binary) {
   const int clients = static_cast<int>(state.range(0));
   const int publishes = static_cast<int>(state.max_iterations);
   if (g_wspp_server.empty() || ::access(g_wspp_server.c_str(), X_OK) != 0) {
@@ -301,7 +307,9 @@ void BM_websocketpp(benchmark::State& state) {
     return;
   }
   try {
-    Child server({g_wspp_server}, true);
+    std::vector<std::string> argv{g_wspp_server};
+    if (binary) argv.emplace_back("--binary");
+    Child server(argv, true);
     const auto line = server.read_line(10s);
     unsigned port = 0;
     if (!line || std::sscanf(line->c_str(), "listening %u", &port) != 1)
@@ -334,6 +342,9 @@ void BM_websocketpp(benchmark::State& state) {
   }
 }
 
+void BM_websocketpp(benchmark::State& state) { run_websocketpp(state, false); }
+void BM_websocketpp_binary(benchmark::State& state) { run_websocketpp(state, true); }
+
 void register_all() {
   // Publishes per case: enough samples for a p99, few enough to stay near a minute in all.
   const std::pair<int, int> cases[] = {{10, 1000}, {100, 300}, {500, 100}};
@@ -345,6 +356,12 @@ void register_all() {
         ->Unit(benchmark::kMicrosecond)
         ->UseRealTime();
     benchmark::RegisterBenchmark("broadcast/websocketpp", BM_websocketpp)
+        ->Arg(clients)
+        ->ArgName("clients")
+        ->Iterations(publishes)
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark("broadcast/websocketpp_binary", BM_websocketpp_binary)
         ->Arg(clients)
         ->ArgName("clients")
         ->Iterations(publishes)

@@ -5,7 +5,11 @@
 #include <iterator>
 #include <exception>
 
+#include "gpustream/probes/amd_probe.hpp"
+#include "gpustream/probes/apple_probe.hpp"
 #include "gpustream/probes/host_probe.hpp"
+#include "gpustream/probes/intel_probe.hpp"
+#include "gpustream/probes/nvidia_probe.hpp"
 #include "gpustream/probes/simulated_probe.hpp"
 
 namespace gpustream {
@@ -20,6 +24,10 @@ ProbePtr make_host(const Config& config, ProbeExecutors executors) {
   return make_host_probe(std::move(executors), std::move(options));
 }
 
+ProbePtr make_nvidia(const Config& config, ProbeExecutors executors) {
+  return make_nvidia_probe(std::move(executors), nvidia_options_from_config(config));
+}
+
 ProbePtr make_simulated(const Config& config, ProbeExecutors executors) {
   SimulatedProbeOptions options;
   options.devices = std::max(1, config.simulate);
@@ -29,6 +37,14 @@ ProbePtr make_simulated(const Config& config, ProbeExecutors executors) {
 
 // One row per implemented probe, in the order make_probes builds them.
 constexpr ProbeRow kRows[] = {
+    {"nvidia", "NVIDIA GPUs through NVML (--nvml-library PATH), nvidia-smi as the fallback",
+     &make_nvidia},
+    {"amd", "AMD GPUs: amdgpu sysfs + DRM fdinfo (--amd-source auto|sysfs|amd-smi|rocm-smi)",
+     &make_amd_probe},
+    {"apple", "Apple Silicon GPU through one persistent `macmon pipe` child (--macmon PATH)",
+     &make_apple_probe_from_config},
+    {"intel", "Intel GPUs (i915/xe): sysfs, hwmon, DRM fdinfo; Level Zero Sysman when present",
+     &make_intel_probe_from_config},
     {"host", "host RAM and swap (/proc/meminfo), RSS of this process and watched pids", &make_host},
     {"simulated", "simulated GPUs with plausible moving values (--simulate N)", &make_simulated},
 };

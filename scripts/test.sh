@@ -77,6 +77,12 @@ configure() {
     cat "$dir.configure.log"; echo "test.sh: cmake configure of $dir failed" >&2; exit 1; }
 }
 
+# The browser test drives Debian's Chromium with playwright-core from npm (no browser download).
+if [ ! -d tests/browser/node_modules/playwright-core ]; then
+  step "npm ci (tests/browser: playwright-core)"
+  (cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 step "normal build (build/)"
 configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$jobs"

@@ -4,29 +4,34 @@
 //   2. no absent metric is shown as 0, the probe table is filled from /api/v1/stats,
 //   3. nothing was logged as a console error and no script error happened,
 //   4. after the server is stopped the page says it is disconnected, and once a server is back
-//      on the same port it reconnects and streams again (reconnect with backoff, resume).
+//      on the same port it reconnects and streams again (reconnect with backoff, resume),
+//   5. with --token-flag FLAG: a server started with `FLAG TOKEN_FILE` is used through
+//      /?token=TOKEN (the page passes the token on to /ws and /api/v1/stats).
 // A screenshot of the page is saved (--screenshot).
 //
 // Usage:
-//   node dashboard.test.mjs [--screenshot FILE] [--chromium PATH] -- SERVER_COMMAND...
+//   node dashboard.test.mjs [--screenshot FILE] [--chromium PATH] [--token-flag FLAG]
+//                           -- SERVER_COMMAND...
 // SERVER_COMMAND must contain the word {listen}; it is replaced by 127.0.0.1:0 for the first
 // start (the server prints "listening http HOST:PORT" on stdout) and by the same address and
 // port for the restart. Exit status 0 when every check passed, 1 otherwise.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const HARD_LIMIT_MS = 120_000;
+const NETWORK_ERROR = /ERR_CONNECTION_REFUSED|WebSocket connection|Failed to load resource/;
 const STEP_MS = 30_000;
 
 function parseArgs(argv) {
-  const o = { screenshot: null, chromium: '/usr/bin/chromium', command: [] };
+  const o = { screenshot: null, chromium: '/usr/bin/chromium', tokenFlag: null, command: [] };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--') { o.command = argv.slice(i + 1); break; }
     if (a === '--screenshot') o.screenshot = argv[++i];
     else if (a === '--chromium') o.chromium = argv[++i];
+    else if (a === '--token-flag') o.tokenFlag = argv[++i];
     else throw new Error(`unknown argument ${a}`);
   }
   if (!o.command.some((w) => w.includes('{listen}'))) {
@@ -37,8 +42,8 @@ function parseArgs(argv) {
 
 /// A running server process; `address` is set once it printed "listening http HOST:PORT".
 class ServerProcess {
-  constructor(command, listen) {
-    const argv = command.map((w) => w.replaceAll('{listen}', listen));
+  constructor(command, listen, extra = []) {
+    const argv = command.map((w) => w.replaceAll('{listen}', listen)).concat(extra);
     this.output = '';
     this.exited = null;
     this.proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
@@ -53,7 +58,8 @@ class ServerProcess {
       this.proc.on('error', reject);
       this.proc.on('exit', (code, signal) => {
         this.exited = { code, signal };
-        reject(new Error(`the server exited (${code ?? signal}) before listening:\n${this.output}`));
+        const how = code ?? signal;
+        reject(new Error(`the server exited (${how}) before listening:\n${this.output}`));
       });
     });
   }
@@ -61,7 +67,9 @@ class ServerProcess {
   /// SIGTERM, and the exit status; SIGKILL if it does not exit within 10 s.
   async stop() {
     if (this.exited) return this.exited;
-    const done = new Promise((resolve) => this.proc.once('exit', (code, signal) => resolve({ code, signal })));
+    const done = new Promise((resolve) => {
+      this.proc.once('exit', (code, signal) => resolve({ code, signal }));
+    });
     this.proc.kill('SIGTERM');
     const timer = setTimeout(() => this.proc.kill('SIGKILL'), 10_000);
     const r = await done;
@@ -73,6 +81,11 @@ class ServerProcess {
 function check(cond, what) {
   if (!cond) throw new Error(`check failed: ${what}`);
   console.log(`ok - ${what}`);
+}
+
+/// Waits until the page's connection indicator is in `state`.
+function waitForState(page, state) {
+  return page.waitForFunction((s) => document.getElementById('conn').dataset.state === s, state);
 }
 
 /// Text of the four tiles of every card, and its update counter.
@@ -115,7 +128,7 @@ async function main() {
     page.on('console', (msg) => {
       if (msg.type() !== 'error') return;
       // While the server is deliberately down, Chromium logs the refused connections.
-      if (expectNetworkErrors && /ERR_CONNECTION_REFUSED|WebSocket connection|Failed to load resource/.test(msg.text())) return;
+      if (expectNetworkErrors && NETWORK_ERROR.test(msg.text())) return;
       consoleErrors.push(msg.text());
     });
     page.on('pageerror', (err) => pageErrors.push(String(err)));
@@ -125,7 +138,7 @@ async function main() {
 
     // 1. Two cards whose values change.
     await page.waitForFunction(() => document.querySelectorAll('.card').length === 2);
-    await page.waitForFunction(() => document.getElementById('conn').dataset.state === 'connected');
+    await waitForState(page, 'connected');
     check(true, 'two GPU cards are shown and the page is connected');
     const first = await readCards(page);
     await page.waitForFunction((before) => {
@@ -146,16 +159,22 @@ async function main() {
       check(/^\d+%$/.test(c.values[0]), `utilization reads as a percentage (${c.values[0]})`);
       check(/W/.test(c.values[2]) && /°C$/.test(c.values[3]), `power and temperature have units`);
     }
-    const absent = await page.$$eval('.card .absent', (els) => els.map((e) => [e.textContent, e.title]));
-    check(absent.length > 0 && absent.every(([text, title]) => text === '—' && /absent|not reported/.test(title)),
-      `absent metrics are shown as — with the reason (${absent.length}, e.g. "${absent[0]?.[1]}")`);
+    const absent = await page.$$eval('.card .absent',
+      (els) => els.map((e) => [e.textContent, e.title]));
+    check(absent.length > 0 &&
+      absent.every(([text, title]) => text === '—' && /absent|not reported/.test(title)),
+      `absent metrics are shown as — with the reason (${absent.length}, ` +
+      `e.g. "${absent[0]?.[1]}")`);
     await page.waitForFunction(() => document.querySelectorAll('#probes tbody tr').length > 0);
-    const probes = await page.$$eval('#probes tbody tr', (rows) => rows.map((r) => r.cells[0].textContent + ':' + r.cells[1].textContent));
-    check(probes.some((p) => p.startsWith('simulated:')), `the probe table lists the probes (${probes.join(', ')})`);
+    const probes = await page.$$eval('#probes tbody tr',
+      (rows) => rows.map((r) => r.cells[0].textContent + ':' + r.cells[1].textContent));
+    check(probes.some((p) => p.startsWith('simulated:')),
+      `the probe table lists the probes (${probes.join(', ')})`);
     const procRows = await page.$$eval('.card .procs tbody tr', (rows) => rows.length);
     check(procRows >= 2, `the process tables are filled (${procRows} rows)`);
-    const body = await page.textContent('body');
-    check(!/NaN|undefined|\[object/.test(body), 'no NaN, undefined or [object ...] on the page');
+    const body = await page.innerText('body');
+    const junk = /.{0,40}(NaN|undefined|\[object).{0,40}/.exec(body);
+    check(!junk, `no NaN, undefined or [object ...] on the page${junk ? ` ("${junk[0]}")` : ''}`);
 
     if (opts.screenshot) {
       await page.screenshot({ path: opts.screenshot, fullPage: true });
@@ -168,16 +187,36 @@ async function main() {
     expectNetworkErrors = true;
     const stopped = await server.stop();
     check(stopped.code === 0, `the server stopped cleanly on SIGTERM (${JSON.stringify(stopped)})`);
-    await page.waitForFunction(() => document.getElementById('conn').dataset.state === 'disconnected');
+    await waitForState(page, 'disconnected');
     check(true, 'the page shows that it is disconnected');
     server = new ServerProcess(opts.command, address);
     await server.address;
     const before = await readCards(page);
-    await page.waitForFunction(() => document.getElementById('conn').dataset.state === 'connected');
+    await waitForState(page, 'connected');
     await page.waitForFunction((b) => [...document.querySelectorAll('.card')]
       .every((c, i) => Number(c.dataset.updates) > (b[i] ? b[i].updates : 0)), before);
     check(true, 'the page reconnects by itself and streams again');
     check(pageErrors.length === 0, `no script errors (${JSON.stringify(pageErrors)})`);
+
+    // 4. A server that wants a token: the page's ?token= reaches /ws and /api/v1/stats.
+    if (opts.tokenFlag) {
+      await server.stop();
+      const token = 'dashboard-test-' + process.pid;
+      const tokenFile = join(userDataDir, 'token');
+      writeFileSync(tokenFile, token + '\n', { mode: 0o600 });
+      server = new ServerProcess(opts.command, '127.0.0.1:0', [opts.tokenFlag, tokenFile]);
+      const tokenAddress = await server.address;
+      await page.goto(`http://${tokenAddress}/?token=${encodeURIComponent(token)}`);
+      // The previous page's retries are gone with it; a refused token shows as never connecting.
+      consoleErrors.length = 0;
+      expectNetworkErrors = false;
+      await waitForState(page, 'connected');
+      await page.waitForFunction(() => document.querySelectorAll('.card').length === 2 &&
+        document.querySelectorAll('#probes tbody tr').length > 0);
+      check(consoleErrors.length === 0 && pageErrors.length === 0,
+        'with a token: connected, cards and probe table shown, no console errors ' +
+        `(${JSON.stringify(consoleErrors.concat(pageErrors))})`);
+    }
   } catch (e) {
     failures.push(e);
   } finally {

@@ -20,7 +20,7 @@ def fail(message):
 def parse_args():
     p = argparse.ArgumentParser()
     p.add_argument("--serve", required=True,
-                   help="the serve command, e.g. 'gpustream_test_serve' or 'gpustream serve'")
+                   help="the serve command, e.g. '/path/to/gpustream serve'")
     return p.parse_args()
 
 

@@ -20,18 +20,17 @@ std::string read_source(const std::string& relative) {
   return ss.str();
 }
 
-TEST(Dashboard, IsTheEmbeddedPageWithItsScriptAndStyleInlined) {
+TEST(Dashboard, IsTheEmbeddedPageWithItsScriptsAndStyleInlined) {
   const std::string page(dashboard_html());
-  const auto js = read_source("transport/web/app.js");
-  const auto css = read_source("transport/web/style.css");
-  ASSERT_FALSE(js.empty());
-  ASSERT_FALSE(css.empty());
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
-  // The build embeds the current sources (a stale or missing embedding fails here).
-  EXPECT_NE(page.find(js), std::string::npos) << "app.js is not embedded as it is";
-  EXPECT_NE(page.find(css), std::string::npos) << "style.css is not embedded as it is";
-  EXPECT_EQ(page.find("src=\"app.js\""), std::string::npos);
-  EXPECT_EQ(page.find("href=\"style.css\""), std::string::npos);
+  for (const char* file : {"format.js", "chart.js", "card.js", "app.js", "style.css"}) {
+    const auto text = read_source(std::string("transport/web/") + file);
+    ASSERT_FALSE(text.empty()) << file;
+    // The build embeds the current sources (a stale or missing embedding fails here).
+    EXPECT_NE(page.find(text), std::string::npos) << file << " is not embedded as it is";
+    EXPECT_EQ(page.find(std::string("\"") + file + "\""), std::string::npos)
+        << file << " is still referenced instead of inlined";
+  }
 }
 
 TEST(Dashboard, LoadsNothingFromElsewhere) {
@@ -47,7 +46,7 @@ TEST(Dashboard, LoadsNothingFromElsewhere) {
 TEST(Dashboard, IsServedAtTheRoot) {
   Fixture f;
   f.start();
-  const auto r = http_request(f, "/");
+  auto r = http_request(f, "/");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.headers["content-type"], "text/html; charset=utf-8");
   EXPECT_EQ(r.body, std::string(dashboard_html()));

@@ -99,7 +99,7 @@ class Client : public std::enable_shared_from_this<Client> {
 
   const std::vector<boost::json::object>& messages() const { return messages_; }
   std::vector<boost::json::object> of_type(std::string_view type) const;
-  std::size_t count(std::string_view type) const { return of_type(type).size(); }
+  std::size_t count(std::string_view type) const;
   /// Sequences of the snapshot messages received, in order.
   std::vector<std::uint64_t> sequences() const;
   /// Raw texts that were not valid JSON (should stay empty).

@@ -1,6 +1,4 @@
 // The transport test harness (declared in harness.hpp), plus tests of the harness itself.
-#include "harness.hpp"
-
 #include <deque>
 
 #include <boost/asio/connect.hpp>
@@ -12,6 +10,8 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
+
+#include "harness.hpp"
 
 namespace gpustream::transport::test {
 namespace asio = boost::asio;
@@ -86,9 +86,9 @@ void Fixture::start(ServerOptions o, Server::StatsSource stats) {
 }
 
 bool Fixture::stop() {
-  bool done = false;
-  server->stop([&] { done = true; });
-  return run_until([&] { return done; });
+  auto done = std::make_shared<bool>(false);  // may complete after a failed wait
+  server->stop([done] { *done = true; });
+  return run_until([&] { return *done; });
 }
 
 bool Fixture::run_until(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
@@ -134,9 +134,17 @@ std::vector<json::object> Client::of_type(std::string_view type) const {
   return out;
 }
 
+std::size_t Client::count(std::string_view type) const {
+  std::size_t n = 0;
+  for (const auto& m : messages_)
+    if (const auto* t = m.if_contains("type"); t && t->is_string() && t->get_string() == type) ++n;
+  return n;
+}
+
 std::vector<std::uint64_t> Client::sequences() const {
   std::vector<std::uint64_t> out;
-  for (const auto& m : of_type("snapshot")) out.push_back(m.at("sequence").to_number<std::uint64_t>());
+  for (const auto& m : of_type("snapshot"))
+    out.push_back(m.at("sequence").to_number<std::uint64_t>());
   return out;
 }
 
@@ -173,7 +181,9 @@ class TcpClient final : public Client {
   }
 
  private:
-  std::shared_ptr<TcpClient> self() { return std::static_pointer_cast<TcpClient>(shared_from_this()); }
+  std::shared_ptr<TcpClient> self() {
+    return std::static_pointer_cast<TcpClient>(shared_from_this());
+  }
   void read() {
     asio::async_read_until(sock_, asio::dynamic_buffer(rbuf_), '\n',
                            [self = self()](error_code ec, std::size_t n) {
@@ -192,11 +202,12 @@ class TcpClient final : public Client {
   void write_next() {
     if (writing_ || wq_.empty()) return;
     writing_ = true;
-    asio::async_write(sock_, asio::buffer(wq_.front()), [self = self()](error_code ec, std::size_t) {
-      self->writing_ = false;
-      self->wq_.pop_front();
-      if (!ec) self->write_next();
-    });
+    asio::async_write(sock_, asio::buffer(wq_.front()),
+                      [self = self()](error_code ec, std::size_t) {
+                        self->writing_ = false;
+                        self->wq_.pop_front();
+                        if (!ec) self->write_next();
+                      });
   }
 
   Fixture& f_;
@@ -219,8 +230,8 @@ class WsClient final : public Client {
         return;
       }
       auto headers = self->o_.headers;
-      self->ws_.set_option(websocket::stream_base::decorator(
-          [headers](websocket::request_type& req) {
+      self->ws_.set_option(
+          websocket::stream_base::decorator([headers](websocket::request_type& req) {
             for (const auto& [k, v] : headers) req.set(k, v);
           }));
       const std::string host =
@@ -251,7 +262,9 @@ class WsClient final : public Client {
   }
 
  private:
-  std::shared_ptr<WsClient> self() { return std::static_pointer_cast<WsClient>(shared_from_this()); }
+  std::shared_ptr<WsClient> self() {
+    return std::static_pointer_cast<WsClient>(shared_from_this());
+  }
   void read() {
     ws_.async_read(buf_, [self = self()](error_code ec, std::size_t) {
       if (ec) {

@@ -253,7 +253,8 @@ TEST(TransportHttp, ATokenIsRequiredEverywhereButHealthz) {
   EXPECT_EQ(t_wrong->count("hello"), 0u);
   EXPECT_EQ(t_wrong->of_type("error").at(0).at("code"), "unauthorized");
   f.publish();
-  ASSERT_TRUE(f.run_until([&] { return t_right->count("snapshot") == 1 && w2->count("snapshot") == 1; }));
+  ASSERT_TRUE(
+      f.run_until([&] { return t_right->count("snapshot") == 1 && w2->count("snapshot") == 1; }));
   EXPECT_EQ(f.server->counters().requests_unauthorized, 6u);
   EXPECT_TRUE(f.stop());
 }

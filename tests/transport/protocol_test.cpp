@@ -36,11 +36,20 @@ TEST(TransportProtocol, AnEmptySubscribeMeansEverything) {
 
 TEST(TransportProtocol, RejectsWhatItCannotUse) {
   for (const char* bad : {
-           "", "nope", "[]", "{}", R"({"type":1})", R"({"type":"unsubscribe"})",
-           R"({"type":"subscribe","probes":"nvidia"})", R"({"type":"subscribe","probes":[1]})",
-           R"({"type":"subscribe","fields":["watts"]})", R"({"type":"subscribe","max_rate_hz":0})",
-           R"({"type":"subscribe","max_rate_hz":1e9})", R"({"type":"subscribe","since":-1})",
-           R"({"type":"subscribe","since":1.5})", R"({"type":"auth"})",
+           "",
+           "nope",
+           "[]",
+           "{}",
+           R"({"type":1})",
+           R"({"type":"unsubscribe"})",
+           R"({"type":"subscribe","probes":"nvidia"})",
+           R"({"type":"subscribe","probes":[1]})",
+           R"({"type":"subscribe","fields":["watts"]})",
+           R"({"type":"subscribe","max_rate_hz":0})",
+           R"({"type":"subscribe","max_rate_hz":1e9})",
+           R"({"type":"subscribe","since":-1})",
+           R"({"type":"subscribe","since":1.5})",
+           R"({"type":"auth"})",
        }) {
     try {
       parse_client_message(bad);

@@ -44,7 +44,8 @@ struct Seen {
   }
 };
 
-std::unique_ptr<RemoteSubscriber> make_subscriber(Fixture& f, RemoteSubscriberOptions o, Seen& seen) {
+std::unique_ptr<RemoteSubscriber> make_subscriber(Fixture& f, RemoteSubscriberOptions o,
+                                                  Seen& seen) {
   if (o.reconnect_initial == RemoteSubscriberOptions{}.reconnect_initial) {
     o.reconnect_initial = std::chrono::milliseconds(20);
     o.reconnect_max = std::chrono::milliseconds(100);
@@ -114,6 +115,25 @@ TEST_P(RemoteSubscriberTest, SinceReplaysTheHistoryThenStreamsLiveWithoutDuplica
   ASSERT_TRUE(f.run_until([&] { return seen.snapshots.size() >= 6; }));
   EXPECT_EQ(seen.sequences(), iota(3, 8));
   EXPECT_TRUE(seen.gaps.empty());
+}
+
+TEST_P(RemoteSubscriberTest, SnapshotsPublishedBeforeTheSubscribeIsAnsweredComeExactlyOnce) {
+  Fixture f;
+  f.start();
+  Seen seen;
+  auto sub = make_subscriber(f, {.url = url_of(f, GetParam())}, seen);
+  // Published after the server's hello and before it reads our subscribe: the server streams
+  // them live, then replays them after `since` = hello.last_sequence.
+  sub->on_hello([&](const RemoteHello&) {
+    f.publish("a");
+    f.publish("a");
+  });
+  sub->start();
+  ASSERT_TRUE(f.run_until([&] { return seen.connected() == 1 && seen.snapshots.size() >= 2; }));
+  f.publish("a");
+  ASSERT_TRUE(f.run_until([&] { return seen.snapshots.size() >= 3; }));
+  f.run_for(std::chrono::milliseconds(0));
+  EXPECT_EQ(seen.sequences(), iota(1, 3));
 }
 
 TEST_P(RemoteSubscriberTest, FiltersProbesDevicesAndFields) {
@@ -353,8 +373,8 @@ TEST(RemoteSubscriber, RunRemoteWatchEndsWhenInterruptedAndSaysNothingCame) {
   h.on_status = [&](const RemoteStatus& s) {
     if (s.state == RemoteStatus::State::disconnected) interrupted = true;
   };
-  EXPECT_EQ(run_remote_watch({.url = "tcp://127.0.0.1:" + std::to_string(port)}, {}, h, interrupted),
-            1);
+  const RemoteSubscriberOptions o{.url = "tcp://127.0.0.1:" + std::to_string(port)};
+  EXPECT_EQ(run_remote_watch(o, {}, h, interrupted), 1);
   EXPECT_THROW(run_remote_watch({.url = "bad"}, {}, h, interrupted), std::invalid_argument);
 }
 

@@ -26,7 +26,8 @@ TEST(TransportRobustness, GarbageGetsAnErrorAndOtherClientsDoNotNotice) {
   bad_tcp->send(std::string(200, '[') + std::string(200, ']'));  // deeper than allowed
   bad_tcp->send("[1,2,3]");
   bad_ws->send("}{");
-  ASSERT_TRUE(f.run_until([&] { return bad_tcp->count("error") == 4 && bad_ws->count("error") == 1; }));
+  ASSERT_TRUE(
+      f.run_until([&] { return bad_tcp->count("error") == 4 && bad_ws->count("error") == 1; }));
   for (const auto& e : bad_tcp->of_type("error")) EXPECT_EQ(e.at("code"), "bad_request");
   EXPECT_TRUE(bad_tcp->garbage().empty());  // the error texts are valid JSON themselves
   f.publish();
@@ -109,8 +110,10 @@ TEST(TransportRobustness, ASlowClientIsDisconnectedWhileTheOthersKeepEverySnapsh
     f.publish("sim", 2, 40);
     ++published;
     ASSERT_TRUE(f.run_until([&] {
-      return tcp_reader->count("snapshot") == published && ws_reader->count("snapshot") == published;
-    })) << "a reading client fell behind at snapshot " << published;
+      return tcp_reader->count("snapshot") == published &&
+             ws_reader->count("snapshot") == published;
+    })) << "a reading client fell behind at snapshot "
+        << published;
   }
   EXPECT_EQ(f.server->counters().slow_clients_disconnected, 1u) << published << " published";
   EXPECT_GT(f.server->counters().snapshots_dropped, 0u);

@@ -158,7 +158,8 @@ TEST(TransportStream, ResumeWithSinceHasNoDuplicateAndNoHole) {
   auto w = connected_ws(f);
   t->send(R"({"type":"subscribe","since":4})");
   w->send(R"({"type":"subscribe","since":0})");
-  ASSERT_TRUE(f.run_until([&] { return t->count("subscribed") == 1 && w->count("subscribed") == 1; }));
+  ASSERT_TRUE(
+      f.run_until([&] { return t->count("subscribed") == 1 && w->count("subscribed") == 1; }));
   // Snapshots published while the replay runs (or after it) arrive once, in order, after the
   // history.
   for (int i = 0; i < 5; ++i) f.publish();

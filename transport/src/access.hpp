@@ -37,8 +37,8 @@ class AccessPolicy {
 
  private:
   struct HostRule {
-    std::string name;                      // lower case, IPv6 without brackets
-    std::optional<unsigned short> port;    // nullopt: our port
+    std::string name;                    // lower case, IPv6 without brackets
+    std::optional<unsigned short> port;  // nullopt: our port
   };
   bool name_allowed(std::string_view name, std::optional<unsigned short> port) const;
 

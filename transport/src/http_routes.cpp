@@ -93,8 +93,9 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
   if (path == "/healthz") return text_response(req, http::status::ok, "ok\n");
   if (!access.request_authorized(sv(req[http::field::authorization]), target)) {
     c.requests_unauthorized.fetch_add(1);
-    auto res = text_response(req, http::status::unauthorized,
-                             "a token is required: 'Authorization: Bearer TOKEN' or ?token=TOKEN\n");
+    auto res =
+        text_response(req, http::status::unauthorized,
+                      "a token is required: 'Authorization: Bearer TOKEN' or ?token=TOKEN\n");
     res.set(http::field::www_authenticate, "Bearer realm=\"gpustream\"");
     return res;
   }
@@ -126,8 +127,10 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
                          render_prometheus(hub.channel().latest(), hub.probe_stats(), &counters),
                          kPrometheusContentType);
   }
-  if (path == "/api/v1/snapshot") return text_response(req, http::status::ok, api_snapshot(hub), kJson);
-  if (path == "/api/v1/devices") return text_response(req, http::status::ok, api_devices(hub), kJson);
+  if (path == "/api/v1/snapshot")
+    return text_response(req, http::status::ok, api_snapshot(hub), kJson);
+  if (path == "/api/v1/devices")
+    return text_response(req, http::status::ok, api_devices(hub), kJson);
   if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(hub), kJson);
   if (path == "/ws")
     return text_response(req, http::status::upgrade_required, "use a WebSocket client\n");

@@ -58,7 +58,13 @@ void HttpSession::on_read(error_code ec) {
   first_ = false;
   hub_->stats_counters().http_requests.fetch_add(1);
   HttpRequest req = parser_->release();
-  if (beast::websocket::is_upgrade(req) && !hub_->stopping()) {
+  if (hub_->stopping()) {
+    auto res = text_response(req, http::status::service_unavailable, "shutting down\n");
+    res.keep_alive(false);
+    send(std::move(res));
+    return;
+  }
+  if (beast::websocket::is_upgrade(req)) {
     // Checks first (Host, path, Origin, token); a refused upgrade gets a plain HTTP answer.
     auto res = handle_http_request(*hub_, req);
     if (res.result() == http::status::switching_protocols) {

@@ -22,7 +22,8 @@ using HttpResponse = boost::beast::http::response<boost::beast::http::string_bod
 HttpResponse handle_http_request(Hub& hub, const HttpRequest& req);
 /// A plain-text response with the common headers.
 HttpResponse text_response(const HttpRequest& req, boost::beast::http::status status,
-                           std::string body, std::string_view content_type = "text/plain; charset=utf-8");
+                           std::string body,
+                           std::string_view content_type = "text/plain; charset=utf-8");
 
 class HttpSession final : public Connection, public std::enable_shared_from_this<HttpSession> {
  public:

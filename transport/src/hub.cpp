@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/write.hpp>
 
@@ -62,7 +63,8 @@ Hub::Hub(asio::any_io_executor ex, SnapshotChannel& channel, ServerOptions optio
 Hub::~Hub() = default;
 
 void Hub::start() {
-  if (started_.exchange(true)) throw std::logic_error("gpustream::transport::Server::start called twice");
+  if (started_.exchange(true))
+    throw std::logic_error("gpustream::transport::Server::start called twice");
   if (options_.http) {
     http_acceptor_.emplace(bind(strand_, *options_.http));
     http_bound_ = http_acceptor_->local_endpoint();
@@ -118,8 +120,7 @@ void Hub::accept_http() {
       self->accept_failed(ec, true);
       return;
     }
-    if (self->admit(s, ConnKind::http))
-      std::make_shared<HttpSession>(self, std::move(s))->run();
+    if (self->admit(s, ConnKind::http)) std::make_shared<HttpSession>(self, std::move(s))->run();
     self->accept_http();
   });
 }
@@ -160,8 +161,7 @@ bool Hub::admit(tcp::socket& s, ConnKind kind) {
     return true;
   }
   counters_.connections_rejected.fetch_add(1, std::memory_order_relaxed);
-  static const std::string kTcp =
-      error_message(kErrLimit, "too many connections");
+  static const std::string kTcp = error_message(kErrLimit, "too many connections");
   static constexpr std::string_view kHttp =
       "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\nContent-Length: 21\r\n"
       "Connection: close\r\n\r\ntoo many connections\n";
@@ -209,9 +209,12 @@ void Hub::remove_stream(StreamSession* s) {
 
 std::atomic<std::uint64_t>& Hub::counter_for(ConnKind kind) noexcept {
   switch (kind) {
-    case ConnKind::http: return counters_.http_open;
-    case ConnKind::websocket: return counters_.websocket_open;
-    case ConnKind::tcp: break;
+    case ConnKind::http:
+      return counters_.http_open;
+    case ConnKind::websocket:
+      return counters_.websocket_open;
+    case ConnKind::tcp:
+      break;
   }
   return counters_.tcp_open;
 }
@@ -257,7 +260,8 @@ std::vector<ProbeStats> Hub::probe_stats() const {
   try {
     return stats_();
   } catch (const std::exception& e) {
-    if (g_log_once.first("stats")) logger()->warn("gpustream serve: stats source failed: {}", e.what());
+    if (g_log_once.first("stats"))
+      logger()->warn("gpustream serve: stats source failed: {}", e.what());
     return {};
   }
 }
@@ -331,7 +335,9 @@ std::optional<tcp::endpoint> Hub::tcp_endpoint() const {
 
 ServerCounters Hub::counters() const {
   const auto& c = counters_;
-  const auto r = [](const std::atomic<std::uint64_t>& a) { return a.load(std::memory_order_relaxed); };
+  const auto r = [](const std::atomic<std::uint64_t>& a) {
+    return a.load(std::memory_order_relaxed);
+  };
   ServerCounters out;
   out.connections_accepted = r(c.connections_accepted);
   out.connections_rejected = r(c.connections_rejected);

@@ -138,8 +138,7 @@ void devices(Exposition& e, const GpuSnapshot& s) {
   std::array<std::size_t, kMetricCount> fam{};
   for (std::size_t i = 0; i < kMetricCount; ++i) {
     const auto& d = kDeviceFamilies[i];
-    fam[static_cast<std::size_t>(d.metric)] =
-        e.family(std::string(d.name), d.type, d.help);
+    fam[static_cast<std::size_t>(d.metric)] = e.family(std::string(d.name), d.type, d.help);
   }
   const auto info = e.family("gpustream_gpu_info", "gauge",
                              "Always 1: one series per device, with its PCI bus id and index.");
@@ -158,7 +157,8 @@ void devices(Exposition& e, const GpuSnapshot& s) {
     e.sample(info, l, std::uint64_t{1});
     for (const auto& f : kDeviceFamilies) {
       const auto& r = d.metrics[f.metric];
-      if (r.has_value()) e.sample(fam[static_cast<std::size_t>(f.metric)], base, r.value() * f.mul / f.div);
+      if (r.has_value())
+        e.sample(fam[static_cast<std::size_t>(f.metric)], base, r.value() * f.mul / f.div);
     }
     for (const auto& en : d.engines) {
       if (!en.utilization_percent.has_value()) continue;
@@ -174,7 +174,8 @@ void host(Exposition& e, const GpuSnapshot& s) {
   if (!s.host) return;
   const auto& h = *s.host;
   const Labels l{{"probe", s.probe}};
-  const auto opt = [&](std::string name, std::string_view help, const std::optional<std::uint64_t>& v) {
+  const auto opt = [&](std::string name, std::string_view help,
+                       const std::optional<std::uint64_t>& v) {
     const auto f = e.family(std::move(name), "gauge", help);
     if (v) e.sample(f, l, *v);
   };
@@ -237,8 +238,7 @@ void probe_stats(Exposition& e, const std::vector<ProbeStats>& stats) {
     e.sample(e.family("gpustream_probe_consecutive_failures", "gauge",
                       "Failures in a row (0 when the last sample succeeded)."),
              l, ps.consecutive_failures);
-    e.sample(e.family("gpustream_probe_interval_seconds", "gauge",
-                      "Effective sampling interval."),
+    e.sample(e.family("gpustream_probe_interval_seconds", "gauge", "Effective sampling interval."),
              l, static_cast<double>(ps.interval.count()) / 1e3);
     e.sample(e.family("gpustream_probe_devices", "gauge", "Devices in the last sample."), l,
              static_cast<std::uint64_t>(ps.devices));
@@ -297,10 +297,17 @@ std::string escape_label_value(std::string_view v) {
   out.reserve(valid.size());
   for (const char c : valid) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out.push_back(c);
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;

@@ -14,16 +14,14 @@ namespace json = boost::json;
 
 namespace {
 
-[[noreturn]] void bad(const std::string& what) {
-  throw ProtocolError(kErrBadRequest, what);
-}
+[[noreturn]] void bad(const std::string& what) { throw ProtocolError(kErrBadRequest, what); }
 
 std::vector<std::string> string_list(const json::value& v, std::string_view key) {
   const auto* arr = v.if_array();
   if (!arr) bad("subscribe." + std::string(key) + ": expected an array of strings");
   if (arr->size() > kMaxSubscribeListSize)
-    bad("subscribe." + std::string(key) + ": more than " +
-        std::to_string(kMaxSubscribeListSize) + " entries");
+    bad("subscribe." + std::string(key) + ": more than " + std::to_string(kMaxSubscribeListSize) +
+        " entries");
   std::vector<std::string> out;
   out.reserve(arr->size());
   for (const auto& e : *arr) {
@@ -39,7 +37,8 @@ std::vector<std::string> string_list(const json::value& v, std::string_view key)
 
 SubscribeRequest parse_subscribe(const json::object& o) {
   SubscribeRequest r;
-  if (const auto* v = o.if_contains("probes"); v && !v->is_null()) r.probes = string_list(*v, "probes");
+  if (const auto* v = o.if_contains("probes"); v && !v->is_null())
+    r.probes = string_list(*v, "probes");
   if (const auto* v = o.if_contains("devices"); v && !v->is_null())
     r.devices = string_list(*v, "devices");
   if (const auto* v = o.if_contains("fields"); v && !v->is_null()) {
@@ -91,13 +90,27 @@ void append_escaped(std::string& out, std::string_view s) {
   for (const char c : s) {
     const auto u = static_cast<unsigned char>(c);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
         if (u < 0x20) {
           out += "\\u00";
@@ -156,8 +169,8 @@ std::vector<DeviceInfo> devices_of(const std::vector<SnapshotPtr>& latest) {
   for (const auto& s : latest) {
     if (!s) continue;
     for (const auto& d : s->devices)
-      out.push_back({d.id, std::string(to_string(d.vendor)), d.name, s->probe, d.index,
-                     d.pci_bus_id});
+      out.push_back(
+          {d.id, std::string(to_string(d.vendor)), d.name, s->probe, d.index, d.pci_bus_id});
   }
   return out;
 }
@@ -225,10 +238,18 @@ std::string error_message(std::string_view code, std::string_view message) {
 
 void append_compact_json(std::string& out, const json::value& v) {
   switch (v.kind()) {
-    case json::kind::null: out += "null"; return;
-    case json::kind::bool_: out += v.get_bool() ? "true" : "false"; return;
-    case json::kind::int64: out += std::to_string(v.get_int64()); return;
-    case json::kind::uint64: out += std::to_string(v.get_uint64()); return;
+    case json::kind::null:
+      out += "null";
+      return;
+    case json::kind::bool_:
+      out += v.get_bool() ? "true" : "false";
+      return;
+    case json::kind::int64:
+      out += std::to_string(v.get_int64());
+      return;
+    case json::kind::uint64:
+      out += std::to_string(v.get_uint64());
+      return;
     case json::kind::double_: {
       const double d = v.get_double();
       if (!std::isfinite(d)) {

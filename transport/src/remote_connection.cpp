@@ -144,9 +144,9 @@ class WsConnection final : public RemoteConnection {
     co_await ws_.async_read(buf_, on_error(ec));
     if (ec == websocket::error::closed) {
       const auto& r = ws_.reason();
-      failure_detail_ = "closed by the server (code " + std::to_string(r.code) +
-                        (r.reason.empty() ? std::string() : ": " + std::string(r.reason.data(), r.reason.size())) +
-                        ")";
+      failure_detail_ = "closed by the server (code " + std::to_string(r.code);
+      if (!r.reason.empty()) failure_detail_ += ": " + std::string(r.reason.data(), r.reason.size());
+      failure_detail_ += ")";
     }
     if (ec) co_return ec;
     message = std::string_view(static_cast<const char*>(buf_.data().data()), buf_.size());

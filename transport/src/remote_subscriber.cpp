@@ -104,7 +104,8 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
         deadline_(strand_),
         resume_(options_.since),
         rng_(std::random_device{}()) {
-    if (options_.reconnect_initial.count() <= 0) options_.reconnect_initial = std::chrono::milliseconds{1};
+    if (options_.reconnect_initial.count() <= 0)
+      options_.reconnect_initial = std::chrono::milliseconds{1};
     options_.reconnect_max = std::max(options_.reconnect_max, options_.reconnect_initial);
   }
 
@@ -223,7 +224,9 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       attempts = end.subscribed ? 1 : attempts + 1;
       const std::string& reason = end.reason;
       const auto delay = backoff(attempts);
-      if (g_log_once.first("remote-disconnected:" + options_.url + reason))
+      // Logged once per reason until a connection succeeds again.
+      warned_key_ = "remote-disconnected:" + options_.url + "|" + reason;
+      if (g_log_once.first(warned_key_))
         logger()->warn("{}: {}; retrying (in {} ms, then with backoff)", options_.url, reason,
                        delay.count());
       set_status(RemoteStatus::State::disconnected, reason, attempts, delay);
@@ -322,6 +325,11 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       awaiting_ack_ = false;
       subscribed = true;
       ++connections_;
+      if (!warned_key_.empty()) {
+        g_log_once.clear(warned_key_);
+        logger()->info("{}: connected again", options_.url);
+        warned_key_.clear();
+      }
       set_status(RemoteStatus::State::connected, {}, 0, {});
     } else if (t == "gap") {
       if (!awaiting_ack_) on_gap_message(*o);
@@ -384,6 +392,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   std::optional<std::uint64_t> resume_;  // the last sequence delivered (or skipped by a gap)
   bool awaiting_ack_ = true;
   std::string server_error_;
+  std::string warned_key_;  // the LogOnce key of the last disconnection warning
   std::minstd_rand rng_;
 
   // any thread

@@ -54,7 +54,7 @@ bool StreamSession::accepts(const GpuSnapshot& s) const {
 
 void StreamSession::on_live(const SnapshotPtr& s) {
   if (!opened_ || closing_ || replaying_) return;  // a replay fetches from the history itself
-  if (s->sequence <= cursor_) return;            // already sent from the history
+  if (s->sequence <= cursor_) return;              // already sent from the history
   cursor_ = s->sequence;
   if (!accepts(*s)) return;
   offer(s);
@@ -137,15 +137,14 @@ void StreamSession::send_snapshot(const SnapshotPtr& s) {
 
 void StreamSession::flush_gap() {
   if (dropped_pending_ == 0) return;
-  enqueue(gap_message(
-      Gap{last_queued_seq_, dropped_pending_, std::string(kGapDroppedSlowSubscriber)}));
+  enqueue(
+      gap_message(Gap{last_queued_seq_, dropped_pending_, std::string(kGapDroppedSlowSubscriber)}));
   dropped_pending_ = 0;
 }
 
 void StreamSession::enqueue(std::shared_ptr<const std::string> msg, bool snapshot) {
   if (closed_) return;
-  if (!snapshot &&
-      queue_.size() >= hub_->limits().send_queue_messages + kControlSlack) {
+  if (!snapshot && queue_.size() >= hub_->limits().send_queue_messages + kControlSlack) {
     disconnect_slow("too many unsent control messages");
     return;
   }
@@ -269,8 +268,9 @@ void StreamSession::handle_message(std::string_view text) {
   if (m.kind == ClientMessage::Kind::auth) return;  // already authorized (or no token)
   if (++subscribes_ > hub_->limits().max_subscribes_per_connection) {
     c.messages_rejected.fetch_add(1, std::memory_order_relaxed);
-    send_error(kErrLimit, "too many subscribe messages on this connection (limit " +
-                              std::to_string(hub_->limits().max_subscribes_per_connection) + ")",
+    send_error(kErrLimit,
+               "too many subscribe messages on this connection (limit " +
+                   std::to_string(hub_->limits().max_subscribes_per_connection) + ")",
                false);
     return;
   }

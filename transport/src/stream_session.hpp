@@ -68,11 +68,13 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
 
   bool accepts(const GpuSnapshot& s) const;
   void apply_subscribe(const SubscribeRequest& r);
-  void offer(const SnapshotPtr& s);   // rate limit, then send
+  void offer(const SnapshotPtr& s);  // rate limit, then send
   void send_snapshot(const SnapshotPtr& s);
   void flush_gap();
   void enqueue(std::shared_ptr<const std::string> msg, bool snapshot);
-  void enqueue(std::string msg) { enqueue(std::make_shared<const std::string>(std::move(msg)), false); }
+  void enqueue(std::string msg) {
+    enqueue(std::make_shared<const std::string>(std::move(msg)), false);
+  }
   void pump();
   void arm_rate_timer();
   void on_rate_timer();

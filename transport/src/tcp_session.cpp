@@ -56,8 +56,7 @@ void TcpSession::on_read(const error_code& ec, std::size_t n) {
     hub().stats_counters().messages_rejected.fetch_add(1);
     rbuf_.clear();
     send_error(kErrTooLarge,
-               "message longer than " + std::to_string(hub().limits().max_message_bytes) +
-                   " bytes",
+               "message longer than " + std::to_string(hub().limits().max_message_bytes) + " bytes",
                true);
     return;
   }
@@ -88,8 +87,10 @@ void TcpSession::on_line(std::string_view line) {
   }
   if (!ok) {
     hub().stats_counters().requests_unauthorized.fetch_add(1);
-    send_error(kErrUnauthorized, "the first line must be {\"type\":\"auth\",\"token\":\"...\"} "
-                                 "with the server's token", true);
+    send_error(kErrUnauthorized,
+               "the first line must be {\"type\":\"auth\",\"token\":\"...\"} "
+               "with the server's token",
+               true);
     return;
   }
   authorized_ = true;
@@ -100,10 +101,9 @@ void TcpSession::on_line(std::string_view line) {
 void TcpSession::write(std::shared_ptr<const std::string> msg) {
   const auto* data = msg->data();
   const auto size = msg->size();
-  asio::async_write(socket_, asio::buffer(data, size),
-                    [self = self(), msg = std::move(msg)](error_code ec, std::size_t) {
-                      self->write_done(ec);
-                    });
+  asio::async_write(
+      socket_, asio::buffer(data, size),
+      [self = self(), msg = std::move(msg)](error_code ec, std::size_t) { self->write_done(ec); });
 }
 
 void TcpSession::close_transport(bool graceful) {

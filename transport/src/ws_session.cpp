@@ -22,9 +22,8 @@ void WsSession::run(beast::http::request<beast::http::string_body> upgrade) {
   t.idle_timeout = l.idle_timeout;
   t.keep_alive_pings = true;
   ws_.set_option(t);
-  ws_.set_option(websocket::stream_base::decorator([](websocket::response_type& res) {
-    res.set(beast::http::field::server, kServerName);
-  }));
+  ws_.set_option(websocket::stream_base::decorator(
+      [](websocket::response_type& res) { res.set(beast::http::field::server, kServerName); }));
   ws_.read_message_max(l.max_message_bytes);
   ws_.auto_fragment(false);
   ws_.async_accept(upgrade_, [self = self()](error_code ec) {
@@ -67,10 +66,9 @@ void WsSession::write(std::shared_ptr<const std::string> msg) {
   // The message ends in '\n' for TCP; a frame carries the JSON alone.
   const auto* data = msg->data();
   const auto size = msg->size() - (msg->empty() || msg->back() != '\n' ? 0 : 1);
-  ws_.async_write(boost::asio::buffer(data, size),
-                  [self = self(), msg = std::move(msg)](error_code ec, std::size_t) {
-                    self->write_done(ec);
-                  });
+  ws_.async_write(
+      boost::asio::buffer(data, size),
+      [self = self(), msg = std::move(msg)](error_code ec, std::size_t) { self->write_done(ec); });
 }
 
 void WsSession::close_transport(bool graceful) {

@@ -1,5 +1,6 @@
-# Builds the dashboard page that the server serves at "/": index.html with style.css and app.js
-# inlined, written as a C++ raw string literal (kDashboardPage) into OUTPUT.
+# Builds the dashboard page that the server serves at "/": index.html with every
+# <link rel="stylesheet" href="F"> and <script src="F"></script> replaced by the content of F (a
+# file of this folder), written as a C++ raw string literal (kDashboardPage) into OUTPUT.
 #
 #   cmake -DINPUT_DIR=<transport/web> -DOUTPUT=<file.inc> -P embed.cmake
 #
@@ -13,24 +14,26 @@ foreach(_var INPUT_DIR OUTPUT)
 endforeach()
 
 file(READ "${INPUT_DIR}/index.html" _html)
-file(READ "${INPUT_DIR}/style.css" _css)
-file(READ "${INPUT_DIR}/app.js" _js)
 
-set(_css_tag "<link rel=\"stylesheet\" href=\"style.css\">")
-set(_js_tag "<script src=\"app.js\"></script>")
-foreach(_tag _css_tag _js_tag)
-  string(FIND "${_html}" "${${_tag}}" _at)
-  if(_at EQUAL -1)
-    message(FATAL_ERROR "embed.cmake: index.html must contain ${${_tag}}")
-  endif()
-endforeach()
-string(FIND "${_js}" "</script" _at)
-if(NOT _at EQUAL -1)
-  message(FATAL_ERROR "embed.cmake: app.js must not contain '</script' (it is inlined)")
-endif()
-
-string(REPLACE "${_css_tag}" "<style>\n${_css}</style>" _html "${_html}")
-string(REPLACE "${_js_tag}" "<script>\n${_js}</script>" _html "${_html}")
+# Local files only: a name with a scheme or a slash would be a remote or outside resource.
+function(_inline tag_regex open close)
+  string(REGEX MATCHALL "${tag_regex}" _tags "${_html}")
+  foreach(_tag IN LISTS _tags)
+    string(REGEX REPLACE "${tag_regex}" "\\1" _name "${_tag}")
+    if(NOT _name MATCHES "^[A-Za-z0-9_.-]+$" OR NOT EXISTS "${INPUT_DIR}/${_name}")
+      message(FATAL_ERROR "embed.cmake: '${_name}' is not a file of ${INPUT_DIR}")
+    endif()
+    file(READ "${INPUT_DIR}/${_name}" _body)
+    string(FIND "${_body}" "</script" _at)
+    if(NOT _at EQUAL -1)
+      message(FATAL_ERROR "embed.cmake: ${_name} must not contain '</script' (it is inlined)")
+    endif()
+    string(REPLACE "${_tag}" "${open}\n${_body}${close}" _html "${_html}")
+  endforeach()
+  set(_html "${_html}" PARENT_SCOPE)
+endfunction()
+_inline("<link rel=\"stylesheet\" href=\"([^\"]+)\">" "<style>" "</style>")
+_inline("<script src=\"([^\"]+)\"></script>" "<script>" "</script>")
 
 set(_delim "gpustream_page")
 string(FIND "${_html}" ")${_delim}\"" _at)

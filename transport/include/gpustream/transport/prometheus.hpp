@@ -20,12 +20,12 @@
 
 namespace gpustream::transport {
 
-inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kPrometheusContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
 
 /// `counters` may be null (no server families then).
 std::string render_prometheus(const std::vector<SnapshotPtr>& latest,
-                              const std::vector<ProbeStats>& stats,
-                              const ServerCounters* counters);
+                              const std::vector<ProbeStats>& stats, const ServerCounters* counters);
 
 /// A label value escaped for the exposition format (\\, \", \n).
 std::string escape_label_value(std::string_view v);

@@ -29,18 +29,18 @@ namespace gpustream::transport {
 inline constexpr std::string_view kServerName = "gpustream/0.1.0";
 
 /// Error codes of {"type":"error"}.
-inline constexpr std::string_view kErrBadRequest = "bad_request";    // not JSON / bad message
-inline constexpr std::string_view kErrTooLarge = "too_large";        // inbound message too big
-inline constexpr std::string_view kErrUnauthorized = "unauthorized"; // missing or wrong token
-inline constexpr std::string_view kErrLimit = "limit";               // a server limit was hit
+inline constexpr std::string_view kErrBadRequest = "bad_request";     // not JSON / bad message
+inline constexpr std::string_view kErrTooLarge = "too_large";         // inbound message too big
+inline constexpr std::string_view kErrUnauthorized = "unauthorized";  // missing or wrong token
+inline constexpr std::string_view kErrLimit = "limit";                // a server limit was hit
 inline constexpr std::string_view kErrShuttingDown = "shutting_down";
 
 /// A client's subscribe. Empty vectors mean "everything".
 struct SubscribeRequest {
-  std::vector<std::string> probes;   // only snapshots of these probes
-  std::vector<std::string> devices;  // only these devices (others are removed from snapshots)
-  std::vector<Metric> fields;        // only these device metrics (projection)
-  std::optional<double> max_rate_hz; // per probe; newest wins
+  std::vector<std::string> probes;     // only snapshots of these probes
+  std::vector<std::string> devices;    // only these devices (others are removed from snapshots)
+  std::vector<Metric> fields;          // only these device metrics (projection)
+  std::optional<double> max_rate_hz;   // per probe; newest wins
   std::optional<std::uint64_t> since;  // resume: history with sequence > since first
   friend bool operator==(const SubscribeRequest&, const SubscribeRequest&) = default;
 };

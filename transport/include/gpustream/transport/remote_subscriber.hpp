@@ -28,7 +28,8 @@
 // constructor; set them before start(). start(), stop(), status() and counters() may be called
 // from any thread, also from inside a callback. Cancellation: stop() closes the connection and
 // cancels the retry timer; once it returns no callback is running (unless stop() was called
-// from inside that callback) and none starts later. The destructor calls stop(). Pending
+// from inside that callback) and none starts later. on_status is not called for `stopped`.
+// The destructor calls stop(); destroy the subscriber before its io_context. Pending
 // operations finish on the io_context with operation_aborted; they keep the internal state
 // alive, not the RemoteSubscriber object.
 #pragma once
@@ -71,7 +72,8 @@ struct RemoteSubscriberOptions {
   /// Resolving, connecting and the handshake (WebSocket upgrade, TCP hello) must end within this.
   std::chrono::milliseconds connect_timeout{5000};
   /// WebSocket: the connection is dropped after this long without any frame (pings are sent
-  /// at half of it). Zero: never.
+  /// at half of it). Zero: never. TCP has no pings: a silent TCP peer is detected by TCP
+  /// keep-alive only (the server may legitimately send nothing while no snapshot matches).
   std::chrono::milliseconds idle_timeout{30000};
   /// Largest message accepted (a line or a frame).
   std::size_t max_message_bytes = 16 * 1024 * 1024;

@@ -42,14 +42,14 @@ namespace gpustream::transport {
 
 /// Bounds that keep one client from hurting the server or the other clients.
 struct ServerLimits {
-  std::size_t max_connections = 256;          // HTTP, WebSocket and TCP together
-  std::size_t max_message_bytes = 64 * 1024;  // inbound line, frame or HTTP request body
+  std::size_t max_connections = 256;                   // HTTP, WebSocket and TCP together
+  std::size_t max_message_bytes = 64 * 1024;           // inbound line, frame or HTTP request body
   std::chrono::milliseconds handshake_timeout{10000};  // HTTP request, WS upgrade, TCP auth
-  std::chrono::milliseconds idle_timeout{60000};  // idle HTTP keep-alive; WS ping/pong
-  std::chrono::milliseconds write_timeout{10000};  // one write stalled this long → disconnect
+  std::chrono::milliseconds idle_timeout{60000};       // idle HTTP keep-alive; WS ping/pong
+  std::chrono::milliseconds write_timeout{10000};      // one write stalled this long → disconnect
   std::size_t send_queue_messages = 64;  // per client: snapshots waiting to be written
   std::chrono::milliseconds slow_client_timeout{5000};  // queue full this long → disconnect
-  std::size_t max_subscribes_per_connection = 64;  // subscribe messages over a connection's life
+  std::size_t max_subscribes_per_connection = 64;    // subscribe messages over a connection's life
   std::chrono::milliseconds shutdown_timeout{2000};  // stop(): force-close after this
   /// SO_SNDBUF of each client socket; unset: the kernel's autotuning (up to net.ipv4.tcp_wmem).
   /// A small buffer bounds the kernel memory per client and detects stuck clients sooner.

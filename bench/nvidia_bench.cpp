@@ -1,0 +1,395 @@
+// What one NVIDIA snapshot costs: 8 fake GPUs and 100 processes (pid k on GPU k % 8), in CPU
+// time per snapshot, for
+//   (a) BM_NvidiaProbe   NvidiaProbe over the fake libnvidia-ml.so.1 (persistent session):
+//                        every metric, both process lists, process utilization, and the
+//                        /proc/<pid>/status reads for names and RSS (real files in a temp tree);
+//   (b) BM_NvidiaSmi     spawning the fake nvidia-smi twice per sample (--query-gpu for all GPUs,
+//                        --query-compute-apps) and parsing its CSV. The fake only prints recorded
+//                        text, so this is a lower bound on what the real tool costs (which also
+//                        loads and initializes NVML in every run);
+//   (c) BM_NvmlFloor     a plain loop making the same fake NVML calls into plain structs: the
+//                        least any NVML-based sampler can do;
+//   (c') (c) plus BM_ProcReadsByHand, the same /proc/<pid>/status reads done by hand: the least
+//                        a sampler that also names the processes and their RSS can do.
+// CPU time is the whole process (all threads: the probe samples on its work pool) plus, for (b),
+// the reaped children: counter `cpu_us` per snapshot. The argument is the CPU each fake NVML call
+// burns (ns): 0 measures pure overhead; a few microseconds per call is closer to a real driver
+// (each NVML call is an ioctl). main() prints the ratios (b)/(a), (a)/(c), (a)/(c') at the end.
+//
+// Run: build-*/bench/nvidia_bench   (needs the fakes: a build with GPUSTREAM_BUILD_TESTS=ON)
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+
+#if !GPUSTREAM_HAVE_FAKES
+int main() {
+  std::fprintf(stderr, "nvidia_bench: built without the test fakes; nothing to run\n");
+  return 0;
+}
+#else
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
+
+#include "gpustream/dynamic_library.hpp"
+#include "gpustream/probes/nvidia_formats.hpp"
+#include "gpustream/probes/nvidia_probe.hpp"
+#include "gpustream/subprocess.hpp"
+#include "gpustream_fake_nvidia_smi_paths.hpp"
+#include "gpustream_fake_nvml_paths.hpp"
+
+namespace {
+
+using namespace gpustream;
+namespace fs = std::filesystem;
+
+constexpr int kGpus = 8;
+constexpr int kProcesses = 100;
+
+std::string uuid_of(int gpu) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "GPU-%08d-bench-4000-8000-%012d", gpu, gpu);
+  return buf;
+}
+unsigned pid_of(int k) { return 200000 + static_cast<unsigned>(k); }
+
+void write(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+// The temporary world: scenario, /proc tree, nvidia-smi outputs.
+struct World {
+  World() {
+    char tmpl[] = "/tmp/gpustream-nvidia-bench-XXXXXX";
+    root = ::mkdtemp(tmpl);
+    for (int k = 0; k < kProcesses; ++k)
+      write(root / "proc" / std::to_string(pid_of(k)) / "status",
+            "Name:\tworker" + std::to_string(k) + "\nUmask:\t0022\nState:\tS (sleeping)\n"
+            "VmPeak:\t 9000000 kB\nVmRSS:\t " + std::to_string(100000 + k) + " kB\nThreads:\t8\n");
+    std::string gpu_csv, apps_csv;
+    for (int g = 0; g < kGpus; ++g) {
+      char line[512];
+      std::snprintf(line, sizeof line,
+                    "%d, %s, NVIDIA H100 80GB HBM3, 00000000:%02X:00.0, 81559, %d, %d, %d, %d, "
+                    "%.2f, 700.00, 1755, 1755, 2619, [N/A], 0x0000000000000000\n",
+                    g, uuid_of(g).c_str(), 0x18 + g, 1000 + g, 50 + g, 20 + g, 40 + g,
+                    300.0 + g);
+      gpu_csv += line;
+    }
+    for (int k = 0; k < kProcesses; ++k)
+      apps_csv += uuid_of(k % kGpus) + ", " + std::to_string(pid_of(k)) + ", " +
+                  std::to_string((k + 1) * 64) + ", /usr/bin/python3\n";
+    write(root / "smi" / "query-gpu.csv", gpu_csv);
+    write(root / "smi" / "query-compute-apps.csv", apps_csv);
+    ::setenv(fakes::kFakeNvidiaSmiDirEnv, (root / "smi").c_str(), 1);
+    ::setenv(fakes::kFakeNvmlScenarioEnv, (root / "scenario.txt").c_str(), 1);
+  }
+  ~World() {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+  }
+  /// The fake NVML reads this at its next nvmlInit.
+  void scenario(long call_cost_ns) const {
+    std::string s = "devices=" + std::to_string(kGpus) + "\nprocess_stride=32\n" +
+                    "call_cost_ns=" + std::to_string(call_cost_ns) + "\n";
+    for (int g = 0; g < kGpus; ++g) {
+      std::string compute, util;
+      for (int k = g; k < kProcesses; k += kGpus) {
+        compute += std::to_string(pid_of(k)) + ":" + std::to_string((k + 1ull) << 26) + ",";
+        util += std::to_string(pid_of(k)) + ":" + std::to_string(k % 100) + ":5,";
+      }
+      const auto dev = "device." + std::to_string(g) + ".";
+      s += dev + "uuid=" + uuid_of(g) + "\n" + dev + "compute=" + compute + "\n" + dev +
+           "process_util=" + util + "\n";
+    }
+    write(root / "scenario.txt", s);
+  }
+  fs::path root;
+};
+
+World& world() {
+  static World w;
+  return w;
+}
+
+/// Process CPU (all threads) plus the CPU of reaped children, in ns.
+struct CpuClock {
+  static std::int64_t self_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+  }
+  static std::int64_t children_ns() {
+    rusage ru{};
+    ::getrusage(RUSAGE_CHILDREN, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000LL +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000LL;
+  }
+  CpuClock() : self(self_ns()), children(children_ns()) {}
+  void report(benchmark::State& state) const {
+    const double n = static_cast<double>(state.iterations());
+    const auto child = static_cast<double>(children_ns() - children);
+    state.counters["cpu_us"] = (static_cast<double>(self_ns() - self) + child) / n / 1000.0;
+    if (child > 0) state.counters["child_cpu_us"] = child / n / 1000.0;
+  }
+  std::int64_t self, children;
+};
+
+std::size_t process_count(const GpuSnapshot& s) {
+  std::size_t n = 0;
+  for (const auto& d : s.devices) n += d.processes.size();
+  return n;
+}
+
+void BM_NvidiaProbe(benchmark::State& state) {
+  world().scenario(state.range(0));
+  boost::asio::io_context io;
+  boost::asio::thread_pool pool(1);
+  NvidiaProbeOptions o;
+  o.nvml_library = fakes::kFakeNvml;
+  o.use = NvidiaProbeOptions::Use::nvml_only;
+  o.library_session = LibrarySessionMode::persistent;
+  o.paths.procfs_root = (world().root / "proc").string();
+  auto probe = make_nvidia_probe({io.get_executor(), pool.get_executor()}, o);
+  auto guard = boost::asio::make_work_guard(io);
+  GpuSnapshot last;
+  const auto sample = [&] {
+    bool done = false;
+    probe->async_sample([&](boost::system::error_code, GpuSnapshot s) {
+      last = std::move(s);
+      done = true;
+    });
+    while (!done) io.run_one();
+  };
+  sample();  // detects, enumerates, warms the buffers
+  if (last.devices.size() != kGpus || process_count(last) != kProcesses ||
+      !last.devices[0].processes[0].host_rss_bytes || !last.errors.empty()) {
+    state.SkipWithError("the probe did not see 8 GPUs and 100 processes");
+    return;
+  }
+  CpuClock cpu;
+  for (auto _ : state) {
+    sample();
+    benchmark::DoNotOptimize(last);
+  }
+  cpu.report(state);
+  guard.reset();
+  pool.join();
+}
+
+// The probe's query, so that the tool prints (and we parse) the same columns.
+constexpr std::string_view kGpuFields[] = {
+    "index",        "uuid",            "name",               "pci.bus_id",
+    "memory.total", "memory.used",     "utilization.gpu",    "utilization.memory",
+    "temperature.gpu", "power.draw",   "power.limit",        "clocks.gr",
+    "clocks.sm",    "clocks.mem",      "fan.speed",          "clocks_throttle_reasons.active"};
+constexpr std::string_view kAppFields[] = {"gpu_uuid", "pid", "used_gpu_memory", "process_name"};
+
+void BM_NvidiaSmi(benchmark::State& state) {
+  std::string gpu_query = "--query-gpu=";
+  for (auto f : kGpuFields) gpu_query += std::string(f) + ",";
+  gpu_query.pop_back();
+  RunOptions gpu_run, apps_run;
+  gpu_run.argv = {fakes::kFakeNvidiaSmi, gpu_query, "--format=csv,noheader,nounits"};
+  apps_run.argv = {fakes::kFakeNvidiaSmi,
+                   "--query-compute-apps=gpu_uuid,pid,used_gpu_memory,process_name",
+                   "--format=csv,noheader,nounits"};
+  std::size_t devices = 0, apps = 0;
+  CpuClock cpu;
+  for (auto _ : state) {
+    auto a = run(gpu_run);
+    auto b = run(apps_run);
+    auto gpus = nvidia::smi_devices_from_csv(a.output, kGpuFields);
+    auto procs = nvidia::smi_compute_apps_from_csv(b.output, kAppFields);
+    for (const auto& p : procs)  // attribute each process to its GPU, as the probe does
+      for (auto& d : gpus)
+        if (d.id == p.gpu_uuid) d.processes.push_back({p.pid, p.process_name, p.used_memory_bytes});
+    devices = gpus.size();
+    apps = procs.size();
+    benchmark::DoNotOptimize(gpus);
+  }
+  cpu.report(state);
+  if (devices != kGpus || apps != kProcesses) state.SkipWithError("nvidia-smi output not parsed");
+}
+
+void BM_NvmlFloor(benchmark::State& state) {
+  world().scenario(state.range(0));
+  auto lib = DynamicLibrary::load(fakes::kFakeNvml);
+  using Dev = void*;
+  struct Memory2 { unsigned version; unsigned long long total, reserved, free, used; };
+  struct Temp { unsigned version, sensor; int value; };
+  struct Util { unsigned gpu, memory; };
+  struct Sample { unsigned pid; unsigned long long ts; unsigned sm, mem, enc, dec; };
+  auto* init = lib.required<int()>("nvmlInit_v2");
+  auto* shutdown = lib.required<int()>("nvmlShutdown");
+  auto* by_index = lib.required<int(unsigned, Dev*)>("nvmlDeviceGetHandleByIndex_v2");
+  auto* memory = lib.required<int(Dev, Memory2*)>("nvmlDeviceGetMemoryInfo_v2");
+  auto* util = lib.required<int(Dev, Util*)>("nvmlDeviceGetUtilizationRates");
+  auto* temp = lib.required<int(Dev, Temp*)>("nvmlDeviceGetTemperatureV");
+  auto* power = lib.required<int(Dev, unsigned*)>("nvmlDeviceGetPowerUsage");
+  auto* limit = lib.required<int(Dev, unsigned*)>("nvmlDeviceGetEnforcedPowerLimit");
+  auto* energy = lib.required<int(Dev, unsigned long long*)>("nvmlDeviceGetTotalEnergyConsumption");
+  auto* clock = lib.required<int(Dev, unsigned, unsigned*)>("nvmlDeviceGetClockInfo");
+  auto* fan = lib.required<int(Dev, unsigned*)>("nvmlDeviceGetFanSpeed");
+  auto* reasons = lib.required<int(Dev, unsigned long long*)>(
+      "nvmlDeviceGetCurrentClocksEventReasons");
+  auto* compute = lib.required<int(Dev, unsigned*, void*)>(
+      "nvmlDeviceGetComputeRunningProcesses_v3");
+  auto* graphics = lib.required<int(Dev, unsigned*, void*)>(
+      "nvmlDeviceGetGraphicsRunningProcesses_v3");
+  auto* proc_util = lib.required<int(Dev, Sample*, unsigned*, unsigned long long)>(
+      "nvmlDeviceGetProcessUtilization");
+  if (init() != 0) return state.SkipWithError("nvmlInit_v2 failed");
+  Dev devs[kGpus];
+  for (unsigned i = 0; i < kGpus; ++i) by_index(i, &devs[i]);
+  struct Out {
+    Memory2 mem;
+    Util util;
+    Temp temp;
+    unsigned power, limit, clocks[3], fan;
+    unsigned long long energy, reasons, last_seen = 0;
+    unsigned char procs[64 * 32];
+    Sample samples[64];
+    unsigned nprocs, nsamples;
+  };
+  std::vector<Out> out(kGpus);
+  CpuClock cpu;
+  for (auto _ : state) {
+    for (int i = 0; i < kGpus; ++i) {
+      auto& o = out[i];
+      const Dev h = devs[i];
+      o.mem.version = sizeof(Memory2) | (2u << 24);
+      memory(h, &o.mem);
+      util(h, &o.util);
+      o.temp = {sizeof(Temp) | (1u << 24), 0, 0};
+      temp(h, &o.temp);
+      power(h, &o.power);
+      limit(h, &o.limit);
+      energy(h, &o.energy);
+      for (unsigned c = 0; c < 3; ++c) clock(h, c, &o.clocks[c]);
+      fan(h, &o.fan);
+      reasons(h, &o.reasons);
+      o.nprocs = 64;
+      compute(h, &o.nprocs, o.procs);
+      unsigned n = 64;
+      graphics(h, &n, o.procs + o.nprocs * 32);
+      o.nsamples = 64;
+      proc_util(h, o.samples, &o.nsamples, o.last_seen);
+      for (unsigned k = 0; k < o.nsamples; ++k)
+        o.last_seen = std::max(o.last_seen, o.samples[k].ts);
+    }
+    benchmark::DoNotOptimize(out.data());
+  }
+  cpu.report(state);
+  shutdown();
+}
+
+// The /proc/<pid>/status reads for names and RSS by hand (open, one read, close, two lookups):
+// added to (c) it gives (c'), the floor of a sampler that also reports process names and RSS.
+void BM_ProcReadsByHand(benchmark::State& state) {
+  const std::string proc = (world().root / "proc").string();
+  std::vector<std::string> paths;
+  for (int k = 0; k < kProcesses; ++k)
+    paths.push_back(proc + "/" + std::to_string(pid_of(k)) + "/status");
+  struct Info {
+    char name[64];
+    unsigned long long rss_kb;
+  };
+  std::vector<Info> infos(kProcesses);
+  std::int64_t proc_ns = 0;
+  for (auto _ : state) {
+    timespec t0{}, t1{};
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
+    for (int k = 0; k < kProcesses; ++k) {
+      char buf[4096];
+      const int fd = ::open(paths[k].c_str(), O_RDONLY | O_CLOEXEC);
+      if (fd < 0) continue;
+      const ssize_t n = ::read(fd, buf, sizeof buf - 1);
+      ::close(fd);
+      if (n <= 0) continue;
+      buf[n] = '\0';
+      std::sscanf(buf, "Name:\t%63s", infos[k].name);
+      if (const char* rss = std::strstr(buf, "VmRSS:")) infos[k].rss_kb = std::strtoull(rss + 6, nullptr, 10);
+    }
+    ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    proc_ns += (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
+    benchmark::DoNotOptimize(infos.data());
+  }
+  state.counters["proc_cpu_us"] = static_cast<double>(proc_ns) / state.iterations() / 1000.0;
+}
+
+BENCHMARK(BM_NvidiaProbe)->Arg(0)->Arg(2000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_NvidiaSmi)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_NvmlFloor)->Arg(0)->Arg(2000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+BENCHMARK(BM_ProcReadsByHand)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+
+// Collects `cpu_us` per benchmark (the median when repetitions are asked for).
+class RatioReporter : public benchmark::ConsoleReporter {
+ public:
+  void ReportRuns(const std::vector<Run>& runs) override {
+    ConsoleReporter::ReportRuns(runs);
+    for (const auto& r : runs) {
+      if (r.error_occurred) continue;
+      const bool plain = r.run_type == Run::RT_Iteration;
+      if (!plain && r.aggregate_name != "median") continue;
+      auto name = r.run_name.function_name;
+      if (!r.run_name.args.empty()) name += "/" + r.run_name.args;
+      if (plain && medians_.count(name)) continue;
+      for (const char* counter : {"cpu_us", "proc_cpu_us"})
+        if (auto it = r.counters.find(counter); it != r.counters.end())
+          (plain ? cpu_ : medians_)[name + ":" + counter] = it->second.value;
+    }
+  }
+  /// `counter` of benchmark `name`: the median of repetitions, else the single run; 0 if none.
+  double value(const std::string& name, const char* counter = "cpu_us") const {
+    const auto key = name + ":" + counter;
+    if (auto it = medians_.find(key); it != medians_.end()) return it->second;
+    auto it = cpu_.find(key);
+    return it == cpu_.end() ? 0 : it->second;
+  }
+
+ private:
+  std::map<std::string, double> cpu_, medians_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  world();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  const double smi = reporter.value("BM_NvidiaSmi");
+  // The /proc reads alone, timed inside BM_ProcReadsByHand.
+  const double proc = reporter.value("BM_ProcReadsByHand", "proc_cpu_us");
+  for (const char* cost : {"0", "2000"}) {
+    const double probe = reporter.value(std::string("BM_NvidiaProbe/") + cost);
+    const double floor = reporter.value(std::string("BM_NvmlFloor/") + cost);
+    if (probe <= 0) continue;
+    std::printf("NVML call cost %s ns: (a) probe %.1f us, (b) nvidia-smi %.1f us, (c) floor "
+                "%.1f us, (c') floor + /proc reads %.1f us per snapshot; (b)/(a) = %.1fx, "
+                "(a)/(c) = %.2fx, (a)/(c') = %.2fx\n",
+                cost, probe, smi, floor, floor + proc, smi / probe,
+                floor > 0 ? probe / floor : 0.0, floor > 0 ? probe / (floor + proc) : 0.0);
+  }
+  return 0;
+}
+
+#endif  // GPUSTREAM_HAVE_FAKES

@@ -1,0 +1,96 @@
+// Pure parsers of the NVIDIA probe: process-info buffers and small decoders. The nvidia-smi CSV
+// parsers are in smi_csv.cpp.
+#include <cstdio>
+#include <cstring>
+
+#include "gpustream/probes/nvidia_formats.hpp"
+#include "gpustream/probes/readers.hpp"
+
+namespace gpustream::nvidia {
+namespace {
+
+template <class T>
+T load(std::span<const std::byte> buffer, std::size_t offset) {
+  T v{};
+  std::memcpy(&v, buffer.data() + offset, sizeof v);
+  return v;
+}
+
+bool is_hex(char c) noexcept {
+  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
+
+}  // namespace
+
+std::size_t detect_process_info_stride(std::span<const std::byte> buffer, std::size_t count) {
+  if (count == 0 || buffer.size() < count * kProcessInfoV3Stride) return kProcessInfoV2Stride;
+  // The last 8 bytes of entry count-1 in a 32-byte grid (usedGpuCcProtectedMemory) lie at or
+  // beyond count * 24, so a 24-byte writer never touches them.
+  const std::size_t tail = count * kProcessInfoV3Stride - 8;
+  for (std::size_t i = tail; i < tail + 8; ++i) {
+    if (std::to_integer<std::uint8_t>(buffer[i]) != kProcessInfoSentinel)
+      return kProcessInfoV3Stride;
+  }
+  return kProcessInfoV2Stride;
+}
+
+std::vector<NvmlProcessEntry> parse_process_infos(std::span<const std::byte> buffer,
+                                                  std::size_t count, std::size_t stride) {
+  std::vector<NvmlProcessEntry> out;
+  if (stride < kProcessInfoV1Stride) return out;
+  out.reserve(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t at = i * stride;
+    if (at + kProcessInfoV1Stride > buffer.size()) break;
+    NvmlProcessEntry e;
+    e.pid = load<std::uint32_t>(buffer, at);
+    const auto used = load<std::uint64_t>(buffer, at + 8);
+    if (used != ~std::uint64_t{0}) e.used_gpu_memory_bytes = used;
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<std::string> decode_clock_event_reasons(std::uint64_t bits) {
+  static constexpr const char* kNames[] = {
+      "gpu_idle",          "applications_clocks_setting", "sw_power_cap",
+      "hw_slowdown",       "sync_boost",                  "sw_thermal_slowdown",
+      "hw_thermal_slowdown", "hw_power_brake_slowdown",   "display_clock_setting"};
+  std::vector<std::string> out;
+  for (unsigned bit = 0; bit < 64; ++bit) {
+    const std::uint64_t mask = std::uint64_t{1} << bit;
+    if (!(bits & mask)) continue;
+    if (bit < std::size(kNames)) {
+      out.emplace_back(kNames[bit]);
+    } else {
+      char buf[24];
+      std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(mask));
+      out.emplace_back(buf);
+    }
+  }
+  return out;
+}
+
+std::string normalize_pci_bus_id(std::string_view bus_id) {
+  const auto s = readers::trim(bus_id);
+  // domain ':' bus(2) ':' device(2) '.' function(1)
+  const auto colon = s.find(':');
+  if (colon == std::string_view::npos || colon == 0 || colon > 8) return std::string(s);
+  const auto rest = s.substr(colon + 1);
+  if (rest.size() != 7 || rest[2] != ':' || rest[5] != '.') return std::string(s);
+  for (std::size_t i : {0u, 1u, 3u, 4u, 6u})
+    if (!is_hex(rest[i])) return std::string(s);
+  auto domain = s.substr(0, colon);
+  for (char c : domain)
+    if (!is_hex(c)) return std::string(s);
+  while (domain.size() > 4 && domain.front() == '0') domain.remove_prefix(1);
+  std::string out(4 > domain.size() ? 4 - domain.size() : 0, '0');
+  for (char c : domain) out += lower(c);
+  out += ':';
+  for (char c : rest) out += lower(c);
+  return out;
+}
+
+}  // namespace gpustream::nvidia

@@ -1,0 +1,173 @@
+// nvml_api.hpp — the part of the NVML C ABI that the NVIDIA probe uses, written by hand from the
+// public nvml.h (see ../shared/fixtures/nvidia/NVML_ABI_NOTES.md), and the typed table of
+// functions looked up in libnvidia-ml.so.1 at run time.
+//
+// Required functions (missing: "NVML unusable: <symbol> missing from <file>"): init, shutdown,
+// device count, handle by index, handle by UUID, UUID. Everything else is optional: a null
+// pointer leaves its metric absent (unsupported). Versioned functions are looked up newest
+// first.
+//
+// Thread safety: an NvmlApi is immutable after load(); its functions are NVML's (thread-safe).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "gpustream/dynamic_library.hpp"
+
+namespace gpustream::nvml {
+
+using Return = int;  // nvmlReturn_t
+struct DeviceSt;
+using Device = DeviceSt*;  // nvmlDevice_t (opaque)
+
+inline constexpr Return kSuccess = 0;
+inline constexpr Return kErrorUninitialized = 1;
+inline constexpr Return kErrorInvalidArgument = 2;
+inline constexpr Return kErrorNotSupported = 3;
+inline constexpr Return kErrorNoPermission = 4;
+inline constexpr Return kErrorNotFound = 6;
+inline constexpr Return kErrorInsufficientSize = 7;
+inline constexpr Return kErrorFunctionNotFound = 13;
+inline constexpr Return kErrorGpuIsLost = 15;
+inline constexpr Return kErrorUnknown = 999;
+
+/// usedGpuMemory when the driver cannot tell (all bits set).
+inline constexpr unsigned long long kValueNotAvailable = ~0ULL;
+
+inline constexpr unsigned kTemperatureGpu = 0;
+inline constexpr unsigned kClockGraphics = 0;
+inline constexpr unsigned kClockSm = 1;
+inline constexpr unsigned kClockMem = 2;
+
+inline constexpr unsigned kDeviceNameBufferSize = 96;   // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+inline constexpr unsigned kDeviceUuidBufferSize = 96;   // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+inline constexpr unsigned kDriverVersionBufferSize = 80;
+
+struct Memory {  // nvmlMemory_t (v1), 24 bytes
+  unsigned long long total;
+  unsigned long long free;
+  unsigned long long used;
+};
+
+struct MemoryV2 {  // nvmlMemory_v2_t, 40 bytes
+  unsigned version;
+  unsigned long long total;
+  unsigned long long reserved;
+  unsigned long long free;
+  unsigned long long used;
+};
+inline constexpr unsigned kMemoryV2Version = unsigned{sizeof(MemoryV2)} | (2U << 24);
+
+struct Utilization {  // nvmlUtilization_t
+  unsigned gpu;
+  unsigned memory;
+};
+
+struct TemperatureV1 {  // nvmlTemperature_v1_t, 12 bytes
+  unsigned version;
+  unsigned sensor_type;
+  int temperature;
+};
+inline constexpr unsigned kTemperatureV1Version = unsigned{sizeof(TemperatureV1)} | (1U << 24);
+
+struct PciInfo {  // nvmlPciInfo_t as written by _v2/_v3, 68 bytes
+  char bus_id_legacy[16];
+  unsigned domain;
+  unsigned bus;
+  unsigned device;
+  unsigned pci_device_id;
+  unsigned pci_sub_system_id;
+  char bus_id[32];
+};
+
+struct ProcessUtilizationSample {  // nvmlProcessUtilizationSample_t, 32 bytes
+  unsigned pid;
+  unsigned long long time_stamp;  // CPU time stamp, microseconds
+  unsigned sm_util;
+  unsigned mem_util;
+  unsigned enc_util;
+  unsigned dec_util;
+};
+
+static_assert(sizeof(Memory) == 24 && sizeof(MemoryV2) == 40 && sizeof(Utilization) == 8);
+static_assert(sizeof(TemperatureV1) == 12 && sizeof(PciInfo) == 68);
+static_assert(sizeof(ProcessUtilizationSample) == 32);
+
+// Function types, as declared in nvml.h.
+using InitFn = Return();
+using ShutdownFn = Return();
+using ErrorStringFn = const char*(Return);
+using StringFn = Return(char*, unsigned);
+using CountFn = Return(unsigned*);
+using HandleByIndexFn = Return(unsigned, Device*);
+using HandleByUuidFn = Return(const char*, Device*);
+using DeviceStringFn = Return(Device, char*, unsigned);
+using PciFn = Return(Device, PciInfo*);
+using MemoryFn = Return(Device, Memory*);
+using MemoryV2Fn = Return(Device, MemoryV2*);
+using UtilizationFn = Return(Device, Utilization*);
+using TemperatureFn = Return(Device, unsigned, unsigned*);
+using TemperatureVFn = Return(Device, TemperatureV1*);
+using UintFn = Return(Device, unsigned*);
+using UllFn = Return(Device, unsigned long long*);
+using ClockFn = Return(Device, unsigned, unsigned*);
+using ProcessesFn = Return(Device, unsigned*, void*);  // entry type depends on the version
+using ProcessUtilizationFn = Return(Device, ProcessUtilizationSample*, unsigned*,
+                                    unsigned long long);
+
+/// How the process-info functions that were found lay out one entry.
+enum class ProcessLayout : std::uint8_t {
+  v1,       // nvmlProcessInfo_v1_t: 16 bytes (pid, usedGpuMemory)
+  v2_or_v3  // 24 bytes as declared, 32 bytes as R535+ drivers write: detected per call
+};
+
+/// The typed function table. Null pointers are functions the library does not export.
+struct Api {
+  InitFn* init = nullptr;
+  ShutdownFn* shutdown = nullptr;
+  ErrorStringFn* error_string = nullptr;
+  StringFn* driver_version = nullptr;
+  CountFn* device_count = nullptr;
+  HandleByIndexFn* handle_by_index = nullptr;
+  HandleByUuidFn* handle_by_uuid = nullptr;
+  DeviceStringFn* name = nullptr;
+  DeviceStringFn* uuid = nullptr;
+  PciFn* pci_info = nullptr;
+  bool pci_legacy = false;  // nvmlDeviceGetPciInfo (v1): bus id in the first 16 bytes
+  MemoryV2Fn* memory_v2 = nullptr;
+  MemoryFn* memory = nullptr;
+  UtilizationFn* utilization = nullptr;
+  TemperatureVFn* temperature_v = nullptr;
+  TemperatureFn* temperature = nullptr;
+  UintFn* power_usage = nullptr;
+  UintFn* power_limit = nullptr;
+  UllFn* total_energy = nullptr;
+  ClockFn* clock_info = nullptr;
+  UintFn* fan_speed = nullptr;
+  UllFn* clock_reasons = nullptr;
+  ProcessesFn* compute_processes = nullptr;
+  ProcessesFn* graphics_processes = nullptr;
+  ProcessLayout process_layout = ProcessLayout::v2_or_v3;
+  ProcessUtilizationFn* process_utilization = nullptr;
+
+  /// Names of the functions that were found, for `gpustream list`-style diagnostics
+  /// ("nvmlInit_v2", "nvmlDeviceGetMemoryInfo_v2", ...).
+  std::string init_name;
+  std::string memory_name;
+  std::string processes_name;
+
+  /// Looks every function up. Throws DynamicLibraryError (errc::symbol_missing) whose message is
+  /// "<symbol> missing from <file>" when a required function is not exported.
+  static Api load(const DynamicLibrary& lib);
+
+  /// nvmlErrorString(rc) when available, else "NVML error <rc>".
+  std::string describe(Return rc) const;
+};
+
+/// "NVML_ERROR_GPU_IS_LOST"-style name of a return code ("NVML_ERROR_<n>" when unknown).
+std::string_view return_code_name(Return rc) noexcept;
+
+}  // namespace gpustream::nvml

@@ -1,0 +1,154 @@
+// nvml_backend.hpp — everything the NVIDIA probe does through NVML, as plain blocking calls.
+//
+// One NvmlBackend owns the loaded library, its function table and one LibrarySession. Devices
+// are enumerated once (handles, names, UUIDs, PCI ids, memory totals); in every later session
+// (lazy mode: every sample) only the handles are re-resolved by UUID. A device whose calls
+// answer NVML_ERROR_GPU_IS_LOST is reported lost (metrics absent `lost`, an error in every
+// snapshot) while the others keep reporting; after a backoff it is looked up again by UUID in a
+// fresh NVML session (persistent mode re-initializes for that).
+//
+// Thread safety: every public member locks one mutex, so samples, detections and process-usage
+// queries are serialized. All of them block (vendor calls): run them on the work pool.
+// Cancellation: none; a hung vendor call is abandoned by the caller (see BlockingProbe).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "gpustream/dynamic_library.hpp"
+#include "gpustream/library_session.hpp"
+#include "gpustream/log.hpp"
+#include "gpustream/probe.hpp"
+#include "gpustream/probes/nvidia_formats.hpp"
+#include "gpustream/probes/nvidia_probe.hpp"
+#include "nvidia/nvml_api.hpp"
+
+namespace gpustream::nvidia_detail {
+
+using SteadyClock = std::function<std::chrono::steady_clock::time_point()>;
+
+struct NvmlOptions {
+  std::string library;
+  LibrarySessionMode mode = LibrarySessionMode::persistent;
+  SystemPaths paths;
+  std::chrono::milliseconds lost_retry_initial{1000};
+  std::chrono::milliseconds lost_retry_max{60000};
+  SteadyClock clock;
+};
+
+/// The NVML calls whose failures are tracked per device (for log-once and error messages).
+enum class Call : std::uint8_t {
+  handle, memory, utilization, temperature, power, power_limit, energy, clock_graphics,
+  clock_sm, clock_memory, fan, clock_reasons, compute_processes, graphics_processes,
+  process_utilization, count_
+};
+
+/// One GPU as NVML showed it at enumeration, plus what the backend carries between samples.
+struct NvmlDevice {
+  // Read once, at enumeration.
+  std::string uuid;
+  std::string name;
+  std::string pci_bus_id;
+  int index = 0;
+  std::optional<std::uint64_t> memory_total_bytes;
+  // Valid while handle_generation equals the backend's session generation.
+  nvml::Device handle = nullptr;
+  std::uint64_t handle_generation = 0;
+  // Lost-GPU state.
+  bool lost = false;
+  std::string lost_message;
+  std::chrono::steady_clock::time_point retry_at{};
+  std::chrono::milliseconds retry_delay{0};
+  // Process utilization: the newest sample time stamp seen (microseconds, NVML's clock).
+  unsigned long long last_seen_timestamp = 0;
+  // Reused process-info buffer and the stride the driver last used.
+  std::vector<std::byte> process_buffer;
+  std::size_t process_capacity = 16;
+  std::size_t process_stride = 0;
+  std::vector<nvml::ProcessUtilizationSample> utilization_buffer;
+  // Last failing return code per call (0: fine), so each distinct error is logged once.
+  std::array<nvml::Return, static_cast<std::size_t>(Call::count_)> failing{};
+};
+
+/// What one sample produced; `failed` when it must count as a failed sample (every GPU lost).
+struct NvmlSample {
+  GpuSnapshot snapshot;
+  bool failed = false;
+};
+
+class NvmlBackend {
+ public:
+  /// Loads `options.library` and looks NVML's functions up. Throws DynamicLibraryError:
+  /// errc::library_missing ("cannot load <path>: ...") or errc::symbol_missing
+  /// ("<symbol> missing from <path>").
+  explicit NvmlBackend(NvmlOptions options);
+  ~NvmlBackend();
+  NvmlBackend(const NvmlBackend&) = delete;
+  NvmlBackend& operator=(const NvmlBackend&) = delete;
+
+  /// Enumerates the GPUs (in a fresh session when the previous one had trouble or a GPU was
+  /// lost). Never throws.
+  Detection detect();
+  /// One snapshot of every GPU. Throws std::runtime_error when NVML cannot be initialized;
+  /// per-device problems go to the snapshot's errors.
+  NvmlSample sample();
+  /// GPU memory of `pid` on every device, with the device's totals. Throws like sample().
+  std::vector<ProcessDeviceUsage> process_usage(std::int64_t pid,
+                                                std::vector<SampleError>& errors);
+
+  LibrarySession::Stats session_stats() const;
+  const std::string& library_path() const noexcept { return library_.path(); }
+  const nvml::Api& api() const noexcept { return api_; }
+
+ private:
+  void new_session();
+  LibrarySession::Guard acquire();
+  void enumerate();
+  bool retry_due() const;
+  void resolve_handles(std::vector<SampleError>& errors);
+  void mark_lost(NvmlDevice& dev, nvml::Return rc, const char* function);
+  DeviceSample device_base(const NvmlDevice& dev) const;
+  void sample_device(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
+  void fill_process_details(GpuSnapshot& snap) const;
+  void usage_on_device(NvmlDevice& dev, std::int64_t pid, ProcessDeviceUsage& out,
+                       std::vector<SampleError>& errors);
+  /// Maps a failed return code to an absence; logs a new failure once; records an error for
+  /// unexpected ones. GPU_IS_LOST marks the device lost.
+  Absence failed(NvmlDevice& dev, Call call, nvml::Return rc, const char* function,
+                 std::vector<SampleError>& errors);
+  void succeeded(NvmlDevice& dev, Call call);
+  /// Reads one process list into `out`; false when it could not be read (already reported).
+  bool read_processes(NvmlDevice& dev, nvml::ProcessesFn* fn, Call call, const char* function,
+                      std::vector<nvidia::NvmlProcessEntry>& out,
+                      std::vector<SampleError>& errors);
+  /// Reads both process lists merged by pid; false when neither could be read.
+  bool read_all_processes(NvmlDevice& dev, std::vector<nvidia::NvmlProcessEntry>& out,
+                          std::vector<SampleError>& errors, Absence* why);
+  std::string key(const NvmlDevice& dev, Call call, nvml::Return rc) const;
+
+  NvmlOptions options_;
+  DynamicLibrary library_;
+  nvml::Api api_;
+  std::atomic<std::uint64_t> generation_{0};  // successful inits so far
+  mutable std::mutex mu_;
+  std::unique_ptr<LibrarySession> session_;  // guarded by mu_ (as is everything below)
+  std::vector<NvmlDevice> devices_;
+  bool enumerated_ = false;
+  bool troubled_ = false;  // a detect or sample had trouble: the next detect re-initializes
+  std::string driver_version_;
+  std::string init_failure_;  // the last init failure logged
+  std::vector<nvidia::NvmlProcessEntry> scratch_;  // reused process lists
+  std::vector<nvidia::NvmlProcessEntry> scratch2_;
+  LogOnce log_once_;
+};
+
+}  // namespace gpustream::nvidia_detail

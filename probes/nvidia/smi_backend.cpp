@@ -1,0 +1,308 @@
+#include "nvidia/smi_backend.hpp"
+
+#include <exception>
+#include <unordered_map>
+#include <utility>
+
+#include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/post.hpp>
+
+#include "gpustream/errors.hpp"
+#include "gpustream/log.hpp"
+#include "gpustream/probes/nvidia_formats.hpp"
+#include "gpustream/probes/readers.hpp"
+#include "nvidia/proc_status.hpp"
+
+namespace gpustream::nvidia_detail {
+namespace {
+
+std::string first_line(std::string_view text) {
+  text = readers::trim(text);
+  return std::string(text.substr(0, std::min(text.find('\n'), std::size_t{120})));
+}
+
+/// "exited with code 6: ..." plus what the tool printed on stdout ("No devices were found").
+std::string describe(const RunResult& r) {
+  auto out = r.describe();
+  if (const auto line = first_line(r.output); !line.empty()) out += " (" + line + ")";
+  return out;
+}
+
+/// Whether `app` runs on `d` (one of `devices` devices).
+bool runs_on(const DeviceSample& d, const nvidia::SmiComputeApp& app, std::size_t devices) {
+  if (!app.gpu_uuid.empty()) {
+    const auto it = d.attributes.find("uuid");
+    return it != d.attributes.end() && it->second == app.gpu_uuid;
+  }
+  if (!app.gpu_bus_id.empty()) return d.pci_bus_id == app.gpu_bus_id;
+  return devices == 1;
+}
+
+DeviceSample* device_for(std::vector<DeviceSample>& devices, const nvidia::SmiComputeApp& app) {
+  for (auto& d : devices)
+    if (runs_on(d, app, devices.size())) return &d;
+  return nullptr;
+}
+
+std::string join_fields(std::span<const std::string_view> fields) {
+  std::string out;
+  for (auto f : fields) {
+    if (!out.empty()) out += ',';
+    out += f;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> smi_gpu_argv(const std::string& tool,
+                                      std::span<const std::string_view> fields) {
+  return {tool, "--query-gpu=" + join_fields(fields), "--format=csv,noheader,nounits"};
+}
+
+std::vector<std::string> smi_apps_argv(const std::string& tool) {
+  return {tool, "--query-compute-apps=" + join_fields(kSmiAppFields),
+          "--format=csv,noheader,nounits"};
+}
+
+GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_view> fields,
+                         const std::string* apps, const std::string& apps_error,
+                         const SystemPaths& paths) {
+  GpuSnapshot snap;
+  snap.probe = "nvidia";
+  snap.devices = nvidia::smi_devices_from_csv(gpu_csv, fields, &snap.errors);
+  if (!apps) {
+    snap.errors.push_back({"tool_failed", apps_error, {}});
+    for (auto& d : snap.devices) d.attributes["processes"] = "tool_failed";
+    return snap;
+  }
+  const ProcStatusReader reader(paths.procfs_root);
+  std::unordered_map<std::int64_t, ProcInfo> statuses;
+  for (auto& app : nvidia::smi_compute_apps_from_csv(*apps, kSmiAppFields, &snap.errors)) {
+    DeviceSample* d = device_for(snap.devices, app);
+    if (!d) {
+      snap.errors.push_back({"parse_error",
+                             "nvidia-smi lists pid " + std::to_string(app.pid) +
+                                 " on a GPU it did not report (" + app.gpu_uuid + ")",
+                             {}});
+      continue;
+    }
+    auto it = statuses.find(app.pid);
+    if (it == statuses.end()) it = statuses.emplace(app.pid, reader.read(app.pid)).first;
+    ProcessSample p;
+    p.pid = app.pid;
+    p.name = it->second.name.empty() ? app.process_name : it->second.name;
+    p.gpu_memory_bytes = app.used_memory_bytes;
+    p.host_rss_bytes = it->second.rss_bytes;
+    p.per_process_exact = false;
+    d->processes.push_back(std::move(p));
+  }
+  return snap;
+}
+
+SmiBackend::SmiBackend(ProbeExecutors executors, SmiOptions options)
+    : executors_(std::move(executors)),
+      options_(std::move(options)),
+      strand_(boost::asio::make_strand(executors_.io)) {
+  if (!options_.clock) options_.clock = [] { return std::chrono::steady_clock::now(); };
+  if (options_.min_interval < std::chrono::seconds{1}) options_.min_interval = std::chrono::seconds{1};
+}
+
+std::span<const std::string_view> SmiBackend::fields() const noexcept {
+  if (basic_fields_) return kSmiBasicGpuFields;
+  return kSmiGpuFields;
+}
+
+RunOptions SmiBackend::run_options(std::vector<std::string> argv) const {
+  RunOptions o;
+  o.argv = std::move(argv);
+  o.timeout = options_.timeout;
+  return o;
+}
+
+bool SmiBackend::rejected_field(const RunResult& r) noexcept {
+  constexpr std::string_view kNeedle = "is not a valid field";
+  return r.output.find(kNeedle) != std::string::npos ||
+         r.stderr_tail.find(kNeedle) != std::string::npos;
+}
+
+void SmiBackend::finish(SampleHandler handler, boost::system::error_code ec, GpuSnapshot snap) {
+  boost::asio::post(executors_.io, [h = std::move(handler), ec, s = std::move(snap)]() mutable {
+    h(ec, std::move(s));
+  });
+}
+
+void SmiBackend::run_gpu_query(
+    bool retried,
+    std::function<void(boost::system::error_code, std::string, std::string)> done) {
+  auto self = shared_from_this();
+  async_run(strand_, run_options(smi_gpu_argv(options_.tool, fields())),
+            boost::asio::bind_cancellation_slot(
+                cancel_.slot(),
+                [self, retried, done = std::move(done)](boost::system::error_code ec,
+                                                        RunResult r) mutable {
+                  const auto& tool = self->options_.tool;
+                  if (ec == boost::asio::error::operation_aborted)
+                    return done(ec, {}, "nvidia-smi was cancelled");
+                  if (ec == errc::timeout)
+                    return done(ec, {},
+                                "nvidia-smi --query-gpu did not finish within " +
+                                    std::to_string(self->options_.timeout.count()) +
+                                    " ms and was killed");
+                  if (ec)
+                    return done(make_error_code(errc::tool_failed), {},
+                                "cannot run " + tool + ": " + ec.message());
+                  if (!r.success()) {
+                    if (!retried && !self->basic_fields_ && rejected_field(r)) {
+                      logger()->info("nvidia probe: {} rejects a query field ({}); using the "
+                                     "basic field list",
+                                     tool, first_line(r.output + r.stderr_tail));
+                      self->basic_fields_ = true;
+                      return self->run_gpu_query(true, std::move(done));
+                    }
+                    return done(make_error_code(errc::tool_failed), {},
+                                tool + " --query-gpu " + describe(r));
+                  }
+                  done({}, std::move(r.output), {});
+                }));
+}
+
+void SmiBackend::async_detect(std::function<void(Detection)> handler) {
+  boost::asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
+    self->run_gpu_query(false, [self, h = std::move(h)](boost::system::error_code ec,
+                                                        std::string out,
+                                                        std::string why) mutable {
+      Detection d;
+      if (ec) {
+        d.reason = std::move(why);
+      } else {
+        for (auto& dev : nvidia::smi_devices_from_csv(out, self->fields()))
+          d.devices.push_back({dev.id, Vendor::nvidia, dev.index, dev.name, dev.pci_bus_id});
+        d.available = !d.devices.empty();
+        if (!d.available)
+          d.reason = self->options_.tool + " lists no GPU ('" + first_line(out) + "')";
+      }
+      boost::asio::post(self->executors_.io, [h = std::move(h), d = std::move(d)]() mutable {
+        h(std::move(d));
+      });
+    });
+  });
+}
+
+void SmiBackend::async_sample(SampleHandler handler) {
+  boost::asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
+    const auto now = self->options_.clock();
+    if (self->last_ && now - self->last_run_ < self->options_.min_interval)
+      return self->finish(std::move(h), {}, *self->last_);
+    self->last_.reset();
+    self->last_run_ = now;
+    const auto t0 = steady_now_ns();
+    const auto wall = wall_now_ns();
+    self->run_gpu_query(false, [self, h = std::move(h), t0, wall](boost::system::error_code ec,
+                                                                  std::string gpu_out,
+                                                                  std::string why) mutable {
+      if (ec) {
+        GpuSnapshot s;
+        s.probe = "nvidia";
+        s.errors.push_back({ec == errc::timeout ? "timeout" : "tool_failed", why, {}});
+        return self->finish(std::move(h), ec, std::move(s));
+      }
+      auto on_apps = [self, h = std::move(h), gpu = std::move(gpu_out), t0, wall](
+                         boost::system::error_code ec2, RunResult r) mutable {
+        if (ec2 == boost::asio::error::operation_aborted) {
+          GpuSnapshot s;
+          s.probe = "nvidia";
+          s.errors.push_back({"cancelled", "nvidia-smi was cancelled", {}});
+          return self->finish(std::move(h), ec2, std::move(s));
+        }
+        std::optional<std::string> apps;
+        std::string apps_error;
+        if (!ec2 && r.success()) {
+          apps = std::move(r.output);
+        } else {
+          apps_error = "nvidia-smi --query-compute-apps " +
+                       (ec2 ? ec2 == errc::timeout ? std::string("timed out and was killed")
+                                                   : ec2.message()
+                            : describe(r));
+        }
+        boost::asio::post(self->executors_.work, [self, h = std::move(h), gpu = std::move(gpu),
+                                                  apps = std::move(apps),
+                                                  apps_error = std::move(apps_error), t0,
+                                                  wall]() mutable {
+          boost::system::error_code result;
+          GpuSnapshot s;
+          try {
+            s = smi_snapshot(gpu, self->fields(), apps ? &*apps : nullptr, apps_error,
+                             self->options_.paths);
+          } catch (const std::exception& e) {
+            s.errors.push_back({"parse_error", e.what(), {}});
+          }
+          s.probe = "nvidia";
+          if (s.devices.empty()) {
+            result = errc::parse_error;
+            s.errors.push_back(
+                {"parse_error", "nvidia-smi printed no usable GPU line: '" + first_line(gpu) + "'",
+                 {}});
+          }
+          s.time_unix_ns = wall;
+          s.monotonic_ns = t0;
+          s.sample_duration_ns = steady_now_ns() - t0;
+          boost::asio::post(self->strand_, [self, h = std::move(h), result,
+                                            s = std::move(s)]() mutable {
+            if (!result) self->last_ = s;
+            self->finish(std::move(h), result, std::move(s));
+          });
+        });
+      };
+      async_run(self->strand_, self->run_options(smi_apps_argv(self->options_.tool)),
+                boost::asio::bind_cancellation_slot(self->cancel_.slot(), std::move(on_apps)));
+    });
+  });
+}
+
+void SmiBackend::cancel() {
+  boost::asio::post(strand_, [self = shared_from_this()] {
+    self->cancel_.emit(boost::asio::cancellation_type::terminal);
+  });
+}
+
+std::vector<ProcessDeviceUsage> SmiBackend::process_usage(std::int64_t pid,
+                                                          std::vector<SampleError>& errors) {
+  std::vector<ProcessDeviceUsage> out;
+  const auto field_list = fields();
+  boost::system::error_code ec;
+  auto r = run(run_options(smi_gpu_argv(options_.tool, field_list)), ec);
+  if (ec || !r.success()) {
+    errors.push_back({"tool_failed",
+                      options_.tool + " --query-gpu " + (ec ? ec.message() : describe(r)), {}});
+    return out;
+  }
+  auto devices = nvidia::smi_devices_from_csv(r.output, field_list, &errors);
+  auto apps_run = run(run_options(smi_apps_argv(options_.tool)), ec);
+  std::vector<nvidia::SmiComputeApp> apps;
+  if (ec || !apps_run.success()) {
+    errors.push_back({"tool_failed",
+                      options_.tool + " --query-compute-apps " +
+                          (ec ? ec.message() : describe(apps_run)),
+                      {}});
+  } else {
+    apps = nvidia::smi_compute_apps_from_csv(apps_run.output, kSmiAppFields, &errors);
+  }
+  for (auto& d : devices) {
+    ProcessDeviceUsage u;
+    u.device_id = d.id;
+    u.index = d.index;
+    u.name = d.name;
+    u.source = Source::nvidia_smi;
+    if (auto v = d.metrics[Metric::memory_used_bytes].get())
+      u.device_memory_used_bytes = static_cast<std::uint64_t>(*v);
+    if (auto v = d.metrics[Metric::memory_total_bytes].get())
+      u.device_memory_total_bytes = static_cast<std::uint64_t>(*v);
+    for (const auto& app : apps)
+      if (app.pid == pid && runs_on(d, app, devices.size())) u.gpu_memory_bytes = app.used_memory_bytes;
+    out.push_back(std::move(u));
+  }
+  return out;
+}
+
+}  // namespace gpustream::nvidia_detail

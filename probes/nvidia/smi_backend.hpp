@@ -1,0 +1,104 @@
+// smi_backend.hpp — the nvidia-smi fallback of the NVIDIA probe.
+//
+// One sample runs nvidia-smi twice, one after the other: `--query-gpu=<fields>
+// --format=csv,noheader,nounits` for every GPU, then `--query-compute-apps=gpu_uuid,pid,
+// used_gpu_memory,process_name` (process name last: it may contain commas). Each run has a
+// timeout after which the child's process group is killed. Parsing and the /proc reads for
+// process names and RSS run on the work executor; completions are posted to the io executor.
+// An old driver that rejects a field ("is not a valid field to query") is asked again with a
+// basic field list, which is then kept. The tool runs at most once per min_interval: a sample
+// asked for sooner gets the previous snapshot again (its time stamps unchanged).
+//
+// Thread safety: async operations are serialized on a private strand; one sample or detection
+// in flight at a time (the Scheduler's guarantee). cancel() may be called from any thread.
+// Cancellation: cancel() kills the running child; the operation completes with
+// operation_aborted.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/cancellation_signal.hpp>
+#include <boost/asio/error.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "gpustream/probe.hpp"
+#include "gpustream/probes/nvidia_probe.hpp"
+#include "gpustream/subprocess.hpp"
+
+namespace gpustream::nvidia_detail {
+
+/// What the fallback asks for, in this order.
+inline constexpr std::string_view kSmiGpuFields[] = {
+    "index",        "uuid",           "name",           "pci.bus_id",
+    "memory.total", "memory.used",    "utilization.gpu", "utilization.memory",
+    "temperature.gpu", "power.draw",  "power.limit",    "clocks.gr",
+    "clocks.sm",    "clocks.mem",     "fan.speed",      "clocks_throttle_reasons.active"};
+/// For drivers that reject one of the above.
+inline constexpr std::string_view kSmiBasicGpuFields[] = {
+    "index", "uuid", "name", "pci.bus_id", "memory.total", "memory.used", "utilization.gpu",
+    "temperature.gpu", "power.draw"};
+inline constexpr std::string_view kSmiAppFields[] = {"gpu_uuid", "pid", "used_gpu_memory",
+                                                     "process_name"};
+
+std::vector<std::string> smi_gpu_argv(const std::string& tool,
+                                      std::span<const std::string_view> fields);
+std::vector<std::string> smi_apps_argv(const std::string& tool);
+
+/// A snapshot from the two outputs. `apps` is null when the compute-apps run failed
+/// (`apps_error` says why; the devices are still reported).
+GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_view> fields,
+                         const std::string* apps, const std::string& apps_error,
+                         const SystemPaths& paths);
+
+struct SmiOptions {
+  std::string tool = "nvidia-smi";
+  std::chrono::milliseconds timeout{4000};
+  std::chrono::milliseconds min_interval{1000};
+  SystemPaths paths;
+  std::function<std::chrono::steady_clock::time_point()> clock;
+};
+
+class SmiBackend : public std::enable_shared_from_this<SmiBackend> {
+ public:
+  SmiBackend(ProbeExecutors executors, SmiOptions options);
+
+  void async_detect(std::function<void(Detection)> handler);
+  void async_sample(std::function<void(boost::system::error_code, GpuSnapshot)> handler);
+  void cancel();
+
+  /// Blocking form for process_usage(): runs both queries with run().
+  std::vector<ProcessDeviceUsage> process_usage(std::int64_t pid,
+                                                std::vector<SampleError>& errors);
+
+ private:
+  using SampleHandler = std::function<void(boost::system::error_code, GpuSnapshot)>;
+  struct Run;
+
+  std::span<const std::string_view> fields() const noexcept;
+  RunOptions run_options(std::vector<std::string> argv) const;
+  /// Runs the gpu query (retrying once with the basic fields when a field is rejected).
+  void run_gpu_query(bool retried, std::function<void(boost::system::error_code, std::string,
+                                                       std::string)> done);
+  void finish(SampleHandler handler, boost::system::error_code ec, GpuSnapshot snap);
+  static bool rejected_field(const RunResult& r) noexcept;
+
+  ProbeExecutors executors_;
+  SmiOptions options_;
+  boost::asio::strand<boost::asio::any_io_executor> strand_;
+  boost::asio::cancellation_signal cancel_;  // used on strand_ only
+  std::atomic<bool> basic_fields_{false};    // set once, on strand_
+  std::optional<GpuSnapshot> last_;          // strand_ only
+  std::chrono::steady_clock::time_point last_run_{};
+};
+
+}  // namespace gpustream::nvidia_detail

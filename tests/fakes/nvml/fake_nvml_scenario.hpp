@@ -1,0 +1,72 @@
+// The scenario of the fake libnvidia-ml.so.1: what its GPUs report and how it misbehaves.
+//
+// Read from the file named by GPUSTREAM_FAKE_NVML_SCENARIO at every nvmlInit (and on
+// gpustreamFakeNvmlReload()), one `key=value` per line, `#` comments:
+//
+//   devices=N                  number of GPUs (default 1)
+//   process_stride=24|32       entry size the _v3 process functions write (default 32, as R535+
+//                              drivers do; _v2 always writes 24, v1 16)
+//   processes_per_device=N     generated compute processes: pid 100000+1000*dev+k, (k+1) MiB,
+//                              SM utilization k % 100
+//   call_delay_us=N            sleep in every call;   call_cost_ns=N   burn N ns of CPU per call
+//   init_fail=CODE             nvmlInit answers CODE
+//   rotate_on_init=1           the index order rotates by one at every init (UUIDs stay)
+//   fail.<function>=CODE       that function answers CODE on every device
+//   device.<i>.<key>=value     uuid, name, pci, memory_total, memory_used, memory_reserved,
+//                              util_gpu, util_memory, temperature, power_mw, power_limit_mw,
+//                              energy_mj, clock_graphics, clock_sm, clock_memory, fan,
+//                              clock_reasons, compute=pid:bytes|na,..., graphics=...,
+//                              process_util=pid:sm:mem,..., fail.<function>=CODE,
+//                              lost_after=N (after N calls on it in one session: GPU_IS_LOST)
+//
+// CODE: a name such as NOT_SUPPORTED, NO_PERMISSION, GPU_IS_LOST, UNKNOWN (with or without the
+// NVML_ERROR_ prefix), or a number.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fake_nvml {
+
+struct Process {
+  unsigned pid = 0;
+  unsigned long long memory = 0;  // ~0ULL: NVML_VALUE_NOT_AVAILABLE
+};
+
+struct ProcessUtil {
+  unsigned pid = 0;
+  unsigned sm = 0;
+  unsigned mem = 0;
+};
+
+struct Device {
+  std::string uuid, name, pci;
+  unsigned long long memory_total = 0, memory_used = 0, memory_reserved = 0;
+  unsigned util_gpu = 0, util_memory = 0, temperature = 0, power_mw = 0, power_limit_mw = 0;
+  unsigned long long energy_mj = 0, clock_reasons = 0;
+  unsigned clock_graphics = 0, clock_sm = 0, clock_memory = 0, fan = 0;
+  std::vector<Process> compute, graphics;
+  std::vector<ProcessUtil> process_util;
+  std::map<std::string, int> fail;  // function -> return code
+  std::optional<long> lost_after;
+};
+
+struct Scenario {
+  std::vector<Device> devices;
+  unsigned process_stride = 32;
+  long call_delay_us = 0;
+  long call_cost_ns = 0;
+  int init_fail = 0;
+  bool rotate_on_init = false;
+  std::map<std::string, int> fail;
+};
+
+/// Parses a scenario document; unknown keys and bad values are reported in `error`.
+Scenario parse_scenario(const std::string& text, std::string* error);
+/// The scenario of GPUSTREAM_FAKE_NVML_SCENARIO (one default GPU when unset or unreadable).
+Scenario load_scenario(std::string* error);
+
+}  // namespace fake_nvml

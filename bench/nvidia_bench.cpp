@@ -324,7 +324,8 @@ void BM_ProcReadsByHand(benchmark::State& state) {
       if (n <= 0) continue;
       buf[n] = '\0';
       std::sscanf(buf, "Name:\t%63s", infos[k].name);
-      if (const char* rss = std::strstr(buf, "VmRSS:")) infos[k].rss_kb = std::strtoull(rss + 6, nullptr, 10);
+      if (const char* rss = std::strstr(buf, "VmRSS:"))
+        infos[k].rss_kb = std::strtoull(rss + 6, nullptr, 10);
     }
     ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
     proc_ns += (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
@@ -333,10 +334,11 @@ void BM_ProcReadsByHand(benchmark::State& state) {
   state.counters["proc_cpu_us"] = static_cast<double>(proc_ns) / state.iterations() / 1000.0;
 }
 
-BENCHMARK(BM_NvidiaProbe)->Arg(0)->Arg(2000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
-BENCHMARK(BM_NvidiaSmi)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
-BENCHMARK(BM_NvmlFloor)->Arg(0)->Arg(2000)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
-BENCHMARK(BM_ProcReadsByHand)->Unit(benchmark::kMicrosecond)->MeasureProcessCPUTime();
+constexpr auto kUs = benchmark::kMicrosecond;
+BENCHMARK(BM_NvidiaProbe)->Arg(0)->Arg(2000)->Unit(kUs)->MeasureProcessCPUTime();
+BENCHMARK(BM_NvidiaSmi)->Unit(kUs)->MeasureProcessCPUTime();
+BENCHMARK(BM_NvmlFloor)->Arg(0)->Arg(2000)->Unit(kUs)->MeasureProcessCPUTime();
+BENCHMARK(BM_ProcReadsByHand)->Unit(kUs)->MeasureProcessCPUTime();
 
 // Collects `cpu_us` per benchmark (the median when repetitions are asked for).
 class RatioReporter : public benchmark::ConsoleReporter {

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <stdexcept>
 #include <unistd.h>
 
 #include "commands.hpp"
@@ -12,10 +13,56 @@
 #include "gpustream/log.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
+#include "gpustream/transport/remote_subscriber.hpp"
 
 namespace gpustream::cli {
 
+namespace {
+
+// watch --connect: the same output, fed by a RemoteSubscriber instead of local probes.
+int run_connected_watch(const Config& config, const WatchOptions& o) {
+  RemoteSubscriberOptions ro;
+  ro.url = o.connect;
+  ro.probes = config.probes;
+  if (!o.token_file.empty()) {
+    std::ifstream tf(o.token_file);
+    if (!tf || !std::getline(tf, ro.token) || ro.token.empty())
+      throw ConfigError("cannot read a token from '" + o.token_file + "'");
+  }
+  RemoteWatchLimits limits;
+  limits.count = o.count > 0 ? static_cast<std::uint64_t>(o.count) : 0;
+  limits.duration = std::chrono::milliseconds(static_cast<long>(o.duration_seconds * 1000));
+  std::map<std::string, GpuSnapshot> latest;
+  const bool tty = !o.json && ::isatty(STDOUT_FILENO) != 0;
+  RemoteWatchHandlers h;
+  h.on_snapshot = [&](const GpuSnapshot& s) {
+    if (o.json) {
+      std::cout << to_json_string(s) << "\n" << std::flush;
+      return;
+    }
+    latest[s.probe] = s;
+    std::vector<const GpuSnapshot*> ptrs;
+    for (const auto& [_, snap] : latest) ptrs.push_back(&snap);
+    if (tty) std::cout << "\x1b[H\x1b[2J";
+    std::cout << table_header() << "\n" << format_table(ptrs) << (tty ? "" : "\n") << std::flush;
+  };
+  h.on_gap = [](const Gap& g) {
+    std::cerr << "gpustream: missed " << g.missed << " snapshots (" << g.reason << ")\n";
+  };
+  h.on_status = [](const RemoteStatus& st) {
+    if (!st.reason.empty()) std::cerr << "gpustream: " << st.reason << "\n";
+  };
+  try {
+    return run_remote_watch(ro, limits, h, g_interrupted);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+}  // namespace
+
 int run_watch(Config config, const WatchOptions& o) {
+  if (!o.connect.empty()) return run_connected_watch(config, o);
   apply_simulate_if_no_gpu(config);
   std::ofstream file;
   if (!o.output_file.empty()) {

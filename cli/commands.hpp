@@ -19,6 +19,8 @@ struct WatchOptions {
   long count = 0;  // 0: until interrupted
   double duration_seconds = 0;
   std::string output_file;  // record: JSON lines into this file
+  std::string connect;      // watch --connect tcp://HOST:PORT | ws://HOST:PORT/ws
+  std::string token_file;   // bearer token for --connect
 };
 struct ReplayOptions {
   std::string file;

@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   watch->add_option("--count", watch_o.count, "Stop after N snapshots")->check(CLI::PositiveNumber);
   watch->add_option("--duration", watch_o.duration_seconds, "Stop after this many seconds")
       ->check(CLI::PositiveNumber);
+  watch->add_option("--connect", watch_o.connect,
+                    "Watch a running `gpustream serve`: tcp://HOST:PORT or ws://HOST:PORT/ws "
+                    "(reconnects and resumes by sequence)");
+  watch->add_option("--token-file", watch_o.token_file, "Bearer token for --connect");
 
   auto* record = app.add_subcommand("record", "Record snapshots to FILE (JSON lines)");
   add_common_options(*record, common);

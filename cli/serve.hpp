@@ -1,5 +1,5 @@
 // gpustream serve — TCP + HTTP/WebSocket streams, /metrics, the JSON API and the dashboard
-// (transport/include/gpustream/transport/server.hpp, docs/wire-protocol.md, docs/security.md).
+// (transport/include/gpustream/transport/server.hpp, docs/protocol.md ("Wire messages"), docs/security.md).
 #pragma once
 
 #include <cstddef>

@@ -213,7 +213,8 @@ void NvmlBackend::sample_device(NvmlDevice& dev, DeviceSample& out,
     ProcessSample p;
     p.pid = e.pid;
     p.gpu_memory_bytes = e.used_gpu_memory_bytes;
-    auto it = std::find_if(util.begin(), util.end(), [&](const auto& x) { return x.first == e.pid; });
+    auto it =
+        std::find_if(util.begin(), util.end(), [&](const auto& x) { return x.first == e.pid; });
     if (it != util.end()) p.gpu_utilization_percent = it->second->sm_util;
     out.processes.push_back(std::move(p));
   }

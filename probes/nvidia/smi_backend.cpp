@@ -1,10 +1,12 @@
 #include "nvidia/smi_backend.hpp"
 
+#include <algorithm>
 #include <exception>
 #include <unordered_map>
 #include <utility>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
+#include <boost/asio/error.hpp>
 #include <boost/asio/post.hpp>
 
 #include "gpustream/errors.hpp"
@@ -105,7 +107,8 @@ SmiBackend::SmiBackend(ProbeExecutors executors, SmiOptions options)
       options_(std::move(options)),
       strand_(boost::asio::make_strand(executors_.io)) {
   if (!options_.clock) options_.clock = [] { return std::chrono::steady_clock::now(); };
-  if (options_.min_interval < std::chrono::seconds{1}) options_.min_interval = std::chrono::seconds{1};
+  options_.min_interval = std::max<std::chrono::milliseconds>(options_.min_interval,
+                                                              std::chrono::seconds{1});
 }
 
 std::span<const std::string_view> SmiBackend::fields() const noexcept {
@@ -299,7 +302,8 @@ std::vector<ProcessDeviceUsage> SmiBackend::process_usage(std::int64_t pid,
     if (auto v = d.metrics[Metric::memory_total_bytes].get())
       u.device_memory_total_bytes = static_cast<std::uint64_t>(*v);
     for (const auto& app : apps)
-      if (app.pid == pid && runs_on(d, app, devices.size())) u.gpu_memory_bytes = app.used_memory_bytes;
+      if (app.pid == pid && runs_on(d, app, devices.size()))
+        u.gpu_memory_bytes = app.used_memory_bytes;
     out.push_back(std::move(u));
   }
   return out;

@@ -104,7 +104,8 @@ constexpr const char* kQueryGpu3090A6000 =
     "0, NVIDIA GeForce RTX 3090, 1 MiB, 0 %, 30.73 W\n"
     "1, NVIDIA RTX A6000, 38742 MiB, 100 %, 297.75 W\n";
 constexpr const char* kQueryGpuOldNotSupported = "2004, 2004, 0, 44, [Not Supported], 0, 0\n";
-constexpr const char* kComputeApps = "pid, used_gpu_memory [MiB]\n80613, 92908 MiB\n80614, 92908 MiB\n";
+constexpr const char* kComputeApps =
+    "pid, used_gpu_memory [MiB]\n80613, 92908 MiB\n80614, 92908 MiB\n";
 constexpr const char* kComputeAppsEmpty = "pid, used_gpu_memory [MiB]\n";
 
 TEST(SmiFixtures, OurCopiesMatchTheSharedFixtures) {

@@ -52,7 +52,9 @@ class SmiProbeTest : public ::testing::Test {
     o.clock = clock_.function();
     return o;
   }
-  std::shared_ptr<NvidiaProbe> probe() { return make_nvidia_probe(harness_.executors(), options()); }
+  std::shared_ptr<NvidiaProbe> probe() {
+    return make_nvidia_probe(harness_.executors(), options());
+  }
 
   static const SampleError* error(const GpuSnapshot& s, const std::string& code) {
     for (const auto& e : s.errors)

@@ -1,6 +1,6 @@
 // gpustream/transport/prometheus.hpp — Prometheus text exposition (format 0.0.4) of the latest
 // snapshots, the probes' statistics and the server's counters (docs/metrics.md section in
-// docs/wire-protocol.md).
+// docs/protocol.md ("Wire messages")).
 //
 // Naming follows the Prometheus guide: prefix gpustream_, base units in the name (_bytes,
 // _watts, _celsius, _hertz, _seconds, _ratio for 0..1 fractions), _total for counters, one

@@ -1,5 +1,5 @@
 // gpustream/transport/protocol.hpp — the wire protocol shared by TCP and WebSocket
-// (docs/wire-protocol.md).
+// (docs/protocol.md ("Wire messages")).
 //
 // Every message is one JSON object with a "type". Server → client: hello, snapshot, gap,
 // subscribed, error. Client → server: subscribe (and, on TCP with a token, auth). On TCP each

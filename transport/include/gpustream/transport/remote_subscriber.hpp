@@ -58,7 +58,8 @@ struct RemoteSubscriberOptions {
   std::string url;
   /// Bearer token of the server (`gpustream serve --token FILE`); empty: none.
   std::string token;
-  /// Filters (empty: everything); see the `subscribe` message in docs/wire-protocol.md.
+  /// Filters (empty: everything); see the `subscribe` message in docs/protocol.md
+  /// ("Wire messages").
   std::vector<std::string> probes;
   std::vector<std::string> devices;
   std::vector<Metric> fields;

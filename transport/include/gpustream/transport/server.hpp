@@ -13,7 +13,7 @@
 // a snapshot is serialized once per encoding (once, plus once per distinct projection that
 // clients asked for) and the same buffer is written to every client. Each client has a bounded
 // send queue with one write in flight; a client whose queue stays full, or whose write stalls,
-// is disconnected and counted, and the others never wait for it. See docs/wire-protocol.md and
+// is disconnected and counted, and the others never wait for it. See docs/protocol.md ("Wire messages") and
 // docs/security.md.
 //
 // Thread safety: all of the server's work runs on one strand of the executor it is given, so

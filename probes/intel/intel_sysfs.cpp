@@ -180,17 +180,24 @@ void read_temperature(const Card& card, DeviceSample& out) {
 }
 
 void read_vram(const Card& card, DeviceSample& out) {
+  // Summed over every VRAM region of every tile. A region whose file is missing or unreadable
+  // makes that figure absent: a partial sum would understate the device.
   std::optional<std::uint64_t> total, used;
+  bool total_complete = true, used_complete = true;
   if (card.driver == "xe") {
     for (int tile : numbered(card.device_dir, "tile")) {
       const auto tdir = join_path(card.device_dir, "tile" + std::to_string(tile));
       for (int v : numbered(tdir, "vram")) {
         const auto vdir = join_path(tdir, "vram" + std::to_string(v));
         if (auto t = read_u64(join_path(vdir, "total_bytes"))) total = total.value_or(0) + *t;
+        else total_complete = false;
         if (auto u = read_u64(join_path(vdir, "used_bytes"))) used = used.value_or(0) + *u;
+        else used_complete = false;
       }
     }
   }
+  if (!total_complete) total.reset();
+  if (!used_complete) used.reset();
   // i915 has no VRAM files in sysfs; Level Zero fills them on discrete parts.
   set_or_unsupported(out.metrics, Metric::memory_total_bytes,
                      total ? std::optional<double>(static_cast<double>(*total)) : std::nullopt);

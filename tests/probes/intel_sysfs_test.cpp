@@ -1,5 +1,6 @@
 // IntelGpuProbe on generated sysfs trees: discovery, i915 vs xe layouts, hwmon by name, energy
 // and power, integrated parts without hwmon.
+#include <filesystem>
 #include <gtest/gtest.h>
 
 #include "gpustream/probes/intel_probe.hpp"
@@ -156,6 +157,18 @@ TEST_F(IntelSysfsTest, XeDiscreteTwoTilesUsesPackageEnergySumsVramAndPicksThePkg
   now_ns_ += 2'000'000'000;
   snap = sample(*probe);
   EXPECT_DOUBLE_EQ(device(snap, "0000:04:00.0").metrics[Metric::power_watts].value(), 15.0);
+}
+
+TEST_F(IntelSysfsTest, XeVramWithATileMissingItsUsedFileIsAbsentNotAPartialSum) {
+  t_.xe_discrete_two_tiles();
+  std::filesystem::remove(t_.tree().path(
+      "sys/devices/pci0000:00/0000:04:00.0/tile1/vram0/used_bytes"));
+  auto probe = make_probe();
+  const auto snap = sample(*probe);
+  const auto& d = device(snap, "0000:04:00.0");
+  EXPECT_EQ(d.metrics[Metric::memory_total_bytes], Reading::of(17179869184.0, Source::sysfs));
+  EXPECT_FALSE(d.metrics[Metric::memory_used_bytes].has_value());
+  EXPECT_EQ(d.metrics[Metric::memory_used_bytes].reason(), Absence::unsupported);
 }
 
 TEST_F(IntelSysfsTest, XeIntegratedWithoutHwmonReportsClockOnly) {

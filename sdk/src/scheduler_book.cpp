@@ -18,12 +18,7 @@ using std::chrono::nanoseconds;
 
 ScheduleOptions clamp_options(const Probe& probe, const ScheduleOptions& requested) {
   ScheduleOptions o = requested;
-  const auto min = probe.min_interval();
-  if (o.interval < min) {
-    logger()->warn("probe {}: interval {} ms is below the source's minimum of {} ms; using {} ms",
-                   probe.name(), requested.interval.count(), min.count(), min.count());
-    o.interval = min;
-  }
+  o.interval = std::max(o.interval, probe.min_interval());
   if (o.interval <= milliseconds::zero())
     throw std::invalid_argument("probe " + std::string(probe.name()) +
                                 ": the sampling interval must be positive");
@@ -72,10 +67,18 @@ std::string error_code_name(const boost::system::error_code& ec) {
 }
 
 ProbeBook::ProbeBook(const Probe& probe, const ScheduleOptions& requested)
-    : name_(probe.name()), options_(clamp_options(probe, requested)) {
+    : name_(probe.name()), requested_(requested), options_(clamp_options(probe, requested)) {
   stats_.probe = name_;
   stats_.requested_interval = requested.interval;
   stats_.interval = options_.interval;
+  if (options_.interval != requested_.interval) warn_clamp(options_.interval);
+}
+
+void ProbeBook::warn_clamp(milliseconds min) {
+  if (min == warned_min_) return;
+  warned_min_ = min;
+  logger()->warn("probe {}: interval {} ms is below the source's minimum of {} ms; using {} ms",
+                 name_, requested_.interval.count(), min.count(), min.count());
 }
 
 ProbeStats ProbeBook::snapshot() const {
@@ -92,11 +95,14 @@ void ProbeBook::detect_started() {
   ++stats_.detections;
 }
 
-void ProbeBook::detected_available(const Detection& d) {
+bool ProbeBook::detected_available(const Probe& probe, const Detection& d) {
   bool was_unavailable = false;
+  const auto interval = std::max(requested_.interval, probe.min_interval());
+  const bool changed = interval != options_.interval;
   {
     std::lock_guard lock(mu_);
-    if (stats_.state == ProbeState::stopped) return;
+    if (stats_.state == ProbeState::stopped) return false;
+    if (changed) options_.interval = stats_.interval = interval;
     was_unavailable = unavailable_streak_ > 0 || stats_.detections == 1;
     unavailable_streak_ = 0;
     logged_unavailable_reason_.clear();
@@ -106,6 +112,11 @@ void ProbeBook::detected_available(const Detection& d) {
     stats_.devices = d.devices.size();
   }
   if (was_unavailable) logger()->info("probe {}: available, {} device(s)", name_, d.devices.size());
+  if (changed && interval != requested_.interval) warn_clamp(interval);
+  if (changed && interval == requested_.interval)
+    logger()->info("probe {}: the source allows the requested interval of {} ms again", name_,
+                   interval.count());
+  return changed;
 }
 
 void ProbeBook::detected_unavailable(const std::string& reason) {

@@ -115,6 +115,43 @@ TEST_F(SchedulerTest, IntervalBelowMinimumIsClampedAndWarnedOnce) {
   EXPECT_EQ(logs.count("below the source's minimum"), 1u);
 }
 
+TEST_F(SchedulerTest, MinimumChosenAtDetectionIsAppliedAndDroppedOnRedetection) {
+  // Like the NVIDIA probe: the minimum depends on what detection found. The first detection
+  // finds only the slow source (500 ms minimum); after 3 failures the re-detection finds the
+  // fast one again (no minimum) and the requested 100 ms grid comes back.
+  LogCapture logs;
+  auto probe = make_probe("switching");
+  TestProbe* raw = probe.get();
+  probe->script_detect([raw](std::uint64_t call) {
+    raw->set_min_interval(call == 0 ? 500ms : 0ms);
+    return std::optional<Detection>(TestProbe::available(1));
+  });
+  bool failing = false;
+  probe->script_sample([&failing](std::uint64_t) {
+    return failing ? TestProbe::failed("gone") : TestProbe::ok();
+  });
+  scheduler().add(probe, options(100ms, 10s, 100ms, 100ms, 3));
+  EXPECT_EQ(stats().interval, 100ms);  // nothing known before detection
+  start();
+  run_for(1000ms, 10ms);
+  EXPECT_EQ(probe->sample_times(), ms_list({0, 500, 1000}));
+  EXPECT_EQ(stats().interval, 500ms);
+  EXPECT_EQ(stats().requested_interval, 100ms);
+  EXPECT_EQ(logs.count("below the source's minimum of 500 ms"), 1u);
+
+  // Failures at 1500, 1600, 1700; the 4th try (1800) is a detection that lifts the minimum and
+  // samples at once, then every 100 ms.
+  failing = true;
+  run_for(750ms, 10ms);
+  failing = false;
+  run_for(250ms, 10ms);
+  EXPECT_EQ(probe->detect_calls(), 2u);
+  EXPECT_EQ(probe->sample_times(), ms_list({0, 500, 1000, 1500, 1600, 1700, 1800, 1900, 2000}));
+  EXPECT_EQ(stats().interval, 100ms);
+  EXPECT_EQ(logs.count("allows the requested interval of 100 ms again"), 1u);
+  EXPECT_EQ(logs.count("below the source's minimum"), 1u);
+}
+
 TEST_F(SchedulerTest, IntervalAboveMinimumIsKept) {
   LogCapture logs;
   auto probe = make_probe();

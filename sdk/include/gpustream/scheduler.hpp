@@ -17,7 +17,11 @@
 //      backoff_max, n = consecutive failures; every `failures_before_redetect` consecutive
 //      failures the next try is a detection instead of a sample. A successful sample resets
 //      the backoff and resumes the interval grid;
-//   6. clamps an interval below probe->min_interval() to it, and logs a warning once.
+//   6. clamps an interval below probe->min_interval() to it, and logs a warning once per
+//      distinct minimum. min_interval() is read in add() and again after every successful
+//      detection, since a probe's minimum can depend on what detection found (the NVIDIA probe
+//      falling back from NVML to nvidia-smi); the requested interval is kept and applied again
+//      when the minimum drops.
 //
 // What is published: every sample that completes without an error code (a partial sample whose
 // `errors` are set included), with `probe`, times and `sample_duration_ns` filled in when the

@@ -49,7 +49,10 @@ class ProbeBook {
   ProbeStats snapshot() const;
 
   void detect_started();
-  void detected_available(const Detection& d);
+  /// Records an available detection and applies the probe's min_interval() as it is now: a
+  /// probe's minimum can change with what detection chose (NVML vs nvidia-smi). Returns true when
+  /// the effective interval changed. Call on the strand (options() is read there unlocked).
+  bool detected_available(const Probe& probe, const Detection& d);
   void detected_unavailable(const std::string& reason);
   void detect_timed_out();
   /// Delay before the next detection after an unavailable one; records it.
@@ -76,8 +79,13 @@ class ProbeBook {
  private:
   void log_error_once(const SampleError& e);  // call with mu_ held (LogOnce has its own lock)
 
+  /// Logs a clamp to `min` once per distinct minimum.
+  void warn_clamp(std::chrono::milliseconds min);
+
   const std::string name_;
-  ScheduleOptions options_;
+  const ScheduleOptions requested_;
+  ScheduleOptions options_;  // written only on the strand (detected_available)
+  std::chrono::milliseconds warned_min_{-1};
 
   mutable std::mutex mu_;
   ProbeStats stats_;

@@ -198,7 +198,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     timeout_timer_.cancel();
     if (stopped()) return;
     if (!timed_out_ && d.available) {
-      book_.detected_available(d);
+      book_.detected_available(*probe_, d);  // may change interval(): a new grid starts here
       arm(Clock::now(), Action::tick);  // first sample at once
       return;
     }

@@ -36,7 +36,9 @@ export GTEST_COLOR=no
 start=$(date +%s)
 total_pass=0
 total_fail=0
+total_skipped=0
 summary=()
+skipped_names=()
 
 step() { echo; echo "==== $* ($(( $(date +%s) - start ))s)"; }
 
@@ -49,8 +51,14 @@ run_ctest() {
   ctest --test-dir "$dir" --output-on-failure -j "$jobs" --timeout 300 "$@" 2>&1 | tee "$log"
   local rc=${PIPESTATUS[0]}
   set -e
-  local line pass fail totalc
+  local line pass fail totalc skipped
   line="$(grep -E '^[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)"
+  # A skipped test is not a pass: it is counted and named in the summary.
+  skipped="$(grep -cE '^[[:space:]]+[0-9]+ - .* \((Skipped|Disabled)\)$' "$log" || true)"
+  if [ "$skipped" -gt 0 ]; then
+    skipped_names+=("$dir: $(grep -E '^[[:space:]]+[0-9]+ - .* \((Skipped|Disabled)\)$' "$log" |
+      sed -E 's/^[[:space:]]+[0-9]+ - //' | paste -sd, -)")
+  fi
   rm -f "$log"
   if [ -z "$line" ]; then
     echo "test.sh: ctest in $dir printed no summary" >&2
@@ -60,10 +68,11 @@ run_ctest() {
   fi
   fail="$(echo "$line" | sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/')"
   totalc="$(echo "$line" | sed -E 's/.* failed out of ([0-9]+).*/\1/')"
-  pass=$((totalc - fail))
+  pass=$((totalc - fail - skipped))
   total_pass=$((total_pass + pass))
   total_fail=$((total_fail + fail))
-  summary+=("$dir: $pass passed, $fail failed")
+  total_skipped=$((total_skipped + skipped))
+  summary+=("$dir: $pass passed, $fail failed, $skipped skipped")
   if [ "$totalc" -eq 0 ]; then
     echo "test.sh: ctest in $dir ran no test" >&2
     total_fail=$((total_fail + 1))
@@ -108,5 +117,10 @@ fi
 
 step "summary ($(( $(date +%s) - start ))s)"
 for s in "${summary[@]}"; do echo "  $s"; done
-echo "$total_pass passed, $total_fail failed"
+if [ "$total_skipped" -gt 0 ]; then
+  echo "  skipped (each says why in its output; see tests/CMakeLists.txt for the ones run again"
+  echo "  as an unprivileged user):"
+  for s in "${skipped_names[@]}"; do echo "    $s"; done
+fi
+echo "$total_pass passed, $total_fail failed, $total_skipped skipped"
 [ "$total_fail" -eq 0 ]

@@ -197,7 +197,7 @@ TEST(DrmFdinfo, PermissionDeniedSkipsProcess) {
   TempTree t;
   add_process(t, 15, "mine", {{3, "/dev/dri/renderD128", amdgpu_fdinfo(1, "0000:03:00.0", 1)}});
   add_process(t, 16, "theirs", {{3, "/dev/dri/renderD128", amdgpu_fdinfo(2, "0000:03:00.0", 1)}});
-  if (!t.unreadable_file("proc/16/fdinfo/3")) GTEST_SKIP() << "running with CAP_DAC_OVERRIDE";
+  if (!t.unreadable_file("proc/16/fdinfo/3")) GTEST_SKIP() << gpustream::test::kRunsUnprivileged;
   WalkStats st;
   auto c = walk_clients({.procfs_root = t.path("proc")}, &st);
   ASSERT_EQ(c.size(), 1u);

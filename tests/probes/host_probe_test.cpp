@@ -166,7 +166,7 @@ TEST_F(HostProbeTest, DetectSaysWhyWhenMeminfoCannotBeRead) {
 
 TEST_F(HostProbeTest, DetectSaysPermissionDenied) {
   if (!tree_.unreadable_file("proc/meminfo", kMeminfo))
-    GTEST_SKIP() << "running with CAP_DAC_OVERRIDE (root): mode 000 does not stop reads";
+    GTEST_SKIP() << gpustream::test::kRunsUnprivileged;
   auto p = probe();
   auto d = harness_.detect(*p);
   EXPECT_FALSE(d.available);

@@ -115,7 +115,7 @@ TEST(Readers, ReadFileReturnsContentsOrErrno) {
 
 TEST(Readers, ReadFileReportsPermissionDenied) {
   TempTree tree;
-  if (!tree.unreadable_file("secret")) GTEST_SKIP() << "running with CAP_DAC_OVERRIDE (root)";
+  if (!tree.unreadable_file("secret")) GTEST_SKIP() << gpustream::test::kRunsUnprivileged;
   auto r = read_file(tree.path("secret"));
   ASSERT_FALSE(r);
   EXPECT_EQ(r.error().code, std::errc::permission_denied);

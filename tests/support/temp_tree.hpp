@@ -11,7 +11,9 @@
 // parent folders are created. Failures throw std::runtime_error naming the path.
 //
 // Unreadable files: mode 000 does not stop root (CAP_DAC_OVERRIDE); unreadable_file() returns
-// whether the file really cannot be opened by this process, so a test can skip honestly.
+// whether the file really cannot be opened by this process. A test that needs it skips with
+// kRunsUnprivileged when it can, and is listed in tests/CMakeLists.txt's unprivileged run, which
+// runs it again as user nobody and fails on a skip.
 //
 // Thread safety: none (one test owns one tree).
 #pragma once
@@ -21,6 +23,10 @@
 #include <string_view>
 
 namespace gpustream::test {
+
+inline constexpr const char* kRunsUnprivileged =
+    "running as root (CAP_DAC_OVERRIDE reads mode-000 files); ctest runs this test again as user "
+    "nobody: probes.permission_denied_as_unprivileged_user";
 
 class TempTree {
  public:

@@ -60,24 +60,6 @@ std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::millis
   return reports;
 }
 
-void apply_simulate_if_no_gpu(Config& config) {
-  if (!config.simulate_when_no_gpu || config.simulate > 0) return;
-  Config gpus = config;
-  if (gpus.probes.empty())
-    for (const auto& n : known_probe_names()) gpus.probes.emplace_back(n);
-  std::erase_if(gpus.probes, [](const std::string& n) { return n == "host" || n == "simulated"; });
-  std::size_t devices = 0;
-  for (const auto& r : detect_probes(gpus, std::chrono::seconds{10}))
-    if (r.detection.available) devices += r.detection.devices.size();
-  if (devices > 0) return;
-  config.simulate = 2;
-  if (!config.probes.empty() &&
-      std::find(config.probes.begin(), config.probes.end(), "simulated") == config.probes.end())
-    config.probes.push_back("simulated");
-  std::cerr << "gpustream: no GPU found on this machine; adding 2 simulated GPUs "
-               "(labelled 'simulated')\n";
-}
-
 int run_list(const Config& config, const ListOptions& o) {
   const auto reports = detect_probes(config, std::chrono::seconds{15});
   if (o.json) {

@@ -115,7 +115,6 @@ int run_serve(Config config, const ServeOptions& o) {
     std::cerr << "gpustream: " << e.what() << "\n";
     return kExitUsage;
   }
-  apply_simulate_if_no_gpu(config);
 
   boost::asio::io_context io;
   Telemetry telemetry(config, probe_factory());  // probes on their own io thread

@@ -12,7 +12,6 @@
 namespace gpustream::cli {
 
 int run_snapshot(Config config, const SnapshotOptions& o) {
-  apply_simulate_if_no_gpu(config);
   Telemetry t(config, probe_factory());
   t.start();
   const auto timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_seconds * 1000));

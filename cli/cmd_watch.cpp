@@ -63,7 +63,6 @@ int run_connected_watch(const Config& config, const WatchOptions& o) {
 
 int run_watch(Config config, const WatchOptions& o) {
   if (!o.connect.empty()) return run_connected_watch(config, o);
-  apply_simulate_if_no_gpu(config);
   std::ofstream file;
   if (!o.output_file.empty()) {
     file.open(o.output_file, std::ios::out | std::ios::trunc);

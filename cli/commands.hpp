@@ -41,8 +41,4 @@ struct ProbeReport {
 };
 std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::milliseconds timeout);
 
-/// When config.simulate_when_no_gpu and no GPU probe finds a device: sets config.simulate = 2,
-/// adds "simulated" to an explicit probe list, and says so on stderr.
-void apply_simulate_if_no_gpu(Config& config);
-
 }  // namespace gpustream::cli

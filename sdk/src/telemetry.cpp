@@ -1,5 +1,6 @@
 #include "gpustream/telemetry.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <future>
 #include <mutex>
@@ -33,9 +34,17 @@ struct Telemetry::Impl {
   std::vector<ProbePtr> probes;
 
   mutable std::mutex mu;
+  std::condition_variable changed;  // with mu: a probe published or answered a detection
   std::vector<std::string> setup_errors;
   bool started = false;
   bool stopped = false;
+
+  // simulate_when_no_gpu: the GPU probes whose first detection has not answered yet, and the
+  // devices the others found. When the last one answers with no device in all, the simulated
+  // probe is added.
+  bool fallback_pending = false;
+  std::set<std::string> awaiting_detection;
+  std::size_t gpu_devices = 0;
 
   Impl(Config c, ProbeFactory f, boost::asio::any_io_executor ex,
        std::unique_ptr<boost::asio::io_context> own)
@@ -45,6 +54,62 @@ struct Telemetry::Impl {
         io(std::move(ex)),
         pool(2),
         channel(io, config.history) {}
+
+  static bool is_gpu_probe(std::string_view name) { return name != "host" && name != "simulated"; }
+
+  /// The Scheduler's stats callback (on its strand): settles the no-GPU fallback, wakes
+  /// wait_for_first_samples.
+  void on_stats(const ProbeStats& s) {
+    {
+      std::lock_guard lock(mu);
+      if (fallback_pending && s.detections > 0 && s.state != ProbeState::detecting &&
+          awaiting_detection.erase(s.probe) > 0) {
+        gpu_devices += s.devices;
+        if (awaiting_detection.empty()) {
+          fallback_pending = false;
+          if (gpu_devices == 0) add_simulated_locked();
+        }
+      }
+    }
+    changed.notify_all();
+  }
+
+  /// Builds the simulated probe (2 GPUs) through the factory and schedules it. Call with mu held.
+  void add_simulated_locked() {
+    if (stopped || !scheduler) return;
+    Config c = config;
+    c.probes = {"simulated"};
+    c.simulate = 2;
+    std::vector<std::string> errors;
+    auto made = factory(c, ProbeExecutors{io, pool.executor()}, errors);
+    for (auto& e : errors) {
+      logger()->warn("{}", e);
+      setup_errors.push_back(std::move(e));
+    }
+    if (made.empty()) {
+      logger()->warn("no GPU found on this machine, and no simulated probe could be built");
+      return;
+    }
+    logger()->warn("no GPU found on this machine: adding 2 simulated GPUs (probe 'simulated')");
+    for (auto& p : made) {
+      scheduler->add(p, ScheduleOptions::from_config(config, p->name()));
+      probes.push_back(std::move(p));
+    }
+  }
+
+  /// Every probe has published at least once or is unavailable, and no fallback is pending.
+  /// Call with mu held.
+  bool first_samples_settled() const {
+    if (fallback_pending) return false;
+    const auto st = scheduler ? scheduler->stats() : std::vector<ProbeStats>{};
+    for (const auto& p : probes) {
+      if (channel.latest(p->name())) continue;
+      const auto it = std::find_if(st.begin(), st.end(),
+                                   [&](const ProbeStats& s) { return s.probe == p->name(); });
+      if (it == st.end() || it->state != ProbeState::unavailable) return false;
+    }
+    return true;
+  }
 };
 
 Telemetry::Telemetry(Config config, ProbeFactory factory) {
@@ -82,8 +147,22 @@ void Telemetry::start() {
   impl_->setup_errors = std::move(errors);
 
   impl_->scheduler = std::make_unique<Scheduler>(
-      impl_->io, [ch = &impl_->channel](GpuSnapshot s) { ch->publish(std::move(s)); });
-  for (const auto& p : impl_->probes) impl_->scheduler->add(p, ScheduleOptions::from_config(impl_->config, p->name()));
+      impl_->io, [ch = &impl_->channel](GpuSnapshot s) { ch->publish(std::move(s)); },
+      [impl = impl_.get()](const ProbeStats& s) { impl->on_stats(s); });
+  for (const auto& p : impl_->probes)
+    impl_->scheduler->add(p, ScheduleOptions::from_config(impl_->config, p->name()));
+
+  // No GPU → simulated GPUs, decided from the probes' own first detections (not a second,
+  // separate detection pass). With no GPU probe at all, at once.
+  const auto& c = impl_->config;
+  const bool has_simulated = std::any_of(impl_->probes.begin(), impl_->probes.end(),
+                                         [](const ProbePtr& p) { return p->name() == "simulated"; });
+  if (c.simulate_when_no_gpu && c.simulate == 0 && !has_simulated) {
+    for (const auto& p : impl_->probes)
+      if (Impl::is_gpu_probe(p->name())) impl_->awaiting_detection.emplace(p->name());
+    impl_->fallback_pending = !impl_->awaiting_detection.empty();
+    if (!impl_->fallback_pending) impl_->add_simulated_locked();
+  }
 
   if (impl_->own_io) {
     impl_->guard.emplace(impl_->own_io->get_executor());
@@ -109,7 +188,9 @@ void Telemetry::stop(std::chrono::milliseconds deadline) {
     std::lock_guard lock(impl_->mu);
     if (!impl_->started || impl_->stopped) return;  // not running: nothing to do
     impl_->stopped = true;
+    impl_->fallback_pending = false;
   }
+  impl_->changed.notify_all();
   const auto until = std::chrono::steady_clock::now() + deadline;
   if (impl_->own_io) {
     // Stop the scheduler on the io thread, then let the loop run dry.
@@ -155,24 +236,11 @@ std::vector<std::string> Telemetry::probe_names() const {
 }
 
 std::vector<SnapshotPtr> Telemetry::wait_for_first_samples(std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  const auto names = probe_names();
-  for (;;) {
-    bool all_settled = true;
-    const auto st = stats();
-    for (const auto& n : names) {
-      if (impl_->channel.latest(n)) continue;
-      bool gave_up = false;
-      for (const auto& s : st)
-        if (s.probe == n && s.state == ProbeState::unavailable) gave_up = true;
-      if (!gave_up) all_settled = false;
-    }
-    if (all_settled || std::chrono::steady_clock::now() >= until) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds{20});
-  }
+  std::unique_lock lock(impl_->mu);
+  impl_->changed.wait_for(lock, timeout, [&] { return impl_->first_samples_settled(); });
   std::vector<SnapshotPtr> out;
-  for (const auto& n : names)
-    if (auto s = impl_->channel.latest(n)) out.push_back(std::move(s));
+  for (const auto& p : impl_->probes)
+    if (auto s = impl_->channel.latest(p->name())) out.push_back(std::move(s));
   return out;
 }
 

@@ -138,6 +138,23 @@ TEST(Cli, SnapshotJsonHasOneSnapshotPerProbe) {
   EXPECT_TRUE(saw_sim);
 }
 
+TEST(Cli, SimulateIfNoGpuAddsTwoSimulatedGpusAndSaysSo) {
+  const auto proc = make_proc();
+  const auto r = run("snapshot --json --simulate-if-no-gpu --probes nvidia,host"
+                     " --nvml-library /nonexistent-gpustream/libnvidia-ml.so.1"
+                     " --nvidia-smi /nonexistent-gpustream/nvidia-smi --procfs-root " +
+                     (proc.path() / "proc").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("no GPU found on this machine: adding 2 simulated GPUs"), std::string::npos)
+      << r.err;
+  const auto doc = boost::json::parse(r.out).as_object();
+  std::size_t simulated_devices = 0;
+  for (const auto& s : doc.at("snapshots").as_array())
+    if (s.as_object().at("probe").as_string() == "simulated")
+      simulated_devices = s.as_object().at("devices").as_array().size();
+  EXPECT_EQ(simulated_devices, 2u) << r.out;
+}
+
 TEST(Cli, ListSaysWhyAProbeIsUnavailable) {
   const auto r = run("list --json --probes host --procfs-root /nonexistent-gpustream-root");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -61,7 +61,9 @@ TEST_F(SchedulerTest, StopWithASampleInFlightCancelsItAndDropsTheResult) {
   EXPECT_EQ(s.state, ProbeState::stopped);
   EXPECT_EQ(s.failures, 0u);
   EXPECT_EQ(s.samples, 0u);
-  EXPECT_TRUE(stats_seen_.empty());
+  ASSERT_EQ(stats_seen_.size(), 1u);  // the detection's; none for the dropped sample
+  EXPECT_EQ(stats_seen_[0].detections, 1u);
+  EXPECT_EQ(stats_seen_[0].samples, 0u);
 }
 
 TEST_F(SchedulerTest, LateCompletionAfterStopIsDropped) {
@@ -122,20 +124,31 @@ TEST_F(SchedulerTest, AddAfterStartStartsAtOnceAndAfterStopStaysStopped) {
   EXPECT_EQ(stats(2).state, ProbeState::stopped);
 }
 
-TEST_F(SchedulerTest, StatsCallbackAfterEverySample) {
+TEST_F(SchedulerTest, StatsCallbackAfterEveryDetectionAndSample) {
   auto probe = make_probe();
+  probe->script_detect([](std::uint64_t call) {
+    return std::optional<Detection>(call == 0 ? TestProbe::unavailable("not yet")
+                                              : TestProbe::available(2));
+  });
   probe->script_sample([](std::uint64_t call) {
     return call == 1 ? TestProbe::failed("x") : TestProbe::ok();
   });
   scheduler().add(probe, options(100ms, 10s, 50ms));
   start();
-  run_for(100ms, 10ms);  // ok at 0, failure at 100
-  ASSERT_EQ(stats_seen_.size(), probe->sample_calls());
-  EXPECT_EQ(stats_seen_[0].samples, 1u);
-  EXPECT_EQ(stats_seen_[0].state, ProbeState::available);
-  EXPECT_EQ(stats_seen_[1].failures, 1u);
-  EXPECT_EQ(stats_seen_[1].state, ProbeState::backoff);  // the decision is already made
-  EXPECT_EQ(stats_seen_[1].backoff, 50ms);
+  run_for(150ms, 10ms);  // unavailable at 0, available at 50, ok at 50, failure at 150
+  ASSERT_EQ(stats_seen_.size(), probe->detect_calls() + probe->sample_calls());
+  ASSERT_EQ(stats_seen_.size(), 4u);
+  EXPECT_EQ(stats_seen_[0].state, ProbeState::unavailable);
+  EXPECT_EQ(stats_seen_[0].reason, "not yet");
+  EXPECT_EQ(stats_seen_[1].state, ProbeState::available);
+  EXPECT_EQ(stats_seen_[1].detections, 2u);
+  EXPECT_EQ(stats_seen_[1].devices, 2u);
+  EXPECT_EQ(stats_seen_[1].samples, 0u);
+  EXPECT_EQ(stats_seen_[2].samples, 1u);
+  EXPECT_EQ(stats_seen_[2].state, ProbeState::available);
+  EXPECT_EQ(stats_seen_[3].failures, 1u);
+  EXPECT_EQ(stats_seen_[3].state, ProbeState::backoff);  // the decision is already made
+  EXPECT_EQ(stats_seen_[3].backoff, 50ms);
 }
 
 TEST_F(SchedulerTest, ThrowingSinkDoesNotStopSampling) {
@@ -153,7 +166,9 @@ TEST_F(SchedulerTest, StopFromInsideTheStatsCallbackIsSafe) {
   auto probe = make_probe();
   probe->script_sample([](std::uint64_t) { return TestProbe::ok(); });
   scheduler().add(probe, options(100ms));
-  on_stats_ = [this](const ProbeStats&) { scheduler().stop(); };
+  on_stats_ = [this](const ProbeStats& st) {
+    if (st.samples == 1) scheduler().stop();
+  };
   start();
   run_for(500ms, 10ms);
   EXPECT_EQ(probe->sample_calls(), 1u);

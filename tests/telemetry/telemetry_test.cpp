@@ -90,6 +90,108 @@ Config fast_config() {
   return c;
 }
 
+// A GPU probe that finds `devices` devices (0: unavailable, "no driver").
+class FixedGpuProbe final : public BlockingProbe {
+ public:
+  FixedGpuProbe(ProbeExecutors ex, std::string name, std::size_t devices)
+      : BlockingProbe(std::move(ex)), name_(std::move(name)), devices_(devices) {}
+  std::string_view name() const noexcept override { return name_; }
+
+ protected:
+  Detection detect() override {
+    Detection d;
+    d.available = devices_ > 0;
+    if (!d.available) d.reason = "no driver";
+    for (std::size_t i = 0; i < devices_; ++i)
+      d.devices.push_back({name_ + "-" + std::to_string(i), Vendor::nvidia,
+                           static_cast<int>(i), "Fixed", ""});
+    return d;
+  }
+  GpuSnapshot sample() override { return {}; }
+
+ private:
+  std::string name_;
+  std::size_t devices_;
+};
+
+// Builds what config.probes names: "gpuN" finds N devices, "simulated" a CountingProbe with
+// config.simulate recorded.
+struct Built {
+  std::mutex mu;
+  std::vector<std::vector<std::string>> calls;  // config.probes of each factory call
+  int simulate_asked = -1;
+};
+
+ProbeFactory by_name_factory(std::shared_ptr<Built> built) {
+  return [built](const Config& c, const ProbeExecutors& ex, std::vector<std::string>&) {
+    std::lock_guard lock(built->mu);
+    built->calls.push_back(c.probes);
+    std::vector<ProbePtr> out;
+    for (const auto& n : c.probes) {
+      if (n == "simulated") {
+        built->simulate_asked = c.simulate;
+        out.push_back(std::make_shared<CountingProbe>(ex, n));
+      } else {
+        out.push_back(std::make_shared<FixedGpuProbe>(ex, n, static_cast<std::size_t>(n.back() - '0')));
+      }
+    }
+    return out;
+  };
+}
+
+TEST(Telemetry, NoGpuFoundAddsSimulatedGpusAfterTheProbesOwnDetections) {
+  auto built = std::make_shared<Built>();
+  Config c = fast_config();
+  c.probes = {"gpu0", "other0"};
+  c.simulate_when_no_gpu = true;
+  Telemetry t(c, by_name_factory(built));
+  t.start();
+  const auto snaps = t.wait_for_first_samples(std::chrono::seconds{10});
+  ASSERT_EQ(snaps.size(), 1u);
+  EXPECT_EQ(snaps[0]->probe, "simulated");
+  EXPECT_EQ(t.probe_names(), (std::vector<std::string>{"gpu0", "other0", "simulated"}));
+  std::lock_guard lock(built->mu);
+  ASSERT_EQ(built->calls.size(), 2u);
+  EXPECT_EQ(built->calls[1], (std::vector<std::string>{"simulated"}));
+  EXPECT_EQ(built->simulate_asked, 2);
+  t.stop();
+  // Each GPU probe was detected once, by the scheduler: no separate detection pass.
+  for (const auto& st : t.stats())
+    if (st.probe != "simulated") EXPECT_EQ(st.detections, 1u) << st.probe;
+}
+
+TEST(Telemetry, AGpuFoundMeansNoSimulatedGpus) {
+  auto built = std::make_shared<Built>();
+  Config c = fast_config();
+  c.probes = {"gpu0", "gpu2"};
+  c.simulate_when_no_gpu = true;
+  Telemetry t(c, by_name_factory(built));
+  t.start();
+  t.wait_for_first_samples(std::chrono::seconds{10});
+  EXPECT_EQ(t.probe_names(), (std::vector<std::string>{"gpu0", "gpu2"}));
+  std::lock_guard lock(built->mu);
+  EXPECT_EQ(built->calls.size(), 1u);
+  t.stop();
+}
+
+TEST(Telemetry, NoGpuProbeAtAllAddsSimulatedGpusAtOnce) {
+  auto built = std::make_shared<Built>();
+  Config c = fast_config();
+  c.probes = {"host"};  // not a GPU probe
+  c.simulate_when_no_gpu = true;
+  Telemetry t(c, [built](const Config& cfg, const ProbeExecutors& ex, std::vector<std::string>& e) {
+    if (cfg.probes == std::vector<std::string>{"host"}) {
+      return std::vector<ProbePtr>{std::make_shared<CountingProbe>(ex, "host")};
+    }
+    return by_name_factory(built)(cfg, ex, e);
+  });
+  t.start();
+  EXPECT_EQ(t.probe_names(), (std::vector<std::string>{"host", "simulated"}));
+  const auto snaps = t.wait_for_first_samples(std::chrono::seconds{10});
+  EXPECT_EQ(snaps.size(), 2u);
+  t.stop();
+}
+
 TEST(Telemetry, PublishesSnapshotsOfEveryProbeToTheChannel) {
   auto made = std::make_shared<Made>();
   Telemetry t(fast_config(), counting_factory(made, {"a", "b", "broken"}));

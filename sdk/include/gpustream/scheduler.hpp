@@ -28,7 +28,8 @@
 // probe left them 0/empty. A failed or timed-out sample is published too, as a snapshot with no
 // devices and `errors` saying what happened (code "timeout" for a timeout), so subscribers see
 // the failure rather than silence; each distinct error is logged once (LogOnce, per probe) until
-// a clean sample clears it. Detection results are not published (see stats()).
+// a clean sample clears it. Detection results are not published; they reach the stats callback
+// and stats().
 //
 // Threading: all per-probe work runs on a strand of the io executor; probe completions are
 // posted to it. The publish sink and the stats callback are called on that strand, never under
@@ -84,7 +85,8 @@ class BasicScheduler {
   using clock_type = Clock;
   /// Receives every snapshot to publish (the Telemetry facade wires SnapshotChannel::publish).
   using PublishFn = std::function<void(GpuSnapshot)>;
-  /// Called after every sample (success, failure or timeout) with that probe's stats.
+  /// Called with that probe's stats after every sample (success, failure or timeout) and every
+  /// detection (available, unavailable or timed out).
   using StatsFn = std::function<void(const ProbeStats&)>;
 
   BasicScheduler(boost::asio::any_io_executor io, PublishFn publish, StatsFn on_stats = {});

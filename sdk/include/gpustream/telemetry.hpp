@@ -8,6 +8,11 @@
 //   ...
 //   t.stop();
 //
+// No GPU: with config.simulate_when_no_gpu (and simulate == 0), once every GPU probe (all but
+// "host" and "simulated") has answered its first detection and none found a device, the
+// factory is asked for {"simulated"} with simulate = 2, the probe is scheduled, and a warning
+// says so. The decision uses the probes' own detections; nothing is detected twice.
+//
 // Threading: by default Telemetry runs its own io thread; given an executor it runs on the
 // caller's io_context instead (the caller runs it). Blocking probe work always runs on the
 // Telemetry's own work pool. start() and stop() are idempotent; stop() returns in bounded time
@@ -66,8 +71,10 @@ class Telemetry {
   /// Names of the probes that were built.
   std::vector<std::string> probe_names() const;
 
-  /// Blocks until every built probe has published at least one snapshot, or until `timeout`.
-  /// Returns the latest snapshot of each probe that did (in probe order).
+  /// Blocks until every built probe has published at least one snapshot or is unavailable (and
+  /// the no-GPU fallback, if any, has been decided), or until `timeout`. Wakes on each publish
+  /// and detection, no polling. Returns the latest snapshot of each probe that has one (in probe
+  /// order; a simulated probe added by the fallback comes last).
   std::vector<SnapshotPtr> wait_for_first_samples(std::chrono::milliseconds timeout);
 
  private:

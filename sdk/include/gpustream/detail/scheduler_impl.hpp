@@ -152,6 +152,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     if (op_ == Op::detect) {
       book_.detect_timed_out();
       probe_->cancel();
+      report_stats();
       return;  // the retry is scheduled when the late completion arrives
     }
     disarm();  // no ticks while the timed-out sample is still out there
@@ -200,10 +201,12 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     if (!timed_out_ && d.available) {
       book_.detected_available(*probe_, d);  // may change interval(): a new grid starts here
       arm(Clock::now(), Action::tick);  // first sample at once
+      report_stats();
       return;
     }
     if (!timed_out_) book_.detected_unavailable(d.reason);
     arm(Clock::now() + book_.unavailable_backoff(), Action::detect);
+    if (!timed_out_) report_stats();  // a timed-out detection was reported when it timed out
   }
 
   // -- sampling --
@@ -285,6 +288,10 @@ class BasicScheduler<Clock, WaitTraits>::Entry
         logger()->error("probe {}: the publish sink threw", book_.name());
       }
     }
+    report_stats();
+  }
+
+  void report_stats() {
     if (shared_->on_stats && !stopped()) {
       try {
         shared_->on_stats(book_.snapshot());

@@ -1,6 +1,9 @@
 // SnapshotChannel: numbering, history ring, latest cache and fan-out to subscribers.
 #include <algorithm>
 #include <array>
+#include <random>
+
+#include <spdlog/fmt/fmt.h>
 
 #include "channel_internal.hpp"
 
@@ -200,6 +203,14 @@ std::size_t SnapshotChannel::subscriber_count() const {
 }
 
 std::size_t SnapshotChannel::history_capacity() const noexcept { return state_->history_.size(); }
+
+const std::string& SnapshotChannel::instance() const noexcept { return state_->instance_; }
+
+std::string detail::ChannelState::new_instance_id() {
+  std::random_device rd;
+  const std::uint64_t v = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return fmt::format("{:016x}", v);
+}
 
 boost::asio::any_io_executor SnapshotChannel::get_executor() const noexcept { return state_->ex_; }
 

@@ -166,7 +166,9 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
 class ChannelState {
  public:
   ChannelState(boost::asio::any_io_executor ex, std::size_t history_capacity)
-      : ex_(std::move(ex)), history_(history_capacity) {}
+      : ex_(std::move(ex)), history_(history_capacity), instance_(new_instance_id()) {}
+
+  static std::string new_instance_id();
 
   void add(const std::shared_ptr<Subscriber>& sub, std::optional<std::uint64_t> since);
   void remove(const Subscriber* sub);
@@ -178,6 +180,7 @@ class ChannelState {
   std::size_t history_size_ = 0;
   std::vector<SnapshotPtr> latest_;   // newest per probe
   std::uint64_t last_sequence_ = 0;
+  const std::string instance_;
   std::vector<std::shared_ptr<Subscriber>> subscribers_;
 
   /// With mu_ held: the oldest sequence still in the history (last_sequence_ + 1 when empty).

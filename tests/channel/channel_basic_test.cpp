@@ -22,6 +22,18 @@ TEST(ChannelBasic, NumbersSnapshotsWithoutGaps) {
   EXPECT_EQ(ch.last_sequence(), 5u);
 }
 
+TEST(ChannelBasic, InstanceIdIsStableAndDiffersBetweenChannels) {
+  boost::asio::io_context io;
+  SnapshotChannel a(io.get_executor());
+  SnapshotChannel b(io.get_executor());
+  const std::string first = a.instance();
+  ASSERT_EQ(first.size(), 16u);
+  EXPECT_EQ(first.find_first_not_of("0123456789abcdef"), std::string::npos) << first;
+  a.publish(make_snapshot("a"));
+  EXPECT_EQ(a.instance(), first);
+  EXPECT_NE(a.instance(), b.instance());
+}
+
 TEST(ChannelBasic, EverySubscriberGetsTheSameObject) {
   boost::asio::io_context io;
   SnapshotChannel ch(io.get_executor());

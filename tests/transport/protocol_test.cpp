@@ -87,8 +87,10 @@ TEST(TransportProtocol, BuildsServerMessages) {
             R"({"type":"subscribed","since":3,"probes":[],"devices":[],"fields":["power_watts"],)"
             R"("max_rate_hz":0.5})"
             "\n");
-  const auto hello = json::parse(hello_message({7, 1024, {{"sim", "available", ""}}, {}}));
+  const auto hello =
+      json::parse(hello_message({"00c0ffee00c0ffee", 7, 1024, {{"sim", "available", ""}}, {}}));
   EXPECT_EQ(hello.at("type"), "hello");
+  EXPECT_EQ(hello.at("instance"), "00c0ffee00c0ffee");
   EXPECT_EQ(hello.at("last_sequence").to_number<int>(), 7);
   EXPECT_FALSE(hello.at("probes").as_array()[0].as_object().contains("reason"));
 }

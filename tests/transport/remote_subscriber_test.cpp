@@ -241,6 +241,44 @@ TEST_P(RemoteSubscriberTest, FollowsAServerRestartedWithAFreshChannel) {
   EXPECT_EQ(seen.snapshots[5]->probe, "new");
   EXPECT_EQ(seen.snapshots[5]->sequence, 1u);
   EXPECT_EQ(seen.snapshots[6]->sequence, 2u);
+  ASSERT_EQ(seen.gaps.size(), 1u);
+  EXPECT_EQ(seen.gaps[0], (Gap{5, 0, std::string(kGapServerRestarted)}));
+  ASSERT_EQ(seen.hellos.size(), 2u);
+  EXPECT_NE(seen.hellos[0].instance, seen.hellos[1].instance);
+  EXPECT_EQ(seen.hellos[1].instance, fresh.instance());
+  sub->stop();
+  bool stopped = false;
+  server.stop([&] { stopped = true; });
+  ASSERT_TRUE(f.run_until([&] { return stopped; }));
+}
+
+TEST_P(RemoteSubscriberTest, FollowsARestartedServerThatIsAlreadyPastItsSince) {
+  // The case a sequence comparison alone cannot see: the new server has published more than
+  // the client had received from the old one, so the client's `since` (3) looks valid there.
+  Fixture f;
+  f.start();
+  Seen seen;
+  auto sub = make_subscriber(f, {.url = url_of(f, GetParam()), .since = 0}, seen);
+  for (int i = 0; i < 3; ++i) f.publish("old");
+  sub->start();
+  ASSERT_TRUE(f.run_until([&] { return seen.snapshots.size() == 3; }));
+
+  const auto options = same_ports(f);
+  ASSERT_TRUE(f.stop());
+  f.server.reset();
+  SnapshotChannel fresh(f.io.get_executor());
+  for (int i = 0; i < 6; ++i) fresh.publish(make_snapshot("new"));
+  Server server(f.io.get_executor(), fresh, options);
+  server.start();
+  ASSERT_TRUE(f.run_until([&] { return seen.snapshots.size() >= 9; }));
+  f.run_for(std::chrono::milliseconds(0));
+  ASSERT_EQ(seen.snapshots.size(), 9u);
+  for (std::size_t i = 3; i < 9; ++i) {
+    EXPECT_EQ(seen.snapshots[i]->probe, "new");
+    EXPECT_EQ(seen.snapshots[i]->sequence, i - 2);  // 1..6: nothing of the new server skipped
+  }
+  ASSERT_EQ(seen.gaps.size(), 1u);
+  EXPECT_EQ(seen.gaps[0], (Gap{3, 0, std::string(kGapServerRestarted)}));
   sub->stop();
   bool stopped = false;
   server.stop([&] { stopped = true; });

@@ -268,6 +268,7 @@ std::vector<ProbeStats> Hub::probe_stats() const {
 
 std::string Hub::hello(std::uint64_t* last_sequence) {
   Hello h;
+  h.instance = channel_.instance();
   h.last_sequence = cursor_.load(std::memory_order_relaxed);
   h.history_capacity = channel_.history_capacity();
   const auto latest = channel_.latest();

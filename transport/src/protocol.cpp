@@ -185,6 +185,7 @@ std::string hello_message(const Hello& h) {
   o["type"] = "hello";
   o["schema"] = kSchema;
   o["server"] = kServerName;
+  o["instance"] = h.instance;
   o["last_sequence"] = h.last_sequence;
   o["history_capacity"] = h.history_capacity;
   json::array probes;

@@ -49,6 +49,7 @@ RemoteHello hello_from_json(const json::object& o) {
   RemoteHello h;
   h.schema = as_string(o, "schema");
   h.server = as_string(o, "server");
+  h.instance = as_string(o, "instance");
   h.last_sequence = as_u64(o.if_contains("last_sequence")).value_or(0);
   h.history_capacity =
       static_cast<std::size_t>(as_u64(o.if_contains("history_capacity")).value_or(0));
@@ -314,6 +315,10 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       if (!awaiting_ack_) on_snapshot_message(v);
     } else if (t == "hello") {
       const auto h = hello_from_json(*o);
+      if (!h.instance.empty()) {
+        if (!instance_.empty() && h.instance != instance_ && resume_) server_restarted();
+        instance_ = h.instance;
+      }
       transport::SubscribeRequest r{options_.probes, options_.devices, options_.fields,
                                     options_.max_rate_hz, resume_.value_or(h.last_sequence)};
       reply = transport::encode_subscribe(r);
@@ -365,6 +370,17 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
     if (on_snapshot) invoke([&] { on_snapshot(s); });
   }
 
+  /// The server's sequence space changed: say so with a gap and start again from its beginning.
+  void server_restarted() {
+    Gap g{*resume_, 0, std::string(kGapServerRestarted)};
+    logger()->info("{}: the server was restarted (new instance); its snapshots are numbered "
+                   "from 1 again, delivering them from its first",
+                   options_.url);
+    resume_ = 0;
+    ++gaps_;
+    if (on_gap) invoke([&] { on_gap(g); });
+  }
+
   void on_gap_message(const json::object& o) {
     Gap g;
     g.after_sequence = as_u64(o.if_contains("after_sequence")).value_or(0);
@@ -389,6 +405,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   asio::steady_timer retry_timer_;
   asio::steady_timer deadline_;
   std::shared_ptr<RemoteConnection> conn_;
+  std::string instance_;  // the server instance resume_ refers to
   std::optional<std::uint64_t> resume_;  // the last sequence delivered (or skipped by a gap)
   bool awaiting_ack_ = true;
   std::string server_error_;

@@ -62,6 +62,7 @@
   // Snapshots
 
   let lastSeq = null;          // resume cursor: last sequence received (or skipped by a gap)
+  let serverInstance = null;   // the hello's `instance`: which sequence space lastSeq belongs to
   let awaitingAck = true;      // snapshots before the subscribe's ack are replayed after it
   const sampleTimes = [];      // sample times (ms) of the last 10 s of snapshots, for the rate
   let dirty = true;
@@ -180,6 +181,12 @@
     switch (msg.type) {
       case 'hello': {
         $('server-version').textContent = msg.server || '';
+        // A different instance is a restarted server whose sequences start again at 1: our
+        // cursor means nothing there, so take its whole history (charts keep their points).
+        if (msg.instance && serverInstance && msg.instance !== serverInstance && lastSeq != null) {
+          lastSeq = null;
+        }
+        if (msg.instance) serverInstance = msg.instance;
         // First connection: the whole history the server still holds fills the charts.
         // Later: resume after the last sequence received; the server replays what we missed.
         const since = lastSeq == null ? 0 : lastSeq;

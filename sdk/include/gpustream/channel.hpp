@@ -52,9 +52,11 @@ struct SubscriptionFilter {
 
 /// A hole in a subscriber's stream: after the snapshot numbered `after_sequence` (the last one
 /// this subscriber received, or the `since` it resumed from), `missed` of its snapshots were not
-/// delivered. `reason` is "dropped_slow_subscriber", "history_too_old" or
-/// "lossless_bound_exceeded". For "history_too_old", `missed` counts channel sequence numbers
-/// no longer in the history (some of which the filter might not have matched).
+/// delivered. `reason` is "dropped_slow_subscriber", "history_too_old",
+/// "lossless_bound_exceeded" or (RemoteSubscriber only) "server_restarted". For
+/// "history_too_old", `missed` counts channel sequence numbers no longer in the history (some of
+/// which the filter might not have matched); for "server_restarted" it is 0: how many the old
+/// server published after `after_sequence` is unknown.
 struct Gap {
   std::uint64_t after_sequence = 0;
   std::uint64_t missed = 0;
@@ -64,6 +66,8 @@ struct Gap {
 
 inline constexpr std::string_view kGapDroppedSlowSubscriber = "dropped_slow_subscriber";
 inline constexpr std::string_view kGapHistoryTooOld = "history_too_old";
+/// Only from a RemoteSubscriber: the server was restarted; sequences start again at 1.
+inline constexpr std::string_view kGapServerRestarted = "server_restarted";
 inline constexpr std::string_view kGapLosslessBoundExceeded = "lossless_bound_exceeded";
 
 struct SubscribeOptions {
@@ -183,6 +187,10 @@ class SnapshotChannel {
   std::uint64_t last_sequence() const;
   std::size_t subscriber_count() const;
   std::size_t history_capacity() const noexcept;
+  /// A random id of this channel's sequence space (16 hex digits), fixed for its lifetime. A
+  /// remote client that sees it change knows the sequence numbers started again (a restarted
+  /// server), even when the new ones have already passed the client's own.
+  const std::string& instance() const noexcept;
   boost::asio::any_io_executor get_executor() const noexcept;
 
  private:

@@ -99,6 +99,7 @@ std::vector<DeviceInfo> devices_of(const std::vector<SnapshotPtr>& latest);
 boost::json::value to_json(const DeviceInfo& d);
 
 struct Hello {
+  std::string instance;  // SnapshotChannel::instance(): which sequence space
   std::uint64_t last_sequence = 0;
   std::size_t history_capacity = 0;
   std::vector<ProbeInfo> probes;

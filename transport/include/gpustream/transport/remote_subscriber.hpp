@@ -20,9 +20,12 @@
 // exponential backoff (with jitter) and resumes the same way, so a server restart or a dropped
 // connection loses nothing that is still in the server's history ring.
 //
-// A server restarted with a fresh channel numbers from 1 again: it answers a `since` beyond its
-// own last sequence with `since` 0 in its acknowledgement, and the client follows (delivering
-// the new server's history from the start).
+// A server restarted with a fresh channel numbers from 1 again. Its hello carries a new
+// `instance`: the client then reports a Gap{last delivered, 0, "server_restarted"} (what the old
+// server published after that is unknown and lost) and subscribes with `since` 0, delivering the
+// new server's history from its start; sequences go on increasing from there. (An older server
+// without `instance` answers a `since` beyond its own last sequence with `since` 0, and the
+// client follows; that cannot catch a new server that has already passed the client's since.)
 //
 // Thread safety: callbacks run one at a time on a strand of the executor given to the
 // constructor; set them before start(). start(), stop(), status() and counters() may be called
@@ -84,6 +87,7 @@ struct RemoteSubscriberOptions {
 struct RemoteHello {
   std::string schema;  // "gpustream/1"
   std::string server;  // "gpustream/0.1.0"
+  std::string instance;  // the server channel's sequence space; empty from an older server
   std::uint64_t last_sequence = 0;
   std::size_t history_capacity = 0;
   std::vector<transport::ProbeInfo> probes;

@@ -2,6 +2,7 @@
 #include "gpustream/probes/registry.hpp"
 
 #include <algorithm>
+#include <array>
 #include <iterator>
 #include <exception>
 
@@ -35,26 +36,29 @@ ProbePtr make_simulated(const Config& config, ProbeExecutors executors) {
   return make_simulated_probe(std::move(executors), std::move(options));
 }
 
-// One row per implemented probe, in the order make_probes builds them.
+// One row per probe, in the order make_probes builds them and `gpustream list` shows them.
 constexpr ProbeRow kRows[] = {
     {"nvidia", "NVIDIA GPUs through NVML (--nvml-library PATH), nvidia-smi as the fallback",
      &make_nvidia},
     {"amd", "AMD GPUs: amdgpu sysfs + DRM fdinfo (--amd-source auto|sysfs|amd-smi|rocm-smi)",
      &make_amd_probe},
-    {"apple", "Apple Silicon GPU through one persistent `macmon pipe` child (--macmon PATH)",
-     &make_apple_probe_from_config},
     {"intel", "Intel GPUs (i915/xe): sysfs, hwmon, DRM fdinfo; Level Zero Sysman when present",
      &make_intel_probe_from_config},
+    {"apple", "Apple Silicon GPU through one persistent `macmon pipe` child (--macmon PATH)",
+     &make_apple_probe_from_config},
     {"host", "host RAM and swap (/proc/meminfo), RSS of this process and watched pids", &make_host},
     {"simulated", "simulated GPUs with plausible moving values (--simulate N)", &make_simulated},
 };
 
-// Every name gpustream knows, built or not (`gpustream list` shows them in this order).
-constexpr std::string_view kKnownNames[] = {"nvidia", "amd", "intel", "apple", "host", "simulated"};
+constexpr auto kNames = [] {
+  std::array<std::string_view, std::size(kRows)> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = kRows[i].name;
+  return names;
+}();
 
 std::string known_list() {
   std::string out;
-  for (auto name : kKnownNames) {
+  for (auto name : kNames) {
     if (!out.empty()) out += ", ";
     out += name;
   }
@@ -71,13 +75,9 @@ const ProbeRow* find_probe_row(std::string_view name) noexcept {
   return nullptr;
 }
 
-std::span<const std::string_view> known_probe_names() noexcept { return kKnownNames; }
+std::span<const std::string_view> known_probe_names() noexcept { return kNames; }
 
-bool is_known_probe(std::string_view name) noexcept {
-  return std::find(std::begin(kKnownNames), std::end(kKnownNames), name) != std::end(kKnownNames);
-}
-
-bool is_implemented(std::string_view name) noexcept { return find_probe_row(name) != nullptr; }
+bool is_known_probe(std::string_view name) noexcept { return find_probe_row(name) != nullptr; }
 
 ProbeSet make_probes(const Config& config, ProbeExecutors executors) {
   std::vector<std::string> wanted;
@@ -94,13 +94,9 @@ ProbeSet make_probes(const Config& config, ProbeExecutors executors) {
 
   ProbeSet out;
   for (const auto& name : wanted) {
-    if (!is_known_probe(name)) {
-      out.errors.push_back("unknown probe '" + name + "' (known: " + known_list() + ")");
-      continue;
-    }
     const ProbeRow* row = find_probe_row(name);
     if (!row) {
-      out.errors.push_back("probe '" + name + "' is not available in this build");
+      out.errors.push_back("unknown probe '" + name + "' (known: " + known_list() + ")");
       continue;
     }
     try {
@@ -114,18 +110,13 @@ ProbeSet make_probes(const Config& config, ProbeExecutors executors) {
 
 std::vector<ProbeDescription> describe_probes() {
   std::vector<ProbeDescription> out;
-  for (auto name : kKnownNames) {
-    const ProbeRow* row = find_probe_row(name);
-    out.push_back({std::string(name),
-                   row ? std::string(row->description) : "not available in this build",
-                   row != nullptr});
-  }
+  for (const auto& row : kRows) out.push_back({std::string(row.name), std::string(row.description)});
   return out;
 }
 
 std::string describe_probes_text() {
   std::size_t width = 0;
-  for (auto name : kKnownNames) width = std::max(width, name.size());
+  for (auto name : kNames) width = std::max(width, name.size());
   std::string out;
   for (const auto& d : describe_probes()) {
     out += d.name;

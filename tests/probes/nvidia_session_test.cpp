@@ -307,7 +307,7 @@ TEST_F(ProcessUsageTest, UnavailableValueIsAbsentNotExact) {
 }
 
 TEST_F(NvmlSessionTest, RegistryBuildsTheNvidiaProbeFromConfig) {
-  ASSERT_TRUE(is_implemented("nvidia"));
+  ASSERT_TRUE(is_known_probe("nvidia"));
   Config config;
   config.probes = {"nvidia"};
   config.probe_settings["nvidia"] =

@@ -71,7 +71,7 @@ ProbeFactory counting_factory(std::shared_ptr<Made> made, std::vector<std::strin
     std::vector<ProbePtr> out;
     for (const auto& n : names) {
       if (n == "broken") {
-        static const std::string kMessage = "probe 'broken' is not available in this build";
+        static const std::string kMessage = "probe 'broken': its factory threw";
         errors.push_back(kMessage);
         continue;
       }

@@ -1,9 +1,8 @@
 // gpustream/probes/registry.hpp — the one table of probes.
 //
-// Each implemented probe is one row {name, description, factory} in probes/registry.cpp; adding
-// a probe is adding its row (no self-registration). The names gpustream knows about are listed
-// separately, so that asking for a known probe this build does not contain gets a plain answer
-// ("probe 'nvidia' is not available in this build") rather than a stub that pretends.
+// Each probe is one row {name, description, factory} in probes/registry.cpp; adding a probe is
+// adding its row (no self-registration). Every probe is built on every platform: one whose
+// source is missing (no driver, no tool, not Linux) says so at detection, with the reason.
 //
 // Thread safety: everything here is read-only static data or builds new objects; call from any
 // thread. Cancellation: nothing to cancel.
@@ -30,16 +29,14 @@ struct ProbeRow {
   ProbeMaker factory;
 };
 
-/// The probes implemented in this build, in the order make_probes builds them.
+/// Every probe, in the order make_probes builds them.
 std::span<const ProbeRow> probe_rows() noexcept;
-/// The row of an implemented probe; nullptr otherwise.
+/// The row of probe `name`; nullptr for an unknown name.
 const ProbeRow* find_probe_row(std::string_view name) noexcept;
 
 /// Every probe name gpustream knows: "nvidia", "amd", "intel", "apple", "host", "simulated".
 std::span<const std::string_view> known_probe_names() noexcept;
 bool is_known_probe(std::string_view name) noexcept;
-/// True when `name` has a row in this build.
-bool is_implemented(std::string_view name) noexcept;
 
 /// What make_probes built, and, for each name it could not build, one line saying why.
 struct ProbeSet {
@@ -48,17 +45,15 @@ struct ProbeSet {
 };
 
 /// Builds the probes named in config.probes, in that order, without duplicates; when the list is
-/// empty, every implemented probe except "simulated". "simulated" is added whenever
+/// empty, every probe except "simulated". "simulated" is added whenever
 /// config.simulate > 0 (with that many GPUs); named explicitly with simulate == 0 it gets one
-/// GPU. Errors: "unknown probe 'x' (known: ...)", "probe 'nvidia' is not available in this
-/// build", or "probe 'x': <what its factory threw>".
+/// GPU. Errors: "unknown probe 'x' (known: ...)" or "probe 'x': <what its factory threw>".
 ProbeSet make_probes(const Config& config, ProbeExecutors executors);
 
-/// One entry per known probe, for `gpustream list`.
+/// One entry per probe, for `gpustream list`.
 struct ProbeDescription {
   std::string name;
-  std::string description;  // for a probe not in this build: "not available in this build"
-  bool implemented = false;
+  std::string description;
 };
 std::vector<ProbeDescription> describe_probes();
 

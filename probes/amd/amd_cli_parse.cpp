@@ -27,16 +27,17 @@ json::value parse_tool_json(std::string_view text, std::string_view tool) {
     }
     pos = nl + 1;
   }
+  // The messages name the kind of failure only; what varies per run goes to the detail.
   const auto body = readers::trim(text.substr(std::min(pos, text.size())));
   if (body.empty()) {
     const auto shown = readers::trim(text).substr(0, 80);
-    throw std::runtime_error(std::string(tool) + " printed no JSON" +
-                             (shown.empty() ? std::string{} : ": '" + std::string(shown) + "'"));
+    throw ToolError(std::string(tool) + " printed no JSON",
+                    shown.empty() ? "no output" : "it printed '" + std::string(shown) + "'");
   }
   try {
     return parse_json(body);
   } catch (const std::exception& e) {
-    throw std::runtime_error(std::string(tool) + " printed invalid JSON: " + e.what());
+    throw ToolError(std::string(tool) + " printed invalid JSON", e.what());
   }
 }
 
@@ -47,7 +48,8 @@ const json::array& gpu_array(const json::value& v, std::string_view tool) {
     if (const auto* d = v.as_object().if_contains("gpu_data"); d && d->is_array())
       return d->as_array();
   }
-  throw std::runtime_error(std::string(tool) + ": expected a JSON array of GPUs");
+  throw ToolError(std::string(tool) + ": expected a JSON array of GPUs",
+                  v.is_object() ? "an object without gpu_data" : "not an array");
 }
 
 const json::value* path(const json::value& v, std::initializer_list<std::string_view> keys) {
@@ -73,6 +75,19 @@ double scale_of(std::string_view unit) {
   if (unit == "KHz" || unit == "kHz") return 1e-3;
   return 1;  // %, W, C, J, MHz, mV...
 }
+
+// Nanoseconds per unit of a busy-time value; nullopt for a unit we do not know.
+std::optional<double> ns_per(std::string_view unit) {
+  if (unit == "ns") return 1.0;
+  if (unit == "us" || unit == "\xC2\xB5s") return 1e3;
+  if (unit == "ms") return 1e6;
+  if (unit == "s") return 1e9;
+  return std::nullopt;
+}
+
+// A busy time in ns: {"value": x, "unit": "ns"|"us"|"ms"|"s"} (6.2+) or a bare number, which
+// amd-smi 6.0/6.1 printed in ns (the unit only appeared in the human-readable format).
+std::optional<std::uint64_t> busy_ns(const json::value& v);
 
 // A measurement: a number, a numeric string, or {"value": x, "unit": u}; "N/A" -> nullopt.
 // `bare_scale` applies to unit-less numbers (ROCm 6.0 printed VRAM in MB without a unit).
@@ -155,6 +170,21 @@ std::optional<double> rocm_number(std::string_view s) {
   }
 }
 
+std::optional<std::uint64_t> busy_ns(const json::value& v) {
+  std::optional<double> ns;
+  if (v.is_object()) {
+    const auto* unit = v.as_object().if_contains("unit");
+    if (!unit || !unit->is_string()) return std::nullopt;
+    const auto scale = ns_per(std::string_view(unit->as_string()));
+    const auto value = measure(v.as_object().if_contains("value"));
+    if (scale && value) ns = *value * *scale;
+  } else if (v.is_number()) {
+    ns = measure(&v);
+  }
+  if (!ns || *ns < 0) return std::nullopt;
+  return static_cast<std::uint64_t>(*ns);
+}
+
 }  // namespace
 
 std::vector<StaticInfo> parse_amd_smi_static(std::string_view text) {
@@ -210,22 +240,27 @@ std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text) {
   return out;
 }
 
-std::map<int, std::vector<ProcessSample>> parse_amd_smi_process(std::string_view text) {
-  std::map<int, std::vector<ProcessSample>> out;
+std::map<int, std::vector<ProcessUsage>> parse_amd_smi_process(std::string_view text) {
+  std::map<int, std::vector<ProcessUsage>> out;
   if (readers::trim(text).find("No running processes") != std::string_view::npos &&
       readers::trim(text).find_first_of("[{") == std::string_view::npos)
     return out;
   const auto doc = parse_tool_json(text, "amd-smi process");
   const auto add = [&](int gpu, const json::value& info) {
     if (!info.is_object()) return;  // "N/A" or "No running processes detected"
-    ProcessSample p;
+    ProcessUsage u;
+    auto& p = u.process;
     const auto pid = measure(path(info, {"pid"}));
     if (!pid) return;
     p.pid = static_cast<std::int64_t>(*pid);
     p.name = string_at(info, {"name"});
     auto vram = first_of(info, {{"memory_usage", "vram_mem"}, {"mem_usage"}, {"mem"}});
     if (vram) p.gpu_memory_bytes = static_cast<std::uint64_t>(*vram);
-    out[gpu].push_back(std::move(p));
+    if (const auto* usage = path(info, {"usage"}); usage && usage->is_object()) {
+      for (const auto& [engine, value] : usage->as_object())
+        if (auto ns = busy_ns(value)) u.engine_busy_ns[std::string(engine)] = *ns;
+    }
+    out[gpu].push_back(std::move(u));
   };
   int i = 0;
   for (const auto& gpu : gpu_array(doc, "amd-smi process")) {
@@ -250,10 +285,12 @@ std::vector<std::string> rocm_smi_args() {
 
 std::vector<DeviceSample> parse_rocm_smi(std::string_view text) {
   if (readers::trim(text).empty())
-    throw std::runtime_error(
-        "rocm-smi printed nothing (exit code 0): the amdgpu driver is probably not loaded");
+    throw ToolError(
+        "rocm-smi printed nothing (exit code 0): the amdgpu driver is probably not loaded",
+        "empty output");
   const auto doc = parse_tool_json(text, "rocm-smi");
-  if (!doc.is_object()) throw std::runtime_error("rocm-smi: expected a JSON object of cards");
+  if (!doc.is_object())
+    throw ToolError("rocm-smi: expected a JSON object of cards", "the JSON is not an object");
   std::vector<DeviceSample> out;
   constexpr auto S = Source::rocm_smi;
   for (const auto& [key, card] : doc.as_object()) {
@@ -304,7 +341,7 @@ std::vector<DeviceSample> parse_rocm_smi(std::string_view text) {
     put(m, Metric::fan_percent, num({"fan speed (%)"}), S);
     out.push_back(std::move(d));
   }
-  if (out.empty()) throw std::runtime_error("rocm-smi reported no cards");
+  if (out.empty()) throw ToolError("rocm-smi reported no cards", "no \"card<N>\" key");
   std::sort(out.begin(), out.end(),
             [](const DeviceSample& a, const DeviceSample& b) { return a.index < b.index; });
   return out;

@@ -1,7 +1,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <set>
 #include <stdexcept>
 #include <utility>
 
@@ -219,21 +218,17 @@ void AmdSysfsProbe::add_processes(std::vector<DeviceSample>& devices, GpuSnapsho
        .max_processes = options_.max_processes},
       &stats);
   if (stats.capped > 0) {
+    // The count changes from tick to tick; the message must not (the Scheduler logs each
+    // distinct message once), so only the configured cap is in it.
     snap.errors.push_back({"processes_capped",
-                           std::to_string(stats.capped) + " processes not examined (cap " +
-                               std::to_string(options_.max_processes) + ")",
+                           "more than " + std::to_string(options_.max_processes) +
+                               " processes: the others were not examined for GPU use",
                            {}});
   }
-  const auto now = steady_now_ns();
-  EngineState next;
-  next.monotonic_ns = now;
-  const double elapsed = static_cast<double>(now - engines_.monotonic_ns);
-  const bool seeded = engines_.monotonic_ns != 0 && elapsed > 0;
-
-  // (device index, pid) -> process
+  engines_.begin(snap.monotonic_ns);
+  // (device index, pid) -> process, and its engines summed over its distinct clients.
   std::map<std::pair<std::size_t, std::int64_t>, ProcessSample> procs;
-  std::map<std::pair<std::size_t, std::int64_t>, std::map<std::string, double>> engine_pct;
-  std::set<std::pair<std::size_t, std::int64_t>> unseeded;
+  std::map<std::pair<std::size_t, std::int64_t>, EngineUsage> usage;
   for (const auto& c : clients) {
     std::size_t dev = devices.size();
     for (std::size_t i = 0; i < devices.size(); ++i)
@@ -251,41 +246,14 @@ void AmdSysfsProbe::add_processes(std::vector<DeviceSample>& devices, GpuSnapsho
       vram = l->second;
     }
     if (vram) p.gpu_memory_bytes = p.gpu_memory_bytes.value_or(0) + *vram;
-
-    const ClientKey ck{c.pid, c.info.pdev, c.info.client_id.has_value(),
-                       c.info.client_id.value_or(0)};
-    next.busy_ns[ck] = c.info.engine_ns;
-    const auto prev = engines_.busy_ns.find(ck);
-    for (const auto& [engine, ns] : c.info.engine_ns) {
-      auto& pct = engine_pct[key][engine];
-      if (!seeded || prev == engines_.busy_ns.end()) {
-        unseeded.insert(key);
-        continue;
-      }
-      auto pe = prev->second.find(engine);
-      if (pe == prev->second.end() || ns < pe->second) continue;  // new engine or reset counter
-      pct += static_cast<double>(ns - pe->second) / elapsed * 100.0;
-    }
+    // Clients without a drm-client-id (old kernels) share one counter per (pid, device).
+    const EngineBusyTracker::Key ck{c.pid, c.info.pdev, c.info.client_id.value_or(~0ULL)};
+    add_engine_usage(usage[key], engines_.update(ck, c.info.engine_ns));
   }
   for (auto& [key, p] : procs) {
-    const bool ok = !unseeded.count(key);
-    double gfx = 0;
-    bool have_gfx = false;
-    for (const auto& [engine, pct] : engine_pct[key]) {
-      EngineSample e;
-      e.name = engine;
-      e.utilization_percent = ok ? Reading::of(std::min(pct, 100.0), Source::fdinfo)
-                                 : Reading::missing(Absence::not_yet_seeded, Source::fdinfo);
-      if (engine == "gfx" && ok) {
-        gfx = std::min(pct, 100.0);
-        have_gfx = true;
-      }
-      p.engines.push_back(std::move(e));
-    }
-    if (have_gfx) p.gpu_utilization_percent = gfx;
+    set_engine_usage(p, usage[key], Source::fdinfo);
     devices[key.first].processes.push_back(std::move(p));
   }
-  engines_ = std::move(next);
 }
 
 GpuSnapshot AmdSysfsProbe::sample() {
@@ -295,6 +263,7 @@ GpuSnapshot AmdSysfsProbe::sample() {
     cards_ = std::move(cards);
   }
   GpuSnapshot snap;
+  snap.monotonic_ns = steady_now_ns();  // the sample time, also the base of engine deltas
   for (const auto& card : cards_) snap.devices.push_back(sample_card(card));
   if (options_.processes && !cards_.empty()) add_processes(snap.devices, snap);
   return snap;

@@ -1,12 +1,13 @@
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <vector>
 
+#include "amd_fake_cli.hpp"
 #include "gpustream/probes/amd_probe.hpp"
-#include "gpustream_fake_amd_paths.hpp"
 #include "probe_harness.hpp"
 #include "support/temp_tree.hpp"
 
@@ -76,9 +77,9 @@ TEST(AmdSmiParse, SharedFixtures) {
   const auto procs = parse_amd_smi_process(
       shared_fixture("amd_amdsmi/process_json_changelog_rocm6.2.0_example.json"));
   ASSERT_EQ(procs.at(0).size(), 2u);
-  EXPECT_EQ(procs.at(0)[1].pid, 420315);
-  EXPECT_EQ(procs.at(0)[1].name, "rvs");
-  EXPECT_EQ(procs.at(0)[1].gpu_memory_bytes, 0u);
+  EXPECT_EQ(procs.at(0)[1].process.pid, 420315);
+  EXPECT_EQ(procs.at(0)[1].process.name, "rvs");
+  EXPECT_EQ(procs.at(0)[1].process.gpu_memory_bytes, 0u);
   // The partial files stop mid-document: a clear error, not a crash.
   EXPECT_THROW(parse_amd_smi_metric(shared_fixture(
                    "amd_amdsmi/metric_usage_json_w7700_beszel737.partial.json")),
@@ -106,14 +107,14 @@ TEST(AmdSmiParse, ProcessShapes) {
   auto old = parse_amd_smi_process(R"([{"gpu": 0, "process_info": {"name": "a", "pid": 7,
       "mem_usage": 4096}}, {"gpu": 1, "process_info": "No running processes detected"}])");
   ASSERT_EQ(old.at(0).size(), 1u);
-  EXPECT_EQ(old.at(0)[0].gpu_memory_bytes, 4096u);
+  EXPECT_EQ(old.at(0)[0].process.gpu_memory_bytes, 4096u);
   EXPECT_TRUE(old.at(1).empty());
   // amd-smi 26: memory_usage.vram_mem.
   auto n = parse_amd_smi_process(R"([{"gpu": 0, "process_list": [{"process_info": {"name": "b",
       "pid": 8, "mem_usage": {"value": 1, "unit": "B"},
       "memory_usage": {"vram_mem": {"value": 56000, "unit": "B"}}}}, "N/A"]}])");
   ASSERT_EQ(n.at(0).size(), 1u);
-  EXPECT_EQ(n.at(0)[0].gpu_memory_bytes, 56000u);
+  EXPECT_EQ(n.at(0)[0].process.gpu_memory_bytes, 56000u);
 }
 
 TEST(RocmSmiParse, StringsRenamedKeysAndParens) {
@@ -156,27 +157,24 @@ TEST(RocmSmiParse, EmptyOutputAndWarningOnlyAreErrors) {
   EXPECT_EQ(d[1].metrics[Metric::memory_utilization_percent].value(), 0.0);
 }
 
-// A per-test wrapper running the fake with its data and a misbehaviour.
+// A fake per probe, with the recorded outputs and a misbehaviour.
 class AmdCli : public ::testing::Test {
  protected:
-  std::string tool(const char* fake, const std::string& mode) {
-    const auto path = tree_.file("bin/" + mode + std::to_string(n_++),
-                                 std::string("#!/bin/sh\nexec '") + fake + "' --fake-data '" +
-                                     fakes::kFakeAmdData + "' --fake-mode " + mode + " \"$@\"\n");
-    std::filesystem::permissions(path, std::filesystem::perms::owner_all);
-    return path;
-  }
   std::shared_ptr<AmdProbe> probe(AmdTool t, const std::string& mode,
                                   std::chrono::milliseconds timeout = std::chrono::seconds{10}) {
-    return make_amd_cli_probe(
-        harness_.executors(),
-        {.tool = t,
-         .path = tool(t == AmdTool::amd_smi ? fakes::kFakeAmdSmi : fakes::kFakeRocmSmi, mode),
-         .timeout = timeout});
+    const bool amd = t == AmdTool::amd_smi;
+    auto& cli = *fakes_.emplace_back(std::make_unique<test::FakeAmdCli>(
+        tree_, amd ? fakes::kFakeAmdSmi : fakes::kFakeRocmSmi,
+        mode + "-" + std::to_string(fakes_.size())));
+    for (const char* f : {"static.json", "metric.json", "process.json", "rocm-smi.json"})
+      cli.copy_recorded(f);
+    cli.set_mode(mode);
+    return make_amd_cli_probe(harness_.executors(),
+                              {.tool = t, .path = cli.path(), .timeout = timeout});
   }
   TempTree tree_;
+  std::vector<std::unique_ptr<test::FakeAmdCli>> fakes_;
   ProbeHarness harness_;
-  int n_ = 0;
 };
 
 TEST_F(AmdCli, AmdSmiDetectAndSample) {
@@ -225,6 +223,25 @@ TEST_F(AmdCli, MisbehavingToolsGiveClearErrors) {
   auto det = harness_.detect(*rocm);
   EXPECT_FALSE(det.available);
   EXPECT_NE(det.reason.find("driver is probably not loaded"), std::string::npos) << det.reason;
+}
+
+TEST_F(AmdCli, FailureMessagesAreTheSameEveryRun) {
+  // The fakes put a pid in their garbage and stderr and cut partial output at a pid-dependent
+  // byte; the messages (the Scheduler's log-once key) must not follow.
+  for (auto tool : {AmdTool::amd_smi, AmdTool::rocm_smi}) {
+    for (const char* mode : {"garbage", "partial", "fail"}) {
+      auto p = probe(tool, mode);
+      auto a = harness_.sample(*p);
+      auto b = harness_.sample(*p);
+      ASSERT_TRUE(a.ec) << mode;
+      ASSERT_EQ(a.snapshot.errors.size(), 1u) << mode;
+      EXPECT_EQ(a.snapshot.errors, b.snapshot.errors) << mode;
+      EXPECT_EQ(a.snapshot.errors[0].message.find("(pid "), std::string::npos)
+          << a.snapshot.errors[0].message;
+      auto d = harness_.detect(*p);
+      EXPECT_EQ(d.reason, harness_.detect(*p).reason) << mode;
+    }
+  }
 }
 
 TEST_F(AmdCli, HangingToolIsKilledAtTimeout) {

@@ -7,7 +7,7 @@
 // it). pcie_bw is never read (the driver sleeps 1 s in it). Per process it walks
 // <procfs>/<pid>/fdinfo via gpustream::drm::walk_clients, sums memory across distinct clients
 // of one (pid, device) and turns drm-engine-* busy nanoseconds into percentages between
-// consecutive samples (the first sample only seeds them).
+// consecutive samples (the first sample only seeds them; see EngineBusyTracker).
 //
 // Device ids are "amd:<PCI bus id>" (e.g. "amd:0000:03:00.0"), so every AMD source names the
 // same GPU the same way.
@@ -18,10 +18,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -29,6 +31,7 @@
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/config.hpp"
+#include "gpustream/log.hpp"
 
 namespace gpustream {
 
@@ -37,6 +40,49 @@ std::string amd_device_id(std::string_view pci_bus_id);
 
 /// The current level of a pp_dpm_sclk/pp_dpm_mclk file ("1: 1800Mhz *") in MHz.
 std::optional<double> parse_dpm_current_mhz(std::string_view text) noexcept;
+
+/// Per-engine utilization of one counter source (or of a whole process): engine name ("gfx",
+/// "enc", "compute", ...) -> percent, nullopt while not yet seeded.
+using EngineUsage = std::map<std::string, std::optional<double>>;
+
+/// Turns cumulative engine busy-time counters (ns) into utilization percentages between two
+/// consecutive samples: (busy now - busy before) / (sample time now - sample time before).
+/// A counter is named by a key: (pid, device id, DRM client id; 0 when the source has none).
+/// An engine has a value only when the same key and engine were seen in the previous sample
+/// and the counter did not go backwards; otherwise (first sample, new client, restarted process
+/// or reused pid) it is nullopt and this sample's value becomes the new baseline. Keys not seen
+/// in a sample are forgotten (processes that exited).
+/// Values are not capped here; set_engine_usage() caps them.
+/// Thread safety: none; the owner serialises calls (the probes hold their mutex).
+class EngineBusyTracker {
+ public:
+  using Key = std::tuple<std::int64_t, std::string, std::uint64_t>;
+
+  /// Starts a sample taken at `monotonic_ns` (steady clock, ns); the previous sample's counters
+  /// become the baseline and older ones are dropped.
+  void begin(std::int64_t monotonic_ns);
+  /// Records the counters of `key` in the current sample and returns its percentages.
+  EngineUsage update(const Key& key, const std::map<std::string, std::uint64_t>& busy_ns);
+  /// Counters kept for the next sample (for tests: vanished processes are forgotten).
+  std::size_t tracked() const noexcept { return current_.counters.size(); }
+
+ private:
+  struct Seen {
+    std::int64_t time_ns = 0;
+    std::map<Key, std::map<std::string, std::uint64_t>> counters;
+  };
+  Seen previous_, current_;
+};
+
+/// Adds one counter's percentages into a process's total; an engine stays nullopt once any of
+/// its counters is (one unseeded client makes the sum unknown).
+void add_engine_usage(EngineUsage& total, const EngineUsage& part);
+
+/// Writes `usage` into p.engines (each capped at 100 %: the kernel sums the rings of one engine
+/// class into one counter, and a CLI reads it at an unknown moment of a multi-second run, so a
+/// ratio can exceed 100 without meaning more) and p.gpu_utilization_percent from "gfx" when it
+/// has a value. Unseeded engines are Reading::missing(Absence::not_yet_seeded, source).
+void set_engine_usage(ProcessSample& p, const EngineUsage& usage, Source source);
 
 struct AmdSysfsProbeOptions {
   SystemPaths paths;
@@ -65,13 +111,6 @@ class AmdSysfsProbe final : public BlockingProbe {
     std::string dir;  // <sysfs>/class/drm/cardN
     DeviceInfo info;
   };
-  // (pid, pdev, client id present, client id) -> engine class -> busy ns.
-  using ClientKey = std::tuple<std::int64_t, std::string, bool, std::uint64_t>;
-  struct EngineState {
-    std::int64_t monotonic_ns = 0;
-    std::map<ClientKey, std::map<std::string, std::uint64_t>> busy_ns;
-  };
-
   std::vector<Card> scan_cards() const;
   DeviceSample sample_card(const Card& card) const;
   void add_processes(std::vector<DeviceSample>& devices, GpuSnapshot& snap);
@@ -79,7 +118,7 @@ class AmdSysfsProbe final : public BlockingProbe {
   AmdSysfsProbeOptions options_;
   std::mutex mutex_;
   std::vector<Card> cards_;  // from the last detect(); guarded by mutex_
-  EngineState engines_;      // guarded by mutex_
+  EngineBusyTracker engines_;  // fdinfo drm-engine-* counters; guarded by mutex_
 };
 
 std::shared_ptr<AmdSysfsProbe> make_amd_sysfs_probe(ProbeExecutors executors,
@@ -104,15 +143,36 @@ ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors);
 // keys, "(1700Mhz)" values, keys ending in ':', warning lines, and empty output with exit 0
 // (driver not loaded), which is an error.
 //
+// Per process, amd-smi's usage.<engine> busy times (cumulative ns) become engine percentages
+// between consecutive samples of the same (pid, device), timed by the snapshot's monotonic_ns
+// (options.clock); the first sample of a process only seeds (Absence::not_yet_seeded).
+//
 // The tools take 0.5-3 s per call: min_interval() is at least 2 s, each run has a timeout that
 // kills the child's process group, and runs happen on the work pool, never on the io thread.
+// Failures throw amd_cli::ToolError whose message never changes between runs of one kind of
+// failure, so the Scheduler's log-once logs a tool that fails every tick once; the particulars
+// (stderr, byte offsets) are logged at debug level, once, until a sample succeeds.
 // Thread safety: like every BlockingProbe, one sample at a time per probe (the scheduler's
 // contract); state is guarded by a mutex. Cancellation: a run ends at its timeout.
 
 namespace amd_cli {
 
-/// One GPU as a CLI describes it. Parsers throw std::runtime_error with a readable message for
-/// output that is not the JSON they expect.
+/// What the parsers and AmdProbe's tool runs throw. what() says which kind of failure it was in
+/// words that do not change from one run to the next (no byte offsets, pids, excerpts or stderr
+/// text), so the Scheduler, which logs each distinct error message once, logs a failure that
+/// repeats every tick once. detail() has the particulars of this run.
+class ToolError : public std::runtime_error {
+ public:
+  ToolError(const std::string& summary, std::string detail)
+      : std::runtime_error(summary), detail_(std::move(detail)) {}
+  const std::string& detail() const noexcept { return detail_; }
+
+ private:
+  std::string detail_;
+};
+
+/// One GPU as a CLI describes it. Parsers throw ToolError for output that is not the JSON they
+/// expect.
 struct StaticInfo {
   int index = 0;
   std::string bus_id;
@@ -124,8 +184,17 @@ struct StaticInfo {
 std::vector<StaticInfo> parse_amd_smi_static(std::string_view text);
 /// gpu index -> metrics.
 std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text);
+/// One process of `amd-smi process --json`.
+struct ProcessUsage {
+  ProcessSample process;  // pid, name, VRAM; engines are left to the probe
+  /// usage.<engine> ("gfx", "enc"): cumulative busy time in ns since the process opened the
+  /// device (amd-smi copies fdinfo's drm-engine-<engine>). {"value","unit":"ns"} from ROCm 6.2,
+  /// a bare number (ns) in 6.0/6.1; "N/A" or an unknown unit leaves the engine out.
+  std::map<std::string, std::uint64_t> engine_busy_ns;
+};
+
 /// gpu index -> processes.
-std::map<int, std::vector<ProcessSample>> parse_amd_smi_process(std::string_view text);
+std::map<int, std::vector<ProcessUsage>> parse_amd_smi_process(std::string_view text);
 /// One DeviceSample per "cardN" key (index N), ids from the PCI bus when reported.
 std::vector<DeviceSample> parse_rocm_smi(std::string_view text);
 /// The rocm-smi arguments that print name, use, memory, VRAM, temperature, power, clocks,
@@ -142,6 +211,9 @@ struct AmdProbeOptions {
   std::chrono::milliseconds timeout{10000};
   std::chrono::milliseconds min_interval{2000};  // raised to 2 s when lower
   bool processes = true;
+  /// The sample time (steady clock, ns) stamped on each snapshot and used for the per-process
+  /// engine percentages; empty: steady_now_ns. Tests inject one.
+  std::function<std::int64_t()> clock;
 };
 
 class AmdProbe final : public BlockingProbe {
@@ -161,11 +233,17 @@ class AmdProbe final : public BlockingProbe {
   GpuSnapshot sample() override;
 
  private:
-  std::string run_tool(const std::vector<std::string>& args) const;  // throws on failure
+  std::string run_tool(const std::vector<std::string>& args) const;  // throws ToolError
+  /// Logs a failure's particulars at debug level, once until a clean sample.
+  void note_failure(const amd_cli::ToolError& e);
+  std::vector<ProcessSample> processes_of(const DeviceSample& device,
+                                          std::vector<amd_cli::ProcessUsage>& found);
 
   AmdProbeOptions options_;
   std::mutex mutex_;
-  std::vector<amd_cli::StaticInfo> static_;  // amd-smi: from the last detect()
+  std::vector<amd_cli::StaticInfo> static_;  // amd-smi: from the last detect(); guarded
+  EngineBusyTracker engines_;                // amd-smi process usage; guarded by mutex_
+  LogOnce detail_log_;
 };
 
 std::shared_ptr<AmdProbe> make_amd_cli_probe(ProbeExecutors executors, AmdProbeOptions options);

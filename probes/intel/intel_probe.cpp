@@ -110,9 +110,11 @@ GpuSnapshot IntelGpuProbe::sample() {
     walk_stats_ = stats;
   }
   if (stats.capped > 0) {
-    snap.errors.push_back({"process_cap",
-                           "fdinfo walk stopped at " + std::to_string(options_.max_processes) +
-                               " processes; " + std::to_string(stats.capped) + " not examined",
+    // The count changes from tick to tick; the message must not (the Scheduler logs each
+    // distinct message once): the count is in last_walk_stats().
+    snap.errors.push_back({"processes_capped",
+                           "more than " + std::to_string(options_.max_processes) +
+                               " processes: the others were not examined for GPU use",
                            {}});
   }
   const bool seeded_before = engines_->seeded();

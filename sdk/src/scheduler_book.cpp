@@ -2,6 +2,7 @@
 #include "gpustream/detail/scheduler_book.hpp"
 
 #include <algorithm>
+#include <set>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -187,11 +188,12 @@ void ProbeBook::sample_ok(GpuSnapshot& snap, std::int64_t latency_ns) {
     latencies_.add(latency_ns);
     if (!snap.errors.empty()) stats_.last_error = snap.errors.front().message;
   }
-  if (snap.errors.empty()) {
-    log_once_.clear_all();
-  } else {
-    for (const auto& e : snap.errors) log_error_once(e);
-  }
+  // A successful sample ends every problem it does not report again: those are forgotten (and
+  // logged again if they come back); those it still reports stay quiet.
+  std::set<std::string> current;
+  for (const auto& e : snap.errors) current.insert(log_key(e));
+  log_once_.retain(current);
+  for (const auto& e : snap.errors) log_error_once(e);
   if (recovered_after > 0)
     logger()->info("probe {}: sampling again after {} failure(s)", name_, recovered_after);
 }
@@ -261,8 +263,12 @@ void ProbeBook::stop() {
   stats_.backoff = milliseconds::zero();
 }
 
+std::string ProbeBook::log_key(const SampleError& e) {
+  return e.device + "|" + e.code + ": " + e.message;
+}
+
 void ProbeBook::log_error_once(const SampleError& e) {
-  if (log_once_.first(e.code + ": " + e.message)) {
+  if (log_once_.first(log_key(e))) {
     if (e.device.empty())
       logger()->warn("probe {}: {} ({})", name_, e.message, e.code);
     else

@@ -199,7 +199,9 @@ TEST_F(IntelFdinfoTest, ProcessCapIsCountedAndReported) {
   EXPECT_EQ(probe->last_walk_stats().processes, 4u);
   EXPECT_EQ(probe->last_walk_stats().capped, 7u);  // 11 processes (incl. pid 1)
   ASSERT_FALSE(snap.errors.empty());
-  EXPECT_EQ(snap.errors[0].code, "process_cap");
+  EXPECT_EQ(snap.errors[0].code, "processes_capped");
+  EXPECT_EQ(snap.errors[0].message,
+            "more than 4 processes: the others were not examined for GPU use");
   EXPECT_LE(dev(snap, kI915).processes.size(), 4u);
 }
 

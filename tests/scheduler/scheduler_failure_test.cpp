@@ -242,6 +242,26 @@ TEST_F(SchedulerTest, RepeatedErrorIsLoggedOnceUntilItClears) {
   EXPECT_EQ(logs.count("flaky sensor"), 2u);  // came back after a clean sample
 }
 
+TEST_F(SchedulerTest, FailureIsLoggedAgainAfterRecoveryEvenWithAPersistentPartialError) {
+  // A probe that always has a partial error (e.g. over its process cap) and sometimes fails:
+  // the failure ends with the next successful sample although that one is not clean.
+  LogCapture logs;
+  auto probe = make_probe();
+  probe->script_sample([](std::uint64_t call) {
+    return call == 1 || call == 2 || call == 4 ? TestProbe::failed("tool crashed")
+                                               : TestProbe::partial(1, "over the process cap");
+  });
+  scheduler().add(probe, options(1000ms, 10s, 100ms, 100ms, 0));
+  start();
+  // partial at 0, failures at 1000 and 1100, partial at 1200, failure at 2200.
+  run_for(1500ms, 10ms);
+  EXPECT_EQ(logs.count("tool crashed"), 1u);
+  EXPECT_EQ(logs.count("over the process cap"), 1u);
+  run_for(1000ms, 10ms);
+  EXPECT_EQ(logs.count("tool crashed"), 2u);
+  EXPECT_EQ(logs.count("over the process cap"), 1u);  // never went away: logged once
+}
+
 TEST_F(SchedulerTest, ThrowingProbeIsAFailureNotACrash) {
   auto probe = make_probe();
   probe->script_sample([](std::uint64_t) -> std::optional<TestProbe::SampleResult> {

@@ -36,6 +36,11 @@ class LogOnce {
     std::lock_guard lock(mu_);
     seen_.clear();
   }
+  /// Forgets every key not in `keep` (the problems that are over).
+  void retain(const std::set<std::string>& keep) {
+    std::lock_guard lock(mu_);
+    std::erase_if(seen_, [&](const std::string& k) { return !keep.contains(k); });
+  }
 
  private:
   std::mutex mu_;

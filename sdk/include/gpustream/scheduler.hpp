@@ -27,8 +27,8 @@
 // `errors` are set included), with `probe`, times and `sample_duration_ns` filled in when the
 // probe left them 0/empty. A failed or timed-out sample is published too, as a snapshot with no
 // devices and `errors` saying what happened (code "timeout" for a timeout), so subscribers see
-// the failure rather than silence; each distinct error is logged once (LogOnce, per probe) until
-// a clean sample clears it. Detection results are not published; they reach the stats callback
+// the failure rather than silence; each distinct error (device, code, message) is logged once
+// (LogOnce, per probe) until a successful sample no longer reports it. Detection results are not published; they reach the stats callback
 // and stats().
 //
 // Threading: all per-probe work runs on a strand of the io executor; probe completions are

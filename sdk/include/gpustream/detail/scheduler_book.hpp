@@ -77,7 +77,8 @@ class ProbeBook {
   void stop();
 
  private:
-  void log_error_once(const SampleError& e);  // call with mu_ held (LogOnce has its own lock)
+  static std::string log_key(const SampleError& e);
+  void log_error_once(const SampleError& e);  // LogOnce has its own lock
 
   /// Logs a clamp to `min` once per distinct minimum.
   void warn_clamp(std::chrono::milliseconds min);

@@ -1,16 +1,22 @@
 // What one NVIDIA snapshot costs: 8 fake GPUs and 100 processes (pid k on GPU k % 8), in CPU
 // time per snapshot, for
 //   (a) BM_NvidiaProbe   NvidiaProbe over the fake libnvidia-ml.so.1 (persistent session):
-//                        every metric, both process lists, process utilization, and the
-//                        /proc/<pid>/status reads for names and RSS (real files in a temp tree);
+//                        every metric, both process lists, process utilization, and each
+//                        process's RSS and name from <procfs_root>/<pid>/statm and comm (plain
+//                        files in a temp tree; statm re-read through a kept descriptor, names
+//                        cached);
 //   (b) BM_NvidiaSmi     spawning the fake nvidia-smi twice per sample (--query-gpu for all GPUs,
 //                        --query-compute-apps) and parsing its CSV. The fake only prints recorded
 //                        text, so this is a lower bound on what the real tool costs (which also
 //                        loads and initializes NVML in every run);
 //   (c) BM_NvmlFloor     a plain loop making the same fake NVML calls into plain structs: the
 //                        least any NVML-based sampler can do;
-//   (c') (c) plus BM_ProcReadsByHand, the same /proc/<pid>/status reads done by hand: the least
-//                        a sampler that also names the processes and their RSS can do.
+//   (c') (c) plus BM_ProcReadsByHand, the same per-sample statm reads done by hand (one pread
+//                        per process): the least a sampler that also reports the processes'
+//                        names and RSS can do.
+//   BM_RealProcfs        the kernel's side on a real procfs, 100 reads of this process's entry:
+//                        /0 open + read + close of status (the probe's old way), /1 pread of a
+//                        kept statm descriptor (its way now).
 // CPU time is the whole process (all threads: the probe samples on its work pool) plus, for (b),
 // the reaped children: counter `cpu_us` per snapshot. The argument is the CPU each fake NVML call
 // burns (ns): 0 measures pure overhead; a few microseconds per call is closer to a real driver
@@ -77,10 +83,11 @@ struct World {
   World() {
     char tmpl[] = "/tmp/gpustream-nvidia-bench-XXXXXX";
     root = ::mkdtemp(tmpl);
-    for (int k = 0; k < kProcesses; ++k)
-      write(root / "proc" / std::to_string(pid_of(k)) / "status",
-            "Name:\tworker" + std::to_string(k) + "\nUmask:\t0022\nState:\tS (sleeping)\n"
-            "VmPeak:\t 9000000 kB\nVmRSS:\t " + std::to_string(100000 + k) + " kB\nThreads:\t8\n");
+    for (int k = 0; k < kProcesses; ++k) {
+      const auto dir = root / "proc" / std::to_string(pid_of(k));
+      write(dir / "comm", "worker" + std::to_string(k) + "\n");
+      write(dir / "statm", "2250000 " + std::to_string(25000 + k) + " 4000 500 0 300000 0\n");
+    }
     std::string gpu_csv, apps_csv;
     for (int g = 0; g < kGpus; ++g) {
       char line[512];
@@ -178,7 +185,8 @@ void BM_NvidiaProbe(benchmark::State& state) {
   };
   sample();  // detects, enumerates, warms the buffers
   if (last.devices.size() != kGpus || process_count(last) != kProcesses ||
-      !last.devices[0].processes[0].host_rss_bytes || !last.errors.empty()) {
+      !last.devices[0].processes[0].host_rss_bytes || last.devices[0].processes[0].name.empty() ||
+      !last.errors.empty()) {
     state.SkipWithError("the probe did not see 8 GPUs and 100 processes");
     return;
   }
@@ -299,46 +307,105 @@ void BM_NvmlFloor(benchmark::State& state) {
   shutdown();
 }
 
-// The /proc/<pid>/status reads for names and RSS by hand (open, one read, close, two lookups):
-// added to (c) it gives (c'), the floor of a sampler that also reports process names and RSS.
+/// Parses statm's second number (resident pages); 0 when unparsable.
+unsigned long long resident_pages(const char* buf) {
+  char* end = nullptr;
+  std::strtoull(buf, &end, 10);
+  return std::strtoull(end, nullptr, 10);
+}
+
+/// 100 descriptors open on `path`, re-read with pread at offset 0 (the probe's way): sum of the
+/// resident pages, or -1 when a read failed.
+struct KeptFds {
+  explicit KeptFds(const std::vector<std::string>& paths) {
+    for (const auto& p : paths) fds.push_back(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  }
+  ~KeptFds() {
+    for (int fd : fds)
+      if (fd >= 0) ::close(fd);
+  }
+  long long read_all() const {
+    long long sum = 0;
+    for (int fd : fds) {
+      char buf[256];
+      const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+      if (n <= 0) return -1;
+      buf[n] = '\0';
+      sum += static_cast<long long>(resident_pages(buf));
+    }
+    return sum;
+  }
+  std::vector<int> fds;
+};
+
+// The per-sample /proc work of the probe done by hand, on the same tree: one pread per process
+// on a kept statm descriptor, one number parsed (names are cached). Added to (c) it gives (c'),
+// the floor of a sampler that also reports process names and RSS.
 void BM_ProcReadsByHand(benchmark::State& state) {
   const std::string proc = (world().root / "proc").string();
   std::vector<std::string> paths;
   for (int k = 0; k < kProcesses; ++k)
-    paths.push_back(proc + "/" + std::to_string(pid_of(k)) + "/status");
-  struct Info {
-    char name[64];
-    unsigned long long rss_kb;
-  };
-  std::vector<Info> infos(kProcesses);
+    paths.push_back(proc + "/" + std::to_string(pid_of(k)) + "/statm");
+  const KeptFds kept(paths);
   std::int64_t proc_ns = 0;
+  long long sum = 0;
   for (auto _ : state) {
     timespec t0{}, t1{};
     ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
-    for (int k = 0; k < kProcesses; ++k) {
-      char buf[4096];
-      const int fd = ::open(paths[k].c_str(), O_RDONLY | O_CLOEXEC);
-      if (fd < 0) continue;
-      const ssize_t n = ::read(fd, buf, sizeof buf - 1);
-      ::close(fd);
-      if (n <= 0) continue;
-      buf[n] = '\0';
-      std::sscanf(buf, "Name:\t%63s", infos[k].name);
-      if (const char* rss = std::strstr(buf, "VmRSS:"))
-        infos[k].rss_kb = std::strtoull(rss + 6, nullptr, 10);
-    }
+    sum = kept.read_all();
     ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
     proc_ns += (t1.tv_sec - t0.tv_sec) * 1000000000LL + (t1.tv_nsec - t0.tv_nsec);
-    benchmark::DoNotOptimize(infos.data());
+    benchmark::DoNotOptimize(sum);
   }
+  if (sum <= 0) state.SkipWithError("statm reads failed");
   state.counters["proc_cpu_us"] = static_cast<double>(proc_ns) / state.iterations() / 1000.0;
 }
 
-constexpr auto kUs = benchmark::kMicrosecond;
-BENCHMARK(BM_NvidiaProbe)->Arg(0)->Arg(2000)->Unit(kUs)->MeasureProcessCPUTime();
-BENCHMARK(BM_NvidiaSmi)->Unit(kUs)->MeasureProcessCPUTime();
-BENCHMARK(BM_NvmlFloor)->Arg(0)->Arg(2000)->Unit(kUs)->MeasureProcessCPUTime();
-BENCHMARK(BM_ProcReadsByHand)->Unit(kUs)->MeasureProcessCPUTime();
+// The kernel's side on a real procfs (the tree above is plain files): 100 reads of this
+// process's own entry, (0) the old way — open, read and close /proc/<pid>/status — or (1) the
+// probe's way — pread on a kept /proc/<pid>/statm descriptor.
+void BM_RealProcfs(benchmark::State& state) {
+  const std::string dir = "/proc/" + std::to_string(::getpid());
+  const std::vector<std::string> statm(kProcesses, dir + "/statm");
+  const std::string status = dir + "/status";
+  const KeptFds kept(statm);
+  long long sum = 0;
+  for (auto _ : state) {
+    if (state.range(0) == 1) {
+      sum = kept.read_all();
+    } else {
+      sum = 0;
+      for (int k = 0; k < kProcesses; ++k) {
+        char buf[4096];
+        const int fd = ::open(status.c_str(), O_RDONLY | O_CLOEXEC);
+        const ssize_t n = fd < 0 ? -1 : ::read(fd, buf, sizeof buf - 1);
+        if (fd >= 0) ::close(fd);
+        if (n <= 0) break;
+        buf[n] = '\0';
+        if (const char* rss = std::strstr(buf, "VmRSS:")) sum += std::strtoll(rss + 6, nullptr, 10);
+      }
+    }
+    benchmark::DoNotOptimize(sum);
+  }
+  if (sum <= 0) state.SkipWithError("/proc reads failed");
+}
+
+// GPUSTREAM_BENCH_ITERATIONS=N runs each benchmark exactly N times (no calibration runs), so
+// that `strace -c -f` totals of two values of N give the system calls per snapshot.
+void register_benchmarks() {
+  const char* fixed = std::getenv("GPUSTREAM_BENCH_ITERATIONS");
+  const auto add = [fixed](const char* name, void (*fn)(benchmark::State&)) {
+    auto* b = benchmark::RegisterBenchmark(name, fn)->Unit(benchmark::kMicrosecond);
+    b->MeasureProcessCPUTime();
+    if (fixed) b->Iterations(std::atoll(fixed));
+    return b;
+  };
+  add("BM_NvidiaProbe", BM_NvidiaProbe)->Arg(0)->Arg(2000);
+  add("BM_NvidiaSmi", BM_NvidiaSmi);
+  add("BM_NvmlFloor", BM_NvmlFloor)->Arg(0)->Arg(2000);
+  add("BM_ProcReadsByHand", BM_ProcReadsByHand);
+  add("BM_RealProcfs", BM_RealProcfs)->Arg(0)->Arg(1);
+}
 
 // Collects `cpu_us` per benchmark (the median when repetitions are asked for).
 class RatioReporter : public benchmark::ConsoleReporter {
@@ -373,6 +440,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
 
 int main(int argc, char** argv) {
   world();
+  register_benchmarks();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   RatioReporter reporter;

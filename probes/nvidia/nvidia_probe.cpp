@@ -62,8 +62,7 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
     if (!smi) {
       smi = std::make_shared<SmiBackend>(
           executors, nvidia_detail::SmiOptions{options.nvidia_smi, options.nvidia_smi_timeout,
-                                               options.nvidia_smi_min_interval, options.paths,
-                                               options.clock});
+                                               options.paths, options.clock});
     }
     return smi;
   }

@@ -3,7 +3,6 @@
 #include "nvidia/nvml_backend.hpp"
 
 #include "gpustream/probes/readers.hpp"
-#include "nvidia/proc_status.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -23,7 +22,8 @@ std::string c_string(const char* buf, std::size_t size) {
 NvmlBackend::NvmlBackend(NvmlOptions options)
     : options_(std::move(options)),
       library_(DynamicLibrary::load(options_.library)),
-      api_(nvml::Api::load(library_)) {
+      api_(nvml::Api::load(library_)),
+      processes_(options_.paths.procfs_root, options_.clock) {
   if (!options_.clock) options_.clock = [] { return std::chrono::steady_clock::now(); };
   new_session();
 }
@@ -279,19 +279,18 @@ NvmlSample NvmlBackend::sample() {
   return out;
 }
 
-void NvmlBackend::fill_process_details(GpuSnapshot& snap) const {
-  std::size_t processes = 0;
-  for (const auto& d : snap.devices) processes += d.processes.size();
-  if (processes == 0) return;
-  const ProcStatusReader reader(options_.paths.procfs_root);
-  std::unordered_map<std::int64_t, ProcInfo> seen;  // a process on several GPUs is read once
-  seen.reserve(processes);
+void NvmlBackend::fill_process_details(GpuSnapshot& snap) {
+  std::vector<std::int64_t> pids;  // a pid on several GPUs is listed again, and read once
+  for (const auto& d : snap.devices)
+    for (const auto& p : d.processes) pids.push_back(p.pid);
+  if (pids.empty()) return;
+  const auto infos = processes_.read(pids);
+  std::size_t i = 0;
   for (auto& d : snap.devices) {
     for (auto& p : d.processes) {
-      auto it = seen.find(p.pid);
-      if (it == seen.end()) it = seen.emplace(p.pid, reader.read(p.pid)).first;
-      p.name = it->second.name;
-      p.host_rss_bytes = it->second.rss_bytes;
+      p.name = infos[i].name;
+      p.host_rss_bytes = infos[i].rss_bytes;
+      ++i;
     }
   }
 }

@@ -31,6 +31,7 @@
 #include "gpustream/probes/nvidia_formats.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
 #include "nvidia/nvml_api.hpp"
+#include "nvidia/process_table.hpp"
 
 namespace gpustream::nvidia_detail {
 
@@ -118,7 +119,7 @@ class NvmlBackend {
   void mark_lost(NvmlDevice& dev, nvml::Return rc, const char* function);
   DeviceSample device_base(const NvmlDevice& dev) const;
   void sample_device(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
-  void fill_process_details(GpuSnapshot& snap) const;
+  void fill_process_details(GpuSnapshot& snap);
   void usage_on_device(NvmlDevice& dev, std::int64_t pid, ProcessDeviceUsage& out,
                        std::vector<SampleError>& errors);
   /// Maps a failed return code to an absence; logs a new failure once; records an error for
@@ -148,6 +149,7 @@ class NvmlBackend {
   std::string init_failure_;  // the last init failure logged
   std::vector<nvidia::NvmlProcessEntry> scratch_;  // reused process lists
   std::vector<nvidia::NvmlProcessEntry> scratch2_;
+  ProcessTable processes_;  // names and RSS, kept between samples
   LogOnce log_once_;
 };
 

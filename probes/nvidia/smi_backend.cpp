@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <exception>
-#include <unordered_map>
 #include <utility>
 
 #include <boost/asio/bind_cancellation_slot.hpp>
@@ -13,7 +12,6 @@
 #include "gpustream/log.hpp"
 #include "gpustream/probes/nvidia_formats.hpp"
 #include "gpustream/probes/readers.hpp"
-#include "nvidia/proc_status.hpp"
 
 namespace gpustream::nvidia_detail {
 namespace {
@@ -69,7 +67,7 @@ std::vector<std::string> smi_apps_argv(const std::string& tool) {
 
 GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_view> fields,
                          const std::string* apps, const std::string& apps_error,
-                         const SystemPaths& paths) {
+                         ProcessTable& processes) {
   GpuSnapshot snap;
   snap.probe = "nvidia";
   snap.devices = nvidia::smi_devices_from_csv(gpu_csv, fields, &snap.errors);
@@ -78,8 +76,12 @@ GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_v
     for (auto& d : snap.devices) d.attributes["processes"] = "tool_failed";
     return snap;
   }
-  const ProcStatusReader reader(paths.procfs_root);
-  std::unordered_map<std::int64_t, ProcInfo> statuses;
+  struct Placed {
+    DeviceSample* device;
+    nvidia::SmiComputeApp app;
+  };
+  std::vector<Placed> placed;
+  std::vector<std::int64_t> pids;
   for (auto& app : nvidia::smi_compute_apps_from_csv(*apps, kSmiAppFields, &snap.errors)) {
     DeviceSample* d = device_for(snap.devices, app);
     if (!d) {
@@ -89,13 +91,17 @@ GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_v
                              {}});
       continue;
     }
-    auto it = statuses.find(app.pid);
-    if (it == statuses.end()) it = statuses.emplace(app.pid, reader.read(app.pid)).first;
+    pids.push_back(app.pid);
+    placed.push_back({d, std::move(app)});
+  }
+  const auto infos = processes.read(pids);
+  for (std::size_t i = 0; i < placed.size(); ++i) {
+    auto& [d, app] = placed[i];
     ProcessSample p;
     p.pid = app.pid;
-    p.name = it->second.name.empty() ? app.process_name : it->second.name;
+    p.name = infos[i].name.empty() ? std::move(app.process_name) : infos[i].name;
     p.gpu_memory_bytes = app.used_memory_bytes;
-    p.host_rss_bytes = it->second.rss_bytes;
+    p.host_rss_bytes = infos[i].rss_bytes;
     p.per_process_exact = false;
     d->processes.push_back(std::move(p));
   }
@@ -105,11 +111,8 @@ GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_v
 SmiBackend::SmiBackend(ProbeExecutors executors, SmiOptions options)
     : executors_(std::move(executors)),
       options_(std::move(options)),
-      strand_(boost::asio::make_strand(executors_.io)) {
-  if (!options_.clock) options_.clock = [] { return std::chrono::steady_clock::now(); };
-  options_.min_interval = std::max<std::chrono::milliseconds>(options_.min_interval,
-                                                              std::chrono::seconds{1});
-}
+      strand_(boost::asio::make_strand(executors_.io)),
+      processes_(options_.paths.procfs_root, options_.clock) {}
 
 std::span<const std::string_view> SmiBackend::fields() const noexcept {
   if (basic_fields_) return kSmiBasicGpuFields;
@@ -194,11 +197,6 @@ void SmiBackend::async_detect(std::function<void(Detection)> handler) {
 
 void SmiBackend::async_sample(SampleHandler handler) {
   boost::asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
-    const auto now = self->options_.clock();
-    if (self->last_ && now - self->last_run_ < self->options_.min_interval)
-      return self->finish(std::move(h), {}, *self->last_);
-    self->last_.reset();
-    self->last_run_ = now;
     const auto t0 = steady_now_ns();
     const auto wall = wall_now_ns();
     self->run_gpu_query(false, [self, h = std::move(h), t0, wall](boost::system::error_code ec,
@@ -236,7 +234,7 @@ void SmiBackend::async_sample(SampleHandler handler) {
           GpuSnapshot s;
           try {
             s = smi_snapshot(gpu, self->fields(), apps ? &*apps : nullptr, apps_error,
-                             self->options_.paths);
+                             self->processes_);
           } catch (const std::exception& e) {
             s.errors.push_back({"parse_error", e.what(), {}});
           }
@@ -250,11 +248,7 @@ void SmiBackend::async_sample(SampleHandler handler) {
           s.time_unix_ns = wall;
           s.monotonic_ns = t0;
           s.sample_duration_ns = steady_now_ns() - t0;
-          boost::asio::post(self->strand_, [self, h = std::move(h), result,
-                                            s = std::move(s)]() mutable {
-            if (!result) self->last_ = s;
-            self->finish(std::move(h), result, std::move(s));
-          });
+          self->finish(std::move(h), result, std::move(s));
         });
       };
       async_run(self->strand_, self->run_options(smi_apps_argv(self->options_.tool)),

@@ -6,8 +6,8 @@
 // timeout after which the child's process group is killed. Parsing and the /proc reads for
 // process names and RSS run on the work executor; completions are posted to the io executor.
 // An old driver that rejects a field ("is not a valid field to query") is asked again with a
-// basic field list, which is then kept. The tool runs at most once per min_interval: a sample
-// asked for sooner gets the previous snapshot again (its time stamps unchanged).
+// basic field list, which is then kept. Every sample runs the tool: how often samples come is
+// the Scheduler's business (NvidiaProbe::min_interval() says 1 s once this backend is in use).
 //
 // Thread safety: async operations are serialized on a private strand; one sample or detection
 // in flight at a time (the Scheduler's guarantee). cancel() may be called from any thread.
@@ -34,6 +34,7 @@
 #include "gpustream/probe.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
 #include "gpustream/subprocess.hpp"
+#include "nvidia/process_table.hpp"
 
 namespace gpustream::nvidia_detail {
 
@@ -55,16 +56,17 @@ std::vector<std::string> smi_gpu_argv(const std::string& tool,
 std::vector<std::string> smi_apps_argv(const std::string& tool);
 
 /// A snapshot from the two outputs. `apps` is null when the compute-apps run failed
-/// (`apps_error` says why; the devices are still reported).
+/// (`apps_error` says why; the devices are still reported). Process names and RSS come from
+/// `processes`.
 GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_view> fields,
                          const std::string* apps, const std::string& apps_error,
-                         const SystemPaths& paths);
+                         ProcessTable& processes);
 
 struct SmiOptions {
   std::string tool = "nvidia-smi";
   std::chrono::milliseconds timeout{4000};
-  std::chrono::milliseconds min_interval{1000};
   SystemPaths paths;
+  /// For the process table's name refresh. Default: steady_clock.
   std::function<std::chrono::steady_clock::time_point()> clock;
 };
 
@@ -97,8 +99,7 @@ class SmiBackend : public std::enable_shared_from_this<SmiBackend> {
   boost::asio::strand<boost::asio::any_io_executor> strand_;
   boost::asio::cancellation_signal cancel_;  // used on strand_ only
   std::atomic<bool> basic_fields_{false};    // set once, on strand_
-  std::optional<GpuSnapshot> last_;          // strand_ only
-  std::chrono::steady_clock::time_point last_run_{};
+  ProcessTable processes_;                   // names and RSS, kept between samples
 };
 
 }  // namespace gpustream::nvidia_detail

@@ -7,12 +7,18 @@
 //   FakeSmi smi;                         // a folder the fake nvidia-smi reads
 //   smi.file("query-gpu.csv", "...");    // what it prints for --query-gpu
 //
+//   proc_entry(tree, 4242, "python3", 2048);  // <tree>/4242/comm and statm (RSS 2048 kB)
+//   find_error(snapshot, "gpu_lost");         // the snapshot's first error with that code
+//
 // Tests are single-purpose processes: setting the environment here is fine as long as no probe
 // operation is in flight. A driven steady clock (DrivenClock) moves only when told.
 #pragma once
 
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -22,6 +28,7 @@
 #include <vector>
 
 #include "gpustream/dynamic_library.hpp"
+#include "gpustream/model.hpp"
 #include "gpustream_fake_nvidia_smi_paths.hpp"
 #include "gpustream_fake_nvml_paths.hpp"
 #include "support/temp_tree.hpp"
@@ -94,6 +101,23 @@ class FakeSmi {
  private:
   TempTree tree_;
 };
+
+/// The snapshot's first error with `code`, or null.
+inline const SampleError* find_error(const GpuSnapshot& s, const std::string& code) {
+  for (const auto& e : s.errors)
+    if (e.code == code) return &e;
+  return nullptr;
+}
+
+/// What the probe reads of a process in a procfs tree: <pid>/comm (its name) and <pid>/statm
+/// (sizes in pages; the second is the resident set).
+inline void proc_entry(TempTree& tree, std::int64_t pid, const std::string& name,
+                       std::uint64_t rss_kb) {
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const auto dir = std::to_string(pid) + "/";
+  tree.file(dir + "comm", name + "\n");
+  tree.file(dir + "statm", "90000 " + std::to_string(rss_kb * 1024 / page) + " 300 20 0 8000 0\n");
+}
 
 /// A steady clock that moves only when told (for retry and min-interval logic).
 class DrivenClock {

@@ -1,6 +1,7 @@
 // NvidiaProbe over the fake libnvidia-ml.so.1: metrics and units, symbol versions, processes
 // (both entry layouts), per-process utilization, error mapping, logging once.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -235,8 +236,8 @@ TEST_P(ProcessLayout, ProcessesParseMergeAndCarryProcfsDetails) {
                  "\n"
                  "device.0.compute=1234:1073741824,5678:na,42:8192\n"
                  "device.0.graphics=1234:2048,9999:4096\n");
-  proc_.file("1234/status", "Name:\ttrainer\nVmRSS:\t  5120 kB\n");
-  proc_.file("9999/status", "Name:\tXorg\nVmRSS:\t  100 kB\n");
+  test::proc_entry(proc_, 1234, "trainer", 5120);
+  test::proc_entry(proc_, 9999, "Xorg", 100);
   auto p = probe();
   ASSERT_TRUE(harness_.detect(*p).available);
   const auto r = harness_.sample(*p);
@@ -259,23 +260,43 @@ TEST_P(ProcessLayout, ProcessesParseMergeAndCarryProcfsDetails) {
 
 INSTANTIATE_TEST_SUITE_P(Stride, ProcessLayout, ::testing::Values(24, 32));
 
-TEST_F(NvmlProbeTest, ProcessDetailsFromLongStatusFiles) {
-  nvml_.scenario("devices=1\ndevice.0.compute=1234:1024,77:2048,88:4096\n");
-  // VmRSS well past the first 4 KiB read, and a line cut at the read boundary.
-  proc_.file("1234/status", "Name:\tbig\nGroups:\t" + std::string(4090, '7') +
-                                "\nVmRSS:\t  3072 kB\n");
-  proc_.file("77/status", "Name:\tthread\nState:\tS\n");  // a kernel thread: no VmRSS
-  proc_.file("88/status", "Umask:\t0022\nVmRSS:\t 12 kB\nName:\tlate\n");
+TEST_F(NvmlProbeTest, ProcessDetailsEdgeCases) {
+  nvml_.scenario("devices=2\ndevice.0.compute=1234:1024,77:2048,88:4096,99:1\n"
+                 "device.1.compute=1234:512\n");
+  proc_.file("1234/comm", "with space\n");
+  proc_.file("1234/statm", "  2000   750 3 4 0 5 0\n");  // any spacing
+  proc_.file("77/comm", "kthreadd\n");
+  proc_.file("77/statm", "0 0 0 0 0 0 0\n");  // no address space (kernel thread, zombie)
+  proc_.file("88/statm", "100 3\n");             // no comm file: the name is unknown
+  proc_.file("99/comm", "odd");
+  proc_.file("99/statm", "garbage\n");
   auto p = probe();
   const auto r = harness_.sample(*p);
   ASSERT_FALSE(r.ec);
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
   const auto& d = r.snapshot.devices.at(0);
-  EXPECT_EQ(process(d, 1234)->name, "big");
-  EXPECT_EQ(process(d, 1234)->host_rss_bytes, 3072u * 1024);
-  EXPECT_EQ(process(d, 77)->name, "thread");
-  EXPECT_FALSE(process(d, 77)->host_rss_bytes);
-  EXPECT_EQ(process(d, 88)->name, "late");
-  EXPECT_EQ(process(d, 88)->host_rss_bytes, 12u * 1024);
+  EXPECT_EQ(process(d, 1234)->name, "with space");
+  EXPECT_EQ(process(d, 1234)->host_rss_bytes, 750 * page);
+  EXPECT_EQ(process(r.snapshot.devices.at(1), 1234)->host_rss_bytes, 750 * page);  // both GPUs
+  EXPECT_EQ(process(d, 77)->name, "kthreadd");
+  EXPECT_FALSE(process(d, 77)->host_rss_bytes);  // absent, not 0
+  EXPECT_EQ(process(d, 88)->name, "");
+  EXPECT_EQ(process(d, 88)->host_rss_bytes, 3 * page);
+  EXPECT_EQ(process(d, 99)->name, "odd");
+  EXPECT_FALSE(process(d, 99)->host_rss_bytes);
+}
+
+TEST_F(NvmlProbeTest, AutomaticModeWithNvmlKeepsTheNvmlInterval) {
+  nvml_.scenario(kTwoGpus);
+  NvidiaProbeOptions o;
+  o.nvml_library = nvml_.path();
+  o.nvidia_smi = "/nonexistent/nvidia-smi";
+  o.paths.procfs_root = proc_.path();
+  auto p = make_nvidia_probe(harness_.executors(), o);
+  EXPECT_EQ(p->min_interval(), NvidiaProbe::kNvmlMinInterval);  // before detection
+  ASSERT_TRUE(harness_.detect(*p).available);
+  EXPECT_EQ(p->backend(), NvidiaBackend::nvml);
+  EXPECT_EQ(p->min_interval(), NvidiaProbe::kNvmlMinInterval);
 }
 
 TEST_F(NvmlProbeTest, ProcessUtilizationCarriesTheLastSeenTimestamp) {

@@ -25,6 +25,7 @@ namespace {
 using namespace std::chrono_literals;
 using test::DrivenClock;
 using test::FakeNvml;
+using test::find_error;
 using test::ProbeHarness;
 using test::TempTree;
 
@@ -59,11 +60,6 @@ class NvmlSessionTest : public ::testing::Test {
     o.paths.procfs_root = proc_.path();
     o.clock = clock_.function();
     return make_nvidia_probe(harness_.executors(), o);
-  }
-  static const SampleError* error(const GpuSnapshot& s, const std::string& code) {
-    for (const auto& e : s.errors)
-      if (e.code == code) return &e;
-    return nullptr;
   }
 
   FakeNvml nvml_;
@@ -168,7 +164,7 @@ TEST_F(NvmlSessionTest, LostGpuIsReportedOthersContinueAndItIsFoundAgainAfterBac
   ASSERT_TRUE(dev1);
   EXPECT_EQ(dev1->metrics[Metric::power_watts], Reading::missing(Absence::lost, Source::nvml));
   EXPECT_EQ(dev1->attributes.at("state"), "lost");
-  auto* e = error(r.snapshot, "gpu_lost");
+  auto* e = find_error(r.snapshot, "gpu_lost");
   ASSERT_TRUE(e);
   EXPECT_EQ(e->device, gpu1);
   EXPECT_NE(e->message.find("NVML_ERROR_GPU_IS_LOST"), std::string::npos) << e->message;
@@ -176,7 +172,7 @@ TEST_F(NvmlSessionTest, LostGpuIsReportedOthersContinueAndItIsFoundAgainAfterBac
 
   // Before the backoff expires the lost GPU is not touched again.
   r = harness_.sample(*p);
-  ASSERT_TRUE(error(r.snapshot, "gpu_lost"));
+  ASSERT_TRUE(find_error(r.snapshot, "gpu_lost"));
   EXPECT_EQ(nvml_.count("init"), 1);
   EXPECT_EQ(nvml_.count("nvmlDeviceGetHandleByUUID"), 0);
 
@@ -185,7 +181,7 @@ TEST_F(NvmlSessionTest, LostGpuIsReportedOthersContinueAndItIsFoundAgainAfterBac
   r = harness_.sample(*p);
   EXPECT_EQ(nvml_.count("init"), 2);
   EXPECT_EQ(nvml_.count("shutdown"), 1);
-  e = error(r.snapshot, "gpu_lost");
+  e = find_error(r.snapshot, "gpu_lost");
   ASSERT_TRUE(e);
   EXPECT_NE(e->message.find("again in 2000 ms"), std::string::npos) << e->message;
   EXPECT_TRUE(r.snapshot.find_device(gpu0)->metrics[Metric::power_watts].has_value());
@@ -194,7 +190,7 @@ TEST_F(NvmlSessionTest, LostGpuIsReportedOthersContinueAndItIsFoundAgainAfterBac
   nvml_.scenario(healthy);
   clock_.advance(1000ms);
   r = harness_.sample(*p);
-  EXPECT_TRUE(error(r.snapshot, "gpu_lost"));
+  EXPECT_TRUE(find_error(r.snapshot, "gpu_lost"));
   clock_.advance(1000ms);
   r = harness_.sample(*p);
   EXPECT_FALSE(r.ec);
@@ -211,7 +207,7 @@ TEST_F(NvmlSessionTest, EveryGpuLostFailsTheSampleAndDetectionStartsAfresh) {
   nvml_.reload("devices=1\ndevice.0.lost_after=0\n");
   const auto r = harness_.sample(*p);
   EXPECT_EQ(r.ec, make_error_code(errc::sample_failed));
-  ASSERT_TRUE(error(r.snapshot, "gpu_lost"));
+  ASSERT_TRUE(find_error(r.snapshot, "gpu_lost"));
   // The scheduler re-detects after failures: a new session sees the GPU again.
   nvml_.scenario("devices=1\n");
   const auto d = harness_.detect(*p);

@@ -1,6 +1,6 @@
 // NvidiaProbe's nvidia-smi fallback, against the fake nvidia-smi: two runs per sample, units and
-// placeholders, the minimum interval, timeouts and kills, cancellation, failures, field
-// rejection by old drivers, and the fallback from a missing NVML.
+// placeholders, the minimum interval it reports, timeouts and kills, cancellation, failures,
+// field rejection by old drivers, and the fallback from a missing NVML.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -23,6 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 using test::DrivenClock;
 using test::FakeSmi;
+using test::find_error;
 using test::ProbeHarness;
 using test::TempTree;
 
@@ -41,7 +42,8 @@ class SmiProbeTest : public ::testing::Test {
   void SetUp() override {
     smi_.file("query-gpu.csv", kTwoGpus);
     smi_.file("query-compute-apps.csv", kApps);
-    proc_.file("4242/status", "Name:\tpython3\nVmRSS:\t  2048 kB\n");
+    test::proc_entry(proc_, 4242, "python3", 2048);
+    proc_.file("4242/status", "Name:\tpython3\nVmRSS:\t  2048 kB\n");  // process_usage()
   }
   NvidiaProbeOptions options() {
     NvidiaProbeOptions o;
@@ -54,12 +56,6 @@ class SmiProbeTest : public ::testing::Test {
   }
   std::shared_ptr<NvidiaProbe> probe() {
     return make_nvidia_probe(harness_.executors(), options());
-  }
-
-  static const SampleError* error(const GpuSnapshot& s, const std::string& code) {
-    for (const auto& e : s.errors)
-      if (e.code == code) return &e;
-    return nullptr;
   }
 
   FakeSmi smi_;
@@ -119,19 +115,28 @@ TEST_F(SmiProbeTest, DetectsAndSamplesWithTwoRunsPerSample) {
             "--format=csv,noheader,nounits");
 }
 
-TEST_F(SmiProbeTest, RunsTheToolAtMostOncePerSecond) {
-  auto p = probe();
+TEST_F(SmiProbeTest, EverySampleRunsTheToolAndTheSchedulerKeepsThemApart) {
+  // The probe does not hold samples back itself: it reports a 1 s minimum interval, and the
+  // Scheduler (which reads min_interval() again after detection) enforces it.
+  auto o = options();
+  o.nvidia_smi_min_interval = 2500ms;
+  auto p = make_nvidia_probe(harness_.executors(), o);
+  EXPECT_EQ(p->min_interval(), 2500ms);
   ASSERT_TRUE(harness_.detect(*p).available);
   const auto first = harness_.sample(*p);
   ASSERT_FALSE(first.ec);
-  clock_.advance(400ms);
-  const auto again = harness_.sample(*p);
+  const auto again = harness_.sample(*p);  // at once, with no time passed
   ASSERT_FALSE(again.ec);
-  EXPECT_EQ(smi_.calls().size(), 3u);  // no new run
-  EXPECT_EQ(again.snapshot.monotonic_ns, first.snapshot.monotonic_ns);  // the same result
-  clock_.advance(600ms);
-  ASSERT_FALSE(harness_.sample(*p).ec);
-  EXPECT_EQ(smi_.calls().size(), 5u);
+  EXPECT_EQ(smi_.calls().size(), 5u);  // detection, then two runs for each sample
+  EXPECT_GT(again.snapshot.monotonic_ns, first.snapshot.monotonic_ns);  // a new sample
+  ASSERT_EQ(again.snapshot.devices.size(), 2u);
+  EXPECT_EQ(again.snapshot.devices[0].processes.at(0).host_rss_bytes, 2048u * 1024);
+}
+
+TEST_F(SmiProbeTest, MinimumIntervalIsAtLeastOneSecond) {
+  auto o = options();
+  o.nvidia_smi_min_interval = 10ms;
+  EXPECT_EQ(make_nvidia_probe(harness_.executors(), o)->min_interval(), 1000ms);
 }
 
 TEST_F(SmiProbeTest, EmptyProcessListAndRecordedCompute) {
@@ -167,7 +172,7 @@ TEST_F(SmiProbeTest, AppsWithoutGpuColumnOnSeveralGpusAreReported) {
   auto p = probe();
   const auto r = harness_.sample(*p);
   ASSERT_FALSE(r.ec);
-  EXPECT_TRUE(error(r.snapshot, "parse_error"));
+  EXPECT_TRUE(find_error(r.snapshot, "parse_error"));
 }
 
 TEST_F(SmiProbeTest, HangingToolIsKilledAtTheTimeout) {
@@ -186,14 +191,13 @@ TEST_F(SmiProbeTest, HangingToolIsKilledAtTheTimeout) {
   // The GPU query worked; the process query hung and was killed: devices still reported.
   ASSERT_FALSE(r.ec);
   EXPECT_EQ(r.snapshot.devices.size(), 2u);
-  const auto* e = error(r.snapshot, "tool_failed");
+  const auto* e = find_error(r.snapshot, "tool_failed");
   ASSERT_TRUE(e);
   EXPECT_NE(e->message.find("timed out"), std::string::npos) << e->message;
   smi_.file("mode", "hang\n");
-  clock_.advance(1s);
   const auto hung = harness_.sample(*p);
   EXPECT_EQ(hung.ec, make_error_code(errc::timeout));
-  EXPECT_TRUE(error(hung.snapshot, "timeout"));
+  EXPECT_TRUE(find_error(hung.snapshot, "timeout"));
 }
 
 TEST_F(SmiProbeTest, CancelKillsTheRunningTool) {
@@ -230,29 +234,25 @@ TEST_F(SmiProbeTest, FailingCrashingAndGarbageOutputs) {
   smi_.file("mode", "exit 9\n");
   auto r = harness_.sample(*p);
   EXPECT_EQ(r.ec, make_error_code(errc::tool_failed));
-  ASSERT_TRUE(error(r.snapshot, "tool_failed"));
-  EXPECT_NE(error(r.snapshot, "tool_failed")->message.find("exited with code 9"),
+  ASSERT_TRUE(find_error(r.snapshot, "tool_failed"));
+  EXPECT_NE(find_error(r.snapshot, "tool_failed")->message.find("exited with code 9"),
             std::string::npos);
 
   smi_.file("mode", "crash\n");
-  clock_.advance(1s);
   r = harness_.sample(*p);
   EXPECT_EQ(r.ec, make_error_code(errc::tool_failed));
-  EXPECT_NE(error(r.snapshot, "tool_failed")->message.find("SIGSEGV"), std::string::npos);
+  EXPECT_NE(find_error(r.snapshot, "tool_failed")->message.find("SIGSEGV"), std::string::npos);
 
   smi_.file("mode", "garbage\n");
-  clock_.advance(1s);
   r = harness_.sample(*p);
   EXPECT_EQ(r.ec, make_error_code(errc::parse_error));
   EXPECT_TRUE(r.snapshot.devices.empty());
 
   smi_.file("mode", "partial\n");
-  clock_.advance(1s);
   r = harness_.sample(*p);
   EXPECT_EQ(r.ec, make_error_code(errc::parse_error));
 
   smi_.remove("mode");
-  clock_.advance(1s);
   r = harness_.sample(*p);
   EXPECT_FALSE(r.ec);  // and it recovers
 }

@@ -27,15 +27,10 @@
  * Line numbers count from 1 in each run. Recordings live in FAKE_MACMON_LINES_DIR as
  * <schema>.jsonl, with the `soc` object of `--soc-info` in <schema>.soc.json.
  *
- * Output is written with write(2), one call per line, so a reader sees each line at once.
+ * Output is written with write(2), one call per line, so a reader sees each line at once
+ * (fake_cli_common.h, shared with the other fakes).
  */
-#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+#include "../fake_cli_common.h"
 
 #ifndef FAKE_MACMON_LINES_DIR
 #define FAKE_MACMON_LINES_DIR "."
@@ -62,33 +57,13 @@ struct Settings {
 static volatile sig_atomic_t g_resume = 0;
 static void on_usr1(int sig) { (void)sig; g_resume = 1; }
 
-static void put(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      exit(3);
-    }
-    data += w;
-    n -= (size_t)w;
-  }
-}
-
-static void put_str(int fd, const char* s) { put(fd, s, strlen(s)); }
-
-static void sleep_ms(long ms) {
-  if (ms <= 0) return;
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
 static void die_usage(const char* what, const char* arg) {
-  put_str(2, "error: ");
-  put_str(2, what);
-  put_str(2, " '");
-  put_str(2, arg);
-  put_str(2, "' found\n\nUsage: macmon pipe [OPTIONS]\n\nFor more information, try '--help'.\n");
+  fake_put_str(2, "error: ");
+  fake_put_str(2, what);
+  fake_put_str(2, " '");
+  fake_put_str(2, arg);
+  fake_put_str(2, "' found\n\nUsage: macmon pipe [OPTIONS]\n\n"
+                  "For more information, try '--help'.\n");
   exit(2);
 }
 
@@ -120,7 +95,7 @@ static void parse(struct Settings* st, int argc, char** argv) {
     } else if (strcmp(a, "--soc-info") == 0) {
       st->soc_info = 1;
     } else if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
-      put_str(1, "macmon 0.8.1 (fake)\n");
+      fake_put_str(1, "macmon 0.8.1 (fake)\n");
       exit(0);
     } else if (strcmp(a, "--fake-schema") == 0 && next) {
       st->schema = next, ++i;
@@ -155,21 +130,6 @@ static void parse(struct Settings* st, int argc, char** argv) {
     }
 #undef TAKE
   }
-}
-
-static char* read_file(const char* path) {
-  FILE* f = fopen(path, "rb");
-  if (!f) return NULL;
-  size_t cap = 4096, len = 0;
-  char* buf = malloc(cap);
-  size_t n;
-  while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-    len += n;
-    if (cap - len - 1 == 0) buf = realloc(buf, cap *= 2);
-  }
-  fclose(f);
-  if (buf) buf[len] = '\0';
-  return buf;
 }
 
 /* Splits `text` into its non-empty lines (in place). */
@@ -213,10 +173,10 @@ static void emit(const struct Settings* st, const char* line, const char* soc, i
     len += (size_t)snprintf(out + len, cap - len, "%s", rest);
   }
   if (cut_half) {
-    put(1, out, len / 2);
+    fake_put(1, out, len / 2);
   } else {
     out[len++] = '\n';
-    put(1, out, len);
+    fake_put(1, out, len);
   }
   free(out);
 }
@@ -228,12 +188,8 @@ static void emit_long(long bytes) {
   memcpy(out, "{\"pad\":\"", 8);
   memset(out + 8, 'x', (size_t)bytes - 8);
   memcpy(out + bytes - 3, "\"}\n", 3);
-  put(1, out, (size_t)bytes);
+  fake_put(1, out, (size_t)bytes);
   free(out);
-}
-
-static void wait_forever(void) {
-  for (;;) pause();
 }
 
 int main(int argc, char** argv) {
@@ -249,26 +205,14 @@ int main(int argc, char** argv) {
   parse(&st, env_argc, env_args);
   parse(&st, argc - 1, argv + 1);
 
-  if (st.stderr_text) {
-    put_str(2, st.stderr_text);
-    put_str(2, "\n");
-  }
-  if (st.pid_file) {
-    char tmp[4096], buf[32];
-    snprintf(tmp, sizeof tmp, "%s.tmp", st.pid_file);
-    FILE* f = fopen(tmp, "w");
-    if (f) {
-      snprintf(buf, sizeof buf, "%d\n", (int)getpid());
-      fputs(buf, f);
-      fclose(f);
-      rename(tmp, st.pid_file);
-    }
-  }
+  if (st.stderr_text) fake_put_line(2, st.stderr_text);
+  if (st.pid_file) fake_write_pid_file(st.pid_file);
   if (!st.pipe) {
-    put_str(2, "fake macmon: only `pipe` is implemented\n");
+    fake_put_str(2, "fake macmon: only `pipe` is implemented\n");
     return 2;
   }
-  if (st.interval_after_pipe && !schema_at_least(&st, "v0.5")) die_usage("unexpected argument", "-i");
+  if (st.interval_after_pipe && !schema_at_least(&st, "v0.5"))
+    die_usage("unexpected argument", "-i");
   if (st.soc_info && !schema_at_least(&st, "v0.7")) die_usage("unexpected argument", "--soc-info");
 
   char path[4096];
@@ -277,19 +221,19 @@ int main(int argc, char** argv) {
   } else {
     snprintf(path, sizeof path, "%s/%s.jsonl", FAKE_MACMON_LINES_DIR, st.schema);
   }
-  char* text = read_file(path);
+  char* text = fake_read_file(path, NULL);
   char* lines[kMaxLines];
   int count = text ? split_lines(text, lines) : 0;
   if (count == 0) {
-    put_str(2, "fake macmon: no lines in ");
-    put_str(2, path);
-    put_str(2, "\n");
+    fake_put_str(2, "fake macmon: no lines in ");
+    fake_put_str(2, path);
+    fake_put_str(2, "\n");
     return 4;
   }
   char* soc = NULL;
   if (st.soc_info) {
     snprintf(path, sizeof path, "%s/%s.soc.json", FAKE_MACMON_LINES_DIR, st.schema);
-    soc = read_file(path);
+    soc = fake_read_file(path, NULL);
     if (soc) soc[strcspn(soc, "\r\n")] = '\0';
   }
 
@@ -304,11 +248,11 @@ int main(int argc, char** argv) {
   sigprocmask(SIG_BLOCK, &usr1, &unblocked);
   sigdelset(&unblocked, SIGUSR1);
 
-  sleep_ms(st.first_delay_ms >= 0 ? st.first_delay_ms : st.interval_ms);
+  fake_sleep_ms(st.first_delay_ms >= 0 ? st.first_delay_ms : st.interval_ms);
   for (long n = 1;; ++n) {
     const char* line = lines[(n - 1) % count];
     if (n == st.garbage_at) {
-      put_str(1, "\x01\x02\xff not json {{{ \x7f\n");
+      fake_put_str(1, "\x01\x02\xff not json {{{ \x7f\n");
     } else if (n == st.partial_at) {
       emit(&st, line, soc, 1);
       return 1;
@@ -318,16 +262,13 @@ int main(int argc, char** argv) {
       emit(&st, line, soc, 0);
     }
     if (st.samples > 0 && n >= st.samples) return 0;
-    if (n == st.crash_after) {
-      signal(SIGSEGV, SIG_DFL);
-      raise(SIGSEGV);
-    }
+    if (n == st.crash_after) fake_crash();
     if (n == st.exit_after) return 1;
-    if (n == st.stop_after) wait_forever();
+    if (n == st.stop_after) fake_hang();
     if (n == st.pause_after) {
       while (!g_resume) sigsuspend(&unblocked);
       g_resume = 0;
     }
-    sleep_ms(st.interval_ms);
+    fake_sleep_ms(st.interval_ms);
   }
 }

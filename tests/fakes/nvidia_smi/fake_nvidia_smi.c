@@ -17,62 +17,24 @@
  *                             sleep MS        sleep, then behave normally
  *   calls.log               appended: one line per run, the arguments separated by spaces
  *
- * Output is written unbuffered with write(2). A plain program (no sanitizer runtime), so it
- * starts fast and dies of its own signals. */
-#include <errno.h>
+ * Output is written unbuffered with write(2) (fake_cli_common.h, shared with the other fakes).
+ * A plain program (no sanitizer runtime), so it starts fast and dies of its own signals. */
 #include <fcntl.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
+
+#include "../fake_cli_common.h"
 
 static const char* g_dir;
 
-static void put(int fd, const char* data, size_t n) {
-  while (n > 0) {
-    ssize_t w = write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      exit(3);
-    }
-    data += w;
-    n -= (size_t)w;
-  }
-}
-
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
-}
-
-static void path_of(char* out, size_t size, const char* name) {
-  snprintf(out, size, "%s/%s", g_dir, name);
-}
-
-/* Reads a small file of the folder; returns its length, -1 when missing. */
-static long slurp(const char* name, char* buf, size_t size) {
+/* A file of the folder, NUL-terminated and malloc'd (free it); NULL when missing. */
+static char* folder_file(const char* name, size_t* len) {
   char path[4096];
-  path_of(path, sizeof path, name);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  size_t n = 0;
-  while (n + 1 < size) {
-    ssize_t r = read(fd, buf + n, size - 1 - n);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    n += (size_t)r;
-  }
-  close(fd);
-  buf[n] = '\0';
-  return (long)n;
+  snprintf(path, sizeof path, "%s/%s", g_dir, name);
+  return fake_read_file(path, len);
 }
 
 static void log_call(int argc, char** argv) {
   char path[4096];
-  path_of(path, sizeof path, "calls.log");
+  snprintf(path, sizeof path, "%s/calls.log", g_dir);
   int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return;
   char line[8192];
@@ -81,11 +43,19 @@ static void log_call(int argc, char** argv) {
     n += (size_t)snprintf(line + n, sizeof line - n, "%s%s", i > 1 ? " " : "", argv[i]);
   if (n > sizeof line - 2) n = sizeof line - 2;
   line[n++] = '\n';
-  put(fd, line, n);
+  fake_put(fd, line, n);
   close(fd);
 }
 
-static char g_file[1 << 20];
+/* Prints the recorded output for the query (at most `limit` bytes); -1 when there is none. */
+static long print_recording(int apps, size_t limit) {
+  size_t n = 0;
+  char* text = folder_file(apps ? "query-compute-apps.csv" : "query-gpu.csv", &n);
+  if (!text) return -1;
+  fake_put(1, text, n < limit ? n : limit);
+  free(text);
+  return (long)n;
+}
 
 int main(int argc, char** argv) {
   g_dir = getenv("GPUSTREAM_FAKE_NVIDIA_SMI_DIR");
@@ -102,58 +72,53 @@ int main(int argc, char** argv) {
     }
   }
 
-  char mode[256];
-  if (slurp("mode", mode, sizeof mode) > 0) {
+  char* mode = folder_file("mode", NULL);
+  if (mode) {
     char word[64] = "";
     long number = 0;
     sscanf(mode, "%63s %ld", word, &number);
+    free(mode);
     if (strcmp(word, "hang") == 0 || (strcmp(word, "hang-apps") == 0 && apps)) {
-      for (;;) pause();
+      fake_hang();
     } else if (strcmp(word, "crash") == 0) {
-      signal(SIGSEGV, SIG_DFL);
-      raise(SIGSEGV);
+      fake_crash();
     } else if (strcmp(word, "exit") == 0) {
-      put(2, "fake failure\n", 13);
+      fake_put_str(2, "fake failure\n");
       return (int)number;
     } else if (strcmp(word, "sleep") == 0) {
-      sleep_ms(number);
+      fake_sleep_ms(number);
     } else if (strcmp(word, "garbage") == 0) {
       static const char junk[] = "\x01\xff\xfe garbage \x00\x7f,,,\n\x80\x81";
-      put(1, junk, sizeof junk - 1);
+      fake_put(1, junk, sizeof junk - 1);
       return 0;
-    }
-    if (strcmp(word, "partial") == 0) {
-      long n = slurp(apps ? "query-compute-apps.csv" : "query-gpu.csv", g_file, sizeof g_file);
-      if (n > 10) n = 10;
-      if (n > 0) put(1, g_file, (size_t)n);
+    } else if (strcmp(word, "partial") == 0) {
+      print_recording(apps, 10);
       return 0;
     }
   }
 
   if (!query) {
-    static const char usage[] = "fake nvidia-smi: only --query-gpu and --query-compute-apps\n";
-    put(1, usage, sizeof usage - 1);
+    fake_put_str(1, "fake nvidia-smi: only --query-gpu and --query-compute-apps\n");
     return 0;
   }
 
-  char reject[256];
-  if (slurp("reject", reject, sizeof reject) > 0) {
+  char* reject = folder_file("reject", NULL);
+  if (reject) {
     reject[strcspn(reject, "\r\n")] = '\0';
     if (*reject && strstr(query, reject)) {
       char msg[512];
       int n = snprintf(msg, sizeof msg, "Field \"%s\" is not a valid field to query.\n\n", reject);
-      put(1, msg, (size_t)n);
+      fake_put(1, msg, (size_t)n);
+      free(reject);
       return 2;
     }
+    free(reject);
   }
 
-  long n = slurp(apps ? "query-compute-apps.csv" : "query-gpu.csv", g_file, sizeof g_file);
-  if (n < 0) {
+  if (print_recording(apps, (size_t)-1) < 0) {
     if (apps) return 0;
-    static const char none[] = "No devices were found\n";
-    put(1, none, sizeof none - 1);
+    fake_put_str(1, "No devices were found\n");
     return 6;
   }
-  put(1, g_file, (size_t)n);
   return 0;
 }

@@ -13,7 +13,7 @@
 // memory), temperature, power (W), power limit (W), energy counter (J, EnergyKind::counter),
 // clocks (graphics, SM, memory; MHz), fan (%), clock event reasons by name, and the processes
 // (compute and graphics merged by pid) with their GPU memory, GPU utilization (SM %) and, from
-// <procfs_root>/<pid>/status, name and host RSS. NVML_ERROR_NOT_SUPPORTED -> absent
+// <procfs_root>/<pid>/{comm,statm}, name and host RSS. NVML_ERROR_NOT_SUPPORTED -> absent
 // `unsupported`; NO_PERMISSION -> absent `no_permission`; GPU_IS_LOST -> that device is reported
 // lost (absent `lost`, an error "gpu_lost" in every snapshot) while the others keep reporting,
 // and it is looked up again after a backoff. Each distinct failure is logged once.
@@ -21,9 +21,9 @@
 // Fallback: when NVML cannot be loaded or initialized and `nvidia-smi` runs, each sample runs it
 // twice (`--query-gpu=... --format=csv,noheader,nounits` for all GPUs, then
 // `--query-compute-apps=...`), with a timeout after which the child is killed. Values carry
-// Source::nvidia_smi, processes are marked per_process_exact = false, and the tool is run at
-// most once per `nvidia_smi_min_interval` (a faster request gets the last result again, with
-// its original time stamps).
+// Source::nvidia_smi and processes are marked per_process_exact = false. Every sample runs the
+// tool; min_interval() rises to `nvidia_smi_min_interval` once the fallback is chosen, and the
+// Scheduler (which reads min_interval() again after each detection) keeps samples that far apart.
 //
 // Thread safety: driven by one Scheduler (one operation in flight); process_usage() and the
 // accessors may be called from any thread. Vendor calls never run on the io thread: NVML on the
@@ -67,12 +67,13 @@ struct NvidiaProbeOptions {
   /// A run of nvidia-smi that takes longer is killed (it can take seconds without persistence
   /// mode). Config `nvidia.nvidia_smi_timeout_ms`.
   std::chrono::milliseconds nvidia_smi_timeout{4000};
-  /// nvidia-smi is run at most this often (at least 1 s).
+  /// min_interval() while nvidia-smi is the source (at least 1 s).
   std::chrono::milliseconds nvidia_smi_min_interval{1000};
   /// A lost GPU is looked up again after this delay, doubling up to lost_retry_max.
   std::chrono::milliseconds lost_retry_initial{1000};
   std::chrono::milliseconds lost_retry_max{60000};
-  /// Steady clock for the retry and min-interval logic (tests drive it). Default: steady_clock.
+  /// Steady clock for the lost-GPU retries and the process-name refresh (tests drive it).
+  /// Default: steady_clock.
   std::function<std::chrono::steady_clock::time_point()> clock;
 };
 

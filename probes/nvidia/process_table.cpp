@@ -1,0 +1,184 @@
+#include "nvidia/process_table.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstring>
+#include <utility>
+
+namespace gpustream::nvidia_detail {
+namespace {
+
+/// "<pid>/<file>" into `out` (at least 48 bytes); false for a pid that cannot be one.
+bool pid_path(char* out, std::int64_t pid, const char* file) {
+  if (pid <= 0) return false;
+  auto [end, ec] = std::to_chars(out, out + 24, pid);
+  if (ec != std::errc{}) return false;
+  *end++ = '/';
+  std::memcpy(end, file, std::strlen(file) + 1);
+  return true;
+}
+
+int open_at(int dir, const char* path) {
+  int fd = -1;
+  do {
+    fd = ::openat(dir, path, O_RDONLY | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+/// Reads from offset 0; -1 on failure (ESRCH once the process is gone).
+ssize_t read_at_start(int fd, char* buf, std::size_t size) {
+  ssize_t n = -1;
+  do {
+    n = ::pread(fd, buf, size, 0);
+  } while (n < 0 && errno == EINTR);
+  return n;
+}
+
+const char* skip_spaces(const char* p, const char* end) {
+  while (p < end && (*p == ' ' || *p == '\t')) ++p;
+  return p;
+}
+
+}  // namespace
+
+std::optional<std::uint64_t> parse_statm_rss(std::string_view text, std::uint64_t page_size) {
+  const char* p = text.data();
+  const char* const end = p + text.size();
+  std::uint64_t size = 0, resident = 0;
+  p = skip_spaces(p, end);
+  auto r = std::from_chars(p, end, size);
+  if (r.ec != std::errc{}) return std::nullopt;
+  p = skip_spaces(r.ptr, end);
+  r = std::from_chars(p, end, resident);
+  if (r.ec != std::errc{} || r.ptr == p) return std::nullopt;
+  if (size == 0) return std::nullopt;  // no address space: nothing resident to speak of
+  return resident * page_size;
+}
+
+ProcessTable::ProcessTable(std::string procfs_root, Clock clock, std::size_t max_open,
+                           std::chrono::milliseconds name_refresh)
+    : root_(std::move(procfs_root)),
+      clock_(std::move(clock)),
+      max_open_(max_open),
+      name_refresh_(name_refresh),
+      page_size_(static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE))) {
+  if (!clock_) clock_ = [] { return std::chrono::steady_clock::now(); };
+}
+
+ProcessTable::~ProcessTable() {
+  for (auto& [pid, e] : entries_) close_entry(e);
+  if (dir_ >= 0) ::close(dir_);
+}
+
+int ProcessTable::dir() {
+  if (dir_ < 0) dir_ = ::open(root_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  return dir_;
+}
+
+int ProcessTable::open_statm(std::int64_t pid) {
+  char path[48];
+  if (dir() < 0 || !pid_path(path, pid, "statm")) return -1;
+  return open_at(dir_, path);
+}
+
+void ProcessTable::close_entry(Entry& e) {
+  if (e.fd < 0) return;
+  ::close(e.fd);
+  e.fd = -1;
+  --open_;
+}
+
+ProcessTable::Found ProcessTable::read_rss(std::int64_t pid, Entry& e) {
+  char buf[256];
+  if (e.fd >= 0) {
+    const auto n = read_at_start(e.fd, buf, sizeof buf);
+    if (n >= 0) {
+      e.info.rss_bytes = parse_statm_rss({buf, static_cast<std::size_t>(n)}, page_size_);
+      return Found::same_process;
+    }
+    close_entry(e);  // the process is gone; its pid may already belong to another one
+  }
+  const int fd = open_statm(pid);
+  if (fd < 0) return Found::gone;
+  const auto n = read_at_start(fd, buf, sizeof buf);
+  if (n < 0) {
+    ::close(fd);
+    return Found::gone;
+  }
+  e.info.rss_bytes = parse_statm_rss({buf, static_cast<std::size_t>(n)}, page_size_);
+  if (open_ < max_open_) {
+    e.fd = fd;
+    ++open_;
+  } else {
+    ::close(fd);
+  }
+  return Found::opened;
+}
+
+void ProcessTable::read_name(std::int64_t pid, Entry& e,
+                             std::chrono::steady_clock::time_point now) {
+  char path[48];
+  e.info.name.clear();
+  e.name_known = true;
+  e.name_read_at = now;
+  if (!pid_path(path, pid, "comm")) return;
+  const int fd = open_at(dir_, path);
+  if (fd < 0) return;
+  char buf[128];
+  const auto n = read_at_start(fd, buf, sizeof buf);
+  ::close(fd);
+  if (n <= 0) return;
+  std::string_view name(buf, static_cast<std::size_t>(n));
+  while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.remove_suffix(1);
+  e.info.name = std::string(name);
+}
+
+void ProcessTable::refresh(std::int64_t pid, Entry& e, std::chrono::steady_clock::time_point now) {
+  switch (read_rss(pid, e)) {
+    case Found::gone:
+      e.info = {};
+      e.name_known = false;
+      return;
+    case Found::same_process:  // the descriptor vouches for the process: the name is its own
+      if (e.name_known && now - e.name_read_at < name_refresh_) return;
+      break;
+    case Found::opened:  // a new or replaced process, or one past max_open (no descriptor kept)
+      break;
+  }
+  read_name(pid, e, now);
+}
+
+std::vector<ProcInfo> ProcessTable::read(std::span<const std::int64_t> pids) {
+  std::lock_guard lock(mu_);
+  ++batch_;
+  const auto now = clock_();
+  std::vector<ProcInfo> out;
+  out.reserve(pids.size());
+  for (const auto pid : pids) {
+    if (pid <= 0) {
+      out.emplace_back();
+      continue;
+    }
+    auto& e = entries_[pid];
+    if (e.batch != batch_) {
+      e.batch = batch_;
+      refresh(pid, e, now);
+    }
+    out.push_back(e.info);
+  }
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    if (it->second.batch == batch_) {
+      ++it;
+      continue;
+    }
+    close_entry(it->second);
+    it = entries_.erase(it);
+  }
+  return out;
+}
+
+}  // namespace gpustream::nvidia_detail

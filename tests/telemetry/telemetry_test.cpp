@@ -139,12 +139,17 @@ ProbeFactory by_name_factory(std::shared_ptr<Built> built) {
   };
 }
 
+// fast_config() with `probes` and simulate_when_no_gpu.
+Config no_gpu_fallback_config(std::vector<std::string> probes) {
+  Config c = fast_config();
+  c.probes = std::move(probes);
+  c.simulate_when_no_gpu = true;
+  return c;
+}
+
 TEST(Telemetry, NoGpuFoundAddsSimulatedGpusAfterTheProbesOwnDetections) {
   auto built = std::make_shared<Built>();
-  Config c = fast_config();
-  c.probes = {"gpu0", "other0"};
-  c.simulate_when_no_gpu = true;
-  Telemetry t(c, by_name_factory(built));
+  Telemetry t(no_gpu_fallback_config({"gpu0", "other0"}), by_name_factory(built));
   t.start();
   const auto snaps = t.wait_for_first_samples(std::chrono::seconds{10});
   ASSERT_EQ(snaps.size(), 1u);
@@ -162,10 +167,7 @@ TEST(Telemetry, NoGpuFoundAddsSimulatedGpusAfterTheProbesOwnDetections) {
 
 TEST(Telemetry, AGpuFoundMeansNoSimulatedGpus) {
   auto built = std::make_shared<Built>();
-  Config c = fast_config();
-  c.probes = {"gpu0", "gpu2"};
-  c.simulate_when_no_gpu = true;
-  Telemetry t(c, by_name_factory(built));
+  Telemetry t(no_gpu_fallback_config({"gpu0", "gpu2"}), by_name_factory(built));
   t.start();
   t.wait_for_first_samples(std::chrono::seconds{10});
   EXPECT_EQ(t.probe_names(), (std::vector<std::string>{"gpu0", "gpu2"}));
@@ -176,10 +178,7 @@ TEST(Telemetry, AGpuFoundMeansNoSimulatedGpus) {
 
 TEST(Telemetry, NoGpuProbeAtAllAddsSimulatedGpusAtOnce) {
   auto built = std::make_shared<Built>();
-  Config c = fast_config();
-  c.probes = {"host"};  // not a GPU probe
-  c.simulate_when_no_gpu = true;
-  Telemetry t(c, [built](const Config& cfg, const ProbeExecutors& ex, std::vector<std::string>& e) {
+  Telemetry t(no_gpu_fallback_config({"host"}), [built](const Config& cfg, const ProbeExecutors& ex, std::vector<std::string>& e) {
     if (cfg.probes == std::vector<std::string>{"host"}) {
       return std::vector<ProbePtr>{std::make_shared<CountingProbe>(ex, "host")};
     }

@@ -219,70 +219,71 @@ TEST_P(RemoteSubscriberTest, ReportsAGapWhenTheHistoryNoLongerReachesBack) {
   EXPECT_EQ(sub->counters().gaps, 1u);
 }
 
+/// A subscriber that has received `before` snapshots of "old" from `f`'s server, which is then
+/// replaced, on the same ports, by a server over a fresh channel already holding `after`
+/// snapshots of "new" (numbered 1..after again).
+class RestartedServer {
+  Fixture& f_;  // first: the members below are built from it
+
+ public:
+  RestartedServer(Fixture& f, Scheme scheme, int before, int after) : f_(f) {
+    f_.start();
+    sub_ = make_subscriber(f_, {.url = url_of(f_, scheme), .since = 0}, seen);
+    for (int i = 0; i < before; ++i) f_.publish("old");
+    sub_->start();
+    EXPECT_TRUE(f_.run_until([&] { return seen.snapshots.size() == std::size_t(before); }));
+    const auto options = same_ports(f_);
+    EXPECT_TRUE(f_.stop());
+    f_.server.reset();
+    for (int i = 0; i < after; ++i) fresh.publish(make_snapshot("new"));
+    server_ = std::make_unique<Server>(f_.io.get_executor(), fresh, options);
+    server_->start();
+  }
+  ~RestartedServer() {
+    sub_->stop();
+    bool stopped = false;
+    server_->stop([&] { stopped = true; });
+    EXPECT_TRUE(f_.run_until([&] { return stopped; }));
+  }
+
+  Seen seen;
+  SnapshotChannel fresh{f_.io.get_executor()};
+
+ private:
+  std::unique_ptr<RemoteSubscriber> sub_;
+  std::unique_ptr<Server> server_;
+};
+
 TEST_P(RemoteSubscriberTest, FollowsAServerRestartedWithAFreshChannel) {
   Fixture f;
-  f.start();
-  Seen seen;
-  auto sub = make_subscriber(f, {.url = url_of(f, GetParam()), .since = 0}, seen);
-  for (int i = 0; i < 5; ++i) f.publish("old");
-  sub->start();
-  ASSERT_TRUE(f.run_until([&] { return seen.snapshots.size() == 5; }));
-
-  const auto options = same_ports(f);
-  ASSERT_TRUE(f.stop());
-  f.server.reset();
-  SnapshotChannel fresh(f.io.get_executor());
-  fresh.publish(make_snapshot("new"));
-  fresh.publish(make_snapshot("new"));
-  Server server(f.io.get_executor(), fresh, options);
-  server.start();
-  // The client asks for > 5; the new server only has 1..2, acknowledges since 0 and replays.
-  ASSERT_TRUE(f.run_until([&] { return seen.snapshots.size() >= 7; }));
-  EXPECT_EQ(seen.snapshots[5]->probe, "new");
-  EXPECT_EQ(seen.snapshots[5]->sequence, 1u);
-  EXPECT_EQ(seen.snapshots[6]->sequence, 2u);
-  ASSERT_EQ(seen.gaps.size(), 1u);
-  EXPECT_EQ(seen.gaps[0], (Gap{5, 0, std::string(kGapServerRestarted)}));
-  ASSERT_EQ(seen.hellos.size(), 2u);
-  EXPECT_NE(seen.hellos[0].instance, seen.hellos[1].instance);
-  EXPECT_EQ(seen.hellos[1].instance, fresh.instance());
-  sub->stop();
-  bool stopped = false;
-  server.stop([&] { stopped = true; });
-  ASSERT_TRUE(f.run_until([&] { return stopped; }));
+  RestartedServer r(f, GetParam(), 5, 2);
+  // The client asks for > 5; the new server only has 1..2: its new instance tells the client to
+  // start again from 0.
+  ASSERT_TRUE(f.run_until([&] { return r.seen.snapshots.size() >= 7; }));
+  EXPECT_EQ(r.seen.snapshots[5]->probe, "new");
+  EXPECT_EQ(r.seen.snapshots[5]->sequence, 1u);
+  EXPECT_EQ(r.seen.snapshots[6]->sequence, 2u);
+  ASSERT_EQ(r.seen.gaps.size(), 1u);
+  EXPECT_EQ(r.seen.gaps[0], (Gap{5, 0, std::string(kGapServerRestarted)}));
+  ASSERT_EQ(r.seen.hellos.size(), 2u);
+  EXPECT_NE(r.seen.hellos[0].instance, r.seen.hellos[1].instance);
+  EXPECT_EQ(r.seen.hellos[1].instance, r.fresh.instance());
 }
 
 TEST_P(RemoteSubscriberTest, FollowsARestartedServerThatIsAlreadyPastItsSince) {
   // The case a sequence comparison alone cannot see: the new server has published more than
   // the client had received from the old one, so the client's `since` (3) looks valid there.
   Fixture f;
-  f.start();
-  Seen seen;
-  auto sub = make_subscriber(f, {.url = url_of(f, GetParam()), .since = 0}, seen);
-  for (int i = 0; i < 3; ++i) f.publish("old");
-  sub->start();
-  ASSERT_TRUE(f.run_until([&] { return seen.snapshots.size() == 3; }));
-
-  const auto options = same_ports(f);
-  ASSERT_TRUE(f.stop());
-  f.server.reset();
-  SnapshotChannel fresh(f.io.get_executor());
-  for (int i = 0; i < 6; ++i) fresh.publish(make_snapshot("new"));
-  Server server(f.io.get_executor(), fresh, options);
-  server.start();
-  ASSERT_TRUE(f.run_until([&] { return seen.snapshots.size() >= 9; }));
+  RestartedServer r(f, GetParam(), 3, 6);
+  ASSERT_TRUE(f.run_until([&] { return r.seen.snapshots.size() >= 9; }));
   f.run_for(std::chrono::milliseconds(0));
-  ASSERT_EQ(seen.snapshots.size(), 9u);
+  ASSERT_EQ(r.seen.snapshots.size(), 9u);
   for (std::size_t i = 3; i < 9; ++i) {
-    EXPECT_EQ(seen.snapshots[i]->probe, "new");
-    EXPECT_EQ(seen.snapshots[i]->sequence, i - 2);  // 1..6: nothing of the new server skipped
+    EXPECT_EQ(r.seen.snapshots[i]->probe, "new");
+    EXPECT_EQ(r.seen.snapshots[i]->sequence, i - 2);  // 1..6: nothing of the new server skipped
   }
-  ASSERT_EQ(seen.gaps.size(), 1u);
-  EXPECT_EQ(seen.gaps[0], (Gap{3, 0, std::string(kGapServerRestarted)}));
-  sub->stop();
-  bool stopped = false;
-  server.stop([&] { stopped = true; });
-  ASSERT_TRUE(f.run_until([&] { return stopped; }));
+  ASSERT_EQ(r.seen.gaps.size(), 1u);
+  EXPECT_EQ(r.seen.gaps[0], (Gap{3, 0, std::string(kGapServerRestarted)}));
 }
 
 TEST_P(RemoteSubscriberTest, SendsTheTokenAndReportsARefusal) {

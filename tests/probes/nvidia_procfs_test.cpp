@@ -13,8 +13,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
 #include <vector>
+
+#include <boost/asio/post.hpp>
 
 #include "gpustream/probes/nvidia_probe.hpp"
 #include "nvidia_fakes.hpp"
@@ -84,6 +87,14 @@ class NvidiaProcfsTest : public ::testing::Test {
     EXPECT_FALSE(r.ec) << r.ec.message();
     if (r.snapshot.devices.empty()) return {};
     return r.snapshot.devices[0].processes;
+  }
+
+  /// Returns once every task posted to the (one-thread) work pool so far has finished and been
+  /// destroyed, with whatever it held.
+  void pool_barrier() {
+    std::promise<void> done;
+    boost::asio::post(harness_.executors().work, [&done] { done.set_value(); });
+    ASSERT_EQ(done.get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready);
   }
 
   FakeNvml nvml_;
@@ -171,7 +182,8 @@ TEST_F(NvidiaProcfsTest, ProcessesNoLongerListedAreForgotten) {
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].second, std::filesystem::weakly_canonical(proc_.path("11/statm")).string());
 
-  p.reset();  // the probe's descriptors close with it
+  p.reset();  // the probe's descriptors close with it, once its last work item has let go:
+  pool_barrier();  // the pool's task for the last sample may still be finishing
   EXPECT_TRUE(open_descriptors(proc_.path()).empty());
 }
 

@@ -4,7 +4,9 @@
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <sstream>
+#include <utility>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -14,6 +16,9 @@
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
 #include "gpustream/transport/address.hpp"
+#if defined(GPUSTREAM_HAS_NATS)
+#include "gpustream/transport/nats_bridge.hpp"
+#endif
 #include "gpustream/transport/server.hpp"
 #include "options.hpp"
 #include "serve.hpp"
@@ -43,6 +48,18 @@ std::string read_token(const std::string& path) {
   return t;
 }
 
+/// --nats: comma-separated nats://HOST:PORT or tls://HOST:PORT (libnats accepts almost anything
+/// and would then retry it forever). Throws ConfigError.
+void check_nats_url(const std::string& url) {
+  for (const auto& part : split_list(url)) {
+    const auto scheme_end = part.find("://");
+    const auto scheme = scheme_end == std::string::npos ? std::string() : part.substr(0, scheme_end);
+    const auto rest = scheme_end == std::string::npos ? part : part.substr(scheme_end + 3);
+    if ((scheme != "nats" && scheme != "tls") || rest.empty() || rest.find('/') != std::string::npos)
+      throw ConfigError("--nats: expected nats://HOST:PORT (or tls://), got '" + part + "'");
+  }
+}
+
 transport::ServerOptions server_options(const ServeOptions& o) {
   transport::ServerOptions so;
   try {
@@ -56,6 +73,7 @@ transport::ServerOptions server_options(const ServeOptions& o) {
   }
   if (!so.http && !so.tcp) throw ConfigError("nothing to serve: --listen off and no --tcp");
   if (!o.token_file.empty()) so.token = read_token(o.token_file);
+  if (!o.nats.empty()) check_nats_url(o.nats);
   so.allowed_origins = o.allow_origins;
   so.allowed_hosts = o.allow_hosts;
   auto& l = so.limits;
@@ -105,6 +123,9 @@ void add_serve_options(CLI::App& sub, ServeOptions& o) {
   sub.add_option("--max-subscribes", o.max_subscribes,
                  "Subscribe messages allowed per connection (default 64)")
       ->check(CLI::Range(1, 1000000));
+  sub.add_option("--nats", o.nats,
+                 "Also publish every snapshot to the NATS server at URL (e.g. "
+                 "nats://127.0.0.1:4222) on gpustream.<host>.<probe>");
 }
 
 int run_serve(Config config, const ServeOptions& o) {
@@ -115,6 +136,12 @@ int run_serve(Config config, const ServeOptions& o) {
     std::cerr << "gpustream: " << e.what() << "\n";
     return kExitUsage;
   }
+#if !defined(GPUSTREAM_HAS_NATS)
+  if (!o.nats.empty()) {
+    std::cerr << "gpustream: this build has no NATS support (install libnats-dev)\n";
+    return kExitUsage;
+  }
+#endif
 
   boost::asio::io_context io;
   Telemetry telemetry(config, probe_factory());  // probes on their own io thread
@@ -133,6 +160,18 @@ int run_serve(Config config, const ServeOptions& o) {
   }
   if (const auto ep = server.tcp_endpoint())
     std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
+
+#if defined(GPUSTREAM_HAS_NATS)
+  std::unique_ptr<transport::NatsBridge> nats;  // connects (and reconnects) in the background
+  if (!o.nats.empty()) {
+    transport::NatsBridgeOptions no;
+    no.url = o.nats;
+    nats = std::make_unique<transport::NatsBridge>(telemetry.channel(), std::move(no));
+    nats->start();
+    std::cerr << "gpustream: publishing to NATS " << o.nats << " as " << nats->subject_wildcard()
+              << "\n";
+  }
+#endif
 
   telemetry.start();
   for (const auto& e : telemetry.setup_errors()) std::cerr << "gpustream: " << e << "\n";
@@ -155,6 +194,9 @@ int run_serve(Config config, const ServeOptions& o) {
   wait_signal();
   if (g_interrupted.load()) server.stop([&] { io.stop(); });  // a signal before the set existed
   io.run();
+#if defined(GPUSTREAM_HAS_NATS)
+  if (nats) nats->stop();  // publishes what is queued, flushes (bounded)
+#endif
   telemetry.stop();
   return kExitOk;
 }

@@ -26,6 +26,7 @@ struct ServeOptions {
   double write_timeout_seconds = 10;
   std::size_t send_queue = 64;
   std::size_t max_subscribes = 64;
+  std::string nats;  // NATS server URL for the bridge (gpustream.<host>.<probe>); empty: none
 };
 
 /// Registers the serve flags on `sub` (the common flags are added separately).

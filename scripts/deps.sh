@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gpustream needs, if any are missing.
-#   scripts/deps.sh build    — compiler, CMake, Boost 1.81, spdlog, CLI11
+#   scripts/deps.sh build    — compiler, CMake, Boost 1.81, spdlog, CLI11, libnats (NATS bridge)
 #   scripts/deps.sh test     — build + GoogleTest, Google Benchmark, nlohmann-json (bench only),
 #                              and the real parts the integration tests drive: Prometheus,
 #                              python3-websockets, Chromium + Node.js (browser test), the Level
-#                              Zero loader (libze1)
+#                              Zero loader (libze1), nats-server (NATS bridge test)
 #   scripts/deps.sh bench    — test + what the benchmarks compare against (rocm-smi, websocketpp)
 # As root it runs apt-get; otherwise it prints the one line to run and exits 1.
 # Idempotent: when everything is there it only says so.
@@ -13,9 +13,9 @@ set -euo pipefail
 profile="${1:-build}"
 build_pkgs=(cmake ninja-build g++ pkg-config ccache
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libspdlog-dev libfmt-dev libcli11-dev)
+  libspdlog-dev libfmt-dev libcli11-dev libnats-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-  prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev)
+  prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server)
 bench_pkgs=(rocm-smi)
 
 case "$profile" in

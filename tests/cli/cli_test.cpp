@@ -155,6 +155,12 @@ TEST(Cli, SimulateIfNoGpuAddsTwoSimulatedGpusAndSaysSo) {
   EXPECT_EQ(simulated_devices, 2u) << r.out;
 }
 
+TEST(Cli, ServeRefusesANatsUrlItCannotUse) {
+  const auto r = run("serve --simulate 1 --listen 127.0.0.1:0 --nats http://127.0.0.1:4222");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--nats: expected nats://HOST:PORT"), std::string::npos) << r.err;
+}
+
 TEST(Cli, ListSaysWhyAProbeIsUnavailable) {
   const auto r = run("list --json --probes host --procfs-root /nonexistent-gpustream-root");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -1,0 +1,109 @@
+// gpustream/transport/nats_bridge.hpp — publishes every snapshot of a channel to NATS.
+//
+//   gpustream::transport::NatsBridgeOptions o;       // nats://127.0.0.1:4222, "gpustream"
+//   gpustream::transport::NatsBridge bridge(channel, o);
+//   bridge.start();                                  // never blocks on the network
+//   ...                                              // gpustream.<host>.<probe> on the server
+//   bridge.stop();                                   // flushes (bounded), disconnects
+//
+// Built only when libnats is found (GPUSTREAM_HAS_NATS is then defined by gpustream::transport).
+// Each snapshot is serialized once, as the same document /api/v1/snapshot lists (gpustream/1,
+// docs/protocol.md "NATS bridge"), and published on `<prefix>.<host>.<probe>`, where host and
+// probe are sanitized to [A-Za-z0-9_-] (anything else becomes '_').
+//
+// Delivery is at most once. The bridge is a drop_oldest subscriber of the channel with its own
+// bounded queue: the publisher never waits for NATS, and when the bridge falls behind the oldest
+// snapshots are dropped and counted (stats().dropped). libnats reconnects by itself, forever,
+// keeping what is published meanwhile in its reconnect buffer (bytes, bounded); what does not fit
+// is lost and counted in publish_errors. A first connect that fails is logged once and retried
+// in the background; it is never an exception.
+//
+// Thread safety: start(), stop(), stats() and the getters may be called from any thread. The
+// work (serializing, publishing) runs on one thread the bridge owns; libnats runs its own.
+// The channel must outlive the bridge (or at least stop()).
+// Cancellation: stop() — also called by the destructor — ends the subscription, publishes what
+// was already queued, flushes for at most flush_timeout while connected, then destroys the
+// connection and joins the thread. It returns within about connect_timeout + flush_timeout
+// (a connect attempt in progress is not interrupted). start() and stop() are idempotent; a
+// stopped bridge may be started again.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+#include "gpustream/channel.hpp"
+
+namespace gpustream::transport {
+
+struct NatsBridgeOptions {
+  std::string url = "nats://127.0.0.1:4222";  // libnats server URL(s), comma-separated
+  std::string subject_prefix = "gpustream";   // first subject token(s); sanitized per token
+  std::string host;                           // subject host token; empty: gethostname()
+  std::size_t queue_capacity = 256;           // snapshots waiting for the bridge (drop_oldest)
+  std::chrono::milliseconds connect_timeout{2000};   // one connect attempt
+  std::chrono::milliseconds reconnect_wait{1000};    // between connect attempts
+  std::size_t reconnect_buffer_bytes = 8 * 1024 * 1024;  // kept while disconnected
+  std::chrono::milliseconds flush_timeout{2000};     // stop(): wait for the server's ack
+  std::chrono::milliseconds write_deadline{5000};    // a stalled socket write fails after this
+  SubscriptionFilter filter;                          // which snapshots are published
+};
+
+/// Counters since construction (monotonic except `connected`).
+struct NatsBridgeStats {
+  std::uint64_t published = 0;       // snapshots libnats accepted (sent, or buffered)
+  std::uint64_t dropped = 0;         // snapshots the bridge's queue dropped (it fell behind)
+  std::uint64_t publish_errors = 0;  // snapshots libnats refused (e.g. reconnect buffer full)
+  std::uint64_t reconnects = 0;      // reconnects, as libnats counts them
+  bool connected = false;            // connected to a server now
+};
+
+/// `s` with every character outside [A-Za-z0-9_-] replaced by '_'; "_" when empty.
+std::string sanitize_subject_token(std::string_view s);
+/// This machine's host name (gethostname), sanitized; "unknown" when it cannot be read.
+std::string default_host_token();
+
+class NatsBridge {
+ public:
+  NatsBridge(SnapshotChannel& channel, NatsBridgeOptions options = {});
+  ~NatsBridge();
+  NatsBridge(const NatsBridge&) = delete;
+  NatsBridge& operator=(const NatsBridge&) = delete;
+
+  /// Subscribes and starts the publishing thread, which connects in the background.
+  void start();
+  /// See the class comment. Returns once the thread has ended.
+  void stop();
+  bool running() const;
+
+  NatsBridgeStats stats() const;
+  /// "<prefix>.<host>.<probe>" for `probe`.
+  std::string subject_for(std::string_view probe) const;
+  /// "<prefix>.<host>.*": every subject this bridge publishes on.
+  std::string subject_wildcard() const;
+  const NatsBridgeOptions& options() const noexcept { return options_; }
+
+ private:
+  void run(std::shared_ptr<SnapshotQueue> queue);
+
+  SnapshotChannel& channel_;
+  NatsBridgeOptions options_;
+  std::string subject_head_;  // "<prefix>.<host>."
+  mutable std::mutex mu_;     // start/stop
+  std::thread thread_;
+  std::shared_ptr<SnapshotQueue> queue_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<std::uint64_t> published_{0};
+  std::atomic<std::uint64_t> dropped_{0};
+  std::atomic<std::uint64_t> publish_errors_{0};
+  std::atomic<std::uint64_t> reconnects_{0};
+  std::atomic<bool> connected_{false};
+};
+
+}  // namespace gpustream::transport

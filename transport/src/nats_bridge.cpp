@@ -1,0 +1,292 @@
+// The NATS bridge: one thread pops the channel's snapshots, serializes each once and publishes
+// it with libnats, which owns the socket, the reconnects and the reconnect buffer.
+#include "gpustream/transport/nats_bridge.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <utility>
+#include <variant>
+
+#include <nats/nats.h>
+
+#include "gpustream/json.hpp"
+#include "gpustream/log.hpp"
+
+namespace gpustream::transport {
+
+namespace {
+
+constexpr auto kPollInterval = std::chrono::milliseconds(100);  // status refresh while idle
+
+bool subject_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+/// Each dot-separated token of `prefix` sanitized; "gpustream" when empty.
+std::string sanitize_prefix(std::string_view prefix) {
+  if (prefix.empty()) return "gpustream";
+  std::string out;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = prefix.find('.', start);
+    out += sanitize_subject_token(prefix.substr(start, dot - start));
+    if (dot == std::string_view::npos) break;
+    out += '.';
+    start = dot + 1;
+  }
+  return out;
+}
+
+int clamp_int(std::int64_t v) { return static_cast<int>(std::min<std::int64_t>(v, INT_MAX)); }
+
+std::string last_error(natsStatus s) {
+  const char* text = nats_GetLastError(nullptr);
+  std::string out = natsStatus_GetText(s);
+  if (text && *text && out != text) out += std::string(": ") + text;
+  return out;
+}
+
+/// Required for an asynchronous retried first connect; the worker polls the status instead.
+void on_connected(natsConnection*, void*) {}
+
+/// Owns the libnats connection of one run of the worker thread.
+class Connection {
+ public:
+  explicit Connection(const NatsBridgeOptions& o) : options_(o) {}
+  ~Connection() { close(); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  /// Creates the connection; it then (re)connects by itself. False when libnats refused the
+  /// options or the URL (`error` says why); a server that is not there yet is not an error.
+  bool open(std::string& error, bool& pending) {
+    pending = false;
+    natsOptions* opts = nullptr;
+    natsStatus s = natsOptions_Create(&opts);
+    if (s == NATS_OK) s = natsOptions_SetURL(opts, options_.url.c_str());
+    if (s == NATS_OK) s = natsOptions_SetName(opts, "gpustream-nats-bridge");
+    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, options_.connect_timeout.count());
+    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
+    if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, options_.reconnect_wait.count());
+    if (s == NATS_OK)
+      s = natsOptions_SetReconnectBufSize(
+          opts, clamp_int(static_cast<std::int64_t>(options_.reconnect_buffer_bytes)));
+    if (s == NATS_OK && options_.write_deadline.count() > 0)
+      s = natsOptions_SetWriteDeadline(opts, options_.write_deadline.count());
+    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, nullptr);
+    if (s == NATS_OK) s = natsConnection_Connect(&nc_, opts);
+    if (s == NATS_NOT_YET_CONNECTED) {  // nothing answered yet: libnats keeps trying
+      pending = true;
+      s = NATS_OK;
+    }
+    natsOptions_Destroy(opts);
+    if (s != NATS_OK) {
+      error = last_error(s);
+      if (nc_) natsConnection_Destroy(nc_);
+      nc_ = nullptr;
+      return false;
+    }
+    natsStatistics_Create(&stats_);
+    return true;
+  }
+
+  bool is_open() const { return nc_ != nullptr; }
+  bool connected() const { return nc_ && natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED; }
+
+  std::uint64_t reconnects() const {
+    std::uint64_t n = 0;
+    if (nc_ && stats_ && natsConnection_GetStats(nc_, stats_) == NATS_OK)
+      natsStatistics_GetCounts(stats_, nullptr, nullptr, nullptr, nullptr, &n);
+    return n;
+  }
+
+  natsStatus publish(const std::string& subject, const std::string& body) {
+    return natsConnection_Publish(nc_, subject.c_str(), body.data(), static_cast<int>(body.size()));
+  }
+
+  void close() {
+    if (nc_) {
+      if (connected()) natsConnection_FlushTimeout(nc_, options_.flush_timeout.count());
+      natsConnection_Destroy(nc_);
+      nc_ = nullptr;
+    }
+    if (stats_) natsStatistics_Destroy(stats_);
+    stats_ = nullptr;
+  }
+
+ private:
+  const NatsBridgeOptions& options_;
+  natsConnection* nc_ = nullptr;
+  natsStatistics* stats_ = nullptr;
+};
+
+}  // namespace
+
+std::string sanitize_subject_token(std::string_view s) {
+  if (s.empty()) return "_";
+  std::string out(s);
+  for (auto& c : out)
+    if (!subject_char(c)) c = '_';
+  return out;
+}
+
+std::string default_host_token() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown";
+  return sanitize_subject_token(name);
+}
+
+NatsBridge::NatsBridge(SnapshotChannel& channel, NatsBridgeOptions options)
+    : channel_(channel), options_(std::move(options)) {
+  if (options_.queue_capacity == 0) options_.queue_capacity = 1;
+  options_.host = options_.host.empty() ? default_host_token()
+                                        : sanitize_subject_token(options_.host);
+  options_.subject_prefix = sanitize_prefix(options_.subject_prefix);
+  subject_head_ = options_.subject_prefix + "." + options_.host + ".";
+}
+
+NatsBridge::~NatsBridge() { stop(); }
+
+void NatsBridge::start() {
+  std::lock_guard lock(mu_);
+  if (thread_.joinable()) return;
+  SubscribeOptions so;
+  so.filter = options_.filter;
+  so.policy = Backpressure::drop_oldest;
+  so.capacity = options_.queue_capacity;
+  queue_ = channel_.subscribe_queue(std::move(so));
+  stopping_ = false;
+  thread_ = std::thread([this, q = queue_] { run(q); });
+}
+
+void NatsBridge::stop() {
+  std::lock_guard lock(mu_);
+  if (!thread_.joinable()) return;
+  stopping_ = true;
+  thread_.join();
+  queue_->close();
+  queue_.reset();
+}
+
+bool NatsBridge::running() const {
+  std::lock_guard lock(mu_);
+  return thread_.joinable();
+}
+
+NatsBridgeStats NatsBridge::stats() const {
+  NatsBridgeStats s;
+  s.published = published_.load();
+  s.dropped = dropped_.load();
+  s.publish_errors = publish_errors_.load();
+  s.reconnects = reconnects_.load();
+  s.connected = connected_.load();
+  return s;
+}
+
+std::string NatsBridge::subject_for(std::string_view probe) const {
+  return subject_head_ + sanitize_subject_token(probe);
+}
+
+std::string NatsBridge::subject_wildcard() const { return subject_head_ + "*"; }
+
+void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
+  static LogOnce log_once;  // process-wide: one bridge per URL is the norm
+  auto log = logger();
+  const std::string& url = options_.url;
+  Connection conn(options_);
+  auto next_open = std::chrono::steady_clock::now();
+  bool was_connected = false;
+  bool ever_connected = false;
+  std::uint64_t base_reconnects = reconnects_.load();
+  std::string body;
+  std::size_t drain_left = options_.queue_capacity;  // after stop(): what was queued, at most
+
+  // Publishes one item; exceptions stay here (the thread must not die).
+  auto handle = [&](QueueItem& item) {
+    if (const auto* gap = std::get_if<Gap>(&item)) {
+      dropped_ += gap->missed;
+      return;
+    }
+    const auto& snap = std::get<SnapshotPtr>(item);
+    if (!snap) return;
+    if (!conn.is_open()) {
+      ++publish_errors_;
+      return;
+    }
+    body.clear();
+    try {
+      append_json(body, *snap);
+    } catch (const std::exception& e) {
+      ++publish_errors_;
+      if (log_once.first("nats-encode")) log->error("NATS: cannot encode a snapshot: {}", e.what());
+      return;
+    }
+    const std::string subject = subject_for(snap->probe);
+    const natsStatus s = conn.publish(subject, body);
+    if (s == NATS_OK) {
+      ++published_;
+      return;
+    }
+    ++publish_errors_;
+    if (log_once.first("nats-publish " + url))
+      log->warn("NATS: publish on {} failed: {} (counted in publish_errors; logged once)",
+                subject, last_error(s));
+  };
+
+  while (true) {
+    const bool stopping = stopping_.load();
+    const auto now = std::chrono::steady_clock::now();
+    if (!conn.is_open() && !stopping && now >= next_open) {
+      std::string error;
+      bool pending = false;
+      if (!conn.open(error, pending)) {
+        next_open = now + options_.reconnect_wait;
+        if (log_once.first("nats-connect " + url))
+          log->error("NATS: cannot use {}: {}; retrying every {} ms", url, error,
+                     options_.reconnect_wait.count());
+      } else if (pending && log_once.first("nats-connect " + url)) {
+        log->warn("NATS: cannot connect to {} (no server answers); retrying in the background "
+                  "every {} ms, keeping up to {} bytes meanwhile",
+                  url, options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
+      }
+    }
+    const bool connected = conn.connected();
+    if (connected != was_connected) {
+      if (connected) {
+        log->info("NATS: {} {}", ever_connected ? "reconnected to" : "connected to", url);
+        log_once.clear("nats-connect " + url);
+        log_once.clear("nats-disconnected " + url);
+        log_once.clear("nats-publish " + url);
+        ever_connected = true;
+      } else if (conn.is_open() && log_once.first("nats-disconnected " + url)) {
+        log->warn("NATS: lost the connection to {}; reconnecting (keeping up to {} bytes)", url,
+                  options_.reconnect_buffer_bytes);
+      }
+      was_connected = connected;
+      connected_ = connected;
+    }
+    reconnects_ = base_reconnects + conn.reconnects();
+
+    std::optional<QueueItem> item;
+    try {
+      if (stopping) {
+        if (drain_left == 0 || !(item = queue->try_pop())) break;
+        --drain_left;
+      } else {
+        item = queue->pop_for(kPollInterval);
+      }
+      if (item) handle(*item);
+    } catch (const std::exception& e) {
+      ++publish_errors_;
+      if (log_once.first("nats-internal")) log->error("NATS bridge: {}", e.what());
+    }
+  }
+  conn.close();  // flushes (bounded) while connected, then destroys
+  connected_ = false;
+}
+
+}  // namespace gpustream::transport

@@ -1,15 +1,18 @@
 // gpustream serve — the Telemetry's channel behind a transport::Server, until a signal.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <csignal>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <string_view>
 #include <utility>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
+#include <boost/json/serialize.hpp>
 
 #include "commands.hpp"
 #include "gpustream/log.hpp"
@@ -126,6 +129,56 @@ void add_serve_options(CLI::App& sub, ServeOptions& o) {
   sub.add_option("--nats", o.nats,
                  "Also publish every snapshot to the NATS server at URL (e.g. "
                  "nats://127.0.0.1:4222) on gpustream.<host>.<probe>");
+}
+
+void apply_serve_config(const Config& config, CLI::App& sub) {
+  static constexpr std::pair<std::string_view, const char*> kKeys[] = {
+      {"listen", "--listen"},
+      {"tcp", "--tcp"},
+      {"token_file", "--token"},
+      {"allow_origins", "--allow-origin"},
+      {"allow_hosts", "--allow-host"},
+      {"max_connections", "--max-connections"},
+      {"max_message_bytes", "--max-message-bytes"},
+      {"handshake_timeout_seconds", "--handshake-timeout"},
+      {"idle_timeout_seconds", "--idle-timeout"},
+      {"write_timeout_seconds", "--write-timeout"},
+      {"send_queue", "--send-queue"},
+      {"max_subscribes", "--max-subscribes"},
+      {"nats", "--nats"},
+  };
+  const auto* section = config.probe_settings.if_contains("serve");
+  if (!section) return;
+  for (const auto& [key, value] : section->as_object()) {
+    const auto* row = std::find_if(std::begin(kKeys), std::end(kKeys),
+                                   [&](const auto& k) { return k.first == key; });
+    const std::string name = "serve." + std::string(key);
+    if (row == std::end(kKeys)) {
+      std::string known;
+      for (const auto& k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k.first);
+      throw ConfigError("config key '" + name + "': unknown key (known: " + known + ")");
+    }
+    CLI::Option* opt = sub.get_option(row->second);
+    if (opt->count() > 0) continue;  // the command line wins
+    // The value goes through the flag's own parser and checks, as if it had been typed.
+    std::vector<std::string> texts;
+    const auto text_of = [&](const boost::json::value& v) {
+      if (v.is_string()) return std::string(v.get_string());
+      if (v.is_number()) return boost::json::serialize(v);
+      throw ConfigError("config key '" + name + "': expected a string or a number");
+    };
+    if (value.is_array()) {
+      for (const auto& e : value.get_array()) texts.push_back(text_of(e));
+    } else {
+      texts.push_back(text_of(value));
+    }
+    try {
+      for (auto& t : texts) opt->add_result(std::move(t));
+      opt->run_callback();
+    } catch (const CLI::Error& e) {
+      throw ConfigError("config key '" + name + "': " + e.what());
+    }
+  }
 }
 
 int run_serve(Config config, const ServeOptions& o) {

@@ -100,7 +100,10 @@ int main(int argc, char** argv) {
     if (*snapshot) return run_snapshot(config, snap_o);
     if (*watch) return run_watch(config, watch_o);
     if (*record) return run_watch(config, record_o);
-    if (*serve) return run_serve(config, serve_o);
+    if (*serve) {
+      apply_serve_config(config, *serve);
+      return run_serve(config, serve_o);
+    }
   } catch (const gpustream::ConfigError& e) {
     std::cerr << "gpustream: " << e.what() << "\n";
     return kExitUsage;

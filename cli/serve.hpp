@@ -32,6 +32,14 @@ struct ServeOptions {
 /// Registers the serve flags on `sub` (the common flags are added separately).
 void add_serve_options(CLI::App& sub, ServeOptions& o);
 
+/// The config file's "serve" object: each key is the flag it stands for ("listen", "tcp",
+/// "token_file", "allow_origins", "allow_hosts", "max_connections", "max_message_bytes",
+/// "handshake_timeout_seconds", "idle_timeout_seconds", "write_timeout_seconds", "send_queue",
+/// "max_subscribes", "nats"), checked like the flag; a flag given on the command line wins.
+/// Throws ConfigError for an unknown key or a bad value. Call after `sub` has parsed; the values
+/// land in the ServeOptions that add_serve_options bound to `sub`.
+void apply_serve_config(const Config& config, CLI::App& sub);
+
 /// Runs until SIGINT/SIGTERM, then stops cleanly (close frames, flush) and returns 0. Prints
 /// "listening http HOST:PORT" / "listening tcp HOST:PORT" on stdout once bound (the real
 /// port when 0 was asked). Returns 2 for a bad flag value or token file, 1 when an address

@@ -161,6 +161,28 @@ TEST(Cli, ServeRefusesANatsUrlItCannotUse) {
   EXPECT_NE(r.err.find("--nats: expected nats://HOST:PORT"), std::string::npos) << r.err;
 }
 
+TEST(Cli, ServeReadsItsConfigSectionAndTheFlagWins) {
+  TempDir t;
+  t.write("off.json", R"({"serve": {"listen": "off"}})");
+  const auto cfg = (t.path() / "off.json").string();
+  auto r = run("serve --config " + cfg);  // the config's "off" was applied: nothing to serve
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nothing to serve"), std::string::npos) << r.err;
+  r = run("serve --config " + cfg + " --listen nonsense");  // the flag replaced it
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("bad listen address 'nonsense'"), std::string::npos) << r.err;
+
+  t.write("bad.json", R"({"serve": {"max_connections": 0}})");
+  r = run("serve --config " + (t.path() / "bad.json").string());  // checked like the flag
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("serve.max_connections"), std::string::npos) << r.err;
+
+  t.write("typo.json", R"({"serve": {"listne": "127.0.0.1:0"}})");
+  r = run("serve --config " + (t.path() / "typo.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'serve.listne': unknown key"), std::string::npos) << r.err;
+}
+
 TEST(Cli, ListSaysWhyAProbeIsUnavailable) {
   const auto r = run("list --json --probes host --procfs-root /nonexistent-gpustream-root");
   ASSERT_EQ(r.exit_code, 0) << r.err;

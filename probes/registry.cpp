@@ -11,6 +11,7 @@
 #include "gpustream/probes/host_probe.hpp"
 #include "gpustream/probes/intel_probe.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
+#include "gpustream/probes/settings.hpp"
 #include "gpustream/probes/simulated_probe.hpp"
 
 namespace gpustream {
@@ -19,6 +20,7 @@ namespace {
 constexpr std::string_view kSimulated = "simulated";
 
 ProbePtr make_host(const Config& config, ProbeExecutors executors) {
+  settings::section(config, "host", {});  // no settings: any key is a mistake
   HostProbeOptions options;
   options.paths = config.paths;
   options.watch_pids = config.watch_pids;
@@ -30,6 +32,7 @@ ProbePtr make_nvidia(const Config& config, ProbeExecutors executors) {
 }
 
 ProbePtr make_simulated(const Config& config, ProbeExecutors executors) {
+  settings::section(config, "simulated", {});  // --simulate N and --seed are top-level keys
   SimulatedProbeOptions options;
   options.devices = std::max(1, config.simulate);
   options.seed = config.seed;

@@ -5,22 +5,13 @@
 #include <boost/json.hpp>
 
 #include "gpustream/probes/amd_probe.hpp"
+#include "gpustream/probes/settings.hpp"
 
 namespace gpustream {
-namespace {
-
-std::string setting(const Config& config, std::string_view key, std::string fallback) {
-  const auto* amd = config.probe_settings.if_contains("amd");
-  if (!amd || !amd->is_object()) return fallback;
-  const auto* v = amd->as_object().if_contains(key);
-  if (!v || !v->is_string()) return fallback;
-  return std::string(v->as_string());
-}
-
-}  // namespace
 
 ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors) {
-  auto source = setting(config, "source", "auto");
+  const auto* section = settings::section(config, "amd", {"source", "amd_smi", "rocm_smi"});
+  auto source = settings::string_at(section, "amd", "source").value_or("auto");
   if (source != "auto" && source != "sysfs" && source != "amd-smi" && source != "rocm-smi")
     throw std::invalid_argument("unknown amd source '" + source +
                                 "' (use auto, sysfs, amd-smi or rocm-smi)");
@@ -33,7 +24,9 @@ ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors) {
   }
   AmdProbeOptions options;
   options.tool = source == "amd-smi" ? AmdTool::amd_smi : AmdTool::rocm_smi;
-  options.path = setting(config, source == "amd-smi" ? "amd_smi" : "rocm_smi", "");
+  options.path =
+      settings::string_at(section, "amd", source == "amd-smi" ? "amd_smi" : "rocm_smi")
+          .value_or("");
   return make_amd_cli_probe(std::move(executors), std::move(options));
 }
 

@@ -119,6 +119,30 @@ TEST(Registry, HostProbeGetsPathsAndWatchedPidsFromConfig) {
   EXPECT_EQ(r.snapshot.host->processes[1].name, "watched");
 }
 
+TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
+  ProbeHarness h;
+  const auto error_for = [&](const char* probe, boost::json::value section) {
+    Config c;
+    c.probes = {probe};
+    c.probe_settings[probe] = std::move(section);
+    const auto set = make_probes(c, h.executors());
+    EXPECT_TRUE(set.probes.empty()) << probe;
+    return set.errors.empty() ? std::string() : set.errors[0];
+  };
+  EXPECT_EQ(error_for("amd", {{"sourc", "sysfs"}}),
+            "probe 'amd': amd.sourc: unknown setting (known: source, amd_smi, rocm_smi)");
+  EXPECT_EQ(error_for("amd", {{"amd_smi", 7}}), "probe 'amd': amd.amd_smi: expected a string");
+  EXPECT_EQ(error_for("intel", {{"max_processes", -1}}),
+            "probe 'intel': intel.max_processes: expected a positive integer");
+  EXPECT_EQ(error_for("intel", {{"level_zero", "x"}}),
+            "probe 'intel': intel.level_zero: unknown setting (known: level_zero_library, "
+            "max_processes)");
+  EXPECT_EQ(error_for("host", {{"interval", 1}}),
+            "probe 'host': host.interval: unknown setting (known: none)");
+  EXPECT_EQ(error_for("simulated", boost::json::value("x")),
+            "probe 'simulated': simulated: expected an object of settings");
+}
+
 TEST(Registry, DescribesEveryKnownProbe) {
   const auto all = describe_probes();
   ASSERT_EQ(all.size(), known_probe_names().size());

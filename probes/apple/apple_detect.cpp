@@ -10,6 +10,7 @@
 #include "apple/apple_core.hpp"
 #include "gpustream/errors.hpp"
 #include "gpustream/json.hpp"
+#include "gpustream/probes/settings.hpp"
 
 namespace gpustream {
 namespace {
@@ -121,19 +122,9 @@ AppleProbeOptions apple_probe_options(const Config& config) {
       it != config.probe_intervals.end())
     o.interval = it->second;
   o.interval = std::max(o.interval, kMacmonMinInterval);
-  const auto* section = config.probe_settings.if_contains(AppleSiliconProbe::kName);
-  if (section == nullptr || section->is_null()) return o;
-  if (!section->is_object())
-    throw std::invalid_argument("setting 'apple' must be an object, e.g. {\"macmon\": \"PATH\"}");
-  for (const auto& [key, value] : section->get_object()) {
-    if (key == "macmon") {
-      if (!value.is_string() || value.get_string().empty())
-        throw std::invalid_argument("setting apple.macmon must be a non-empty path");
-      o.macmon = std::string(value.get_string());
-    } else {
-      throw std::invalid_argument("unknown setting apple." + std::string(key) + " (known: macmon)");
-    }
-  }
+  const auto* section = settings::section(config, AppleSiliconProbe::kName, {"macmon"});
+  if (auto macmon = settings::string_at(section, AppleSiliconProbe::kName, "macmon"))
+    o.macmon = std::move(*macmon);
   return o;
 }
 

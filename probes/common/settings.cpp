@@ -29,10 +29,13 @@ const boost::json::object* section(const Config& config, std::string_view name,
 }
 
 std::optional<std::string> string_at(const boost::json::object* section, std::string_view name,
-                                     std::string_view key) {
+                                     std::string_view key, Empty empty) {
   const auto* v = section ? section->if_contains(key) : nullptr;
   if (!v) return std::nullopt;
-  if (!v->is_string()) bad(name, key, "expected a string");
+  if (!v->is_string()) bad(name, key, empty == Empty::allowed ? "expected a string"
+                                                               : "expected a non-empty string");
+  if (v->get_string().empty() && empty == Empty::rejected)
+    bad(name, key, "expected a non-empty string");
   return std::string(v->get_string());
 }
 

@@ -13,7 +13,8 @@ ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors execu
   options.session_mode = resolve_library_session_mode(config.library_session);
   const auto* section =
       settings::section(config, "intel", {"level_zero_library", "max_processes"});
-  if (auto lib = settings::string_at(section, "intel", "level_zero_library"))
+  if (auto lib = settings::string_at(section, "intel", "level_zero_library",
+                                          settings::Empty::allowed))  // "": no Level Zero
     options.level_zero_library = std::move(*lib);
   if (auto max = settings::positive_at(section, "intel", "max_processes"))
     options.max_processes = static_cast<std::size_t>(*max);

@@ -131,7 +131,7 @@ TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
   };
   EXPECT_EQ(error_for("amd", {{"sourc", "sysfs"}}),
             "probe 'amd': amd.sourc: unknown setting (known: source, amd_smi, rocm_smi)");
-  EXPECT_EQ(error_for("amd", {{"amd_smi", 7}}), "probe 'amd': amd.amd_smi: expected a string");
+  EXPECT_EQ(error_for("amd", {{"amd_smi", 7}}), "probe 'amd': amd.amd_smi: expected a non-empty string");
   EXPECT_EQ(error_for("intel", {{"max_processes", -1}}),
             "probe 'intel': intel.max_processes: expected a positive integer");
   EXPECT_EQ(error_for("intel", {{"level_zero", "x"}}),

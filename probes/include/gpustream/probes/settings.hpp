@@ -5,6 +5,7 @@
 // Thread safety: pure functions. Cancellation: nothing to cancel.
 #pragma once
 
+#include <cstdint>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -21,9 +22,12 @@ namespace gpustream::settings {
 const boost::json::object* section(const Config& config, std::string_view name,
                                    std::initializer_list<std::string_view> known);
 
-/// The string at `key`, absent when not set. Throws std::invalid_argument for another type.
+enum class Empty { rejected, allowed };
+
+/// The string at `key`, absent when not set. Throws std::invalid_argument for another type, or
+/// for "" unless `empty` is allowed (where "" means something, e.g. "do not use it").
 std::optional<std::string> string_at(const boost::json::object* section, std::string_view name,
-                                     std::string_view key);
+                                     std::string_view key, Empty empty = Empty::rejected);
 
 /// The positive integer at `key`, absent when not set. Throws std::invalid_argument otherwise.
 std::optional<std::int64_t> positive_at(const boost::json::object* section, std::string_view name,

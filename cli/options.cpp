@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <sstream>
 
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <boost/json/object.hpp>
 
 #include "gpustream/log.hpp"
@@ -91,7 +93,28 @@ Config make_config(const CommonOptions& o) {
     section.as_object()[f.key] = it->second;
   }
   if (!set_log_level(c.log_level)) throw ConfigError("unknown log level '" + c.log_level + "'");
+  check_probe_settings(c);
   return c;
+}
+
+void check_probe_settings(const Config& config) {
+  // Each probe reads its own section when it is built (and says exactly what is wrong), and
+  // building one does no I/O beyond a sysfs glance: build every probe that has a section, on
+  // executors that never run, and keep only the verdict.
+  Config c = config;
+  c.probes.clear();
+  for (const auto& [name, value] : c.probe_settings)
+    if (name != "serve" && is_known_probe(name)) c.probes.emplace_back(name);
+  if (c.probes.empty()) return;
+  c.simulate = 0;
+  boost::asio::io_context io;
+  boost::asio::thread_pool pool(1);
+  std::vector<std::string> errors = make_probes(c, {io.get_executor(), pool.get_executor()}).errors;
+  pool.join();
+  if (errors.empty()) return;
+  std::string what = errors.front();
+  for (std::size_t i = 1; i < errors.size(); ++i) what += "; " + errors[i];
+  throw ConfigError(what);
 }
 
 }  // namespace gpustream::cli

@@ -40,6 +40,10 @@ void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval = tr
 /// Throws ConfigError with a message for the user.
 Config make_config(const CommonOptions& o);
 
+/// Throws ConfigError when a probe's section of the config (file or path flags) has a misspelt
+/// key or a bad value: a usage error (exit code 2), found before anything starts.
+void check_probe_settings(const Config& config);
+
 /// Splits "a,b, c" into {"a","b","c"}.
 std::vector<std::string> split_list(const std::string& s);
 

@@ -183,6 +183,19 @@ TEST(Cli, ServeReadsItsConfigSectionAndTheFlagWins) {
   EXPECT_NE(r.err.find("'serve.listne': unknown key"), std::string::npos) << r.err;
 }
 
+TEST(Cli, AMisspeltProbeSettingIsAUsageError) {
+  TempDir t;
+  t.write("typo.json", R"({"probes": ["simulated"], "amd": {"sourc": "sysfs"}})");
+  auto r = run("snapshot --config " + (t.path() / "typo.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("amd.sourc: unknown setting (known: source, amd_smi, rocm_smi)"),
+            std::string::npos)
+      << r.err;
+  r = run("list --amd-source sometimes");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown amd source 'sometimes'"), std::string::npos) << r.err;
+}
+
 TEST(Cli, ListSaysWhyAProbeIsUnavailable) {
   const auto r = run("list --json --probes host --procfs-root /nonexistent-gpustream-root");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -72,7 +72,8 @@ ProbeBook::ProbeBook(const Probe& probe, const ScheduleOptions& requested)
   stats_.probe = name_;
   stats_.requested_interval = requested.interval;
   stats_.interval = options_.interval;
-  if (options_.interval != requested_.interval) warn_clamp(options_.interval);
+  // The clamp is said when the probe is found available: for a source that is not there it
+  // does not matter, and its minimum may still change with what detection finds.
 }
 
 void ProbeBook::warn_clamp(milliseconds min) {
@@ -113,7 +114,7 @@ bool ProbeBook::detected_available(const Probe& probe, const Detection& d) {
     stats_.devices = d.devices.size();
   }
   if (was_unavailable) logger()->info("probe {}: available, {} device(s)", name_, d.devices.size());
-  if (changed && interval != requested_.interval) warn_clamp(interval);
+  if (interval != requested_.interval) warn_clamp(interval);  // once per distinct minimum
   if (changed && interval == requested_.interval)
     logger()->info("probe {}: the source allows the requested interval of {} ms again", name_,
                    interval.count());

@@ -161,6 +161,19 @@ TEST_F(SchedulerTest, IntervalAboveMinimumIsKept) {
   EXPECT_EQ(logs.count("below the source's minimum"), 0u);
 }
 
+TEST_F(SchedulerTest, ClampOfAnUnavailableSourceIsNotWarnedAbout) {
+  LogCapture logs;
+  auto probe = make_probe("absent");
+  probe->set_min_interval(2000ms);
+  probe->script_detect(
+      [](std::uint64_t) { return std::optional<Detection>(TestProbe::unavailable("no tool")); });
+  scheduler().add(probe, options(1000ms));
+  EXPECT_EQ(stats().interval, 2000ms);  // applied at once, said only if it ever matters
+  start();
+  run_for(3000ms, 100ms);
+  EXPECT_EQ(logs.count("below the source's minimum"), 0u);
+}
+
 TEST_F(SchedulerTest, RejectsOptionsThatCannotWork) {
   auto probe = make_probe();
   EXPECT_THROW(scheduler().add(nullptr, options(100ms)), std::invalid_argument);

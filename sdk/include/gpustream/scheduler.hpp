@@ -18,7 +18,7 @@
 //      failures the next try is a detection instead of a sample. A successful sample resets
 //      the backoff and resumes the interval grid;
 //   6. clamps an interval below probe->min_interval() to it, and logs a warning once per
-//      distinct minimum. min_interval() is read in add() and again after every successful
+//      distinct minimum when the probe is found available (not for an absent source). min_interval() is read in add() and again after every successful
 //      detection, since a probe's minimum can depend on what detection found (the NVIDIA probe
 //      falling back from NVML to nvidia-smi); the requested interval is kept and applied again
 //      when the minimum drops.

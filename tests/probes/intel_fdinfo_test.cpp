@@ -16,30 +16,13 @@ using test::xe_fdinfo;
 constexpr const char* kI915 = "0000:03:00.0";
 constexpr const char* kXe = "0000:04:00.0";
 
-class IntelFdinfoTest : public ::testing::Test {
+class IntelFdinfoTest : public test::IntelProbeTest {
  protected:
   IntelFdinfoTest() {
     t_.i915_discrete();
     t_.xe_discrete_two_tiles();
     t_.plain_process(1);
-  }
-  std::shared_ptr<IntelGpuProbe> make_probe() {
-    IntelProbeOptions o;
-    o.paths.sysfs_root = t_.sys();
-    o.paths.procfs_root = t_.proc();
-    o.level_zero_library = "";
-    o.monotonic_clock = [this] { return now_ns_; };
-    return make_intel_probe(harness_.executors(), o);
-  }
-  GpuSnapshot sample(IntelGpuProbe& p) {
-    auto r = harness_.sample(p);
-    EXPECT_FALSE(r.ec) << r.ec.message();
-    return r.snapshot;
-  }
-  static const DeviceSample& dev(const GpuSnapshot& s, const char* bus) {
-    const auto* d = s.find_device(bus);
-    if (!d) throw std::runtime_error(std::string("no device ") + bus);
-    return *d;
+    now_ns_ = 5'000'000'000;
   }
   static const EngineSample* engine(const std::vector<EngineSample>& v, const std::string& n) {
     for (const auto& e : v)
@@ -51,10 +34,6 @@ class IntelFdinfoTest : public ::testing::Test {
       if (p.pid == pid) return &p;
     return nullptr;
   }
-
-  IntelTree t_;
-  std::int64_t now_ns_ = 5'000'000'000;
-  test::ProbeHarness harness_;
 };
 
 TEST_F(IntelFdinfoTest, I915EngineNanosecondsOverWallTimeFirstSampleSeeds) {

@@ -38,35 +38,17 @@ class FakeLoader {
   int (*init_calls_)() = nullptr;
 };
 
-class IntelLevelZeroTest : public ::testing::Test {
+class IntelLevelZeroTest : public test::IntelProbeTest {
  protected:
-  std::shared_ptr<IntelGpuProbe> make_probe(const std::string& library) {
-    IntelProbeOptions o;
-    o.paths.sysfs_root = t_.sys();
-    o.paths.procfs_root = t_.proc();
-    o.level_zero_library = library;
-    o.monotonic_clock = [this] { return now_ns_ += 1'000'000'000; };
-    return make_intel_probe(harness_.executors(), o);
-  }
-  GpuSnapshot sample(IntelGpuProbe& p) {
-    auto r = harness_.sample(p);
-    EXPECT_FALSE(r.ec) << r.ec.message();
-    return r.snapshot;
-  }
-  static const DeviceSample& dev(const GpuSnapshot& s, const char* bus) {
-    const auto* d = s.find_device(bus);
-    if (!d) throw std::runtime_error(std::string("no device ") + bus);
-    return *d;
+  IntelLevelZeroTest() {
+    now_ns_ = 0;
+    clock_step_ns_ = 1'000'000'000;  // every reading is one second later
   }
   static const EngineSample* engine(const DeviceSample& d, const std::string& n) {
     for (const auto& e : d.engines)
       if (e.name == n) return &e;
     return nullptr;
   }
-
-  IntelTree t_;
-  std::int64_t now_ns_ = 0;
-  test::ProbeHarness harness_;
 };
 
 TEST_F(IntelLevelZeroTest, AddsComputeEngineAndMemoryWhileSysfsStaysInCharge) {

@@ -12,31 +12,7 @@ namespace {
 
 using test::IntelTree;
 
-class IntelSysfsTest : public ::testing::Test {
- protected:
-  std::shared_ptr<IntelGpuProbe> make_probe() {
-    IntelProbeOptions o;
-    o.paths.sysfs_root = t_.sys();
-    o.paths.procfs_root = t_.proc();
-    o.level_zero_library = "";  // sysfs only
-    o.monotonic_clock = [this] { return now_ns_; };
-    return make_intel_probe(harness_.executors(), o);
-  }
-  GpuSnapshot sample(IntelGpuProbe& p) {
-    auto r = harness_.sample(p);
-    EXPECT_FALSE(r.ec) << r.ec.message();
-    return r.snapshot;
-  }
-  const DeviceSample& device(const GpuSnapshot& s, const std::string& bus) {
-    const auto* d = s.find_device(bus);
-    if (!d) throw std::runtime_error("no device " + bus);
-    return *d;
-  }
-
-  IntelTree t_;
-  std::int64_t now_ns_ = 1'000'000'000;
-  test::ProbeHarness harness_;
-};
+using IntelSysfsTest = test::IntelProbeTest;
 
 TEST_F(IntelSysfsTest, CardAndRenderNodeAreOneDeviceByPciBusIdAndForeignCardsAreIgnored) {
   t_.i915_integrated();
@@ -79,7 +55,7 @@ TEST_F(IntelSysfsTest, I915IntegratedHasClockAndNoHwmonMetrics) {
   t_.i915_integrated();
   auto probe = make_probe();
   const auto snap = sample(*probe);
-  const auto& d = device(snap, "0000:00:02.0");
+  const auto& d = dev(snap, "0000:00:02.0");
   EXPECT_EQ(d.attributes.at("driver"), "i915");
   EXPECT_EQ(d.attributes.at("form_factor"), "integrated");
   EXPECT_EQ(d.attributes.at("metrics_source"), "sysfs");
@@ -99,7 +75,7 @@ TEST_F(IntelSysfsTest, I915DiscreteReadsTheHwmonNamedI915AndDerivesPowerFromEner
   auto probe = make_probe();
   auto snap = sample(*probe);
   {
-    const auto& d = device(snap, "0000:03:00.0");
+    const auto& d = dev(snap, "0000:03:00.0");
     EXPECT_EQ(d.attributes.at("form_factor"), "discrete");
     EXPECT_EQ(d.metrics[Metric::energy_joules], Reading::of(1.0, Source::sysfs));  // not i915_gt0
     EXPECT_EQ(d.energy_kind, EnergyKind::counter);
@@ -115,7 +91,7 @@ TEST_F(IntelSysfsTest, I915DiscreteReadsTheHwmonNamedI915AndDerivesPowerFromEner
   t_.tree().file(hw + "/energy1_input", "51000000\n");
   now_ns_ += 500'000'000;
   snap = sample(*probe);
-  const auto& d = device(snap, "0000:03:00.0");
+  const auto& d = dev(snap, "0000:03:00.0");
   ASSERT_TRUE(d.metrics[Metric::power_watts].has_value());
   EXPECT_DOUBLE_EQ(d.metrics[Metric::power_watts].value(), 100.0);
   EXPECT_DOUBLE_EQ(d.metrics[Metric::energy_joules].value(), 51.0);
@@ -128,12 +104,12 @@ TEST_F(IntelSysfsTest, EnergyCounterDropSeedsAgainInsteadOfANegativePower) {
   t_.tree().file(hw + "/energy1_input", "1000\n");
   now_ns_ += 1'000'000'000;
   auto snap = sample(*probe);
-  EXPECT_EQ(device(snap, "0000:03:00.0").metrics[Metric::power_watts].reason(),
+  EXPECT_EQ(dev(snap, "0000:03:00.0").metrics[Metric::power_watts].reason(),
             Absence::not_yet_seeded);
   t_.tree().file(hw + "/energy1_input", "2001000\n");
   now_ns_ += 1'000'000'000;
   snap = sample(*probe);
-  EXPECT_DOUBLE_EQ(device(snap, "0000:03:00.0").metrics[Metric::power_watts].value(), 2.0);
+  EXPECT_DOUBLE_EQ(dev(snap, "0000:03:00.0").metrics[Metric::power_watts].value(), 2.0);
 }
 
 TEST_F(IntelSysfsTest, XeDiscreteTwoTilesUsesPackageEnergySumsVramAndPicksThePkgSensor) {
@@ -141,7 +117,7 @@ TEST_F(IntelSysfsTest, XeDiscreteTwoTilesUsesPackageEnergySumsVramAndPicksThePkg
   auto probe = make_probe();
   auto snap = sample(*probe);
   {
-    const auto& d = device(snap, "0000:04:00.0");
+    const auto& d = dev(snap, "0000:04:00.0");
     EXPECT_EQ(d.metrics[Metric::energy_joules], Reading::of(5.0, Source::sysfs));
     EXPECT_EQ(d.attributes.at("energy_counter"), "energy2_input");
     EXPECT_EQ(d.metrics[Metric::memory_total_bytes], Reading::of(17179869184.0, Source::sysfs));
@@ -156,7 +132,7 @@ TEST_F(IntelSysfsTest, XeDiscreteTwoTilesUsesPackageEnergySumsVramAndPicksThePkg
   t_.tree().file(hw + "/energy2_input", "35000000\n");
   now_ns_ += 2'000'000'000;
   snap = sample(*probe);
-  EXPECT_DOUBLE_EQ(device(snap, "0000:04:00.0").metrics[Metric::power_watts].value(), 15.0);
+  EXPECT_DOUBLE_EQ(dev(snap, "0000:04:00.0").metrics[Metric::power_watts].value(), 15.0);
 }
 
 TEST_F(IntelSysfsTest, XeVramWithATileMissingItsUsedFileIsAbsentNotAPartialSum) {
@@ -165,7 +141,7 @@ TEST_F(IntelSysfsTest, XeVramWithATileMissingItsUsedFileIsAbsentNotAPartialSum) 
       "sys/devices/pci0000:00/0000:04:00.0/tile1/vram0/used_bytes"));
   auto probe = make_probe();
   const auto snap = sample(*probe);
-  const auto& d = device(snap, "0000:04:00.0");
+  const auto& d = dev(snap, "0000:04:00.0");
   EXPECT_EQ(d.metrics[Metric::memory_total_bytes], Reading::of(17179869184.0, Source::sysfs));
   EXPECT_FALSE(d.metrics[Metric::memory_used_bytes].has_value());
   EXPECT_EQ(d.metrics[Metric::memory_used_bytes].reason(), Absence::unsupported);
@@ -175,7 +151,7 @@ TEST_F(IntelSysfsTest, XeIntegratedWithoutHwmonReportsClockOnly) {
   t_.xe_integrated();
   auto probe = make_probe();
   const auto snap = sample(*probe);
-  const auto& d = device(snap, "0000:00:02.0");
+  const auto& d = dev(snap, "0000:00:02.0");
   EXPECT_EQ(d.attributes.at("driver"), "xe");
   EXPECT_EQ(d.metrics[Metric::clock_graphics_mhz], Reading::of(1950, Source::sysfs));
   EXPECT_EQ(d.metrics[Metric::energy_joules].reason(), Absence::unsupported);

@@ -6,9 +6,15 @@
 // a real /sys.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
+#include <memory>
+#include <stdexcept>
 #include <string>
 
+#include "gpustream/probes/intel_probe.hpp"
+#include "probe_harness.hpp"
 #include "support/temp_tree.hpp"
 
 namespace gpustream::test {
@@ -149,5 +155,35 @@ inline std::string xe_fdinfo(const std::string& pdev, std::uint64_t client, std:
          "\ndrm-cycles-bcs:\t0\ndrm-total-cycles-bcs:\t" + t + "\ndrm-cycles-ccs:\t" +
          std::to_string(ccs) + "\ndrm-total-cycles-ccs:\t" + t + "\ndrm-engine-capacity-ccs:\t4\n";
 }
+
+/// The fixture of the Intel probe suites: a tree, a driven monotonic clock (now_ns_, advanced by
+/// clock_step_ns_ at each reading), and the probe over both.
+class IntelProbeTest : public ::testing::Test {
+ protected:
+  /// Level Zero off ("") unless a loader is named.
+  std::shared_ptr<IntelGpuProbe> make_probe(const std::string& level_zero_library = "") {
+    IntelProbeOptions o;
+    o.paths.sysfs_root = t_.sys();
+    o.paths.procfs_root = t_.proc();
+    o.level_zero_library = level_zero_library;
+    o.monotonic_clock = [this] { return now_ns_ += clock_step_ns_; };
+    return make_intel_probe(harness_.executors(), o);
+  }
+  GpuSnapshot sample(IntelGpuProbe& p) {
+    auto r = harness_.sample(p);
+    EXPECT_FALSE(r.ec) << r.ec.message();
+    return r.snapshot;
+  }
+  static const DeviceSample& dev(const GpuSnapshot& s, const std::string& bus) {
+    const auto* d = s.find_device(bus);
+    if (!d) throw std::runtime_error("no device " + bus);
+    return *d;
+  }
+
+  IntelTree t_;
+  std::int64_t now_ns_ = 1'000'000'000;
+  std::int64_t clock_step_ns_ = 0;
+  ProbeHarness harness_;
+};
 
 }  // namespace gpustream::test

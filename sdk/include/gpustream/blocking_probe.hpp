@@ -23,6 +23,11 @@ class BlockingProbe : public Probe, public std::enable_shared_from_this<Blocking
   void async_detect(DetectHandler handler) final;
   void async_sample(SampleHandler handler) final;
 
+  /// detect() / sample() on the calling thread, as they are (no time stamps filled in): for
+  /// benchmarks and tools that want one blocking call. Not while an async operation runs.
+  Detection detect_now() { return detect(); }
+  GpuSnapshot sample_now() { return sample(); }
+
  protected:
   /// Runs on the work executor.
   virtual Detection detect() = 0;

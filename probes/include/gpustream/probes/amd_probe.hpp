@@ -98,10 +98,6 @@ class AmdSysfsProbe final : public BlockingProbe {
 
   std::string_view name() const noexcept override { return kName; }
 
-  /// Detection and sampling, callable directly (the benchmark and tests use them).
-  Detection detect_now() { return detect(); }
-  GpuSnapshot sample_now() { return sample(); }
-
  protected:
   Detection detect() override;
   GpuSnapshot sample() override;
@@ -224,9 +220,6 @@ class AmdProbe final : public BlockingProbe {
 
   std::string_view name() const noexcept override { return kName; }
   std::chrono::milliseconds min_interval() const noexcept override;
-
-  Detection detect_now() { return detect(); }
-  GpuSnapshot sample_now() { return sample(); }
 
  protected:
   Detection detect() override;

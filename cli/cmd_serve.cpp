@@ -59,7 +59,8 @@ void check_nats_url(const std::string& url) {
     const auto scheme = scheme_end == std::string::npos ? std::string() : part.substr(0, scheme_end);
     const auto rest = scheme_end == std::string::npos ? part : part.substr(scheme_end + 3);
     if ((scheme != "nats" && scheme != "tls") || rest.empty() || rest.find('/') != std::string::npos)
-      throw ConfigError("--nats: expected nats://HOST:PORT (or tls://), got '" + part + "'");
+      throw ConfigError("--nats: expected nats://HOST:PORT (or tls://), got '" +
+                        transport::redact_url_credentials(part) + "'");
   }
 }
 
@@ -221,7 +222,8 @@ int run_serve(Config config, const ServeOptions& o) {
     no.url = o.nats;
     nats = std::make_unique<transport::NatsBridge>(telemetry.channel(), std::move(no));
     nats->start();
-    std::cerr << "gpustream: publishing to NATS " << o.nats << " as " << nats->subject_wildcard()
+    std::cerr << "gpustream: publishing to NATS " << transport::redact_url_credentials(o.nats) << " as "
+              << nats->subject_wildcard()
               << "\n";
   }
 #endif

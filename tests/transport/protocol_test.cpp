@@ -112,6 +112,15 @@ TEST(TransportPrometheus, EscapesLabelValuesAndLeavesOutWhatIsMissing) {
   EXPECT_EQ(render_prometheus({}, {}, nullptr), "");
 }
 
+TEST(TransportAddress, RedactsCredentialsOfEveryUrl) {
+  EXPECT_EQ(redact_url_credentials("nats://127.0.0.1:4222"), "nats://127.0.0.1:4222");
+  EXPECT_EQ(redact_url_credentials("nats://alice:s3cret@10.0.0.5:4222"),
+            "nats://***@10.0.0.5:4222");
+  EXPECT_EQ(redact_url_credentials("tls://tok@a:1,nats://b:2,nats://u:p@c:3"),
+            "tls://***@a:1,nats://b:2,nats://***@c:3");
+  EXPECT_EQ(redact_url_credentials("u:p@host:4222"), "***@host:4222");
+}
+
 TEST(TransportAddress, ParsesListenAddresses) {
   EXPECT_EQ(to_string(parse_listen_address("127.0.0.1:9400")), "127.0.0.1:9400");
   EXPECT_EQ(to_string(parse_listen_address("localhost:0")), "127.0.0.1:0");

@@ -56,4 +56,26 @@ bool is_loopback(const ip::address& a) noexcept {
   return false;
 }
 
+std::string redact_url_credentials(std::string_view url) {
+  std::string out;
+  while (true) {
+    const auto comma = url.find(',');
+    auto part = url.substr(0, comma);
+    const auto scheme = part.find("://");
+    const auto at = part.rfind('@');
+    if (at != std::string_view::npos) {
+      const auto user_start = scheme == std::string_view::npos ? 0 : scheme + 3;
+      if (at >= user_start) {
+        out += part.substr(0, user_start);
+        out += "***";
+        part.remove_prefix(at);
+      }
+    }
+    out += part;
+    if (comma == std::string_view::npos) return out;
+    out += ',';
+    url.remove_prefix(comma + 1);
+  }
+}
+
 }  // namespace gpustream::transport

@@ -14,6 +14,7 @@
 
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
+#include "gpustream/transport/address.hpp"
 
 namespace gpustream::transport {
 
@@ -196,7 +197,7 @@ std::string NatsBridge::subject_wildcard() const { return subject_head_ + "*"; }
 void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
   static LogOnce log_once;  // process-wide: one bridge per URL is the norm
   auto log = logger();
-  const std::string& url = options_.url;
+  const std::string url = redact_url_credentials(options_.url);  // for logs: no credentials
   Connection conn(options_);
   auto next_open = std::chrono::steady_clock::now();
   bool was_connected = false;

@@ -23,4 +23,8 @@ std::string to_string(const boost::asio::ip::tcp::endpoint& ep);
 /// True for 127.0.0.0/8, ::1 and IPv4-mapped loopback.
 bool is_loopback(const boost::asio::ip::address& a) noexcept;
 
+/// A URL list fit for logs and messages: the user:password@ (or token@) of each comma-separated
+/// URL becomes "***@" ("nats://u:p@h:4222" -> "nats://***@h:4222").
+std::string redact_url_credentials(std::string_view urls);
+
 }  // namespace gpustream::transport

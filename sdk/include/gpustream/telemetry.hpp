@@ -2,7 +2,7 @@
 //
 //   gpustream::Config cfg;
 //   cfg.simulate = 2;
-//   gpustream::Telemetry t(cfg, gpustream::probes::factory());
+//   gpustream::Telemetry t(cfg, gpustream::probe_factory());  // gpustream/probes/registry.hpp
 //   auto sub = t.channel().subscribe({}, [](const gpustream::SnapshotPtr& s) { ... });
 //   t.start();
 //   ...
@@ -21,6 +21,24 @@
 // not running; and keep that io_context alive while a worker abandoned by stop() may still
 // return from a hung call (it posts its late result there). With its own io thread, Telemetry
 // keeps its io_context alive for such a worker itself.
+//
+// Calls from user code the library runs (see docs/embedding.md for the full table):
+//   - subscriber callbacks (SnapshotChannel::subscribe; they run on the io thread unless the
+//     subscription names another executor), the probe factory (in start(), and on the io
+//     thread for the no-GPU fallback), and probes' own sample() code (on the work pool) may
+//     call every member, stop() and the destructor included:
+//       * stop() on the own io thread stops sampling at once (nothing more is published after
+//         it returns, except deliveries already queued) and returns; the io thread is joined
+//         and the work pool stopped by the destructor or by a later stop() from another thread.
+//       * destroying the Telemetry on its own io thread (e.g. a callback resets the owning
+//         unique_ptr) requests the stop and returns; the io thread finishes the stop and frees
+//         the rest when that callback returns. Subscriptions and queues stay valid objects.
+//       * wait_for_first_samples() on the io thread does not wait (it would block the thread
+//         that produces the samples): it returns what is there.
+//   - queue consumers (SnapshotChannel::subscribe_queue) pop on the caller's own threads: any
+//     call is allowed there.
+//   - a probe factory called by start() runs on the thread that called start(); if it calls
+//     stop(), start() builds nothing more and returns.
 #pragma once
 
 #include <chrono>
@@ -59,7 +77,8 @@ class Telemetry {
   /// stop() does nothing).
   void start();
   /// Stops sampling, cancels in-flight samples, joins the threads it owns. Idempotent;
-  /// returns within about `deadline` even with a hung probe.
+  /// returns within about `deadline` even with a hung probe. Called on the Telemetry's own io
+  /// thread (from a callback), it stops sampling and returns without joining (see above).
   void stop(std::chrono::milliseconds deadline = std::chrono::milliseconds{2000});
 
   SnapshotChannel& channel() noexcept;

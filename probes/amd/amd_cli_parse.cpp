@@ -231,6 +231,7 @@ std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text) {
     put(m, Metric::memory_used_bytes, first_of(gpu, {{"mem_usage", "used_vram"}}, 1048576.0), S);
     put(m, Metric::memory_total_bytes, first_of(gpu, {{"mem_usage", "total_vram"}}, 1048576.0),
         S);
+    put(m, Metric::memory_free_bytes, first_of(gpu, {{"mem_usage", "free_vram"}}, 1048576.0), S);
     put(m, Metric::energy_joules,
         first_of(gpu, {{"energy", "total_energy_consumption"}, {"energy", "accumulated_energy"}}),
         S);

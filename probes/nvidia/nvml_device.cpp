@@ -61,24 +61,26 @@ void NvmlBackend::sample_device(NvmlDevice& dev, DeviceSample& out,
     return true;
   };
 
-  // Memory: v2 (used excludes the driver's reservation) when the library has it.
+  // Memory: v2 (used excludes the driver's reservation) when the library has it. Free memory
+  // is NVML's own `free` in both versions (v2: total − reserved − used; v1: total − used).
+  const std::initializer_list<Metric> kMemory{
+      Metric::memory_used_bytes, Metric::memory_total_bytes, Metric::memory_free_bytes};
   if (api_.memory_v2) {
     nvml::MemoryV2 mem{};
     mem.version = nvml::kMemoryV2Version;
-    if (ok(api_.memory_v2(h, &mem), Call::memory, "nvmlDeviceGetMemoryInfo_v2",
-           {Metric::memory_used_bytes, Metric::memory_total_bytes})) {
+    if (ok(api_.memory_v2(h, &mem), Call::memory, "nvmlDeviceGetMemoryInfo_v2", kMemory)) {
       m.set(Metric::memory_used_bytes, static_cast<double>(mem.used), Source::nvml);
       m.set(Metric::memory_total_bytes,
             static_cast<double>(dev.memory_total_bytes.value_or(mem.total)), Source::nvml);
+      m.set(Metric::memory_free_bytes, static_cast<double>(mem.free), Source::nvml);
     }
-  } else if (!absent_without(api_.memory != nullptr,
-                             {Metric::memory_used_bytes, Metric::memory_total_bytes})) {
+  } else if (!absent_without(api_.memory != nullptr, kMemory)) {
     nvml::Memory mem{};
-    if (ok(api_.memory(h, &mem), Call::memory, "nvmlDeviceGetMemoryInfo",
-           {Metric::memory_used_bytes, Metric::memory_total_bytes})) {
+    if (ok(api_.memory(h, &mem), Call::memory, "nvmlDeviceGetMemoryInfo", kMemory)) {
       m.set(Metric::memory_used_bytes, static_cast<double>(mem.used), Source::nvml);
       m.set(Metric::memory_total_bytes,
             static_cast<double>(dev.memory_total_bytes.value_or(mem.total)), Source::nvml);
+      m.set(Metric::memory_free_bytes, static_cast<double>(mem.free), Source::nvml);
     }
   }
   if (dev.lost) return;

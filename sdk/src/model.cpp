@@ -20,9 +20,9 @@ std::optional<E> parse_of(std::string_view s, const std::array<std::string_view,
 
 constexpr std::array<std::string_view, 6> kVendors{"unknown", "nvidia", "amd",
                                                    "intel",   "apple",  "simulated"};
-constexpr std::array<std::string_view, 13> kSources{
-    "none",   "nvml",      "nvidia-smi", "amd-smi",   "rocm-smi",   "sysfs", "fdinfo",
-    "level-zero", "macmon", "procfs",    "simulated", "integrated", "replay"};
+constexpr std::array<std::string_view, kSourceCount> kSources{
+    "none",       "nvml",   "nvidia-smi", "amd-smi",   "rocm-smi",   "sysfs",  "fdinfo",
+    "level-zero", "macmon", "procfs",     "simulated", "integrated", "replay", "derived"};
 constexpr std::array<std::string_view, 8> kAbsences{
     "unsupported", "no_permission", "not_yet_seeded", "suspended",
     "tool_failed", "stale",         "lost",           "not_collected"};
@@ -32,11 +32,10 @@ constexpr std::array<std::string_view, kMetricCount> kMetrics{
     "power_average_watts", "power_limit_watts",          "energy_joules",
     "clock_graphics_mhz",  "clock_sm_mhz",               "clock_memory_mhz",
     "fan_percent",         "fan_rpm",                    "gtt_used_bytes",
-    "gtt_total_bytes"};
+    "gtt_total_bytes",     "memory_free_bytes"};
 constexpr std::array<std::string_view, 2> kEnergyKinds{"counter", "integrated"};
 constexpr std::array<std::string_view, 3> kPowerStates{"unknown", "active", "suspended"};
 
-static_assert(kSources.size() == static_cast<std::size_t>(Source::replay) + 1);
 static_assert(kAbsences.size() == static_cast<std::size_t>(Absence::not_collected) + 1);
 static_assert(kVendors.size() == static_cast<std::size_t>(Vendor::simulated) + 1);
 
@@ -68,10 +67,26 @@ std::optional<PowerState> power_state_from_string(std::string_view s) noexcept {
   return parse_of<PowerState>(s, kPowerStates);
 }
 
+BadReadingAccess::BadReadingAccess(Absence reason, Source source)
+    : std::logic_error("gpustream: metric absent (" + std::string(to_string(reason)) + ", source " +
+                       std::string(to_string(source)) + ")"),
+      reason_(reason),
+      source_(source) {}
+
+void Reading::throw_absent() const { throw BadReadingAccess(reason_, source_); }
+
 const DeviceSample* GpuSnapshot::find_device(std::string_view id) const noexcept {
   auto it = std::find_if(devices.begin(), devices.end(),
                          [&](const DeviceSample& d) { return d.id == id; });
   return it == devices.end() ? nullptr : &*it;
+}
+
+void derive_metrics(DeviceSample& d) noexcept {
+  auto& free = d.metrics[Metric::memory_free_bytes];
+  const auto& total = d.metrics[Metric::memory_total_bytes];
+  const auto& used = d.metrics[Metric::memory_used_bytes];
+  if (free || !total || !used) return;
+  free = Reading::of(std::max(0.0, total.value() - used.value()), Source::derived);
 }
 
 std::int64_t wall_now_ns() noexcept {

@@ -61,7 +61,7 @@ TEST(ProtocolDoc, NamesEveryEnumValueAndTheWireSection) {
   };
   for (std::size_t i = 0; i < kMetricCount; ++i)
     EXPECT_TRUE(mentioned(to_string(static_cast<Metric>(i)))) << to_string(static_cast<Metric>(i));
-  for (int i = 0; i <= static_cast<int>(Source::replay); ++i)
+  for (int i = 0; i < static_cast<int>(kSourceCount); ++i)
     EXPECT_TRUE(mentioned(to_string(static_cast<Source>(i)))) << i;
   for (int i = 0; i <= static_cast<int>(Absence::not_collected); ++i)
     EXPECT_TRUE(mentioned(to_string(static_cast<Absence>(i)))) << i;

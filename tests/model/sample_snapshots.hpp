@@ -102,7 +102,7 @@ inline GpuSnapshot every_enum_snapshot() {
     auto& d = s.devices[(slot / kMetricCount) % s.devices.size()];
     return d.metrics[static_cast<Metric>(slot++ % kMetricCount)];
   };
-  for (int src = 0; src <= static_cast<int>(Source::replay); ++src) {
+  for (int src = 0; src < static_cast<int>(kSourceCount); ++src) {
     next() = Reading::of(src * 1.5, static_cast<Source>(src));
     for (int a = 0; a <= static_cast<int>(Absence::not_collected); ++a) {
       const Reading r = Reading::missing(static_cast<Absence>(a), static_cast<Source>(src));

@@ -190,6 +190,8 @@ TEST_F(AmdCli, AmdSmiDetectAndSample) {
   const auto& d = r.snapshot.devices[1];
   EXPECT_EQ(d.metrics[Metric::utilization_percent].value(), 41.0);
   EXPECT_EQ(d.metrics[Metric::memory_used_bytes].value(), 1024 * kMiB);
+  EXPECT_EQ(d.metrics[Metric::memory_free_bytes].value(), 23536 * kMiB);  // amd-smi's free_vram
+  EXPECT_EQ(d.metrics[Metric::memory_free_bytes].source(), Source::amd_smi);
   EXPECT_EQ(d.metrics[Metric::energy_joules].value(), 123456.5);
   EXPECT_EQ(d.energy_kind, EnergyKind::counter);
   EXPECT_EQ(d.processes.size(), 13u);

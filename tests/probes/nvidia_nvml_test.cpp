@@ -130,6 +130,9 @@ TEST_F(NvmlProbeTest, MapsEveryMetricToBaseUnits) {
   const auto nvml = [](double v) { return Reading::of(v, Source::nvml); };
   EXPECT_EQ(m[Metric::memory_used_bytes], nvml(10737418240.0));  // v2: without the reservation
   EXPECT_EQ(m[Metric::memory_total_bytes], nvml(85899345920.0));
+  // NVML's own free: total − reserved − used (not total − used, which would count the reservation
+  // as free).
+  EXPECT_EQ(m[Metric::memory_free_bytes], nvml(85899345920.0 - 536870912.0 - 10737418240.0));
   EXPECT_EQ(m[Metric::utilization_percent], nvml(87));
   EXPECT_EQ(m[Metric::memory_utilization_percent], nvml(42));
   EXPECT_EQ(m[Metric::temperature_celsius], nvml(61));
@@ -186,6 +189,9 @@ TEST_F(NvmlProbeTest, OldLibraryUsesV1FunctionsAndLeavesMissingOnesAbsent) {
   const auto& m = dev.metrics;
   // v1 memory counts the driver's reservation as used.
   EXPECT_EQ(m[Metric::memory_used_bytes], Reading::of(10737418240.0 + 536870912.0, Source::nvml));
+  // v1's free is total − used with that used: the same free figure as v2.
+  EXPECT_EQ(m[Metric::memory_free_bytes],
+            Reading::of(85899345920.0 - 536870912.0 - 10737418240.0, Source::nvml));
   EXPECT_EQ(m[Metric::temperature_celsius], Reading::of(61, Source::nvml));
   EXPECT_EQ(m[Metric::power_watts], Reading::of(250.123, Source::nvml));
   for (auto metric : {Metric::energy_joules, Metric::power_limit_watts})

@@ -120,6 +120,8 @@ constexpr std::array<DeviceFamily, kMetricCount> kDeviceFamilies{{
     {Metric::gtt_used_bytes, "gpustream_gpu_gtt_used_bytes", "gauge", 1, 1,
      "GTT (system memory mapped for the GPU) in use."},
     {Metric::gtt_total_bytes, "gpustream_gpu_gtt_total_bytes", "gauge", 1, 1, "GTT in total."},
+    {Metric::memory_free_bytes, "gpustream_gpu_memory_free_bytes", "gauge", 1, 1,
+     "Device memory a new allocation can still get (the vendor's figure, else total - used)."},
 }};
 
 /// A metric name made of [a-zA-Z0-9_] from a free-form key.

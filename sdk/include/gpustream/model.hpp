@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,7 +39,9 @@ enum class Source : std::uint8_t {
   simulated,
   integrated,  // derived by gpustream from other samples (e.g. energy from power)
   replay,
+  derived,  // computed by gpustream from other metrics of the same sample (free = total − used)
 };
+inline constexpr std::size_t kSourceCount = static_cast<std::size_t>(Source::derived) + 1;
 
 /// Why a metric has no value.
 enum class Absence : std::uint8_t {
@@ -70,8 +73,9 @@ enum class Metric : std::uint8_t {
   fan_rpm,
   gtt_used_bytes,
   gtt_total_bytes,
+  memory_free_bytes,  // device memory a new allocation can still get; see docs/probes.md
 };
-inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::gtt_total_bytes) + 1;
+inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::memory_free_bytes) + 1;
 
 /// How an energy value was obtained.
 enum class EnergyKind : std::uint8_t { counter, integrated };
@@ -92,7 +96,24 @@ std::optional<Metric> metric_from_string(std::string_view s) noexcept;
 std::optional<EnergyKind> energy_kind_from_string(std::string_view s) noexcept;
 std::optional<PowerState> power_state_from_string(std::string_view s) noexcept;
 
+/// Thrown by Reading::value() on an absent metric (like std::bad_optional_access), with the
+/// reason and the source in what(): "gpustream: metric absent (unsupported, source nvml)".
+class BadReadingAccess : public std::logic_error {
+ public:
+  BadReadingAccess(Absence reason, Source source);
+  Absence reason() const noexcept { return reason_; }
+  Source source() const noexcept { return source_; }
+
+ private:
+  Absence reason_;
+  Source source_;
+};
+
 /// One metric: a value with its source, or an absence with its reason.
+///
+/// Reading a value: test it first (`if (r) use(r.value());`), or say what stands for a missing
+/// value (`r.value_or(x)`), or take the optional (`r.get()`). value() on an absent reading
+/// throws BadReadingAccess: an absent metric can never be read as 0 by accident.
 class Reading {
  public:
   Reading() noexcept = default;
@@ -111,8 +132,13 @@ class Reading {
 
   bool has_value() const noexcept { return value_.has_value(); }
   explicit operator bool() const noexcept { return has_value(); }
-  /// Precondition: has_value().
-  double value() const { return *value_; }
+  /// The value; throws BadReadingAccess when the metric is absent.
+  double value() const {
+    if (!value_) throw_absent();
+    return *value_;
+  }
+  /// The value, or `fallback` when the metric is absent.
+  double value_or(double fallback) const noexcept { return value_.value_or(fallback); }
   std::optional<double> get() const noexcept { return value_; }
   /// For a present value, where it came from; for an absent one, the source that failed (or none).
   Source source() const noexcept { return source_; }
@@ -122,6 +148,8 @@ class Reading {
   friend bool operator==(const Reading&, const Reading&) = default;
 
  private:
+  [[noreturn]] void throw_absent() const;
+
   std::optional<double> value_;
   Source source_ = Source::none;
   Absence reason_ = Absence::not_collected;
@@ -230,6 +258,12 @@ struct GpuSnapshot {
 
   const DeviceSample* find_device(std::string_view id) const noexcept;
 };
+
+/// Fills what gpustream derives from a device's other metrics, from present inputs only:
+/// memory_free_bytes = memory_total_bytes − memory_used_bytes (not below 0), Source::derived,
+/// when the probe did not report free memory itself. Telemetry applies it to every snapshot
+/// before publishing it.
+void derive_metrics(DeviceSample& device) noexcept;
 
 /// Nanoseconds since the Unix epoch, now.
 std::int64_t wall_now_ns() noexcept;

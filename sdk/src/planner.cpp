@@ -1,0 +1,60 @@
+// fits() / best_device(): free device memory over snapshots.
+#include "gpustream/planner.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gpustream {
+namespace {
+
+/// The device's free memory: its own reading, else derived from total − used.
+std::optional<std::pair<double, Source>> free_memory(const DeviceSample& d) {
+  if (const auto& f = d.metrics[Metric::memory_free_bytes]) return {{f.value(), f.source()}};
+  DeviceSample copy;
+  copy.metrics[Metric::memory_total_bytes] = d.metrics[Metric::memory_total_bytes];
+  copy.metrics[Metric::memory_used_bytes] = d.metrics[Metric::memory_used_bytes];
+  derive_metrics(copy);
+  if (const auto& f = copy.metrics[Metric::memory_free_bytes]) return {{f.value(), f.source()}};
+  return std::nullopt;
+}
+
+/// a is the better figure for one device than b: reported beats derived, then the smaller.
+bool better_figure(const DeviceFit& a, const DeviceFit& b) {
+  const bool a_reported = a.source != Source::derived;
+  const bool b_reported = b.source != Source::derived;
+  if (a_reported != b_reported) return a_reported;
+  return a.free_bytes < b.free_bytes;
+}
+
+}  // namespace
+
+std::vector<DeviceFit> fits(const std::vector<SnapshotPtr>& snapshots, std::uint64_t bytes) {
+  std::vector<DeviceFit> all;
+  for (const auto& s : snapshots) {
+    if (!s) continue;
+    for (const auto& d : s->devices) {
+      const auto f = free_memory(d);
+      if (!f || !std::isfinite(f->first) || f->first < 0) continue;
+      DeviceFit fit{d.id, d.name, s->probe, d.vendor, static_cast<std::uint64_t>(f->first),
+                    f->second};
+      auto same = std::find_if(all.begin(), all.end(),
+                               [&](const DeviceFit& x) { return x.device_id == d.id; });
+      if (same == all.end()) all.push_back(std::move(fit));
+      else if (better_figure(fit, *same)) *same = std::move(fit);
+    }
+  }
+  std::erase_if(all, [&](const DeviceFit& x) { return x.free_bytes < bytes; });
+  std::stable_sort(all.begin(), all.end(), [](const DeviceFit& a, const DeviceFit& b) {
+    return a.free_bytes > b.free_bytes;
+  });
+  return all;
+}
+
+std::optional<DeviceFit> best_device(const std::vector<SnapshotPtr>& snapshots,
+                                     std::uint64_t bytes) {
+  auto all = fits(snapshots, bytes);
+  if (all.empty()) return std::nullopt;
+  return std::move(all.front());
+}
+
+}  // namespace gpustream

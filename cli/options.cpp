@@ -33,7 +33,7 @@ constexpr PathFlag kPathFlags[] = {
 }  // namespace
 
 void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval) {
-  sub.add_option("--simulate", o.simulate, "Add N simulated GPUs")->check(CLI::Range(0, 256));
+  sub.add_option("--simulate", o.simulate, "Add N simulated GPUs")->check(CLI::Range(0, kMaxSimulatedGpus));
   sub.add_flag("--simulate-if-no-gpu", o.simulate_if_no_gpu,
                "Add 2 simulated GPUs when no real GPU is found (and say so)");
   sub.add_option("--probes", o.probes,
@@ -67,7 +67,8 @@ std::vector<std::string> split_list(const std::string& s) {
 
 Config make_config(const CommonOptions& o) {
   Config c;
-  if (!o.config_file.empty()) c = load_config(o.config_file);
+  c.log_level = "info";  // the CLI talks to a person: info by default (the library says warn)
+  if (!o.config_file.empty()) c = load_config(o.config_file, c);
   if (o.simulate) c.simulate = *o.simulate;
   if (o.simulate_if_no_gpu) c.simulate_when_no_gpu = true;
   if (!o.probes.empty()) c.probes = split_list(o.probes);

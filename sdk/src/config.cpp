@@ -6,6 +6,8 @@
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
 
+#include "gpustream/logging.hpp"
+
 namespace gpustream {
 namespace {
 
@@ -54,7 +56,8 @@ Config config_from_json(const boost::json::value& v, Config c) {
       for (const auto& p : val.get_array()) c.probes.push_back(as_string(p, key));
     } else if (key == "simulate") {
       const auto n = as_int(val, key);
-      if (n < 0 || n > 256) fail(key, "expected 0..256");
+      if (n < 0 || n > kMaxSimulatedGpus)
+        fail(key, "expected 0.." + std::to_string(kMaxSimulatedGpus) + ", got " + std::to_string(n));
       c.simulate = static_cast<int>(n);
     } else if (key == "simulate_when_no_gpu") {
       c.simulate_when_no_gpu = as_bool(val, key);
@@ -96,6 +99,8 @@ Config config_from_json(const boost::json::value& v, Config c) {
       c.library_session = *mode;
     } else if (key == "log_level") {
       c.log_level = as_string(val, key);
+      if (!log_level_from_string(c.log_level))
+        fail(key, "expected trace, debug, info, warn, error, critical or off");
     } else if (key == "nvidia" || key == "amd" || key == "intel" || key == "apple" ||
                key == "host" || key == "simulated" || key == "serve") {
       if (!val.is_object()) fail(key, "expected an object of settings");
@@ -105,6 +110,28 @@ Config config_from_json(const boost::json::value& v, Config c) {
     }
   }
   return c;
+}
+
+void validate_config(const Config& c) {
+  if (c.simulate < 0 || c.simulate > kMaxSimulatedGpus)
+    fail("simulate", "expected 0.." + std::to_string(kMaxSimulatedGpus) + ", got " +
+                         std::to_string(c.simulate));
+  const auto positive = [](const std::string& key, std::chrono::milliseconds d) {
+    if (d.count() <= 0)
+      fail(key, "expected a positive duration, got " + std::to_string(d.count()) + " ms");
+  };
+  positive("interval_seconds", c.interval);
+  for (const auto& [probe, d] : c.probe_intervals) positive("probe_intervals_seconds." + probe, d);
+  if (c.sample_timeout.count() < 0)
+    fail("sample_timeout_seconds", "expected 0 (none) or a positive duration");
+  positive("backoff_initial_seconds", c.backoff_initial);
+  positive("backoff_max_seconds", c.backoff_max);
+  if (c.history < 1) fail("history", "expected 1..1000000, got 0");
+  for (const auto pid : c.watch_pids)
+    if (pid <= 0) fail("watch_pids", "pids are positive integers, got " + std::to_string(pid));
+  if (!c.log_level.empty() && !log_level_from_string(c.log_level))
+    fail("log_level", "unknown level '" + c.log_level +
+                          "' (expected trace, debug, info, warn, error, critical or off)");
 }
 
 Config load_config(const std::string& path, Config base) {

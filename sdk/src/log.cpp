@@ -1,25 +1,158 @@
+// The SDK's logger: one spdlog logger whose only sink dispatches to where the host program
+// wants the lines (its callback, its spdlog sink, or stderr by default).
 #include "gpustream/log.hpp"
 
+#include <array>
+
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 
-namespace gpustream {
+#include "gpustream/logging.hpp"
+#include "gpustream/logging_spdlog.hpp"
 
-std::shared_ptr<spdlog::logger> logger() {
-  static const std::shared_ptr<spdlog::logger> instance = [] {
-    if (auto existing = spdlog::get("gpustream")) return existing;
-    auto l = spdlog::stderr_color_mt("gpustream");
-    l->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [gpustream] %v");
-    l->set_level(spdlog::level::info);
-    return l;
+namespace gpustream {
+namespace {
+
+constexpr LogLevel kDefaultLevel = LogLevel::warn;
+
+spdlog::level::level_enum to_spdlog(LogLevel l) noexcept {
+  return static_cast<spdlog::level::level_enum>(static_cast<int>(l));
+}
+LogLevel from_spdlog(spdlog::level::level_enum l) noexcept {
+  return static_cast<LogLevel>(static_cast<int>(l));
+}
+static_assert(static_cast<int>(spdlog::level::trace) == static_cast<int>(LogLevel::trace));
+static_assert(static_cast<int>(spdlog::level::off) == static_cast<int>(LogLevel::off));
+
+// Where lines go. Immutable once published; swapped as a whole under Dispatch::mu_.
+struct Target {
+  LogCallback callback;
+  std::shared_ptr<spdlog::sinks::sink> sink;
+};
+
+class DispatchSink final : public spdlog::sinks::sink {
+ public:
+  explicit DispatchSink(std::shared_ptr<spdlog::sinks::sink> fallback)
+      : fallback_(std::move(fallback)), target_(std::make_shared<Target>()) {}
+
+  void log(const spdlog::details::log_msg& msg) override {
+    const auto t = target();  // no lock held while the host's code runs
+    if (t->callback) {
+      try {
+        t->callback(from_spdlog(msg.level), std::string_view(msg.payload.data(), msg.payload.size()));
+      } catch (...) {
+        // A log callback must not take down the thread that logged.
+      }
+    } else if (t->sink) {
+      if (t->sink->should_log(msg.level)) t->sink->log(msg);
+    } else {
+      fallback_->log(msg);
+    }
+  }
+  void flush() override {
+    const auto t = target();
+    if (t->sink) t->sink->flush();
+    else if (!t->callback) fallback_->flush();
+  }
+  void set_pattern(const std::string& pattern) override { fallback_->set_pattern(pattern); }
+  void set_formatter(std::unique_ptr<spdlog::formatter> f) override {
+    fallback_->set_formatter(std::move(f));
+  }
+
+  void set_target(Target t) {
+    auto next = std::make_shared<const Target>(std::move(t));
+    std::lock_guard lock(mu_);
+    target_ = std::move(next);
+  }
+
+ private:
+  std::shared_ptr<const Target> target() const {
+    std::lock_guard lock(mu_);
+    return target_;
+  }
+
+  const std::shared_ptr<spdlog::sinks::sink> fallback_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const Target> target_;
+};
+
+// Forwards to the sinks of a logger the host registered as "gpustream" before first use.
+class ForwardSink final : public spdlog::sinks::sink {
+ public:
+  explicit ForwardSink(std::shared_ptr<spdlog::logger> to) : to_(std::move(to)) {}
+  void log(const spdlog::details::log_msg& msg) override {
+    for (const auto& s : to_->sinks())
+      if (s->should_log(msg.level)) s->log(msg);
+  }
+  void flush() override { to_->flush(); }
+  void set_pattern(const std::string&) override {}
+  void set_formatter(std::unique_ptr<spdlog::formatter>) override {}
+
+ private:
+  std::shared_ptr<spdlog::logger> to_;
+};
+
+struct Instance {
+  std::shared_ptr<DispatchSink> dispatch;
+  std::shared_ptr<spdlog::logger> logger;
+};
+
+Instance& instance() {
+  static Instance inst = [] {
+    std::shared_ptr<spdlog::sinks::sink> fallback;
+    if (auto existing = spdlog::get("gpustream")) {
+      fallback = std::make_shared<ForwardSink>(std::move(existing));
+    } else {
+      fallback = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+      fallback->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [gpustream] %v");
+    }
+    Instance i;
+    i.dispatch = std::make_shared<DispatchSink>(std::move(fallback));
+    // Not registered with spdlog: the host's spdlog::set_level() and friends do not change the
+    // SDK's level; set_log_level() does.
+    i.logger = std::make_shared<spdlog::logger>("gpustream", i.dispatch);
+    i.logger->set_level(to_spdlog(kDefaultLevel));
+    return i;
   }();
-  return instance;
+  return inst;
 }
 
+constexpr std::array<std::string_view, 7> kNames{"trace", "debug", "info", "warn",
+                                                 "error", "critical", "off"};
+
+}  // namespace
+
+std::shared_ptr<spdlog::logger> logger() { return instance().logger; }
+
+std::string_view to_string(LogLevel level) noexcept {
+  const auto i = static_cast<std::size_t>(level);
+  return i < kNames.size() ? kNames[i] : std::string_view{"unknown"};
+}
+
+std::optional<LogLevel> log_level_from_string(std::string_view name) noexcept {
+  for (std::size_t i = 0; i < kNames.size(); ++i)
+    if (kNames[i] == name) return static_cast<LogLevel>(i);
+  if (name == "warning") return LogLevel::warn;
+  if (name == "err") return LogLevel::error;
+  return std::nullopt;
+}
+
+void set_log_level(LogLevel level) noexcept { logger()->set_level(to_spdlog(level)); }
+LogLevel log_level() noexcept { return from_spdlog(logger()->level()); }
+
 bool set_log_level(const std::string& level) {
-  const auto lvl = spdlog::level::from_str(level);
-  if (lvl == spdlog::level::off && level != "off") return false;
-  logger()->set_level(lvl);
+  const auto l = log_level_from_string(level);
+  if (!l) return false;
+  set_log_level(*l);
   return true;
+}
+
+void set_log_callback(LogCallback callback) {
+  instance().dispatch->set_target(Target{std::move(callback), nullptr});
+}
+
+void set_log_sink(std::shared_ptr<spdlog::sinks::sink> sink) {
+  instance().dispatch->set_target(Target{{}, std::move(sink)});
 }
 
 }  // namespace gpustream

@@ -214,15 +214,29 @@ struct Telemetry::Impl {
   }
 };
 
+namespace {
+
+/// Validates a Config (throws ConfigError before anything is built) and applies what it says
+/// about the process: the log level.
+const Config& apply_process_settings(const Config& config) {
+  validate_config(config);
+  if (!config.log_level.empty()) set_log_level(config.log_level);
+  return config;
+}
+
+}  // namespace
+
 Telemetry::Telemetry(Config config, ProbeFactory factory) {
+  apply_process_settings(config);
   auto io = std::make_unique<boost::asio::io_context>(1);
   auto ex = io->get_executor();
   impl_ = std::make_unique<Impl>(std::move(config), std::move(factory), ex, std::move(io));
 }
 
 Telemetry::Telemetry(Config config, ProbeFactory factory, boost::asio::any_io_executor io)
-    : impl_(std::make_unique<Impl>(std::move(config), std::move(factory), std::move(io),
-                                   nullptr)) {}
+    : impl_((apply_process_settings(config),
+             std::make_unique<Impl>(std::move(config), std::move(factory), std::move(io),
+                                    nullptr))) {}
 
 Telemetry::~Telemetry() {
   if (!impl_) return;
@@ -257,17 +271,31 @@ void Telemetry::start() {
   std::vector<std::string> errors;
   std::vector<ProbePtr> made;
   if (im.factory) made = im.factory(im.config, ex, errors);
-  for (const auto& e : errors) logger()->warn("{}", e);
+  if (!errors.empty()) {
+    // The factory knows the probe names and their settings: what it rejects is a mistake in
+    // the Config (an unknown probe, a misspelt setting), not a condition of this machine.
+    made.clear();
+    {
+      std::lock_guard lock(im.mu);
+      im.started = false;
+    }
+    std::string what = errors.front();
+    for (std::size_t i = 1; i < errors.size(); ++i) what += "; " + errors[i];
+    throw ConfigError("the probe factory rejected the configuration: " + what);
+  }
 
   bool add_simulated_now = false;
   {
     std::lock_guard lock(im.mu);
     im.probes = std::move(made);
-    im.setup_errors = std::move(errors);
     if (im.stop_requested) return;  // stop() was called meanwhile (e.g. by the factory)
 
     im.scheduler = std::make_unique<Scheduler>(
-        im.io, [ch = &im.channel](GpuSnapshot s) { ch->publish(std::move(s)); },
+        im.io,
+        [ch = &im.channel](GpuSnapshot s) {
+          for (auto& d : s.devices) derive_metrics(d);  // free memory where only total/used is known
+          ch->publish(std::move(s));
+        },
         [impl = &im](const ProbeStats& s) { impl->on_stats(s); });
     for (const auto& p : im.probes)
       im.scheduler->add(p, ScheduleOptions::from_config(im.config, p->name()));
@@ -346,6 +374,14 @@ std::vector<SnapshotPtr> Telemetry::wait_for_first_samples(std::chrono::millisec
   for (const auto& p : impl_->probes)
     if (auto s = impl_->channel.latest(p->name())) out.push_back(std::move(s));
   return out;
+}
+
+std::vector<DeviceFit> Telemetry::fits(std::uint64_t bytes) const {
+  return gpustream::fits(impl_->channel.latest(), bytes);
+}
+
+std::optional<DeviceFit> Telemetry::best_device(std::uint64_t bytes) const {
+  return gpustream::best_device(impl_->channel.latest(), bytes);
 }
 
 }  // namespace gpustream

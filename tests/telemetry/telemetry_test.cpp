@@ -193,7 +193,7 @@ TEST(Telemetry, NoGpuProbeAtAllAddsSimulatedGpusAtOnce) {
 
 TEST(Telemetry, PublishesSnapshotsOfEveryProbeToTheChannel) {
   auto made = std::make_shared<Made>();
-  Telemetry t(fast_config(), counting_factory(made, {"a", "b", "broken"}));
+  Telemetry t(fast_config(), counting_factory(made, {"a", "b"}));
   t.start();
   const auto snaps = t.wait_for_first_samples(std::chrono::seconds{10});
   ASSERT_EQ(snaps.size(), 2u);
@@ -201,8 +201,7 @@ TEST(Telemetry, PublishesSnapshotsOfEveryProbeToTheChannel) {
   EXPECT_EQ(snaps[1]->probe, "b");
   EXPECT_GT(snaps[0]->sequence, 0u);
   EXPECT_EQ(t.probe_names(), (std::vector<std::string>{"a", "b"}));
-  ASSERT_EQ(t.setup_errors().size(), 1u);
-  EXPECT_NE(t.setup_errors()[0].find("broken"), std::string::npos);
+  EXPECT_TRUE(t.setup_errors().empty());
   t.stop();
   const auto st = t.stats();
   ASSERT_EQ(st.size(), 2u);

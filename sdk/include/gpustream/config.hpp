@@ -19,16 +19,22 @@
 
 namespace gpustream {
 
+/// A Config that cannot work: the message names the key and the allowed values.
 class ConfigError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
 
+/// The most simulated GPUs a Config may ask for (Config::simulate, --simulate, the simulated
+/// probe's own bound).
+inline constexpr int kMaxSimulatedGpus = 64;
+
 struct Config {
   /// Probe names to run ("nvidia", "amd", "intel", "apple", "host", "simulated").
   /// Empty: every probe whose source is detected, plus "host".
   std::vector<std::string> probes;
-  /// Number of simulated GPUs (0: none, unless no GPU is found and `simulate_when_no_gpu`).
+  /// Number of simulated GPUs, 0..kMaxSimulatedGpus (0: none, unless no GPU is found and
+  /// `simulate_when_no_gpu`).
   int simulate = 0;
   bool simulate_when_no_gpu = false;
   std::uint64_t seed = 1;
@@ -45,11 +51,21 @@ struct Config {
   std::size_t history = 1024;
   /// Per-probe sections for probe-specific settings, e.g. {"nvidia": {"library": "..."}}.
   boost::json::object probe_settings;
-  std::string log_level = "info";
+  /// Level of the SDK's log lines, set when a Telemetry is constructed: "trace", "debug",
+  /// "info", "warn", "error", "critical" or "off". Empty: leave it as it is (warn unless the
+  /// host program set another with gpustream/logging.hpp). The CLI uses "info".
+  std::string log_level;
   /// How vendor libraries (NVML, Level Zero) are initialised; unset: the environment variable
   /// GPUSTREAM_LIBRARY_SESSION, else persistent. See library_session.hpp.
   std::optional<LibrarySessionMode> library_session;
 };
+
+/// Checks every field that does not depend on which probes exist: simulate within
+/// 0..kMaxSimulatedGpus, positive intervals and backoffs, a non-negative timeout, history >= 1,
+/// positive pids, a known log_level (or empty). Throws ConfigError naming the key and the
+/// allowed values. Probe names and probe sections are checked by the probe factory (the
+/// registry knows them, not the SDK): Telemetry::start() throws ConfigError for those.
+void validate_config(const Config& config);
 
 /// Parses a JSON config document. Throws ConfigError naming the bad key.
 Config config_from_json(const boost::json::value& v, Config base = {});

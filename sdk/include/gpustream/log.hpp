@@ -1,7 +1,12 @@
-// gpustream/log.hpp — the SDK's logger and the "log once" helper.
+// gpustream/log.hpp — the SDK's logger (for the SDK's own code and probes) and the "log once"
+// helper. Host programs use gpustream/logging.hpp (level, callback) or
+// gpustream/logging_spdlog.hpp (an spdlog sink) instead.
 //
-// All SDK logging goes through the spdlog logger named "gpustream" (created on first use,
-// stderr). A host program may register its own logger of that name before first use.
+// All SDK logging goes through one spdlog logger named "gpustream", created on first use and
+// not registered with spdlog (the host's spdlog::set_level does not change it). Its level is
+// warn until set_log_level or a Telemetry with Config::log_level says otherwise. A host program
+// that registered its own spdlog logger named "gpustream" before first use gets the lines in
+// that logger's sinks by default.
 // LogOnce remembers which keys it has already logged, so a failure that repeats every tick is
 // logged once (and again only after it cleared and came back). Thread-safe.
 #pragma once
@@ -17,7 +22,7 @@ namespace gpustream {
 
 std::shared_ptr<spdlog::logger> logger();
 
-/// Sets the level of the gpustream logger from a name (trace, debug, info, warn, error, off).
+/// Sets the level of the gpustream logger from a name (see log_level_from_string).
 /// Returns false for an unknown name.
 bool set_log_level(const std::string& level);
 

@@ -52,19 +52,22 @@
 
 #include "gpustream/channel.hpp"
 #include "gpustream/config.hpp"
+#include "gpustream/planner.hpp"
 #include "gpustream/probe.hpp"
 #include "gpustream/probe_stats.hpp"
 
 namespace gpustream {
 
-/// Builds the probes a Config asks for. Unknown or unavailable-in-this-build names are
-/// reported through `errors` (one line each), never thrown.
+/// Builds the probes a Config asks for. A name it does not know or a probe setting it rejects is
+/// reported through `errors` (one line each, naming the allowed values), not thrown; start()
+/// turns such errors into a ConfigError, since they are mistakes in the Config.
 using ProbeFactory = std::function<std::vector<ProbePtr>(const Config&, const ProbeExecutors&,
                                                          std::vector<std::string>& errors)>;
 
 class Telemetry {
  public:
-  /// Runs on its own io thread.
+  /// Runs on its own io thread. Throws ConfigError when validate_config(config) does (nothing
+  /// is built then), and applies config.log_level (gpustream/logging.hpp).
   Telemetry(Config config, ProbeFactory factory);
   /// Runs on the caller's io_context (the caller runs it).
   Telemetry(Config config, ProbeFactory factory, boost::asio::any_io_executor io);
@@ -74,7 +77,8 @@ class Telemetry {
   Telemetry& operator=(const Telemetry&) = delete;
 
   /// Builds the probes and starts sampling. Idempotent; a Telemetry runs once (start() after
-  /// stop() does nothing).
+  /// stop() does nothing). Throws ConfigError, with nothing started, when the factory rejects
+  /// the Config (an unknown probe name, a bad probe setting).
   void start();
   /// Stops sampling, cancels in-flight samples, joins the threads it owns. Idempotent;
   /// returns within about `deadline` even with a hung probe. Called on the Telemetry's own io
@@ -85,7 +89,8 @@ class Telemetry {
   const Config& config() const noexcept;
   /// Per-probe statistics (thread-safe).
   std::vector<ProbeStats> stats() const;
-  /// Problems met while building the probes (e.g. an unknown probe name).
+  /// Problems met while building the probes the no-GPU fallback added (a probe the initial
+  /// Config names is either built or makes start() throw).
   std::vector<std::string> setup_errors() const;
   /// Names of the probes that were built.
   std::vector<std::string> probe_names() const;
@@ -95,6 +100,10 @@ class Telemetry {
   /// and detection, no polling. Returns the latest snapshot of each probe that has one (in probe
   /// order; a simulated probe added by the fallback comes last).
   std::vector<SnapshotPtr> wait_for_first_samples(std::chrono::milliseconds timeout);
+
+  /// fits() / best_device() (gpustream/planner.hpp) over the latest snapshot of every probe.
+  std::vector<DeviceFit> fits(std::uint64_t bytes) const;
+  std::optional<DeviceFit> best_device(std::uint64_t bytes) const;
 
  private:
   struct Impl;

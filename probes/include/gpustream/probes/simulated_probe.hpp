@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "gpustream/blocking_probe.hpp"
+#include "gpustream/config.hpp"
 
 namespace gpustream {
 
@@ -36,7 +37,7 @@ class SimulatedGpu;
 }
 
 struct SimulatedProbeOptions {
-  static constexpr int kMaxDevices = 64;
+  static constexpr int kMaxDevices = kMaxSimulatedGpus;  // the same bound as Config::simulate
   /// Number of GPUs, 1..kMaxDevices.
   int devices = 1;
   std::uint64_t seed = 1;

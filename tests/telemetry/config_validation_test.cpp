@@ -1,0 +1,140 @@
+// A Config is checked as a whole before anything runs: a value out of range throws ConfigError
+// from the Telemetry constructor, a probe the factory rejects throws it from start(); each
+// message names the key and the allowed values. Nothing starts in either case.
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include <boost/json/parse.hpp>
+#include <gtest/gtest.h>
+
+#include "gpustream/blocking_probe.hpp"
+#include "gpustream/config.hpp"
+#include "gpustream/telemetry.hpp"
+
+namespace gpustream {
+namespace {
+
+class NullProbe final : public BlockingProbe {
+ public:
+  NullProbe(ProbeExecutors ex, std::string name) : BlockingProbe(std::move(ex)), name_(std::move(name)) {}
+  std::string_view name() const noexcept override { return name_; }
+
+ protected:
+  Detection detect() override { return {}; }
+  GpuSnapshot sample() override { return {}; }
+
+ private:
+  std::string name_;
+};
+
+// A factory that, like the registry, knows its names ("a", "simulated") and reports any other.
+ProbeFactory known_names_factory(std::shared_ptr<std::atomic<int>> built) {
+  return [built](const Config& c, const ProbeExecutors& ex, std::vector<std::string>& errors) {
+    std::vector<ProbePtr> out;
+    for (const auto& n : c.probes) {
+      if (n != "a" && n != "simulated") {
+        errors.push_back("unknown probe '" + n + "' (known: a, simulated)");
+        continue;
+      }
+      ++*built;
+      out.push_back(std::make_shared<NullProbe>(ex, n));
+    }
+    return out;
+  };
+}
+
+std::string config_error(const Config& c) {
+  try {
+    validate_config(c);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+bool has(const std::string& text, std::string_view what) {
+  return text.find(what) != std::string::npos;
+}
+
+TEST(ConfigValidation, SimulateAboveTheProbesBoundIsRejectedWithTheBound) {
+  Config c;
+  c.simulate = kMaxSimulatedGpus + 1;
+  const auto e = config_error(c);
+  EXPECT_TRUE(has(e, "simulate")) << e;
+  EXPECT_TRUE(has(e, "0.." + std::to_string(kMaxSimulatedGpus))) << e;
+  c.simulate = kMaxSimulatedGpus;
+  EXPECT_EQ(config_error(c), "");
+  c.simulate = -1;
+  EXPECT_TRUE(has(config_error(c), "simulate"));
+}
+
+TEST(ConfigValidation, TheTelemetryConstructorThrowsBeforeAnythingIsBuilt) {
+  auto built = std::make_shared<std::atomic<int>>(0);
+  Config c;
+  c.probes = {"simulated"};
+  c.simulate = 65;
+  EXPECT_THROW(Telemetry(c, known_names_factory(built)), ConfigError);
+  EXPECT_EQ(built->load(), 0);
+}
+
+TEST(ConfigValidation, EachFieldIsNamed) {
+  const auto expect_named = [](Config c, std::string_view key) {
+    const auto e = config_error(c);
+    EXPECT_TRUE(has(e, key)) << key << ": " << e;
+  };
+  Config c;
+  c.interval = std::chrono::milliseconds{0};
+  expect_named(c, "interval_seconds");
+  c = {};
+  c.probe_intervals["host"] = std::chrono::milliseconds{-5};
+  expect_named(c, "probe_intervals_seconds.host");
+  c = {};
+  c.sample_timeout = std::chrono::milliseconds{-1};
+  expect_named(c, "sample_timeout_seconds");
+  c = {};
+  c.backoff_initial = std::chrono::milliseconds{0};
+  expect_named(c, "backoff_initial_seconds");
+  c = {};
+  c.history = 0;
+  expect_named(c, "history");
+  c = {};
+  c.watch_pids = {12, 0};
+  expect_named(c, "watch_pids");
+  c = {};
+  c.log_level = "verbose";
+  expect_named(c, "log_level");
+  EXPECT_EQ(config_error(Config{}), "") << "the defaults are valid";
+}
+
+TEST(ConfigValidation, AMisspeltProbeThrowsFromStartNamingTheKnownOnes) {
+  auto built = std::make_shared<std::atomic<int>>(0);
+  Config c;
+  c.probes = {"a", "simulatd"};
+  Telemetry t(c, known_names_factory(built));
+  try {
+    t.start();
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(has(e.what(), "unknown probe 'simulatd'")) << e.what();
+    EXPECT_TRUE(has(e.what(), "known: a, simulated")) << e.what();
+  }
+  EXPECT_TRUE(t.probe_names().empty()) << "nothing runs with fewer probes";
+  EXPECT_TRUE(t.stats().empty());
+  t.stop();
+}
+
+TEST(ConfigValidation, TheConfigFileUsesTheSameBound) {
+  const auto doc = boost::json::parse(R"({"simulate": 65})");
+  try {
+    config_from_json(doc);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(has(e.what(), "0.." + std::to_string(kMaxSimulatedGpus))) << e.what();
+  }
+  EXPECT_EQ(config_from_json(boost::json::parse(R"({"simulate": 64})")).simulate, 64);
+  EXPECT_THROW(config_from_json(boost::json::parse(R"({"log_level": "loud"})")), ConfigError);
+}
+
+}  // namespace
+}  // namespace gpustream

@@ -1,0 +1,197 @@
+// The SDK as a library citizen in the log: quiet by default (warnings only), Config::log_level
+// applied by Telemetry, and the lines routable into the host's own logger (a plain callback
+// with the standard library only, or an spdlog sink).
+#include "gpustream/logging.hpp"
+#include "gpustream/telemetry.hpp"
+
+// The embedding headers need no spdlog (the spdlog overload lives in logging_spdlog.hpp).
+#if defined(SPDLOG_VERSION) || defined(SPDLOG_H)
+#error "gpustream/telemetry.hpp or gpustream/logging.hpp pulled in spdlog"
+#endif
+
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+
+#include "gpustream/blocking_probe.hpp"
+#include "gpustream/log.hpp"
+#include "gpustream/logging_spdlog.hpp"
+
+namespace gpustream {
+namespace {
+
+// An always-available probe with one device: its detection logs "probe NAME: available" at
+// info. The probe named "broken" reports an error in each sample, which the scheduler logs once
+// as a warning: "probe broken: cannot be read (tool_failed)".
+class OneDeviceProbe final : public BlockingProbe {
+ public:
+  OneDeviceProbe(ProbeExecutors ex, std::string name) : BlockingProbe(std::move(ex)), name_(std::move(name)) {}
+  std::string_view name() const noexcept override { return name_; }
+
+ protected:
+  Detection detect() override {
+    Detection d;
+    d.available = true;
+    d.devices.push_back({"dev", Vendor::simulated, 0, "One", ""});
+    return d;
+  }
+  GpuSnapshot sample() override {
+    GpuSnapshot s;
+    if (name_ == "broken") s.errors.push_back({"tool_failed", "cannot be read", ""});
+    return s;
+  }
+
+ private:
+  std::string name_;
+};
+
+ProbeFactory factory() {
+  return [](const Config& c, const ProbeExecutors& ex, std::vector<std::string>&) {
+    std::vector<ProbePtr> out;
+    for (const auto& n : c.probes) out.push_back(std::make_shared<OneDeviceProbe>(ex, n));
+    return out;
+  };
+}
+
+// Runs a Telemetry until its first samples are in, then stops it.
+void run_once(Config c) {
+  c.interval = std::chrono::milliseconds{10};
+  Telemetry t(std::move(c), factory());
+  t.start();
+  t.wait_for_first_samples(std::chrono::seconds{30});
+  t.stop();
+}
+
+struct Line {
+  LogLevel level;
+  std::string message;
+};
+
+class Logging : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    saved_ = log_level();
+    set_log_level(LogLevel::warn);  // the library's default; a test may have changed it
+  }
+  void TearDown() override {
+    set_log_callback({});
+    set_log_level(saved_);
+  }
+  // Captures through the logger's sinks (what the SDK really emits after its level filter).
+  std::vector<std::string> capture(const Config& c) {
+    auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
+    logger()->sinks().push_back(ring);
+    run_once(c);
+    logger()->sinks().pop_back();
+    return ring->last_formatted();
+  }
+  LogLevel saved_ = LogLevel::warn;
+};
+
+bool any_contains(const std::vector<std::string>& lines, std::string_view what) {
+  for (const auto& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
+}
+
+TEST_F(Logging, ALibraryLogsWarningsOnlyByDefault) {
+  Config c;
+  c.probes = {"a", "broken"};
+  const auto lines = capture(c);
+  EXPECT_FALSE(any_contains(lines, "probe a: available")) << "info lines are off by default";
+  EXPECT_TRUE(any_contains(lines, "probe broken: cannot be read")) << "warnings are on";
+}
+
+TEST_F(Logging, ConfigLogLevelOffSilencesTelemetry) {
+  Config c;
+  c.probes = {"a", "broken"};
+  c.log_level = "off";
+  EXPECT_TRUE(capture(c).empty());
+  EXPECT_EQ(log_level(), LogLevel::off);
+}
+
+TEST_F(Logging, ConfigLogLevelInfoIsApplied) {
+  Config c;
+  c.probes = {"a"};
+  c.log_level = "info";
+  EXPECT_TRUE(any_contains(capture(c), "probe a: available"));
+}
+
+TEST_F(Logging, AnUnknownLogLevelIsAConfigError) {
+  Config c;
+  c.log_level = "loud";
+  try {
+    Telemetry t(c, factory());
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("log_level"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("warn"), std::string::npos) << "lists the levels";
+  }
+}
+
+TEST_F(Logging, TheCallbackReceivesTheLinesAndStderrDoesNot) {
+  std::mutex mu;
+  std::vector<Line> got;
+  set_log_callback([&](LogLevel level, std::string_view message) {
+    std::lock_guard lock(mu);
+    got.push_back({level, std::string(message)});
+  });
+  Config c;
+  c.probes = {"a", "broken"};
+  c.log_level = "info";
+  ::testing::internal::CaptureStderr();
+  run_once(c);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("[gpustream]"), std::string::npos) << err;
+  std::lock_guard lock(mu);
+  bool saw_info = false, saw_warn = false;
+  for (const auto& l : got) {
+    if (l.level == LogLevel::info && l.message.find("probe a: available") != std::string::npos) saw_info = true;
+    if (l.level == LogLevel::warn && l.message == "probe broken: cannot be read (tool_failed)") saw_warn = true;
+  }
+  EXPECT_TRUE(saw_info);
+  EXPECT_TRUE(saw_warn) << "the message alone, no timestamp or prefix";
+}
+
+TEST_F(Logging, WithoutACallbackLinesGoToStderr) {
+  Config c;
+  c.probes = {"broken"};
+  ::testing::internal::CaptureStderr();
+  run_once(c);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("[gpustream] probe broken: cannot be read (tool_failed)"), std::string::npos) << err;
+}
+
+TEST_F(Logging, ACallbackThatThrowsDoesNotHurtTheLibrary) {
+  set_log_callback([](LogLevel, std::string_view) { throw std::runtime_error("host logger broke"); });
+  Config c;
+  c.probes = {"a", "broken"};
+  EXPECT_NO_THROW(run_once(c));
+}
+
+TEST_F(Logging, AnSpdlogSinkReceivesTheLinesWithTheirLevel) {
+  auto host_sink = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64);
+  host_sink->set_pattern("%n|%l|%v");
+  set_log_sink(host_sink);
+  Config c;
+  c.probes = {"broken"};
+  run_once(c);
+  set_log_sink(nullptr);
+  EXPECT_TRUE(any_contains(host_sink->last_formatted(),
+                           "gpustream|warning|probe broken: cannot be read (tool_failed)"));
+}
+
+TEST(LogLevelNames, RoundTrip) {
+  for (auto l : {LogLevel::trace, LogLevel::debug, LogLevel::info, LogLevel::warn, LogLevel::error,
+                 LogLevel::critical, LogLevel::off})
+    EXPECT_EQ(log_level_from_string(to_string(l)), l);
+  EXPECT_EQ(log_level_from_string("warning"), LogLevel::warn);
+  EXPECT_FALSE(log_level_from_string("loud"));
+}
+
+}  // namespace
+}  // namespace gpustream

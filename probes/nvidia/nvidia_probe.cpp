@@ -182,8 +182,11 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
         return u;
       }
     }
-    u.devices = smi_backend()->process_usage(u.pid, u.errors);
-    u.backend = NvidiaBackend::nvidia_smi;
+    // The backend is the one that answered: none when nvidia-smi did not run or failed.
+    if (auto devices = smi_backend()->process_usage(u.pid, u.errors)) {
+      u.devices = std::move(*devices);
+      u.backend = NvidiaBackend::nvidia_smi;
+    }
     if (u.devices.empty() && !nvml_reason.empty())
       u.errors.push_back({"probe_unavailable", "NVML: " + nvml_reason, {}});
     return u;

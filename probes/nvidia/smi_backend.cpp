@@ -167,7 +167,7 @@ void SmiBackend::run_gpu_query(
                       return self->run_gpu_query(true, std::move(done));
                     }
                     return done(make_error_code(errc::tool_failed), {},
-                                tool + " --query-gpu " + describe(r));
+                                tool + " --query-gpu: " + describe(r));
                   }
                   done({}, std::move(r.output), {});
                 }));
@@ -221,7 +221,7 @@ void SmiBackend::async_sample(SampleHandler handler) {
         if (!ec2 && r.success()) {
           apps = std::move(r.output);
         } else {
-          apps_error = "nvidia-smi --query-compute-apps " +
+          apps_error = "nvidia-smi --query-compute-apps: " +
                        (ec2 ? ec2 == errc::timeout ? std::string("timed out and was killed")
                                                    : ec2.message()
                             : describe(r));
@@ -263,23 +263,23 @@ void SmiBackend::cancel() {
   });
 }
 
-std::vector<ProcessDeviceUsage> SmiBackend::process_usage(std::int64_t pid,
-                                                          std::vector<SampleError>& errors) {
+std::optional<std::vector<ProcessDeviceUsage>> SmiBackend::process_usage(
+    std::int64_t pid, std::vector<SampleError>& errors) {
   std::vector<ProcessDeviceUsage> out;
   const auto field_list = fields();
   boost::system::error_code ec;
   auto r = run(run_options(smi_gpu_argv(options_.tool, field_list)), ec);
   if (ec || !r.success()) {
     errors.push_back({"tool_failed",
-                      options_.tool + " --query-gpu " + (ec ? ec.message() : describe(r)), {}});
-    return out;
+                      options_.tool + " --query-gpu: " + (ec ? ec.message() : describe(r)), {}});
+    return std::nullopt;
   }
   auto devices = nvidia::smi_devices_from_csv(r.output, field_list, &errors);
   auto apps_run = run(run_options(smi_apps_argv(options_.tool)), ec);
   std::vector<nvidia::SmiComputeApp> apps;
   if (ec || !apps_run.success()) {
     errors.push_back({"tool_failed",
-                      options_.tool + " --query-compute-apps " +
+                      options_.tool + " --query-compute-apps: " +
                           (ec ? ec.message() : describe(apps_run)),
                       {}});
   } else {

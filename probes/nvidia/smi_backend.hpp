@@ -78,9 +78,10 @@ class SmiBackend : public std::enable_shared_from_this<SmiBackend> {
   void async_sample(std::function<void(boost::system::error_code, GpuSnapshot)> handler);
   void cancel();
 
-  /// Blocking form for process_usage(): runs both queries with run().
-  std::vector<ProcessDeviceUsage> process_usage(std::int64_t pid,
-                                                std::vector<SampleError>& errors);
+  /// Blocking form for process_usage(): runs both queries with run(). Nothing when the device
+  /// query did not answer (the tool is missing, failed or timed out; the reason is in `errors`).
+  std::optional<std::vector<ProcessDeviceUsage>> process_usage(std::int64_t pid,
+                                                               std::vector<SampleError>& errors);
 
  private:
   using SampleHandler = std::function<void(boost::system::error_code, GpuSnapshot)>;

@@ -324,5 +324,31 @@ TEST_F(SmiProbeTest, ProcessUsageThroughTheTool) {
   EXPECT_TRUE(u.errors.empty());
 }
 
+// No NVML and no nvidia-smi on the machine: the fallback did not run, so no backend answered,
+// and the error line says which query failed and why, with a separator.
+TEST_F(SmiProbeTest, ProcessUsageWithoutTheToolNamesNoBackend) {
+  auto o = options();
+  o.use = NvidiaProbeOptions::Use::automatic;
+  o.nvidia_smi = "/nonexistent/nvidia-smi";
+  const auto u = query_process_gpu_usage(o);
+  EXPECT_EQ(u.backend, NvidiaBackend::none);
+  EXPECT_TRUE(u.devices.empty());
+  ASSERT_FALSE(u.errors.empty());
+  EXPECT_EQ(u.errors[0].code, "tool_failed");
+  EXPECT_EQ(u.errors[0].message.rfind("/nonexistent/nvidia-smi --query-gpu: ", 0), 0u)
+      << u.errors[0].message;
+  EXPECT_GT(u.errors[0].message.size(), std::string("/nonexistent/nvidia-smi --query-gpu: ").size());
+}
+
+// nvidia-smi runs but fails (no GPU): it answered nothing either.
+TEST_F(SmiProbeTest, ProcessUsageWhenTheToolFailsNamesNoBackend) {
+  smi_.remove("query-gpu.csv");
+  const auto u = probe()->process_usage();
+  EXPECT_EQ(u.backend, NvidiaBackend::none);
+  ASSERT_EQ(u.errors.size(), 1u);
+  EXPECT_NE(u.errors[0].message.find(" --query-gpu: exited with code"), std::string::npos)
+      << u.errors[0].message;
+}
+
 }  // namespace
 }  // namespace gpustream

@@ -102,6 +102,7 @@ struct ProcessGpuUsage {
   std::int64_t pid = 0;  // as the GPU driver sees it (<procfs_root>/self), else getpid()
   std::optional<std::uint64_t> host_rss_bytes;
   std::vector<ProcessDeviceUsage> devices;
+  /// The backend that answered: none when neither NVML nor nvidia-smi did (see `errors`).
   NvidiaBackend backend = NvidiaBackend::none;
   std::vector<SampleError> errors;  // what could not be answered, and why
 };

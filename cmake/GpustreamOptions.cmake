@@ -1,7 +1,15 @@
-# Build options. Each can be set with -D on the cmake command line.
-option(GPUSTREAM_BUILD_TESTS "Build the test suite" ON)
-option(GPUSTREAM_BUILD_BENCHMARKS "Build the Google Benchmark programs" ON)
-option(GPUSTREAM_BUILD_EXAMPLES "Build the examples" ON)
+# Build options. Each can be set with -D on the cmake command line. Tests, benchmarks, examples
+# and install rules default to ON only when gpustream is the top-level project; as a subproject
+# (add_subdirectory, FetchContent) the parent builds the libraries it links and installs what it
+# chooses (set GPUSTREAM_INSTALL=ON to install gpustream with it).
+option(GPUSTREAM_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
+option(GPUSTREAM_BUILD_BENCHMARKS "Build the Google Benchmark programs" ${PROJECT_IS_TOP_LEVEL})
+option(GPUSTREAM_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
+option(GPUSTREAM_INSTALL "Generate install rules and the find_package(gpustream) package"
+  ${PROJECT_IS_TOP_LEVEL})
+option(GPUSTREAM_INSTALL_DEBUG_INFO
+  "Keep debug information in the installed static libraries (default: stripped with --strip-debug)"
+  OFF)
 option(GPUSTREAM_USE_PCH "Precompile the heavy Boost headers" ON)
 option(GPUSTREAM_WERROR "Treat warnings as errors" OFF)
 set(GPUSTREAM_SANITIZE "" CACHE STRING "Sanitizers: '', 'address,undefined' or 'thread'")
@@ -13,6 +21,14 @@ if(NOT CMAKE_CXX_COMPILER_LAUNCHER)
     set(CMAKE_C_COMPILER_LAUNCHER "${GPUSTREAM_CCACHE}")
   endif()
 endif()
+
+# How gpustream's own code compiles Asio: its implementation once, in sdk/src/asio_impl.cpp
+# (separate compilation), without the deprecated names. Directory-scoped, so it applies to
+# every target of this tree (libraries, CLI, tests, benchmarks, examples) and never to a parent
+# project nor to an installed package's consumers, whose Asio code keeps its meaning
+# (io_service included). Consumers that do not define it compile Asio's inline header-only
+# form; the library's own copy is the same code, so both link together.
+add_compile_definitions(BOOST_ASIO_SEPARATE_COMPILATION BOOST_ASIO_NO_DEPRECATED)
 
 # Warnings for our own targets only.
 add_library(gpustream_warnings INTERFACE)

@@ -1,11 +1,19 @@
 // Uses the installed SDK: one simulated GPU, wait for its first snapshot, print what it saw.
 #include <iostream>
 
+#include <gpustream/logging.hpp>
+
 #include <gpustream/json.hpp>
 #include <gpustream/probes/registry.hpp>
 #include <gpustream/telemetry.hpp>
 
+int run_own_asio();  // own_asio.cpp: the consumer's own Asio code
+
 int main() {
+  if (run_own_asio() != 1) {
+    std::cerr << "consumer: its own io_service did not run its handler\n";
+    return 1;
+  }
   gpustream::Config config;
   config.probes = {"simulated"};
   config.simulate = 1;

@@ -1,0 +1,35 @@
+# Script mode: configure a parent project that includes gpustream with add_subdirectory, with no
+# CMAKE_BUILD_TYPE, and check that gpustream leaves the parent alone: no build type forced into
+# its cache, no install rules of gpustream's (GPUSTREAM_INSTALL defaults OFF in a subproject),
+# no tests/benchmarks/examples, and no private Asio definitions on gpustream::sdk's interface.
+file(REMOVE_RECURSE "${WORK_DIR}")
+
+function(run)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "command failed (${rc}): ${ARGN}\n${out}\n${err}")
+  endif()
+endfunction()
+
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/parent" -B "${WORK_DIR}/build"
+    -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER} -DGPUSTREAM_SOURCE_DIR=${SOURCE_DIR})
+
+file(STRINGS "${WORK_DIR}/build/CMakeCache.txt" build_type REGEX "^CMAKE_BUILD_TYPE:")
+if(NOT build_type MATCHES "^CMAKE_BUILD_TYPE:[A-Z]*=$")
+  message(FATAL_ERROR "gpustream set the parent's build type: ${build_type}")
+endif()
+foreach(opt GPUSTREAM_INSTALL GPUSTREAM_BUILD_TESTS GPUSTREAM_BUILD_BENCHMARKS GPUSTREAM_BUILD_EXAMPLES)
+  file(STRINGS "${WORK_DIR}/build/CMakeCache.txt" line REGEX "^${opt}:BOOL=")
+  if(NOT line STREQUAL "${opt}:BOOL=OFF")
+    message(FATAL_ERROR "${opt} must default to OFF in a subproject, got '${line}'")
+  endif()
+endforeach()
+file(READ "${WORK_DIR}/build/gpustream/cmake_install.cmake" sub_install)
+if(sub_install MATCHES "gpustreamTargets|libgpustream_sdk")
+  message(FATAL_ERROR "gpustream generated install rules as a subproject")
+endif()
+file(READ "${WORK_DIR}/build/sdk_interface_definitions.txt" defs)
+if(defs MATCHES "BOOST_ASIO")
+  message(FATAL_ERROR "gpustream::sdk exports Asio definitions to its users: ${defs}")
+endif()
+message(STATUS "subproject: build type untouched, no install rules, interface definitions '${defs}'")

@@ -34,7 +34,7 @@ TEST(JsonRoundTrip, RichSnapshotThroughDocument) {
 
 TEST(JsonRoundTrip, EveryEnumValue) {
   const GpuSnapshot s = test::every_enum_snapshot();
-  ASSERT_EQ(s.devices[0].engines.size(), 13u * 8u);  // every (source, absence) pair
+  ASSERT_EQ(s.devices[0].engines.size(), kSourceCount * 8u);  // every (source, absence) pair
   EXPECT_EQ(through_text(s), s);
   EXPECT_EQ(snapshot_from_json(to_json(s)), s);
 }

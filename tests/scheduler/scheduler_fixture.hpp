@@ -49,10 +49,14 @@ inline std::vector<std::int64_t> ms_list(std::initializer_list<std::int64_t> ms)
 /// Copies what the gpustream logger writes while it lives.
 class LogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)) {
+  // Captures every level (the SDK's default is warn; some lines counted here are info).
+  LogCapture()
+      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)), level_(logger()->level()) {
     logger()->sinks().push_back(sink_);
+    logger()->set_level(spdlog::level::trace);
   }
   ~LogCapture() {
+    logger()->set_level(level_);
     auto& sinks = logger()->sinks();
     sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
   }
@@ -68,6 +72,7 @@ class LogCapture {
 
  private:
   std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  spdlog::level::level_enum level_;
 };
 
 class SchedulerTest : public ::testing::Test {

@@ -1,34 +1,123 @@
-// gpustream replay FILE — reads a recording (JSON lines) and prints it as a table or JSON lines.
-#include <fstream>
+// gpustream replay FILE — reads a recording (JSON lines: snapshots and gaps, see docs/cli.md)
+// and prints it as a table or JSON lines.
+//
+// A recording whose writer was interrupted (power loss, SIGKILL) may end in a cut line: every
+// whole line is replayed and the cut one is reported as a truncated tail, a warning. A bad line
+// anywhere else is an error (exit code 1) after the rest was replayed.
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 #include <thread>
+
+#include <boost/json.hpp>
 
 #include "commands.hpp"
 #include "format.hpp"
 #include "gpustream/json.hpp"
+#include "options.hpp"
+#include "output.hpp"
 
 namespace gpustream::cli {
 
-int run_replay(const ReplayOptions& o) {
-  std::ifstream in(o.file);
-  if (!in) {
-    std::cerr << "gpustream: cannot open '" << o.file << "'\n";
-    return 1;
+namespace {
+
+/// A line longer than this is an error (a snapshot of many devices is well under 1 MiB).
+constexpr std::size_t kMaxLineBytes = 16 * 1024 * 1024;
+
+// Reads lines of at most kMaxLineBytes; says whether each ended with '\n'.
+class LineReader {
+ public:
+  explicit LineReader(std::FILE* f) : f_(f) {}
+  /// False at the end of the file. `too_long`: the line was cut at kMaxLineBytes and the rest
+  /// of it skipped.
+  bool next(std::string& line, bool& terminated, bool& too_long) {
+    line.clear();
+    terminated = false;
+    too_long = false;
+    int c;
+    bool any = false;
+    while ((c = getc_unlocked(f_)) != EOF) {  // one thread reads: no locking per byte
+      any = true;
+      if (c == '\n') {
+        terminated = true;
+        return true;
+      }
+      if (line.size() < kMaxLineBytes)
+        line.push_back(static_cast<char>(c));
+      else
+        too_long = true;
+    }
+    return any;
   }
+  bool failed() const { return std::ferror(f_) != 0; }
+
+ private:
+  std::FILE* f_;
+};
+
+// A gap line of a recording, or nullopt when `v` is not one.
+std::optional<Gap> gap_from_json(const boost::json::value& v) {
+  const auto* o = v.if_object();
+  if (!o) return std::nullopt;
+  const auto* type = o->if_contains("type");
+  if (!type || !type->is_string() || type->get_string() != "gap") return std::nullopt;
+  const auto u64 = [&](std::string_view key) -> std::uint64_t {
+    const auto* x = o->if_contains(key);
+    if (x && x->is_uint64()) return x->get_uint64();
+    if (x && x->is_int64() && x->get_int64() >= 0) return static_cast<std::uint64_t>(x->get_int64());
+    throw JsonError("gap: '" + std::string(key) + "' must be an unsigned integer");
+  };
+  Gap g;
+  g.after_sequence = u64("after_sequence");
+  g.missed = u64("missed");
+  const auto* reason = o->if_contains("reason");
+  if (!reason || !reason->is_string()) throw JsonError("gap: 'reason' must be a string");
+  g.reason = std::string(reason->get_string());
+  return g;
+}
+
+}  // namespace
+
+int run_replay(const ReplayOptions& o) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(o.file.c_str(), "rb"), &std::fclose);
+  if (!in) {
+    std::cerr << "gpustream: cannot open '" << o.file << "': " << std::strerror(errno) << "\n";
+    return kExitFailure;
+  }
+  Output out = Output::standard_output();
+  LineReader reader(in.get());
   std::string line;
+  bool terminated = false;
+  bool too_long = false;
   long lineno = 0;
   long bad = 0;
   std::int64_t prev_ns = 0;
-  if (!o.json) std::cout << table_header() << "\n";
-  while (!g_interrupted.load() && std::getline(in, line)) {
+  if (!o.json) out.write(table_header() + "\n");
+  while (!g_interrupted.load() && out.error() == 0 && reader.next(line, terminated, too_long)) {
     ++lineno;
-    if (line.empty()) continue;
+    if (line.empty() && !too_long) continue;
+    const auto where = o.file + ":" + std::to_string(lineno);
     GpuSnapshot s;
     try {
-      s = snapshot_from_json_string(line);
+      if (too_long)
+        throw JsonError("longer than " + std::to_string(kMaxLineBytes) + " bytes");
+      const auto v = parse_json(line);
+      if (const auto gap = gap_from_json(v)) {
+        std::cerr << "gpustream: " << where << ": missed " << gap->missed
+                  << " snapshots after sequence " << gap->after_sequence << " (" << gap->reason
+                  << ")\n";
+        if (o.json) out.write(gap_line(*gap));
+        continue;
+      }
+      s = snapshot_from_json(v);
     } catch (const JsonError& e) {
-      if (bad++ == 0 || bad <= 5)
-        std::cerr << "gpustream: " << o.file << ":" << lineno << ": skipped: " << e.what() << "\n";
+      if (!terminated) {
+        // The last line, cut where the writer stopped: what came before is whole.
+        std::cerr << "gpustream: warning: " << where << ": truncated last line (" << line.size()
+                  << " bytes without an end of line) ignored; the recording was interrupted\n";
+        break;
+      }
+      if (++bad <= 5) std::cerr << "gpustream: " << where << ": bad line: " << e.what() << "\n";
       continue;
     }
     if (o.realtime && prev_ns != 0 && s.time_unix_ns > prev_ns) {
@@ -36,16 +125,21 @@ int run_replay(const ReplayOptions& o) {
       std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(wait, std::chrono::seconds{10}));
     }
     prev_ns = s.time_unix_ns;
-    if (o.json)
-      std::cout << to_json_string(s) << "\n";
-    else
-      std::cout << format_table({&s});
+    out.write(o.json ? to_json_string(s) + "\n" : format_table({&s}));
+  }
+  if (out.error() != 0 && !out.broken_pipe()) {
+    std::cerr << "gpustream: " << out.describe_error() << "\n";
+    return kExitFailure;
+  }
+  if (reader.failed()) {
+    std::cerr << "gpustream: cannot read '" << o.file << "': " << std::strerror(errno) << "\n";
+    return kExitFailure;
   }
   if (bad > 0) {
-    std::cerr << "gpustream: " << bad << " malformed line(s) in " << o.file << "\n";
-    return 1;
+    std::cerr << "gpustream: " << bad << " bad line(s) in " << o.file << "\n";
+    return kExitFailure;
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace gpustream::cli

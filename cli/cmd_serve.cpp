@@ -1,12 +1,8 @@
 // gpustream serve — the Telemetry's channel behind a transport::Server, until a signal.
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <csignal>
-#include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string_view>
 #include <utility>
 
@@ -25,6 +21,7 @@
 #include "gpustream/transport/server.hpp"
 #include "options.hpp"
 #include "serve.hpp"
+#include "token_file.hpp"
 
 namespace gpustream::cli {
 
@@ -32,23 +29,6 @@ namespace {
 
 std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
-}
-
-/// The token: the file's content without surrounding whitespace. Throws ConfigError.
-std::string read_token(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError("cannot read the token file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string t = ss.str();
-  const auto first = t.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) throw ConfigError("the token file '" + path + "' is empty");
-  t = t.substr(first, t.find_last_not_of(" \t\r\n") - first + 1);
-  struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && (st.st_mode & 077) != 0)
-    std::cerr << "gpustream: warning: the token file '" << path
-              << "' is readable by other users (chmod 600 it)\n";
-  return t;
 }
 
 /// --nats: comma-separated nats://HOST:PORT or tls://HOST:PORT (libnats accepts almost anything
@@ -76,7 +56,7 @@ transport::ServerOptions server_options(const ServeOptions& o) {
     throw ConfigError(e.what());
   }
   if (!so.http && !so.tcp) throw ConfigError("nothing to serve: --listen off and no --tcp");
-  if (!o.token_file.empty()) so.token = read_token(o.token_file);
+  if (!o.token_file.empty()) so.token = read_token_file(o.token_file);
   if (!o.nats.empty()) check_nats_url(o.nats);
   so.allowed_origins = o.allow_origins;
   so.allowed_hosts = o.allow_hosts;

@@ -1,11 +1,17 @@
 // gpustream watch — a live table (or JSON lines) until interrupted or --count snapshots;
-// gpustream record FILE — the same JSON lines into a file.
-#include <cstdio>
-#include <fstream>
-#include <iostream>
-#include <map>
-#include <stdexcept>
+// gpustream record FILE — the same JSON lines, and a line per gap, into a file.
+//
+// Output errors end the command: a reader that went away (`watch | head -n1`) ends `watch`
+// quietly with exit code 0, as soon as it is seen (without waiting for the next snapshot); any
+// other write error is reported and gives exit code 1. `record` fsyncs the file when it ends,
+// whether by --count, --duration, SIGINT or SIGTERM. docs/cli.md has the recording format.
+#include <poll.h>
 #include <unistd.h>
+
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+#include <thread>
 
 #include "commands.hpp"
 #include "format.hpp"
@@ -14,66 +20,85 @@
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
 #include "gpustream/transport/remote_subscriber.hpp"
+#include "options.hpp"
+#include "output.hpp"
+#include "stream.hpp"
+#include "token_file.hpp"
 
 namespace gpustream::cli {
 
 namespace {
+
+// The exit code of `watch` once it stopped writing to stdout.
+int watch_exit_code(const Output& out, int code) {
+  if (out.error() == 0 || out.broken_pipe()) return code;
+  std::cerr << "gpustream: " << out.describe_error() << "\n";
+  return kExitFailure;
+}
+
+// Sets `stop` on SIGINT/SIGTERM or as soon as the reader of `out` is gone, for the remote watch
+// whose loop only looks at one flag.
+class StopWatcher {
+ public:
+  StopWatcher(const Output& out, std::atomic<bool>& stop)
+      : thread_([&out, &stop](std::stop_token st) {
+          while (!st.stop_requested() && !stop.load()) {
+            if (g_interrupted.load() || out.reader_gone()) stop.store(true);
+            pollfd p{out.fd(), 0, 0};
+            ::poll(&p, 1, 50);  // wakes at once when the reader goes away
+          }
+        }) {}
+
+ private:
+  std::jthread thread_;
+};
 
 // watch --connect: the same output, fed by a RemoteSubscriber instead of local probes.
 int run_connected_watch(const Config& config, const WatchOptions& o) {
   RemoteSubscriberOptions ro;
   ro.url = o.connect;
   ro.probes = config.probes;
-  if (!o.token_file.empty()) {
-    std::ifstream tf(o.token_file);
-    if (!tf || !std::getline(tf, ro.token) || ro.token.empty())
-      throw ConfigError("cannot read a token from '" + o.token_file + "'");
-  }
+  if (!o.token_file.empty()) ro.token = read_token_file(o.token_file);
   RemoteWatchLimits limits;
   limits.count = o.count > 0 ? static_cast<std::uint64_t>(o.count) : 0;
   limits.duration = std::chrono::milliseconds(static_cast<long>(o.duration_seconds * 1000));
-  std::map<std::string, GpuSnapshot> latest;
-  const bool tty = !o.json && ::isatty(STDOUT_FILENO) != 0;
+  Output out = Output::standard_output();
+  Printer printer(o.json, !o.json && ::isatty(out.fd()) != 0);
+  std::atomic<bool> stop{false};
   RemoteWatchHandlers h;
   h.on_snapshot = [&](const GpuSnapshot& s) {
-    if (o.json) {
-      std::cout << to_json_string(s) << "\n" << std::flush;
-      return;
-    }
-    latest[s.probe] = s;
-    std::vector<const GpuSnapshot*> ptrs;
-    for (const auto& [_, snap] : latest) ptrs.push_back(&snap);
-    if (tty) std::cout << "\x1b[H\x1b[2J";
-    std::cout << table_header() << "\n" << format_table(ptrs) << (tty ? "" : "\n") << std::flush;
+    if (!out.write(printer.render(s))) stop.store(true);
   };
-  h.on_gap = [](const Gap& g) {
-    std::cerr << "gpustream: missed " << g.missed << " snapshots (" << g.reason << ")\n";
-  };
+  h.on_gap = print_gap;
   h.on_status = [](const RemoteStatus& st) {
     if (!st.reason.empty()) std::cerr << "gpustream: " << st.reason << "\n";
   };
-  try {
-    return run_remote_watch(ro, limits, h, g_interrupted);
-  } catch (const std::invalid_argument& e) {
-    throw ConfigError(e.what());
+  int code;
+  {
+    StopWatcher watcher(out, stop);
+    try {
+      code = run_remote_watch(ro, limits, h, stop);
+    } catch (const std::invalid_argument& e) {
+      throw ConfigError(e.what());
+    }
   }
+  if (out.reader_gone()) return kExitOk;  // `watch --connect ... | head`: stopped by the reader
+  return watch_exit_code(out, code);
 }
 
 }  // namespace
 
 int run_watch(Config config, const WatchOptions& o) {
   if (!o.connect.empty()) return run_connected_watch(config, o);
-  std::ofstream file;
-  if (!o.output_file.empty()) {
-    file.open(o.output_file, std::ios::out | std::ios::trunc);
-    if (!file) {
-      std::cerr << "gpustream: cannot open '" << o.output_file << "' for writing\n";
-      return 1;
-    }
+  const bool recording = !o.output_file.empty();
+  Output out = recording ? Output::create_file(o.output_file) : Output::standard_output();
+  if (!out.open()) {
+    std::cerr << "gpustream: cannot open '" << o.output_file
+              << "' for writing: " << std::strerror(out.error()) << "\n";
+    return kExitFailure;
   }
-  const bool json = o.json || file.is_open();
-  std::ostream& out = file.is_open() ? static_cast<std::ostream&>(file) : std::cout;
-  const bool tty = !json && ::isatty(STDOUT_FILENO) != 0;
+  const bool json = o.json || recording;
+  Printer printer(json, !json && ::isatty(out.fd()) != 0);
 
   Telemetry t(config, probe_factory());
   SubscribeOptions so;
@@ -83,40 +108,27 @@ int run_watch(Config config, const WatchOptions& o) {
   t.start();
   for (const auto& e : t.setup_errors()) std::cerr << "gpustream: " << e << "\n";
 
-  const auto started = std::chrono::steady_clock::now();
-  std::map<std::string, SnapshotPtr> latest;  // for the table: newest per probe
-  long seen = 0;
-  while (!g_interrupted.load()) {
-    if (o.duration_seconds > 0 &&
-        std::chrono::steady_clock::now() - started >
-            std::chrono::duration<double>(o.duration_seconds))
-      break;
-    auto item = queue->pop_for(std::chrono::milliseconds{200});
-    if (!item) continue;
-    if (const auto* gap = std::get_if<Gap>(&*item)) {
-      std::cerr << "gpustream: missed " << gap->missed << " snapshots (" << gap->reason << ")\n";
-      continue;
-    }
-    const auto& snap = std::get<SnapshotPtr>(*item);
-    ++seen;
-    if (json) {
-      out << to_json_string(*snap) << "\n";
-      out.flush();
-    } else {
-      latest[snap->probe] = snap;
-      std::vector<const GpuSnapshot*> ptrs;
-      for (const auto& [_, s] : latest) ptrs.push_back(s.get());
-      if (tty) out << "\x1b[H\x1b[2J";
-      out << table_header() << "\n" << format_table(ptrs);
-      if (!tty) out << "\n";
-      out.flush();
-    }
-    if (o.count > 0 && seen >= o.count) break;
-  }
+  StreamLimits limits;
+  limits.count = o.count;
+  limits.duration_seconds = o.duration_seconds;
+  limits.write_gaps = recording;
+  limits.stop_when_reader_gone = !recording;
+  const auto r = stream_queue(*queue, out, printer, limits, g_interrupted);
   t.stop();
-  if (file.is_open())
-    std::cerr << "gpustream: recorded " << seen << " snapshots to " << o.output_file << "\n";
-  return 0;
+  if (!recording) {
+    if (r.end == StreamResult::End::reader_gone) return kExitOk;  // `watch | head`
+    return watch_exit_code(out, kExitOk);
+  }
+  // Whatever ended the recording (a limit, SIGINT, SIGTERM): what was written reaches the disk.
+  if (!out.finish()) {
+    std::cerr << "gpustream: " << out.describe_error() << " (after " << r.snapshots
+              << " snapshots; the recording is incomplete)\n";
+    return kExitFailure;
+  }
+  std::cerr << "gpustream: recorded " << r.snapshots << " snapshots to " << o.output_file;
+  if (r.gaps > 0) std::cerr << " (and " << r.gaps << " gaps, written into the file)";
+  std::cerr << "\n";
+  return kExitOk;
 }
 
 }  // namespace gpustream::cli

@@ -65,12 +65,16 @@ void ChannelState::add(const std::shared_ptr<Subscriber>& sub,
   {
     std::lock_guard lock(mu_);
     if (since) {
+      // A position beyond the last sequence (a stale or hostile resume, up to UINT64_MAX)
+      // resumes from the last sequence: nothing to replay, no gap, and later gaps are counted
+      // from a sequence that exists. No `+ 1` below can wrap.
+      const std::uint64_t from = std::min(*since, last_sequence_);
       const std::uint64_t oldest = oldest_locked();
-      const std::uint64_t missed = *since + 1 < oldest ? oldest - *since - 1 : 0;
-      wake = sub->start_after(*since, missed);
+      const std::uint64_t missed = from + 1 < oldest ? oldest - from - 1 : 0;
+      wake = sub->start_after(from, missed);
       for (std::size_t i = 0; i < history_size_; ++i) {
         const SnapshotPtr& h = history_[(history_head_ + i) % history_.size()];
-        if (h->sequence > *since && sub->filter().matches(*h)) wake = sub->offer(h) || wake;
+        if (h->sequence > from && sub->filter().matches(*h)) wake = sub->offer(h) || wake;
       }
     }
     subscribers_.push_back(sub);
@@ -176,6 +180,7 @@ std::vector<SnapshotPtr> SnapshotChannel::history_since(std::uint64_t seq,
   std::vector<SnapshotPtr> out;
   std::lock_guard lock(st.mu_);
   const std::uint64_t oldest = st.oldest_locked();
+  seq = std::min(seq, st.last_sequence_);  // beyond the end: nothing, and seq + 1 cannot wrap
   if (gap) {
     if (seq + 1 < oldest)
       *gap = Gap{seq, oldest - seq - 1, std::string(kGapHistoryTooOld)};

@@ -32,9 +32,32 @@ struct Spawned {
 
 /// Starts argv (argv[0] searched in PATH when it has no '/') with stdin from /dev/null,
 /// stdout/stderr to new pipes, in a new process group, default signal dispositions and an
-/// empty signal mask. `env` entries are set on top of this process's environment.
+/// empty signal mask. `env` entries are set on top of this process's environment. The child
+/// inherits no other descriptor of this process, CLOEXEC or not (see SpawnMethod).
 boost::system::error_code spawn(const std::vector<std::string>& argv,
                                 const std::map<std::string, std::string>& env, Spawned& out);
+
+/// How spawn() keeps this process's descriptors (a server's sockets, a library's files opened
+/// without O_CLOEXEC) out of the child.
+enum class SpawnMethod {
+  /// posix_spawn with posix_spawn_file_actions_addclosefrom_np(3) (glibc >= 2.34; found by the
+  /// build's configure check, GPUSTREAM_HAVE_SPAWN_CLOSEFROM).
+  spawn_closefrom,
+  /// posix_spawn with POSIX_SPAWN_CLOEXEC_DEFAULT (macOS): only 0, 1 and 2 are inherited.
+  spawn_cloexec_default,
+  /// Everywhere else: fork, then in the child (async-signal-safe calls only) set up 0/1/2,
+  /// close every other descriptor (close_range, else a close loop) and execve.
+  fork_close,
+};
+
+/// The method this build uses; GPUSTREAM_SUBPROCESS_SPAWN=fork in the environment forces
+/// fork_close (so that the fallback is tested on systems that have the others).
+SpawnMethod spawn_method();
+
+/// What spawn() runs for SpawnMethod::fork_close. `out_w` and `err_w` are >= 3. On success
+/// the child has exec'd (or failed to, which is reported here and the child reaped).
+boost::system::error_code fork_and_exec(const std::vector<std::string>& argv, char* const* c_argv,
+                                        char* const* c_env, int out_w, int err_w, int& pid);
 
 /// One child process: waits for it to exit on an executor, signals its process group, reaps it.
 ///

@@ -21,6 +21,7 @@
 #include <boost/asio/error.hpp>
 
 #include "gpustream/subprocess.hpp"
+#include "gpustream_spawn_config.hpp"  // GPUSTREAM_HAVE_SPAWN_CLOSEFROM (sdk/CMakeLists.txt)
 
 extern "C" char** environ;
 
@@ -121,7 +122,30 @@ int open_pidfd(int pid) {
 #endif
 }
 
+// A pipe end numbered >= 3 (when this process runs with 0, 1 or 2 closed, a new pipe can take
+// those numbers, and the child's dup2 onto 0/1/2 would then overwrite one of them).
+error_code above_stdio(Fd& fd) {
+  if (fd.get() >= 3) return {};
+  const int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
+  if (moved < 0) return errno_code(errno);
+  fd = Fd(moved);
+  return {};
+}
+
 }  // namespace
+
+SpawnMethod spawn_method() {
+  if (const char* v = std::getenv("GPUSTREAM_SUBPROCESS_SPAWN");
+      v != nullptr && std::string_view(v) == "fork")
+    return SpawnMethod::fork_close;
+#if defined(GPUSTREAM_HAVE_SPAWN_CLOSEFROM)
+  return SpawnMethod::spawn_closefrom;
+#elif defined(POSIX_SPAWN_CLOEXEC_DEFAULT)
+  return SpawnMethod::spawn_cloexec_default;
+#else
+  return SpawnMethod::fork_close;
+#endif
+}
 
 error_code spawn(const std::vector<std::string>& argv,
                  const std::map<std::string, std::string>& env, Spawned& out) {
@@ -131,15 +155,38 @@ error_code spawn(const std::vector<std::string>& argv,
   Fd out_r, out_w, err_r, err_w;
   if (auto ec = make_pipe(out_r, out_w)) return ec;
   if (auto ec = make_pipe(err_r, err_w)) return ec;
+  if (auto ec = above_stdio(out_w)) return ec;
+  if (auto ec = above_stdio(err_w)) return ec;
+
+  std::vector<std::string> args = argv;
+  std::vector<std::string> environment = build_environment(env);
+  auto c_args = c_strings(args);
+  auto c_env = c_strings(environment);
+  const SpawnMethod method = spawn_method();
+  if (method == SpawnMethod::fork_close) {
+    int pid = -1;
+    if (auto ec = fork_and_exec(argv, c_args.data(), c_env.data(), out_w.get(), err_w.get(), pid))
+      return ec;
+    out.pid = pid;
+    out.out_fd = out_r.release();
+    out.err_fd = err_r.release();
+    return {};  // the write ends close here
+  }
 
   SpawnSetup setup;
   if (!setup.actions_ok || !setup.attr_ok) return errno_code(ENOMEM);
   int rc = ::posix_spawn_file_actions_addopen(&setup.actions, 0, "/dev/null", O_RDONLY, 0);
   if (rc == 0) rc = ::posix_spawn_file_actions_adddup2(&setup.actions, out_w.get(), 1);
   if (rc == 0) rc = ::posix_spawn_file_actions_adddup2(&setup.actions, err_w.get(), 2);
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+  short extra_flags = 0;
+#if defined(GPUSTREAM_HAVE_SPAWN_CLOSEFROM)
   // Do not leak this process's descriptors that lack FD_CLOEXEC into the tool.
-  if (rc == 0) rc = ::posix_spawn_file_actions_addclosefrom_np(&setup.actions, 3);
+  if (rc == 0 && method == SpawnMethod::spawn_closefrom)
+    rc = ::posix_spawn_file_actions_addclosefrom_np(&setup.actions, 3);
+#endif
+#if defined(POSIX_SPAWN_CLOEXEC_DEFAULT)
+  // Every descriptor not named by a file action is closed in the child.
+  if (method == SpawnMethod::spawn_cloexec_default) extra_flags |= POSIX_SPAWN_CLOEXEC_DEFAULT;
 #endif
   sigset_t empty_mask;
   sigset_t defaults;
@@ -151,15 +198,13 @@ error_code spawn(const std::vector<std::string>& argv,
   if (rc == 0) rc = ::posix_spawnattr_setsigdefault(&setup.attr, &defaults);
   if (rc == 0) rc = ::posix_spawnattr_setpgroup(&setup.attr, 0);
   if (rc == 0) {
-    rc = ::posix_spawnattr_setflags(
-        &setup.attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+    rc = ::posix_spawnattr_setflags(&setup.attr, static_cast<short>(POSIX_SPAWN_SETPGROUP |
+                                                                   POSIX_SPAWN_SETSIGMASK |
+                                                                   POSIX_SPAWN_SETSIGDEF |
+                                                                   extra_flags));
   }
   if (rc != 0) return errno_code(rc);
 
-  std::vector<std::string> args = argv;
-  std::vector<std::string> environment = build_environment(env);
-  auto c_args = c_strings(args);
-  auto c_env = c_strings(environment);
   pid_t pid = -1;
   rc = ::posix_spawnp(&pid, c_args[0], &setup.actions, &setup.attr, c_args.data(), c_env.data());
   if (rc != 0) return errno_code(rc);

@@ -10,56 +10,15 @@
 #include <boost/json.hpp>
 #include <gtest/gtest.h>
 
+#include "cli_test_util.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int exit_code = -1;
-  std::string out;  // stdout
-  std::string err;  // stderr
-};
-
-Result run(const std::string& args) {
-  static int n = 0;
-  const fs::path dir = fs::temp_directory_path() / ("gpustream-cli-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  const auto out_file = dir / ("out" + std::to_string(n));
-  const auto err_file = dir / ("err" + std::to_string(n++));
-  const std::string cmd = std::string(GPUSTREAM_CLI_PATH) + " " + args + " >" + out_file.string() +
-                          " 2>" + err_file.string() + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  Result r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto slurp = [](const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(out_file);
-  r.err = slurp(err_file);
-  return r;
-}
-
-class TempDir {
- public:
-  TempDir() {
-    path_ = fs::temp_directory_path() /
-            ("gpustream-cli-tree-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  const fs::path& path() const { return path_; }
-  void write(const std::string& rel, const std::string& content) const {
-    fs::create_directories((path_ / rel).parent_path());
-    std::ofstream(path_ / rel) << content;
-  }
-
- private:
-  static inline int counter_ = 0;
-  fs::path path_;
-};
+using gpustream::cli::test::json_lines;
+using gpustream::cli::test::run;
+using gpustream::cli::test::TempDir;
 
 // A /proc with a known meminfo, so the host figures can be checked exactly.
 TempDir make_proc() {
@@ -69,15 +28,6 @@ TempDir make_proc() {
           "MemAvailable:    8192000 kB\nSwapTotal:       2048000 kB\nSwapFree:        1024000 kB\n");
   t.write("proc/self/status", "Name:\tgpustream\nVmRSS:\t   12345 kB\n");
   return t;
-}
-
-std::vector<boost::json::value> json_lines(const std::string& text) {
-  std::vector<boost::json::value> out;
-  std::stringstream ss(text);
-  std::string line;
-  while (std::getline(ss, line))
-    if (!line.empty()) out.push_back(boost::json::parse(line));
-  return out;
 }
 
 TEST(Cli, UnknownFlagIsAUsageErrorWithExitCode2) {

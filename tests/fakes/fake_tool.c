@@ -12,6 +12,7 @@
  *   garbage N         N pseudo-random bytes (NUL and high bytes included, newlines too)
  *   env NAME          the value of NAME (or "(unset)") and a newline
  *   pid               its own pid and a newline
+ *   fds               its open file descriptors ("0 1 2") and a newline: what it inherited
  *   pid-file PATH     write its own pid to PATH (atomically: PATH.tmp, then rename)
  *   sleep MS          sleep
  *   hang              sleep forever
@@ -23,6 +24,8 @@
  * Output is written with write(2), unbuffered, so the reader sees it as soon as it is printed
  * (fake_cli_common.h, shared with the other fakes).
  */
+#include <fcntl.h>
+
 #include "fake_cli_common.h"
 
 static void fill_lines(int fd, long n, char c) {
@@ -85,6 +88,19 @@ int main(int argc, char** argv) {
       char buf[32];
       snprintf(buf, sizeof buf, "%ld\n", (long)getpid());
       fake_put_str(1, buf);
+    } else if (strcmp(cmd, "fds") == 0) {
+      /* fcntl on every possible number: opens nothing itself, unlike a listing of /proc/self/fd */
+      long max = sysconf(_SC_OPEN_MAX);
+      if (max < 0 || max > 65536) max = 65536;
+      char buf[32];
+      int first = 1;
+      for (long fd = 0; fd < max; ++fd) {
+        if (fcntl((int)fd, F_GETFD) < 0) continue;
+        snprintf(buf, sizeof buf, first ? "%ld" : " %ld", fd);
+        fake_put_str(1, buf);
+        first = 0;
+      }
+      fake_put_str(1, "\n");
     } else if (strcmp(cmd, "pid-file") == 0) {
       if (fake_write_pid_file(need(argc, argv, ++i)) != 0) return 4;
     } else if (strcmp(cmd, "sleep") == 0) {

@@ -56,26 +56,78 @@ bool is_loopback(const ip::address& a) noexcept {
   return false;
 }
 
-std::string redact_url_credentials(std::string_view url) {
+namespace {
+
+char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// A query or fragment parameter whose value is a secret: its name, lower-cased, contains one of
+// these ("token", "access_token", "X-Api-Key", "client_secret", "password", "sig", ...).
+bool is_secret_parameter(std::string_view name) {
+  static constexpr std::string_view kWords[] = {"token", "secret", "pass", "pwd", "auth",
+                                                "key",   "sig",    "credential", "session",
+                                                "cookie"};
+  std::string n;
+  n.reserve(name.size());
+  for (const char c : name) n += lower(c);
+  for (const auto w : kWords)
+    if (n.find(w) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+std::string redact_url_credentials(std::string_view urls) {
   std::string out;
-  while (true) {
-    const auto comma = url.find(',');
-    auto part = url.substr(0, comma);
-    const auto scheme = part.find("://");
-    const auto at = part.rfind('@');
+  out.reserve(urls.size());
+  std::size_t i = 0;
+  const std::size_t n = urls.size();
+  while (i <= n) {
+    // One URL of the comma-separated list: [scheme://][userinfo@]host[:port][/path][?q][#f]
+    std::size_t part_start = i;
+    const auto scheme = urls.find("://", i);
+    const auto comma = urls.find(',', i);
+    std::size_t authority = i;
+    if (scheme != std::string_view::npos && (comma == std::string_view::npos || scheme < comma))
+      authority = scheme + 3;
+    auto authority_end = urls.find_first_of("/?#,", authority);
+    if (authority_end == std::string_view::npos) authority_end = n;
+    const auto at = urls.substr(authority, authority_end - authority).rfind('@');
+    out.append(urls.substr(part_start, authority - part_start));
     if (at != std::string_view::npos) {
-      const auto user_start = scheme == std::string_view::npos ? 0 : scheme + 3;
-      if (at >= user_start) {
-        out += part.substr(0, user_start);
-        out += "***";
-        part.remove_prefix(at);
-      }
+      out += "***";
+      out.append(urls.substr(authority + at, authority_end - authority - at));
+    } else {
+      out.append(urls.substr(authority, authority_end - authority));
     }
-    out += part;
-    if (comma == std::string_view::npos) return out;
+    i = authority_end;
+    // The path, then parameters: a secret one's value is hidden up to the next '&', ';' or '#'
+    // (commas included: a value may contain them, and hiding too much is safe).
+    bool in_params = false;
+    while (i < n && urls[i] != ',') {
+      const char c = urls[i];
+      if (c == '?' || c == '#' || (in_params && (c == '&' || c == ';'))) {
+        in_params = true;
+        out += c;
+        ++i;
+        const auto name_end = urls.find_first_of("=&;#,", i);
+        const auto name = urls.substr(i, (name_end == std::string_view::npos ? n : name_end) - i);
+        out.append(name);
+        i += name.size();
+        if (i < n && urls[i] == '=' && is_secret_parameter(name)) {
+          out += "=***";
+          const auto value_end = urls.find_first_of("&;#", i + 1);
+          i = value_end == std::string_view::npos ? n : value_end;
+        }
+        continue;
+      }
+      out += c;
+      ++i;
+    }
+    if (i >= n) break;
     out += ',';
-    url.remove_prefix(comma + 1);
+    ++i;
   }
+  return out;
 }
 
 }  // namespace gpustream::transport

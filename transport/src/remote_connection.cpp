@@ -16,6 +16,7 @@
 #include <boost/url/parse.hpp>
 #include <boost/url/url_view.hpp>
 
+#include "gpustream/transport/address.hpp"
 #include "gpustream/transport/protocol.hpp"
 
 namespace gpustream::transport {
@@ -28,7 +29,7 @@ using tcp = asio::ip::tcp;
 namespace {
 
 [[noreturn]] void bad_url(std::string_view url, const std::string& why) {
-  throw std::invalid_argument("invalid server URL '" + std::string(url) + "': " + why +
+  throw std::invalid_argument("invalid server URL '" + redact_url_credentials(url) + "': " + why +
                               " (expected tcp://HOST:PORT or ws://HOST:PORT/ws)");
 }
 

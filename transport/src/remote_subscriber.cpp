@@ -20,6 +20,7 @@
 
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
+#include "gpustream/transport/address.hpp"
 #include "remote_connection.hpp"
 
 namespace gpustream {
@@ -101,6 +102,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       : strand_(asio::make_strand(ex)),
         options_(std::move(o)),
         url_(transport::parse_remote_url(options_.url)),
+        log_url_(transport::redact_url_credentials(options_.url)),
         retry_timer_(strand_),
         deadline_(strand_),
         resume_(options_.since),
@@ -228,7 +230,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       // Logged once per reason until a connection succeeds again.
       warned_key_ = "remote-disconnected:" + options_.url + "|" + reason;
       if (g_log_once.first(warned_key_))
-        logger()->warn("{}: {}; retrying (in {} ms, then with backoff)", options_.url, reason,
+        logger()->warn("{}: {}; retrying (in {} ms, then with backoff)", log_url_, reason,
                        delay.count());
       set_status(RemoteStatus::State::disconnected, reason, attempts, delay);
       retry_timer_.expires_after(delay);
@@ -332,7 +334,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       ++connections_;
       if (!warned_key_.empty()) {
         g_log_once.clear(warned_key_);
-        logger()->info("{}: connected again", options_.url);
+        logger()->info("{}: connected again", log_url_);
         warned_key_.clear();
       }
       set_status(RemoteStatus::State::connected, {}, 0, {});
@@ -345,7 +347,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
         return false;
       }
       if (g_log_once.first("remote-error:" + server_error_))
-        logger()->warn("{}: server error {}", options_.url, server_error_);
+        logger()->warn("{}: server error {}", log_url_, server_error_);
     }
     // Other types: newer servers may send more; ignore them.
     return true;
@@ -375,7 +377,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
     Gap g{*resume_, 0, std::string(kGapServerRestarted)};
     logger()->info("{}: the server was restarted (new instance); its snapshots are numbered "
                    "from 1 again, delivering them from its first",
-                   options_.url);
+                   log_url_);
     resume_ = 0;
     ++gaps_;
     if (on_gap) invoke([&] { on_gap(g); });
@@ -394,12 +396,13 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   void decode_error(const std::string& what) {
     ++decode_errors_;
     if (g_log_once.first("remote-decode:" + options_.url))
-      logger()->warn("{}: a message could not be decoded (reported once): {}", options_.url, what);
+      logger()->warn("{}: a message could not be decoded (reported once): {}", log_url_, what);
   }
 
   asio::strand<asio::any_io_executor> strand_;
   RemoteSubscriberOptions options_;
   transport::RemoteUrl url_;
+  std::string log_url_;  // options_.url without credentials: the only form that is logged
 
   // strand
   asio::steady_timer retry_timer_;

@@ -1,0 +1,103 @@
+#include "output.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <boost/json.hpp>
+
+namespace gpustream::cli {
+
+Output Output::standard_output() { return Output(STDOUT_FILENO, "standard output", false); }
+
+Output Output::create_file(const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  } while (fd < 0 && errno == EINTR);
+  Output out(fd, path, true);
+  if (fd < 0) out.error_ = errno;
+  return out;
+}
+
+Output::Output(Output&& o) noexcept
+    : fd_(std::exchange(o.fd_, -1)),
+      name_(std::move(o.name_)),
+      owned_(o.owned_),
+      error_(o.error_) {}
+
+Output::~Output() {
+  if (owned_ && fd_ >= 0) ::close(fd_);
+}
+
+bool Output::fail(int err) {
+  if (error_ == 0) error_ = err;
+  return false;
+}
+
+bool Output::write(std::string_view data) {
+  if (fd_ < 0 || error_ != 0) return false;
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd_, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail(errno);
+    }
+    if (n == 0) return fail(EIO);
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+bool Output::sync() {
+  if (fd_ < 0 || error_ != 0) return false;
+  int r;
+  do {
+    r = ::fsync(fd_);
+  } while (r != 0 && errno == EINTR);
+  // EINVAL / EROFS: a pipe, terminal or device that has nothing to sync (/dev/null, /dev/full).
+  if (r != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP) return fail(errno);
+  return true;
+}
+
+bool Output::finish() {
+  bool ok = sync();
+  if (owned_ && fd_ >= 0) {
+    // close() can report a failed delayed write (NFS); the descriptor is gone in any case.
+    if (::close(fd_) != 0 && errno != EINTR) {
+      fail(errno);
+      ok = false;
+    }
+    fd_ = -1;
+  }
+  return ok && error_ == 0;
+}
+
+bool Output::broken_pipe() const noexcept { return error_ == EPIPE; }
+
+bool Output::reader_gone() const noexcept {
+  if (fd_ < 0) return false;
+  pollfd p{fd_, 0, 0};  // no events asked: only POLLERR / POLLHUP / POLLNVAL come back
+  if (::poll(&p, 1, 0) != 1) return false;
+  return (p.revents & (POLLERR | POLLHUP)) != 0;
+}
+
+std::string Output::describe_error() const {
+  if (error_ == 0) return {};
+  return "cannot write to '" + name_ + "': " + std::strerror(error_);
+}
+
+std::string gap_line(const Gap& gap) {
+  boost::json::object o;
+  o["type"] = "gap";
+  o["after_sequence"] = gap.after_sequence;
+  o["missed"] = gap.missed;
+  o["reason"] = gap.reason;
+  return boost::json::serialize(o) + "\n";
+}
+
+}  // namespace gpustream::cli

@@ -1,0 +1,61 @@
+#include "stream.hpp"
+
+#include <chrono>
+#include <iostream>
+
+#include "format.hpp"
+#include "gpustream/json.hpp"
+
+namespace gpustream::cli {
+
+std::string Printer::render(const GpuSnapshot& s) {
+  if (json_) return to_json_string(s) + "\n";
+  latest_[s.probe] = s;
+  std::vector<const GpuSnapshot*> ptrs;
+  for (const auto& [_, snap] : latest_) ptrs.push_back(&snap);
+  std::string text = tty_ ? "\x1b[H\x1b[2J" : "";
+  text += table_header() + "\n" + format_table(ptrs);
+  if (!tty_) text += "\n";
+  return text;
+}
+
+void print_gap(const Gap& g) {
+  std::cerr << "gpustream: missed " << g.missed << " snapshots (" << g.reason << ")\n";
+}
+
+StreamResult stream_queue(SnapshotQueue& queue, Output& out, Printer& printer,
+                          const StreamLimits& limits, const std::atomic<bool>& stop) {
+  using Clock = std::chrono::steady_clock;
+  using End = StreamResult::End;
+  const auto started = Clock::now();
+  StreamResult r;
+  const auto ended = [&r](End why) {
+    r.end = why;
+    return r;
+  };
+  for (;;) {
+    if (stop.load()) return ended(End::stopped);
+    if (limits.stop_when_reader_gone && out.reader_gone()) return ended(End::reader_gone);
+    if (limits.duration_seconds > 0 &&
+        Clock::now() - started > std::chrono::duration<double>(limits.duration_seconds))
+      return ended(End::limit);
+    // Short waits: a signal, the duration and a reader that left are seen within 200 ms.
+    auto item = queue.pop_for(std::chrono::milliseconds{200});
+    if (!item) {
+      if (queue.closed()) return ended(End::channel_gone);
+      continue;
+    }
+    if (const auto* gap = std::get_if<Gap>(&*item)) {
+      print_gap(*gap);
+      ++r.gaps;
+      if (limits.write_gaps && !out.write(gap_line(*gap))) return ended(End::output_failed);
+      continue;
+    }
+    if (!out.write(printer.render(*std::get<SnapshotPtr>(*item))))
+      return ended(out.broken_pipe() ? End::reader_gone : End::output_failed);
+    ++r.snapshots;
+    if (limits.count > 0 && r.snapshots >= limits.count) return ended(End::limit);
+  }
+}
+
+}  // namespace gpustream::cli

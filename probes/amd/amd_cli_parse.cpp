@@ -193,7 +193,7 @@ std::optional<double> rocm_number(std::string_view s) {
     std::size_t used = 0;
     const double v = std::stod(std::string(t), &used);
     if (used != t.size()) return std::nullopt;
-    return v;
+    return finite(v);  // stod reads "inf" and "nan"
   } catch (const std::exception&) {
     return std::nullopt;
   }

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 
 #include "common.hpp"
@@ -11,33 +10,39 @@
 
 namespace {
 
-// One file per process, rewritten for each input.
-const std::string& scratch_path() {
-  static const std::string path = [] {
+// One scratch file per process, unlinked at once and reached through /proc/self/fd, so nothing
+// is left behind however the fuzzer exits. It is rewritten for each input.
+struct Scratch {
+  int fd = -1;
+  std::string path;
+};
+
+const Scratch& scratch() {
+  static const Scratch s = [] {
     char name[] = "/tmp/gpustream-fuzz-config-XXXXXX";
-    const int fd = ::mkstemp(name);
-    FUZZ_CHECK(fd >= 0);
-    ::close(fd);
-    std::atexit([] { ::unlink(scratch_path().c_str()); });
-    return std::string(name);
+    Scratch out;
+    out.fd = ::mkstemp(name);
+    FUZZ_CHECK(out.fd >= 0);
+    ::unlink(name);
+    out.path = "/proc/self/fd/" + std::to_string(out.fd);
+    return out;
   }();
-  return path;
+  return s;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  const int fd = ::open(scratch_path().c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC);
-  FUZZ_CHECK(fd >= 0);
+  const int fd = scratch().fd;
+  FUZZ_CHECK(::ftruncate(fd, 0) == 0);
   std::size_t done = 0;
   while (done < size) {
-    const auto n = ::write(fd, data + done, size - done);
+    const auto n = ::pwrite(fd, data + done, size - done, static_cast<off_t>(done));
     FUZZ_CHECK(n > 0);
     done += static_cast<std::size_t>(n);
   }
-  ::close(fd);
   try {
-    const auto c = gpustream::load_config(scratch_path());
+    const auto c = gpustream::load_config(scratch().path);
     FUZZ_CHECK(c.simulate >= 0 && c.simulate <= 256);
     FUZZ_CHECK(c.interval.count() > 0);
   } catch (const gpustream::ConfigError&) {

@@ -3,12 +3,12 @@
 # time. Fails when a target crashes (a sanitizer report, an uncaught exception, a FUZZ_CHECK),
 # and leaves the crashing input in build-fuzz/artifacts/<target>/. See docs/testing.md.
 #
-#   scripts/fuzz.sh                      every target, 15 s each (what scripts/test.sh runs)
+#   scripts/fuzz.sh                      every target, 12 s each (what scripts/test.sh runs)
 #   scripts/fuzz.sh --seconds 3600 --targets amd_smi,macmon --jobs 2
 #   scripts/fuzz.sh --merge              fold what the runs found into fuzz/corpus/ (minimized)
 #
 # Options:
-#   --seconds N       run time per target (default 15)
+#   --seconds N       run time per target (default 12)
 #   --targets a,b     only these targets (default: every target in fuzz/targets.cmake)
 #   --jobs N          libFuzzer -jobs=N -workers=N (parallel runs of one target; default 1)
 #   --build-dir DIR   the normal build tree whose static libraries are linked (default build)
@@ -23,7 +23,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$here"
 
-seconds=15
+seconds=12
 targets=""
 jobs=1
 build_dir=build
@@ -53,8 +53,8 @@ if ! command -v clang++ > /dev/null; then
 fi
 
 # Every target named in fuzz/targets.cmake, in order.
-all_targets="$(sed -n '/^set(GPUSTREAM_FUZZ_TARGETS/,/)/p' fuzz/targets.cmake |
-  sed -e 's/#.*//' -e 's/set(GPUSTREAM_FUZZ_TARGETS//' -e 's/)//' | tr -s ' \n' ' ')"
+all_targets="$(sed -e 's/#.*//' fuzz/targets.cmake | sed -n '/^set(GPUSTREAM_FUZZ_TARGETS/,/)/p' |
+  sed -e 's/set(GPUSTREAM_FUZZ_TARGETS//' -e 's/)//' | tr -s ' \n' ' ')"
 if [ -z "$targets" ]; then
   targets="$all_targets"
 else

@@ -6,7 +6,7 @@
 #   2. normal build (RelWithDebInfo) + every test, benchmarks built and smoke-run once
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build + every test
 #   4. ThreadSanitizer build + the channel and scheduler tests
-#   5. the fuzz targets (clang + libFuzzer, build-fuzz/), 15 s each (scripts/fuzz.sh)
+#   5. the fuzz targets (clang + libFuzzer, build-fuzz/), 12 s each (scripts/fuzz.sh)
 #
 # Options:  --quick   step 2 only (for a fast edit-test loop)
 #           --jobs N  parallel jobs (default: nproc)
@@ -115,9 +115,9 @@ if [ "$quick" -eq 0 ]; then
   step "channel and scheduler tests under TSan (build-tsan/)"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_ctest build-tsan -L tsan
 
-  step "fuzz targets, 15 s each (build-fuzz/)"
-  if scripts/fuzz.sh --seconds 15 --build-dir build --fuzz-dir build-fuzz; then
-    summary+=("build-fuzz: every fuzz target ran 15 s without a crash")
+  step "fuzz targets, 12 s each (build-fuzz/)"
+  if scripts/fuzz.sh --seconds 12 --build-dir build --fuzz-dir build-fuzz; then
+    summary+=("build-fuzz: every fuzz target ran 12 s without a crash")
   else
     total_fail=$((total_fail + 1))
     summary+=("build-fuzz: a fuzz target crashed or did not build (see above)")

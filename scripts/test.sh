@@ -6,10 +6,11 @@
 #   2. normal build (RelWithDebInfo) + every test, benchmarks built and smoke-run once
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build + every test
 #   4. ThreadSanitizer build + the channel and scheduler tests
+#   5. the fuzz targets (clang + libFuzzer, build-fuzz/), 12 s each (scripts/fuzz.sh)
 #
 # Options:  --quick   step 2 only (for a fast edit-test loop)
 #           --jobs N  parallel jobs (default: nproc)
-# Build trees: build/ (normal), build-asan/, build-tsan/. ccache is used when present.
+# Build trees: build/ (normal), build-asan/, build-tsan/, build-fuzz/. ccache is used when present.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -113,6 +114,14 @@ if [ "$quick" -eq 0 ]; then
   cmake --build build-tsan -j "$jobs" --target gpustream_channel_tests gpustream_scheduler_tests
   step "channel and scheduler tests under TSan (build-tsan/)"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_ctest build-tsan -L tsan
+
+  step "fuzz targets, 12 s each (build-fuzz/)"
+  if scripts/fuzz.sh --seconds 12 --build-dir build --fuzz-dir build-fuzz; then
+    summary+=("build-fuzz: every fuzz target ran 12 s without a crash")
+  else
+    total_fail=$((total_fail + 1))
+    summary+=("build-fuzz: a fuzz target crashed or did not build (see above)")
+  fi
 fi
 
 step "summary ($(( $(date +%s) - start ))s)"

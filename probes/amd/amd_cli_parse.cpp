@@ -1,6 +1,8 @@
 // Parsers for amd-smi and rocm-smi JSON output (see ../shared/fixtures/amd_*/SCHEMA_NOTES.md).
 #include <algorithm>
 #include <cctype>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include <boost/json.hpp>
@@ -89,9 +91,31 @@ std::optional<double> ns_per(std::string_view unit) {
 // amd-smi 6.0/6.1 printed in ns (the unit only appeared in the human-readable format).
 std::optional<std::uint64_t> busy_ns(const json::value& v);
 
+// A value a tool printed, kept only when it is a finite number: std::stod reads "inf" and "nan",
+// and a huge number times a unit scale overflows to inf.
+std::optional<double> finite(std::optional<double> v) {
+  if (v && !std::isfinite(*v)) return std::nullopt;
+  return v;
+}
+
+// A whole count (pid, bytes, ns) from a measurement: finite, in [0, 2^63), fraction dropped;
+// nullopt otherwise (casting NaN, inf or a value out of range to an integer is undefined).
+std::optional<std::int64_t> whole(std::optional<double> v) {
+  constexpr double kLimit = 9223372036854775808.0;  // 2^63
+  if (!v || !std::isfinite(*v) || *v < 0 || *v >= kLimit) return std::nullopt;
+  return static_cast<std::int64_t>(*v);
+}
+
+std::optional<double> measure_any(const json::value* v, double bare_scale);
+
 // A measurement: a number, a numeric string, or {"value": x, "unit": u}; "N/A" -> nullopt.
 // `bare_scale` applies to unit-less numbers (ROCm 6.0 printed VRAM in MB without a unit).
+// Non-finite values ("inf", "nan", or an overflow after scaling) are nullopt too.
 std::optional<double> measure(const json::value* v, double bare_scale = 1) {
+  return finite(measure_any(v, bare_scale));
+}
+
+std::optional<double> measure_any(const json::value* v, double bare_scale) {
   if (!v) return std::nullopt;
   if (v->is_object()) {
     const auto* value = v->as_object().if_contains("value");
@@ -132,9 +156,14 @@ std::string string_at(const json::value& gpu, std::initializer_list<std::string_
   return s == "N/A" ? std::string{} : s;
 }
 
+// The "gpu" index; the position in the array when it is absent or not a whole number in
+// [0, INT_MAX] (1.5, -1, 1e300, "x"): one odd field must not cost the whole sample.
 int gpu_index(const json::value& gpu, int fallback) {
-  if (const auto* g = path(gpu, {"gpu"}); g && g->is_number()) return g->to_number<int>();
-  return fallback;
+  const auto* g = path(gpu, {"gpu"});
+  if (!g || !g->is_number()) return fallback;
+  const double d = g->to_number<double>();  // every JSON number converts to a double
+  if (!(d >= 0) || d > std::numeric_limits<int>::max() || std::floor(d) != d) return fallback;
+  return static_cast<int>(d);
 }
 
 void put(MetricSet& m, Metric metric, std::optional<double> v, Source s) {
@@ -164,7 +193,7 @@ std::optional<double> rocm_number(std::string_view s) {
     std::size_t used = 0;
     const double v = std::stod(std::string(t), &used);
     if (used != t.size()) return std::nullopt;
-    return v;
+    return finite(v);  // stod reads "inf" and "nan"
   } catch (const std::exception&) {
     return std::nullopt;
   }
@@ -181,8 +210,9 @@ std::optional<std::uint64_t> busy_ns(const json::value& v) {
   } else if (v.is_number()) {
     ns = measure(&v);
   }
-  if (!ns || *ns < 0) return std::nullopt;
-  return static_cast<std::uint64_t>(*ns);
+  const auto whole_ns = whole(ns);
+  if (!whole_ns) return std::nullopt;  // NaN, inf, negative or past 2^63 ns (292 years)
+  return static_cast<std::uint64_t>(*whole_ns);
 }
 
 }  // namespace
@@ -251,12 +281,12 @@ std::map<int, std::vector<ProcessUsage>> parse_amd_smi_process(std::string_view 
     if (!info.is_object()) return;  // "N/A" or "No running processes detected"
     ProcessUsage u;
     auto& p = u.process;
-    const auto pid = measure(path(info, {"pid"}));
-    if (!pid) return;
-    p.pid = static_cast<std::int64_t>(*pid);
+    const auto pid = whole(measure(path(info, {"pid"})));
+    if (!pid || *pid == 0) return;  // no usable pid: this entry is skipped
+    p.pid = *pid;
     p.name = string_at(info, {"name"});
     auto vram = first_of(info, {{"memory_usage", "vram_mem"}, {"mem_usage"}, {"mem"}});
-    if (vram) p.gpu_memory_bytes = static_cast<std::uint64_t>(*vram);
+    if (const auto bytes = whole(vram)) p.gpu_memory_bytes = static_cast<std::uint64_t>(*bytes);
     if (const auto* usage = path(info, {"usage"}); usage && usage->is_object()) {
       for (const auto& [engine, value] : usage->as_object())
         if (auto ns = busy_ns(value)) u.engine_busy_ns[std::string(engine)] = *ns;
@@ -298,7 +328,7 @@ std::vector<DeviceSample> parse_rocm_smi(std::string_view text) {
     const std::string_view k = key;
     if (k.substr(0, 4) != "card" || !card.is_object()) continue;
     const auto index = readers::parse_int(k.substr(4));
-    if (!index) continue;
+    if (!index || *index < 0 || *index > std::numeric_limits<int>::max()) continue;
     // Normalised keys: lower case, without a trailing ':'.
     std::map<std::string, std::string> f;
     for (const auto& [fk, fv] : card.as_object()) {

@@ -1,6 +1,7 @@
 // Parsing `macmon pipe` lines, every schema generation (see gpustream/probes/apple_probe.hpp).
 #include <array>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include <boost/json/monotonic_resource.hpp>
@@ -176,6 +177,24 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
 }
 
+// secs * 1e9 + nanos (nanos in [0, 1e9)), or nullopt outside what an int64 of nanoseconds holds
+// (1677-09-21 to 2262-04-11): a year such as 9999 would overflow, which is undefined.
+std::optional<std::int64_t> seconds_to_ns(std::int64_t secs, std::int64_t nanos) noexcept {
+  constexpr std::int64_t kNs = 1'000'000'000;
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  if (secs > kMax / kNs || secs < kMin / kNs - 1) return std::nullopt;
+  if (secs >= 0) {
+    if (secs == kMax / kNs && nanos > kMax % kNs) return std::nullopt;
+    return secs * kNs + nanos;
+  }
+  // Negative: (secs + 1) s and (nanos - 1 s), so that no intermediate leaves the range.
+  const std::int64_t whole = (secs + 1) * kNs;
+  const std::int64_t rest = nanos - kNs;  // in [-1e9, 0)
+  if (whole < kMin - rest) return std::nullopt;
+  return whole + rest;
+}
+
 }  // namespace
 
 std::string_view to_string(MacmonSchema schema) noexcept {
@@ -228,7 +247,7 @@ std::optional<std::int64_t> parse_rfc3339_ns(std::string_view s) noexcept {
   const std::int64_t days =
       days_from_civil(year, static_cast<unsigned>(month), static_cast<unsigned>(day));
   const std::int64_t secs = days * 86400 + hour * 3600 + minute * 60 + second - offset_s;
-  return secs * 1'000'000'000 + nanos;
+  return seconds_to_ns(secs, nanos);
 }
 
 MacmonSample parse_macmon_line(std::string_view line) {

@@ -1,5 +1,7 @@
 // Parsers of `nvidia-smi --query-gpu / --query-compute-apps --format=csv[,noheader][,nounits]`.
 #include <charconv>
+#include <cmath>
+#include <limits>
 #include <utility>
 
 #include "gpustream/probes/nvidia_formats.hpp"
@@ -89,11 +91,13 @@ std::vector<std::string_view> lines_of(std::string_view text) {
   return out;
 }
 
+// A finite number at the start of `cell` (from_chars also reads "inf", "nan" and "infinity",
+// which no nvidia-smi field means); `rest` is what follows it, trimmed.
 std::optional<double> number(std::string_view cell, std::string_view* rest) {
   double v = 0;
   const auto* end = cell.data() + cell.size();
   auto [p, ec] = std::from_chars(cell.data(), end, v);
-  if (ec != std::errc{} || p == cell.data()) return std::nullopt;
+  if (ec != std::errc{} || p == cell.data() || !std::isfinite(v)) return std::nullopt;
   *rest = trim(std::string_view(p, static_cast<std::size_t>(end - p)));
   return v;
 }
@@ -201,7 +205,8 @@ std::vector<DeviceSample> smi_devices_from_csv(std::string_view text,
     d.vendor = Vendor::nvidia;
     d.index = row_number++;
     if (auto* c = cell_of(t, row, "index"))
-      if (auto i = readers::parse_int(*c)) d.index = static_cast<int>(*i);
+      if (auto i = readers::parse_int(*c); i && *i >= 0 && *i <= std::numeric_limits<int>::max())
+        d.index = static_cast<int>(*i);
     if (auto* c = cell_of(t, row, "name")) d.name = *c;
     if (auto* c = cell_of(t, row, "pci.bus_id"); c && !c->empty() && c->front() != '[')
       d.pci_bus_id = normalize_pci_bus_id(*c);
@@ -258,9 +263,14 @@ std::vector<SmiComputeApp> smi_compute_apps_from_csv(std::string_view text,
     if (auto* c = cell_of(t, row, "uuid")) app.gpu_uuid = *c;
     if (auto* c = cell_of(t, row, "pci.bus_id")) app.gpu_bus_id = normalize_pci_bus_id(*c);
     if (auto* c = cell_of(t, row, "process_name")) app.process_name = *c;
-    if (auto* c = cell_of(t, row, "used_gpu_memory"))
-      if (auto v = parse_smi_value(*c); v.value && *v.value >= 0)
+    if (auto* c = cell_of(t, row, "used_gpu_memory")) {
+      // Bytes below 2^63: a larger (or negative) value is garbage, and casting a double out of
+      // range to an integer is undefined.
+      constexpr double kLimit = 9223372036854775808.0;
+      const auto v = parse_smi_value(*c);
+      if (v.value && *v.value >= 0 && *v.value * kMiB < kLimit)
         app.used_memory_bytes = static_cast<std::uint64_t>(*v.value * kMiB);
+    }
     out.push_back(std::move(app));
   }
   return out;

@@ -1,5 +1,6 @@
 #include "gpustream/config.hpp"
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -19,8 +20,12 @@ std::int64_t as_int(const boost::json::value& v, const std::string& key) {
   if (v.is_int64()) return v.get_int64();
   if (v.is_uint64() && v.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
     return static_cast<std::int64_t>(v.get_uint64());
-  if (v.is_double() && v.get_double() == static_cast<double>(static_cast<std::int64_t>(v.get_double())))
-    return static_cast<std::int64_t>(v.get_double());
+  // A whole double within int64 (casting one outside, or NaN, to an integer is undefined).
+  if (v.is_double()) {
+    const double d = v.get_double();
+    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && std::floor(d) == d)
+      return static_cast<std::int64_t>(d);
+  }
   fail(key, "expected an integer");
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <regex>
 #include <string>
@@ -203,6 +204,27 @@ TEST(MacmonParse, Rfc3339Timestamps) {
         "2025-02-24T20:38:15+0000", "2025-02-24T20:38:15Zjunk", "2025/02/24T20:38:15Z"}) {
     EXPECT_FALSE(parse_rfc3339_ns(bad)) << bad;
   }
+}
+
+// Issue 11, defect 8: nanoseconds since 1970 fit an int64 from 1677-09-21 to 2262-04-11; a
+// timestamp outside that used to overflow (undefined behaviour). It is now rejected, and the
+// line keeps every other field with "timestamp" listed as invalid.
+TEST(MacmonParse, TimestampsOutsideTheNanosecondRangeAreRejected) {
+  EXPECT_EQ(parse_rfc3339_ns("2262-04-11T23:47:16.854775807Z"),
+            std::numeric_limits<std::int64_t>::max());
+  EXPECT_FALSE(parse_rfc3339_ns("2262-04-11T23:47:16.854775808Z"));
+  EXPECT_FALSE(parse_rfc3339_ns("2263-01-01T00:00:00Z"));
+  EXPECT_FALSE(parse_rfc3339_ns("9999-12-31T23:59:59.999999999-23:59"));
+  EXPECT_EQ(parse_rfc3339_ns("1677-09-21T00:12:43.145224192Z"),
+            std::numeric_limits<std::int64_t>::min());
+  EXPECT_FALSE(parse_rfc3339_ns("1677-09-21T00:12:43.145224191Z"));
+  EXPECT_FALSE(parse_rfc3339_ns("0000-01-01T00:00:00+23:59"));
+
+  const auto s = parse_macmon_line(
+      R"({"gpu_usage": [1000, 0.5], "gpu_power": 2.5, "timestamp": "9999-01-01T00:00:00Z"})");
+  EXPECT_FALSE(s.timestamp_unix_ns);
+  EXPECT_EQ(s.invalid_fields, std::vector<std::string>{"timestamp"});
+  EXPECT_EQ(s.gpu_power_watts, 2.5);
 }
 
 // The README examples of macmon itself (shared fixtures, with // comments and trailing commas).

@@ -237,5 +237,37 @@ TEST(SmiCsv, ComputeApps) {
   EXPECT_FALSE(apps[1].used_memory_bytes);
 }
 
+// Issue 11, defect 7: from_chars reads "inf", "nan" and "infinity"; none is a value of any
+// nvidia-smi field, and a non-finite or huge value must never be cast to an integer.
+TEST(SmiValue, NonFiniteCellsAreUnparsable) {
+  for (const char* cell : {"inf", "-inf", "nan", "NaN W", "infinity MiB", "INF %"}) {
+    const auto v = parse_smi_value(cell);
+    EXPECT_FALSE(v.value) << cell;
+    EXPECT_EQ(v.absence, Absence::tool_failed) << cell;
+  }
+  EXPECT_FALSE(parse_smi_value("1e999 MiB").value);  // out of range
+}
+
+TEST(SmiCsv, NonFiniteOrOutOfRangeValuesMakeOnlyThatFieldAbsent) {
+  std::vector<SampleError> errors;
+  const std::string_view asked[] = {"index", "uuid", "memory.used", "power.draw"};
+  const auto devices = smi_devices_from_csv(
+      "0, GPU-1, inf, 50\n99999999999, GPU-2, 10, nan\n-4, GPU-3, 1, 2\n", asked, &errors);
+  ASSERT_EQ(devices.size(), 3u);
+  EXPECT_EQ(devices[0].metrics[Metric::memory_used_bytes].reason(), Absence::tool_failed);
+  EXPECT_EQ(devices[0].metrics[Metric::power_watts].get(), 50.0);
+  EXPECT_EQ(devices[1].index, 1);  // an index out of int range: the row number
+  EXPECT_EQ(devices[1].metrics[Metric::power_watts].reason(), Absence::tool_failed);
+  EXPECT_EQ(devices[2].index, 2);  // a negative index: the row number
+  EXPECT_EQ(errors.size(), 2u);
+
+  const std::string_view apps_asked[] = {"pid", "used_gpu_memory"};
+  const auto apps = smi_compute_apps_from_csv(
+      "10, inf\n11, nan\n12, 1e300\n13, -1\n14, 3\n", apps_asked, &errors);
+  ASSERT_EQ(apps.size(), 5u);
+  for (std::size_t i = 0; i < 4; ++i) EXPECT_FALSE(apps[i].used_memory_bytes) << apps[i].pid;
+  EXPECT_EQ(apps[4].used_memory_bytes, 3ull << 20);
+}
+
 }  // namespace
 }  // namespace gpustream::nvidia

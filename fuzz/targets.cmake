@@ -1,0 +1,35 @@
+# The fuzz targets, shared by the libFuzzer build (fuzz/CMakeLists.txt configured on its own
+# with clang) and the replay build (included from the project: ctest runs every seed and
+# regression input through the same LLVMFuzzerTestOneInput).
+#
+# Each target is fuzz/targets/<name>.cpp; seeds are in fuzz/corpus/<name>/, crashes found and
+# fixed are kept in fuzz/regressions/<name>/.
+set(GPUSTREAM_FUZZ_TARGETS
+  fdinfo           # DRM fdinfo text (probes/common/drm_fdinfo.cpp)
+  sysfs_readers    # sysfs/procfs value readers (probes/common/readers.cpp, pp_dpm levels)
+  amd_smi          # amd-smi static/metric/process --json (probes/amd/amd_cli_parse.cpp)
+  rocm_smi         # rocm-smi --json (probes/amd/amd_cli_parse.cpp)
+  nvidia_smi_csv   # nvidia-smi --format=csv (probes/nvidia/smi_csv.cpp, formats.cpp)
+  macmon           # macmon pipe lines (probes/apple/macmon_parse.cpp)
+  snapshot_json    # the gpustream/1 decoder (sdk/src/json_read.cpp, json_parse.cpp)
+  client_message   # client protocol messages (transport/src/protocol.cpp)
+  http_access      # Host/Origin/token checks (transport/src/access.cpp)
+  config)          # the config file (sdk/src/config.cpp)
+
+# The translation units the fuzzers exercise. The libFuzzer build compiles these (only) with
+# coverage and sanitizer instrumentation; everything else they need comes from the normal
+# build's static libraries.
+set(GPUSTREAM_FUZZ_INSTRUMENTED_SOURCES
+  probes/common/readers.cpp
+  probes/common/drm_fdinfo.cpp
+  probes/amd/amd_cli_parse.cpp
+  probes/nvidia/smi_csv.cpp
+  probes/nvidia/formats.cpp
+  probes/apple/macmon_parse.cpp
+  sdk/src/json_parse.cpp
+  sdk/src/json_read.cpp
+  sdk/src/json_utf8.cpp
+  sdk/src/model.cpp
+  sdk/src/config.cpp
+  transport/src/protocol.cpp
+  transport/src/access.cpp)

@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh — builds the libFuzzer targets (fuzz/) with clang and runs each for a fixed
+# time. Fails when a target crashes (a sanitizer report, an uncaught exception, a FUZZ_CHECK),
+# and leaves the crashing input in build-fuzz/artifacts/<target>/. See docs/testing.md.
+#
+#   scripts/fuzz.sh                      every target, 12 s each (what scripts/test.sh runs)
+#   scripts/fuzz.sh --seconds 3600 --targets amd_smi,macmon --jobs 2
+#   scripts/fuzz.sh --merge              fold what the runs found into fuzz/corpus/ (minimized)
+#
+# Options:
+#   --seconds N       run time per target (default 12)
+#   --targets a,b     only these targets (default: every target in fuzz/targets.cmake)
+#   --jobs N          libFuzzer -jobs=N -workers=N (parallel runs of one target; default 1)
+#   --build-dir DIR   the normal build tree whose static libraries are linked (default build)
+#   --fuzz-dir DIR    the fuzz build tree (default build-fuzz)
+#   --merge           after running, merge each target's new inputs into fuzz/corpus/<target>
+#   --build-only      build the fuzz targets and stop
+#   -- ARGS...        extra libFuzzer flags for every run (e.g. -- -max_len=65536)
+# The work corpus (inputs found by earlier runs) is kept in <fuzz-dir>/corpus/<target>/; the
+# seeds in fuzz/corpus/ and, when present, ../shared/fixtures are read as well.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$here"
+
+seconds=12
+targets=""
+jobs=1
+build_dir=build
+fuzz_dir=build-fuzz
+merge=0
+build_only=0
+extra=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift ;;
+    --targets) targets="$2"; shift ;;
+    --jobs) jobs="$2"; shift ;;
+    --build-dir) build_dir="$2"; shift ;;
+    --fuzz-dir) fuzz_dir="$2"; shift ;;
+    --merge) merge=1 ;;
+    --build-only) build_only=1 ;;
+    --) shift; extra=("$@"); break ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "fuzz.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+if ! command -v clang++ > /dev/null; then
+  echo "fuzz.sh: clang++ is missing (scripts/deps.sh test installs clang and libfuzzer-14-dev)" >&2
+  exit 1
+fi
+
+# Every target named in fuzz/targets.cmake, in order.
+all_targets="$(sed -e 's/#.*//' fuzz/targets.cmake | sed -n '/^set(GPUSTREAM_FUZZ_TARGETS/,/)/p' |
+  sed -e 's/set(GPUSTREAM_FUZZ_TARGETS//' -e 's/)//' | tr -s ' \n' ' ')"
+if [ -z "$targets" ]; then
+  targets="$all_targets"
+else
+  targets="${targets//,/ }"
+fi
+
+t0=$(date +%s)
+# 1. The normal build's static libraries (already there after scripts/test.sh's normal build).
+if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+fi
+cmake --build "$build_dir" --target gpustream_transport gpustream_probes gpustream_sdk > /dev/null
+t1=$(date +%s)
+# 2. The instrumented parsers and the fuzz binaries.
+# (Configured every time: it checks which of the normal libraries exist.)
+CXX=clang++ cmake -S fuzz -B "$fuzz_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DGPUSTREAM_BUILD_DIR="$(cd "$build_dir" && pwd)" > /dev/null
+bins=()
+for t in $targets; do bins+=("fuzz_$t"); done
+cmake --build "$fuzz_dir" --target "${bins[@]}"
+t2=$(date +%s)
+echo "fuzz.sh: normal libraries $((t1 - t0)) s, fuzz build $((t2 - t1)) s"
+[ "$build_only" -eq 1 ] && exit 0
+
+# 3. Run each target.
+shared="$here/../shared/fixtures"
+seeds_of() {  # extra read-only seed directories for a target
+  case "$1" in
+    fdinfo) echo "$shared/amd_fdinfo $shared/intel/fdinfo" ;;
+    amd_smi) echo "$shared/amd_amdsmi" ;;
+    rocm_smi) echo "$shared/amd_rocmsmi" ;;
+    nvidia_smi_csv) echo "$shared/nvidia/smi_csv" ;;
+    macmon) echo "$shared/apple_macmon" ;;
+  esac
+}
+
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
+failed=()
+report=()
+for t in $targets; do
+  work="$fuzz_dir/corpus/$t"
+  artifacts="$fuzz_dir/artifacts/$t/"
+  log="$fuzz_dir/logs/$t.log"
+  mkdir -p "$work" "$artifacts" "$(dirname "$log")"
+  dirs=("$work" "fuzz/corpus/$t")
+  for d in $(seeds_of "$t"); do [ -d "$d" ] && dirs+=("$d"); done
+  args=(-max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$artifacts"
+    -timeout=10 -rss_limit_mb=2048 -max_len=16384)
+  if [ "$jobs" -gt 1 ]; then args+=(-jobs="$jobs" -workers="$jobs"); fi
+  echo "---- fuzz_$t (${seconds} s)"
+  set +e
+  "$fuzz_dir/fuzz_$t" "${args[@]}" "${extra[@]}" "${dirs[@]}" > "$log" 2>&1
+  rc=$?
+  set -e
+  execs="$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')"
+  rate="$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{s += $2} END {print s + 0}')"
+  cov="$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | awk '{print $2}')"
+  if [ "$rc" -ne 0 ]; then
+    failed+=("$t")
+    report+=("$(printf '%-16s FAILED (exit %s) — see %s' "$t" "$rc" "$log")")
+    grep -E 'ERROR:|runtime error|FUZZ_CHECK|terminate called|Test unit written' "$log" | head -5 || true
+  else
+    report+=("$(printf '%-16s %9s runs %8s exec/s  cov %s' "$t" "$execs" "$rate" "${cov:-?}")")
+  fi
+  if [ "$merge" -eq 1 ] && [ "$rc" -eq 0 ]; then
+    "$fuzz_dir/fuzz_$t" -merge=1 -max_len=16384 "fuzz/corpus/$t" "$work" > "$log.merge" 2>&1
+  fi
+done
+
+echo
+echo "fuzz.sh: $(echo $targets | wc -w) targets, ${seconds} s each, $(( $(date +%s) - t2 )) s in all"
+for r in "${report[@]}"; do echo "  $r"; done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz.sh: crashes in: ${failed[*]}. Fix the parser, then copy the input from" >&2
+  echo "  $fuzz_dir/artifacts/<target>/ to fuzz/regressions/<target>/ (ctest replays it)." >&2
+  exit 1
+fi

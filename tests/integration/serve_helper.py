@@ -45,7 +45,8 @@ class Server:
         self.http = None
         self.tcp = None
         deadline = time.monotonic() + 30
-        while self.http is None:
+        want_tcp = "--tcp" in args
+        while self.http is None or (want_tcp and self.tcp is None):
             left = deadline - time.monotonic()
             if left <= 0 or self.proc.poll() is not None:
                 self.kill()

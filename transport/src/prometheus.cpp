@@ -244,7 +244,9 @@ void probe_stats(Exposition& e, const std::vector<ProbeStats>& stats) {
              l, static_cast<double>(ps.interval.count()) / 1e3);
     e.sample(e.family("gpustream_probe_devices", "gauge", "Devices in the last sample."), l,
              static_cast<std::uint64_t>(ps.devices));
-    const auto lat = e.family("gpustream_probe_sample_latency_seconds", "gauge",
+    // A summary of quantiles only: they cover the recent window (ProbeStats::latency_window
+    // samples), and no cumulative _sum/_count is kept. A gauge may not carry a `quantile` label.
+    const auto lat = e.family("gpustream_probe_sample_latency_seconds", "summary",
                               "Sample latency quantiles over the recent window.");
     const std::pair<std::string_view, const std::optional<std::int64_t>*> qs[] = {
         {"0.5", &ps.latency_p50_ns}, {"0.9", &ps.latency_p90_ns}, {"0.99", &ps.latency_p99_ns}};

@@ -1,0 +1,229 @@
+"""The cases of protocol_client.py: what docs/protocol.md promises about hello, auth, subscribe
+(projections and filters), resuming and gaps. The connection-lifecycle rows are in
+protocol_lifecycle.py. Each case is (extra `serve` flags, coroutine(server)); "{tmp}" in a flag is
+the case's temporary folder ("{tmp}/token" holds the token `s3cret` followed by CRLF,
+"{tmp}/config.json" sets history to 16)."""
+import urllib.error
+import urllib.request
+
+import websockets.exceptions
+
+from protocol_conn import Closed, expect, open_conn, snapshots
+
+DOUBLE_METRICS = {"utilization_percent", "memory_utilization_percent", "temperature_celsius",
+                  "power_watts", "power_average_watts", "power_limit_watts", "energy_joules",
+                  "clock_graphics_mhz", "clock_sm_mhz", "clock_memory_mhz", "fan_percent",
+                  "fan_rpm"}
+PROBE_STATES = {"detecting", "available", "unavailable", "backoff", "stopped", "unknown"}
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+def same(a, b, path="$"):
+    """Equal values of the same JSON types (an integer is not a double)."""
+    check(type(a) is type(b), f"{path}: {a!r} ({type(a).__name__}) vs {b!r} ({type(b).__name__})")
+    if isinstance(a, dict):
+        check(list(a) == list(b), f"{path}: keys {list(a)} vs {list(b)}")
+        for k in a:
+            same(a[k], b[k], f"{path}.{k}")
+    elif isinstance(a, list):
+        check(len(a) == len(b), f"{path}: lengths {len(a)} vs {len(b)}")
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, f"{path}[{i}]")
+    else:
+        check(a == b, f"{path}: {a!r} vs {b!r}")
+
+
+def check_number_format(snapshot, where):
+    """protocol.md, Metrics: doubles are JSON doubles (`64.0`), byte counts integers."""
+    for d in snapshot["devices"]:
+        for name, v in d["metrics"].items():
+            want = float if name in DOUBLE_METRICS else int
+            check(type(v) is want, f"{where}: {d['id']}.metrics.{name} = {v!r} is not a "
+                                   f"JSON {'double' if want is float else 'integer'}")
+
+
+async def devices_ready(server):
+    return server.wait_until("the first samples", lambda: server.get_json("/api/v1/devices")["devices"])
+
+
+async def case_hello(server):
+    await devices_ready(server)
+    for tr in ("tcp", "ws"):
+        c = await open_conn(tr, server)
+        h = await c.recv()
+        check(h["type"] == "hello", f"{tr}: the first message is not hello: {h}")
+        check(h.get("schema") == "gpustream/1", f"{tr}: schema {h.get('schema')}")
+        check(isinstance(h.get("server"), str) and h["server"], f"{tr}: server {h.get('server')}")
+        check(isinstance(h.get("instance"), str) and h["instance"], f"{tr}: instance")
+        check(isinstance(h.get("last_sequence"), int) and h["last_sequence"] >= 0, f"{tr}: last_sequence")
+        check(isinstance(h.get("history_capacity"), int) and h["history_capacity"] > 0, f"{tr}: history")
+        for p in h["probes"]:
+            check(isinstance(p["name"], str) and p["state"] in PROBE_STATES, f"{tr}: probe {p}")
+            check(isinstance(p.get("reason", ""), str), f"{tr}: probe reason {p}")
+        check({p["name"] for p in h["probes"]} >= {"simulated", "host"}, f"{tr}: probes {h['probes']}")
+        check(h["devices"], f"{tr}: hello lists no device")
+        for d in h["devices"]:
+            for k, t in (("id", str), ("vendor", str), ("name", str), ("probe", str),
+                         ("index", int), ("pci_bus_id", str)):
+                check(isinstance(d.get(k), t), f"{tr}: hello device {k}: {d}")
+        # Without --token an auth line is ignored.
+        await c.send({"type": "auth", "token": "whatever"})
+        got = await snapshots(c, 6)
+        seqs = [s["sequence"] for s in got]
+        check(seqs == list(range(h["last_sequence"] + 1, h["last_sequence"] + 7)),
+              f"{tr}: the snapshots after hello are not last_sequence+1, +2, ...: "
+              f"last_sequence {h['last_sequence']}, got {seqs}")
+        for s in got:
+            for k in ("schema", "probe", "sequence", "time_unix_ns", "devices", "errors"):
+                check(k in s, f"{tr}: snapshot without {k}")
+            check_number_format(s, tr)
+        await c.close()
+
+
+async def case_auth(server):
+    for token_ok in (True, False):
+        c = await open_conn("tcp", server, token="s3cret" if token_ok else "wrong")
+        if token_ok:
+            check((await c.recv())["type"] == "hello", "tcp: no hello after a good auth line")
+            await c.close()
+            continue
+        e = await c.recv()
+        check(e["type"] == "error" and e["code"] == "unauthorized", f"tcp wrong token: {e}")
+        try:
+            m = await c.recv()
+            raise AssertionError(f"tcp wrong token: still open, sent {m}")
+        except Closed:
+            pass
+    # The first line must be auth: a subscribe first is refused, and so is silence.
+    for first in ({"type": "subscribe"}, None):
+        c = await open_conn("tcp", server)
+        if first:
+            await c.send(first)
+        e = await c.recv(timeout=5)
+        check(e["type"] == "error" and e["code"] == "unauthorized", f"tcp {first}: {e}")
+        try:
+            await c.recv()
+            raise AssertionError("tcp: open after unauthorized")
+        except Closed:
+            pass
+    for kw in ({"token": "s3cret"}, {"query_token": "s3cret"}):
+        c = await open_conn("ws", server, **kw)
+        check((await c.recv())["type"] == "hello", f"ws {kw}: no hello")
+        await c.close()
+    try:
+        await open_conn("ws", server)
+        raise AssertionError("ws without a token was accepted")
+    except websockets.exceptions.InvalidStatusCode as e:
+        check(e.status_code == 401, f"ws without a token: {e.status_code}")
+    try:
+        urllib.request.urlopen(f"http://{server.http}/metrics", timeout=10)
+        raise AssertionError("/metrics without a token was served")
+    except urllib.error.HTTPError as e:
+        check(e.code == 401 and e.headers.get("WWW-Authenticate", "").startswith("Bearer"),
+              f"/metrics without a token: {e.code} {dict(e.headers)}")
+    with urllib.request.urlopen(f"http://{server.http}/healthz", timeout=10) as r:
+        check(r.status == 200 and r.read().strip() == b"ok", "/healthz is not open")
+
+
+PROJECTED = ["utilization_percent", "temperature_celsius", "memory_used_bytes", "power_watts"]
+
+
+def project(device, fields):
+    """What protocol.md says a projection keeps of one device: `metrics`, `sources`, `absent`
+    and `absent_sources` only for `fields` (the last left out when empty); the rest as is."""
+    out = {}
+    for k, v in device.items():
+        if k in ("metrics", "sources", "absent"):
+            out[k] = {m: x for m, x in v.items() if m in fields}
+        elif k == "absent_sources":
+            kept = {m: x for m, x in v.items() if m in fields}
+            if kept:
+                out[k] = kept
+        else:
+            out[k] = v
+    return out
+
+
+async def case_projection(server):
+    await devices_ready(server)
+    plain = await open_conn("tcp", server)
+    await expect(plain, "hello")
+    proj = await open_conn("ws", server)
+    await expect(proj, "hello")
+    await proj.send({"type": "subscribe", "fields": PROJECTED})
+    ack = await expect(proj, "subscribed")
+    check(ack.get("fields") == PROJECTED, f"subscribed fields: {ack}")
+    got = await snapshots(proj, 6)
+    want = {s["sequence"] for s in got}
+    seen = {}
+    while not want <= set(seen):
+        s = (await snapshots(plain, 1))[0]
+        seen[s["sequence"]] = s
+        check(len(seen) < 200, "the unprojected stream never reached the projected sequences")
+    for p in got:
+        check("absent_sources" not in p["devices"][0] or p["devices"][0]["absent_sources"],
+              "an empty absent_sources object in a projected snapshot")
+        u = seen[p["sequence"]]
+        expected = dict(u)
+        expected["type"] = "snapshot"
+        expected["devices"] = [project(d, PROJECTED) for d in u["devices"]]
+        same(p, expected, f"seq {p['sequence']}")
+        check_number_format(p, "projected")
+    await plain.close()
+    await proj.close()
+
+
+async def case_filters(server):
+    ids = [d["id"] for d in (await devices_ready(server))]
+    c = await open_conn("ws", server)
+    await expect(c, "hello")
+    await c.send({"type": "subscribe", "probes": ["host"]})
+    ack = await expect(c, "subscribed")
+    check(ack.get("probes") == ["host"], f"subscribed: {ack}")
+    for s in await snapshots(c, 4):
+        check(s["probe"] == "host", f"probes filter: got a {s['probe']} snapshot")
+    # A new subscribe replaces the previous one.
+    await c.send({"type": "subscribe", "probes": ["simulated"], "devices": [ids[0]]})
+    await expect(c, "subscribed")
+    for s in await snapshots(c, 4):
+        check(s["probe"] == "simulated" and [d["id"] for d in s["devices"]] == [ids[0]],
+              f"devices filter: {s['probe']} {[d['id'] for d in s['devices']]}")
+    await c.send({"type": "subscribe"})
+    await expect(c, "subscribed")
+    probes = set()
+    for _ in range(200):
+        probes.add((await snapshots(c, 1))[0]["probe"])
+        if probes == {"simulated", "host"}:
+            break
+    check(probes == {"simulated", "host"}, f"an empty subscribe should give everything: {probes}")
+    await c.close()
+
+
+async def case_unknown_ids(server):
+    ids = [d["id"] for d in (await devices_ready(server))]
+    for tr in ("tcp", "ws"):
+        c = await open_conn(tr, server)
+        await expect(c, "hello")
+        await c.send({"type": "subscribe", "devices": [ids[0], "no-such-device"],
+                      "probes": ["simulated", "no-such-probe"]})
+        while True:
+            m = await c.recv()
+            if m["type"] in ("subscribed", "error"):
+                break
+        text = str(m.get("unknown", "")) if m["type"] == "subscribed" else m.get("message", "")
+        check("no-such-device" in text and "no-such-probe" in text,
+              f"{tr}: unknown ids are not reported (item 12): {m}")
+        await c.close()
+
+
+CASES_SUBSCRIBE = {
+    "hello": (["--simulate", "2", "--interval", "0.1"], case_hello),
+    "auth": (["--simulate", "1", "--interval", "0.1", "--token", "{tmp}/token", "--handshake-timeout", "0.5"], case_auth),
+    "projection": (["--simulate", "2", "--interval", "0.05"], case_projection),
+    "filters": (["--simulate", "2", "--interval", "0.05"], case_filters),
+    "unknown_ids": (["--simulate", "2", "--interval", "0.05"], case_unknown_ids),
+}

@@ -79,7 +79,7 @@ TEST(CliConnect, ServeAndWatchReadTheTokenFileTheSameWay) {
   r = run("watch --json --duration 1 --connect ws://" + addr + "/ws --token-file " +
           t.file("wrong"));
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("unauthorized"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("401 Unauthorized"), std::string::npos) << r.err;
 
   serve.signal(SIGTERM);
   EXPECT_EQ(serve.wait(), 0);

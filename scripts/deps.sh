@@ -4,7 +4,8 @@
 #   scripts/deps.sh test     — build + GoogleTest, Google Benchmark, nlohmann-json (bench only),
 #                              and the real parts the integration tests drive: Prometheus,
 #                              python3-websockets, Chromium + Node.js (browser test), the Level
-#                              Zero loader (libze1), nats-server (NATS bridge test)
+#                              Zero loader (libze1), nats-server (NATS bridge test), libdrm-common
+#                              (amdgpu.ids: the AMD names test reads the real table)
 #   scripts/deps.sh bench    — test + what the benchmarks compare against (rocm-smi, websocketpp)
 # As root it runs apt-get; otherwise it prints the one line to run and exits 1.
 # Idempotent: when everything is there it only says so.
@@ -15,7 +16,8 @@ build_pkgs=(cmake ninja-build g++ pkg-config ccache
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libspdlog-dev libfmt-dev libcli11-dev libnats-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
-  prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server)
+  prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server
+  libdrm-common)
 bench_pkgs=(rocm-smi)
 
 case "$profile" in

@@ -279,21 +279,7 @@ NvmlSample NvmlBackend::sample() {
   return out;
 }
 
-void NvmlBackend::fill_process_details(GpuSnapshot& snap) {
-  std::vector<std::int64_t> pids;  // a pid on several GPUs is listed again, and read once
-  for (const auto& d : snap.devices)
-    for (const auto& p : d.processes) pids.push_back(p.pid);
-  if (pids.empty()) return;
-  const auto infos = processes_.read(pids);
-  std::size_t i = 0;
-  for (auto& d : snap.devices) {
-    for (auto& p : d.processes) {
-      p.name = infos[i].name;
-      p.host_rss_bytes = infos[i].rss_bytes;
-      ++i;
-    }
-  }
-}
+void NvmlBackend::fill_process_details(GpuSnapshot& snap) { processes_.fill(snap.devices); }
 
 std::vector<ProcessDeviceUsage> NvmlBackend::process_usage(std::int64_t pid,
                                                            std::vector<SampleError>& errors) {

@@ -122,6 +122,8 @@ GpuSnapshot AmdProbe::sample() {
   try {
     if (options_.tool == AmdTool::rocm_smi) {
       snap.devices = amd_cli::parse_rocm_smi(run_tool(amd_cli::rocm_smi_args()));
+      // What rocm-smi does not print is absent with a reason, never "not collected".
+      for (auto& d : snap.devices) d.metrics.fill_absent(Absence::unsupported, Source::rocm_smi);
       detail_log_.clear_all();
       return snap;
     }
@@ -154,6 +156,7 @@ GpuSnapshot AmdProbe::sample() {
         d.metrics.set(Metric::memory_total_bytes, *s.vram_total_bytes, Source::amd_smi);
       if (d.metrics[Metric::energy_joules]) d.energy_kind = EnergyKind::counter;
       power::settle(d);
+      d.metrics.fill_absent(Absence::unsupported, Source::amd_smi);  // what amd-smi lacks
       if (auto it = processes.find(s.index); it != processes.end())
         d.processes = processes_of(d, it->second);
       snap.devices.push_back(std::move(d));

@@ -279,7 +279,12 @@ NvmlSample NvmlBackend::sample() {
   return out;
 }
 
-void NvmlBackend::fill_process_details(GpuSnapshot& snap) { processes_.fill(snap.devices); }
+void NvmlBackend::fill_process_details(GpuSnapshot& snap) {
+  for (auto& d : snap.devices)  // the contract: processes sorted by pid
+    std::sort(d.processes.begin(), d.processes.end(),
+              [](const ProcessSample& a, const ProcessSample& b) { return a.pid < b.pid; });
+  processes_.fill(snap.devices);
+}
 
 std::vector<ProcessDeviceUsage> NvmlBackend::process_usage(std::int64_t pid,
                                                            std::vector<SampleError>& errors) {

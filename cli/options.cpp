@@ -26,7 +26,9 @@ constexpr PathFlag kPathFlags[] = {
     {"--amd-smi", "amd", "amd_smi", "amd-smi binary"},
     {"--rocm-smi", "amd", "rocm_smi", "rocm-smi binary"},
     {"--amd-source", "amd", "source", "AMD source: auto, sysfs, amd-smi, rocm-smi"},
-    {"--level-zero-library", "intel", "level_zero_library", "Level Zero loader (libze_loader.so.1)"},
+    {"--amdgpu-ids", "amd", "amdgpu_ids", "libdrm amdgpu.ids for AMD names (\"\": none)"},
+    {"--level-zero-library", "intel", "level_zero_library",
+     "Level Zero loader (libze_loader.so.1)"},
     {"--macmon", "apple", "macmon", "macmon binary"},
 };
 

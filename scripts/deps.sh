@@ -5,7 +5,9 @@
 #                              and the real parts the integration tests drive: Prometheus,
 #                              python3-websockets, Chromium + Node.js (browser test), the Level
 #                              Zero loader (libze1), nats-server (NATS bridge test), clang +
-#                              libFuzzer (scripts/fuzz.sh)
+#                              libFuzzer (scripts/fuzz.sh), libdrm-common (amdgpu.ids: the AMD
+#                              names test reads the real table), clang-format + clang-tidy
+#                              (scripts/lint.sh)
 #   scripts/deps.sh bench    — test + what the benchmarks compare against (rocm-smi, websocketpp)
 # As root it runs apt-get; otherwise it prints the one line to run and exits 1.
 # Idempotent: when everything is there it only says so.
@@ -17,7 +19,7 @@ build_pkgs=(cmake ninja-build g++ pkg-config ccache
   libspdlog-dev libfmt-dev libcli11-dev libnats-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server
-  clang libfuzzer-14-dev)
+  clang libfuzzer-14-dev libdrm-common clang-format clang-tidy)
 bench_pkgs=(rocm-smi)
 
 case "$profile" in

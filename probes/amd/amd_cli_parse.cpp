@@ -9,6 +9,7 @@
 
 #include "gpustream/json.hpp"
 #include "gpustream/probes/amd_probe.hpp"
+#include "gpustream/probes/power.hpp"
 #include "gpustream/probes/readers.hpp"
 
 namespace gpustream::amd_cli {
@@ -248,10 +249,14 @@ std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text) {
         first_of(gpu, {{"usage", "gfx_activity"}, {"usage", "gfx_usage"}}), S);
     put(m, Metric::memory_utilization_percent,
         first_of(gpu, {{"usage", "umc_activity"}, {"usage", "mem_usage"}}), S);
+    // The driver's average goes to power_average_watts; power::settle (in the probe) makes it
+    // power_watts as well when no instantaneous figure is given.
     put(m, Metric::power_watts,
-        first_of(gpu, {{"power", "socket_power"}, {"power", "current_power"},
-                       {"power", "current_socket_power"}, {"power", "average_socket_power"}}),
+        first_of(gpu, {{"power", "socket_power"},
+                       {"power", "current_power"},
+                       {"power", "current_socket_power"}}),
         S);
+    put(m, Metric::power_average_watts, first_of(gpu, {{"power", "average_socket_power"}}), S);
     put(m, Metric::temperature_celsius,
         first_of(gpu, {{"temperature", "edge"}, {"temperature", "hotspot"}}), S);
     put(m, Metric::clock_graphics_mhz,
@@ -364,12 +369,14 @@ std::vector<DeviceSample> parse_rocm_smi(std::string_view text) {
     put(m, Metric::memory_used_bytes, num({"vram total used memory (b)"}), S);
     put(m, Metric::temperature_celsius,
         num({"temperature (sensor edge) (c)", "temperature (sensor junction) (c)"}), S);
-    put(m, Metric::power_average_watts,
-        num({"average graphics package power (w)", "current socket graphics package power (w)"}),
-        S);
+    // "Current Socket ..." (MI300, APUs) is instantaneous; "Average ..." (dGPUs) is the driver's
+    // average, which is also power_watts when there is no instantaneous figure.
+    put(m, Metric::power_watts, num({"current socket graphics package power (w)"}), S);
+    put(m, Metric::power_average_watts, num({"average graphics package power (w)"}), S);
     put(m, Metric::clock_graphics_mhz, num({"sclk clock speed"}), S);
     put(m, Metric::clock_memory_mhz, num({"mclk clock speed"}), S);
     put(m, Metric::fan_percent, num({"fan speed (%)"}), S);
+    power::settle(d);
     out.push_back(std::move(d));
   }
   if (out.empty()) throw ToolError("rocm-smi reported no cards", "no \"card<N>\" key");

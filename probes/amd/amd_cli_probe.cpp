@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "gpustream/probes/amd_probe.hpp"
+#include "gpustream/probes/power.hpp"
 #include "gpustream/subprocess.hpp"
 
 namespace gpustream {
@@ -32,7 +33,9 @@ std::string last_line(std::string_view text) {
 }  // namespace
 
 AmdProbe::AmdProbe(ProbeExecutors executors, AmdProbeOptions options)
-    : BlockingProbe(std::move(executors)), options_(std::move(options)) {
+    : BlockingProbe(std::move(executors)),
+      options_(std::move(options)),
+      process_table_(options_.procfs_root) {
   if (options_.path.empty()) options_.path = options_.tool == AmdTool::amd_smi ? "amd-smi" : "rocm-smi";
   if (!options_.clock) options_.clock = [] { return steady_now_ns(); };
 }
@@ -119,6 +122,8 @@ GpuSnapshot AmdProbe::sample() {
   try {
     if (options_.tool == AmdTool::rocm_smi) {
       snap.devices = amd_cli::parse_rocm_smi(run_tool(amd_cli::rocm_smi_args()));
+      // What rocm-smi does not print is absent with a reason, never "not collected".
+      for (auto& d : snap.devices) d.metrics.fill_absent(Absence::unsupported, Source::rocm_smi);
       detail_log_.clear_all();
       return snap;
     }
@@ -150,10 +155,13 @@ GpuSnapshot AmdProbe::sample() {
       if (!d.metrics[Metric::memory_total_bytes] && s.vram_total_bytes)
         d.metrics.set(Metric::memory_total_bytes, *s.vram_total_bytes, Source::amd_smi);
       if (d.metrics[Metric::energy_joules]) d.energy_kind = EnergyKind::counter;
+      power::settle(d);
+      d.metrics.fill_absent(Absence::unsupported, Source::amd_smi);  // what amd-smi lacks
       if (auto it = processes.find(s.index); it != processes.end())
         d.processes = processes_of(d, it->second);
       snap.devices.push_back(std::move(d));
     }
+    if (have_processes) process_table_.fill(snap.devices);  // host RSS (and missing names)
   } catch (const ToolError& e) {
     note_failure(e);
     throw;

@@ -8,29 +8,28 @@
 namespace gpustream {
 
 void EngineBusyTracker::begin(std::int64_t monotonic_ns) {
-  previous_ = std::move(current_);
-  current_ = Seen{};
-  current_.time_ns = monotonic_ns;
+  now_ns_ = monotonic_ns;
+  seen_.clear();
+  rates_.begin();
 }
 
 EngineUsage EngineBusyTracker::update(const Key& key,
                                       const std::map<std::string, std::uint64_t>& busy_ns) {
   EngineUsage out;
-  const auto prev = previous_.counters.find(key);
-  const bool seeded = prev != previous_.counters.end() && current_.time_ns > previous_.time_ns;
-  const double elapsed_ns = static_cast<double>(current_.time_ns - previous_.time_ns);
+  seen_.insert(key);
+  const auto& [pid, device, client] = key;
+  const auto now = static_cast<std::uint64_t>(std::max<std::int64_t>(now_ns_, 0));
   for (const auto& [engine, ns] : busy_ns) {
+    // A first sight, a counter that went backwards (restarted process, reused pid) or no time
+    // passed: no value; the counter seeds.
+    const auto step = rates_.update({pid, device, client, engine}, ns, now);
     auto& pct = out[engine];
-    if (!seeded) continue;
-    const auto before = prev->second.find(engine);
-    // A new engine, or a counter that went backwards (restarted process, reused pid): reseed.
-    if (before == prev->second.end() || ns < before->second) continue;
-    pct = static_cast<double>(ns - before->second) / elapsed_ns * 100.0;
+    if (step.rate) pct = *step.rate * 100.0;
   }
-  auto& mine = current_.counters[key];
-  for (const auto& [engine, ns] : busy_ns) mine[engine] = ns;  // several fds of one client
   return out;
 }
+
+std::size_t EngineBusyTracker::tracked() const noexcept { return seen_.size(); }
 
 void add_engine_usage(EngineUsage& total, const EngineUsage& part) {
   for (const auto& [engine, pct] : part) {

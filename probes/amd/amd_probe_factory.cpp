@@ -10,7 +10,8 @@
 namespace gpustream {
 
 ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors) {
-  const auto* section = settings::section(config, "amd", {"source", "amd_smi", "rocm_smi"});
+  const auto* section =
+      settings::section(config, "amd", {"source", "amd_smi", "rocm_smi", "amdgpu_ids"});
   auto source = settings::string_at(section, "amd", "source").value_or("auto");
   if (source != "auto" && source != "sysfs" && source != "amd-smi" && source != "rocm-smi")
     throw std::invalid_argument("unknown amd source '" + source +
@@ -20,10 +21,13 @@ ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors) {
   if (source == "sysfs") {
     AmdSysfsProbeOptions options;
     options.paths = config.paths;
+    if (auto ids = settings::string_at(section, "amd", "amdgpu_ids", settings::Empty::allowed))
+      options.amdgpu_ids = std::move(*ids);  // "": no lookup
     return make_amd_sysfs_probe(std::move(executors), std::move(options));
   }
   AmdProbeOptions options;
   options.tool = source == "amd-smi" ? AmdTool::amd_smi : AmdTool::rocm_smi;
+  options.procfs_root = config.paths.procfs_root;
   options.path =
       settings::string_at(section, "amd", source == "amd-smi" ? "amd_smi" : "rocm_smi")
           .value_or("");

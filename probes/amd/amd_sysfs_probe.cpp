@@ -1,92 +1,43 @@
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
 #include <stdexcept>
 #include <utility>
 
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/drm_fdinfo.hpp"
+#include "gpustream/probes/pci.hpp"
+#include "gpustream/probes/power.hpp"
 #include "gpustream/probes/readers.hpp"
+#include "gpustream/probes/sysfs.hpp"
 
 namespace gpustream {
 namespace {
 
 using readers::join_path;
-namespace fs = std::filesystem;
 
 constexpr std::uint64_t kAmdVendor = 0x1002;
 
-// Names of entries of `dir` starting with `prefix` followed by digits, sorted by that number.
-std::vector<std::string> numbered_entries(const std::string& dir, std::string_view prefix) {
-  std::vector<std::pair<std::uint64_t, std::string>> found;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const auto name = it->path().filename().string();
-    if (name.size() <= prefix.size() || name.compare(0, prefix.size(), prefix) != 0) continue;
-    if (auto n = readers::parse_uint(std::string_view(name).substr(prefix.size())))
-      found.emplace_back(*n, name);
-  }
-  std::sort(found.begin(), found.end());
-  std::vector<std::string> out;
-  for (auto& f : found) out.push_back(std::move(f.second));
-  return out;
-}
-
-// The reason a file could not be read, as an Absence.
-Absence absence_of(const readers::ReadError& e) {
-  if (e.code == std::errc::permission_denied || e.code == std::errc::operation_not_permitted)
-    return Absence::no_permission;
-  return Absence::unsupported;
-}
-
-// Reads an unsigned sysfs attribute into `metric`, scaled by `scale`.
-void read_metric(MetricSet& m, Metric metric, const std::string& path, double scale) {
-  auto v = readers::read_uint_file(path);
-  if (v) {
-    m.set(metric, static_cast<double>(*v) * scale, Source::sysfs);
-  } else {
-    m.set_absent(metric, absence_of(v.error()), Source::sysfs);
-  }
-}
-
-std::string pci_bus_id_of(const std::string& device_dir) {
-  if (auto uevent = readers::read_file(join_path(device_dir, "uevent"))) {
-    if (auto slot = readers::find_value(*uevent, "PCI_SLOT_NAME", '=')) return std::string(*slot);
-  }
-  if (auto target = readers::read_link(device_dir))
-    return fs::path(*target).filename().string();
-  return {};
-}
-
 void read_hwmon(const std::string& device_dir, DeviceSample& d) {
   auto& m = d.metrics;
-  const auto hwmons = numbered_entries(join_path(device_dir, "hwmon"), "hwmon");
+  const auto hwmons = sysfs::numbered_entries(join_path(device_dir, "hwmon"), "hwmon");
   if (hwmons.empty()) {
     for (auto metric : {Metric::temperature_celsius, Metric::power_watts,
                         Metric::power_average_watts, Metric::power_limit_watts, Metric::fan_rpm})
       m.set_absent(metric, Absence::unsupported, Source::sysfs);
     return;
   }
-  const auto dir = join_path(device_dir, "hwmon/" + hwmons.front());
-  // Temperatures: "edge" is the device temperature; the others become attributes.
-  for (int i = 1; i <= 8; ++i) {
-    const auto base = join_path(dir, "temp" + std::to_string(i));
-    auto value = readers::read_int_file(base + "_input");
-    if (!value) continue;
-    std::string label = "temp" + std::to_string(i);
-    if (auto l = readers::read_file(base + "_label")) label = std::string(readers::trim(*l));
-    const double celsius = static_cast<double>(*value) / 1000.0;
-    if (label == "edge" || (i == 1 && !m[Metric::temperature_celsius]))
-      m.set(Metric::temperature_celsius, celsius, Source::sysfs);
-    d.attributes["temperature_" + label + "_celsius"] = std::to_string(celsius);
-  }
-  if (!m[Metric::temperature_celsius])
-    m.set_absent(Metric::temperature_celsius, Absence::unsupported, Source::sysfs);
+  const auto dir = join_path(device_dir, "hwmon/" + hwmons.front().name);
+  // Temperatures: "edge" is the device temperature; every sensor also becomes an attribute.
+  sysfs::set_temperature(d, sysfs::read_temperatures(dir), {"edge"});
 
-  read_metric(m, Metric::power_average_watts, join_path(dir, "power1_average"), 1e-6);
-  read_metric(m, Metric::power_watts, join_path(dir, "power1_input"), 1e-6);
-  read_metric(m, Metric::power_limit_watts, join_path(dir, "power1_cap"), 1e-6);
-  read_metric(m, Metric::fan_rpm, join_path(dir, "fan1_input"), 1.0);
+  // power1_input is instantaneous; most consumer boards only have the driver's power1_average,
+  // which then becomes power_watts too (power::settle, PowerKind::average).
+  sysfs::read_metric(m, Metric::power_average_watts, join_path(dir, "power1_average"), 1e-6);
+  sysfs::read_metric(m, Metric::power_watts, join_path(dir, "power1_input"), 1e-6);
+  if (m[Metric::power_watts]) d.power_kind = PowerKind::instant;
+  power::settle(d);
+  sysfs::read_metric(m, Metric::power_limit_watts, join_path(dir, "power1_cap"), 1e-6);
+  sysfs::read_metric(m, Metric::fan_rpm, join_path(dir, "fan1_input"), 1.0);
   // freqN_input in Hz, labelled sclk / mclk.
   for (int i = 1; i <= 4; ++i) {
     const auto base = join_path(dir, "freq" + std::to_string(i));
@@ -103,7 +54,9 @@ void read_hwmon(const std::string& device_dir, DeviceSample& d) {
 }  // namespace
 
 std::string amd_device_id(std::string_view pci_bus_id) {
-  std::string out = "amd:";
+  if (auto canonical = pci::normalize_bus_id(pci_bus_id); !canonical.empty())
+    return "amd:" + canonical;
+  std::string out = "amd:";  // not a bus id: kept as given, lower case
   for (char c : pci_bus_id) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
@@ -126,12 +79,42 @@ std::optional<double> parse_dpm_current_mhz(std::string_view text) noexcept {
 }
 
 AmdSysfsProbe::AmdSysfsProbe(ProbeExecutors executors, AmdSysfsProbeOptions options)
-    : BlockingProbe(std::move(executors)), options_(std::move(options)) {}
+    : BlockingProbe(std::move(executors)),
+      options_(std::move(options)),
+      process_table_(options_.paths.procfs_root) {}
 
-std::vector<AmdSysfsProbe::Card> AmdSysfsProbe::scan_cards() const {
+std::string AmdSysfsProbe::card_name(const std::string& device, std::optional<AmdgpuIds>& ids) {
+  if (auto product = readers::read_file(join_path(device, "product_name"));
+      product && !readers::trim(*product).empty())
+    return std::string(readers::trim(*product));
+  auto id_text = readers::read_file(join_path(device, "device"));
+  const std::string id = id_text ? std::string(readers::trim(*id_text)) : std::string("?");
+  auto device_id = readers::read_uint_file(join_path(device, "device"), 16);
+  auto revision = readers::read_uint_file(join_path(device, "revision"), 16);
+  if (device_id && revision && !options_.amdgpu_ids.empty()) {
+    if (!ids) {
+      auto loaded = load_amdgpu_ids(options_.amdgpu_ids);
+      if (loaded) {
+        ids = std::move(loaded).value();
+      } else {
+        ids.emplace();  // tried: do not read it again for the other cards of this scan
+        if (!loaded.error().not_found() && log_once_.first("amdgpu.ids"))
+          logger()->warn("amd probe: {} (cards are named by PCI device id)",
+                         loaded.error().message());
+      }
+    }
+    if (auto name = ids->find(static_cast<std::uint32_t>(*device_id),
+                              static_cast<std::uint32_t>(*revision)))
+      return *name;
+  }
+  return "AMD GPU " + id;
+}
+
+std::vector<AmdSysfsProbe::Card> AmdSysfsProbe::scan_cards() {
   std::vector<Card> out;
+  std::optional<AmdgpuIds> ids;
   const auto drm = join_path(options_.paths.sysfs_root, "class/drm");
-  for (const auto& name : numbered_entries(drm, "card")) {
+  for (const auto& [number, name] : sysfs::numbered_entries(drm, "card")) {
     Card card;
     card.dir = join_path(drm, name);
     const auto device = join_path(card.dir, "device");
@@ -139,15 +122,9 @@ std::vector<AmdSysfsProbe::Card> AmdSysfsProbe::scan_cards() const {
     if (!vendor || *vendor != kAmdVendor) continue;
     card.info.vendor = Vendor::amd;
     card.info.index = static_cast<int>(out.size());
-    card.info.pci_bus_id = pci_bus_id_of(device);
+    card.info.pci_bus_id = sysfs::pci_bus_id_of(device);
     card.info.id = card.info.pci_bus_id.empty() ? "amd:" + name : amd_device_id(card.info.pci_bus_id);
-    if (auto product = readers::read_file(join_path(device, "product_name"));
-        product && !readers::trim(*product).empty()) {
-      card.info.name = std::string(readers::trim(*product));
-    } else {
-      auto id = readers::read_file(join_path(device, "device"));
-      card.info.name = "AMD GPU " + (id ? std::string(readers::trim(*id)) : std::string("?"));
-    }
+    card.info.name = card_name(device, ids);
     out.push_back(std::move(card));
   }
   return out;
@@ -184,12 +161,13 @@ DeviceSample AmdSysfsProbe::sample_card(const Card& card) const {
     }
     d.power_state = PowerState::active;
   }
-  read_metric(m, Metric::utilization_percent, join_path(device, "gpu_busy_percent"), 1.0);
-  read_metric(m, Metric::memory_utilization_percent, join_path(device, "mem_busy_percent"), 1.0);
-  read_metric(m, Metric::memory_total_bytes, join_path(device, "mem_info_vram_total"), 1.0);
-  read_metric(m, Metric::memory_used_bytes, join_path(device, "mem_info_vram_used"), 1.0);
-  read_metric(m, Metric::gtt_total_bytes, join_path(device, "mem_info_gtt_total"), 1.0);
-  read_metric(m, Metric::gtt_used_bytes, join_path(device, "mem_info_gtt_used"), 1.0);
+  sysfs::read_metric(m, Metric::utilization_percent, join_path(device, "gpu_busy_percent"), 1.0);
+  sysfs::read_metric(m, Metric::memory_utilization_percent, join_path(device, "mem_busy_percent"),
+                     1.0);
+  sysfs::read_metric(m, Metric::memory_total_bytes, join_path(device, "mem_info_vram_total"), 1.0);
+  sysfs::read_metric(m, Metric::memory_used_bytes, join_path(device, "mem_info_vram_used"), 1.0);
+  sysfs::read_metric(m, Metric::gtt_total_bytes, join_path(device, "mem_info_gtt_total"), 1.0);
+  sysfs::read_metric(m, Metric::gtt_used_bytes, join_path(device, "mem_info_gtt_used"), 1.0);
   read_hwmon(device, d);
   if (!m[Metric::clock_graphics_mhz]) {
     auto t = readers::read_file(join_path(device, "pp_dpm_sclk"));
@@ -254,6 +232,7 @@ void AmdSysfsProbe::add_processes(std::vector<DeviceSample>& devices, GpuSnapsho
     set_engine_usage(p, usage[key], Source::fdinfo);
     devices[key.first].processes.push_back(std::move(p));
   }
+  process_table_.fill(devices);  // name and host RSS from /proc/<pid>/{comm,statm}
 }
 
 GpuSnapshot AmdSysfsProbe::sample() {
@@ -275,7 +254,7 @@ std::shared_ptr<AmdSysfsProbe> make_amd_sysfs_probe(ProbeExecutors executors,
 }
 
 bool amd_sysfs_available(const SystemPaths& paths) {
-  AmdSysfsProbe probe({}, {.paths = paths, .processes = false});
+  AmdSysfsProbe probe({}, {.paths = paths, .processes = false, .amdgpu_ids = ""});
   return probe.detect_now().available;
 }
 

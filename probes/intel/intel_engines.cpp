@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "gpustream/probes/intel_probe.hpp"
+#include "gpustream/probes/pci.hpp"
 #include "intel_sysfs.hpp"
 
 namespace gpustream {
@@ -21,38 +22,10 @@ std::string engine_name(std::string_view cls) {
 
 namespace {
 
-std::uint64_t capacity_of(const drm::Fdinfo& info, const std::string& cls) {
+double capacity_of(const drm::Fdinfo& info, const std::string& cls) {
   auto it = info.engine_capacity.find(cls);
-  return it == info.engine_capacity.end() || it->second == 0 ? 1 : it->second;
-}
-
-/// Per-class utilization of one client over the interval since `prev`, in percent; nullopt for
-/// a class without a usable previous value.
-std::map<std::string, double> client_utilization(const drm::Fdinfo& info,
-                                                 const std::map<std::string, std::uint64_t>& prev_ns,
-                                                 const std::map<std::string, std::uint64_t>& prev_cycles,
-                                                 const std::map<std::string, std::uint64_t>& prev_total,
-                                                 std::int64_t dt_ns) {
-  std::map<std::string, double> out;
-  for (const auto& [cls, ns] : info.engine_ns) {
-    auto p = prev_ns.find(cls);
-    if (p == prev_ns.end() || ns < p->second || dt_ns <= 0) continue;
-    const double u = static_cast<double>(ns - p->second) / static_cast<double>(dt_ns) /
-                     static_cast<double>(capacity_of(info, cls)) * 100.0;
-    out[cls] = std::clamp(u, 0.0, 100.0);
-  }
-  for (const auto& [cls, cycles] : info.cycles) {
-    auto pc = prev_cycles.find(cls);
-    auto tc = info.total_cycles.find(cls);
-    auto pt = prev_total.find(cls);
-    if (pc == prev_cycles.end() || tc == info.total_cycles.end() || pt == prev_total.end()) continue;
-    if (cycles < pc->second || tc->second <= pt->second) continue;
-    const double u = static_cast<double>(cycles - pc->second) /
-                     static_cast<double>(tc->second - pt->second) /
-                     static_cast<double>(capacity_of(info, cls)) * 100.0;
-    out[cls] = std::clamp(u, 0.0, 100.0);
-  }
-  return out;
+  return it == info.engine_capacity.end() || it->second == 0 ? 1.0
+                                                             : static_cast<double>(it->second);
 }
 
 std::uint64_t resident_sum(const drm::Fdinfo& info) {
@@ -75,13 +48,15 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
   };
   std::map<std::string, std::map<std::string, double>> device_util;
   std::map<std::string, std::map<std::int64_t, ProcAcc>> procs;
-  std::map<Key, Counters> current;
+  std::set<Key> current;
+  engine_ns_.begin();
+  cycles_.begin();
+  const auto now = static_cast<std::uint64_t>(std::max<std::int64_t>(now_ns, 0));
 
   for (const auto& c : clients) {
-    const auto pdev = intel::normalize_pci_bus_id(c.info.pdev);
+    const auto pdev = pci::normalize_bus_id(c.info.pdev);
     if (pdev.empty()) continue;
     const Key key{c.pid, pdev, c.info.client_id.value_or(0)};
-    Counters now{c.info.engine_ns, c.info.cycles, c.info.total_cycles, now_ns};
     auto& proc = procs[pdev][c.pid];
     proc.name = c.comm;
     proc.memory += resident_sum(c.info);
@@ -90,17 +65,30 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
         proc.classes.insert(intel::engine_name(cls));
         classes_[pdev].insert(intel::engine_name(cls));
       }
-    if (auto prev = previous_.find(key); prev != previous_.end()) {
+    // Per class, the client's busy share since the previous walk (probes/common counter_rate:
+    // first sight seeds, a counter that went backwards reseeds), divided by the capacity.
+    std::map<std::string, double> util;
+    for (const auto& [cls, ns] : c.info.engine_ns) {
+      const auto step = engine_ns_.update({c.pid, pdev, std::get<2>(key), cls}, ns, now);
+      if (step.rate)
+        util[cls] = std::clamp(*step.rate / capacity_of(c.info, cls) * 100.0, 0.0, 100.0);
+    }
+    for (const auto& [cls, cycles] : c.info.cycles) {
+      const auto total = c.info.total_cycles.find(cls);
+      if (total == c.info.total_cycles.end()) continue;
+      const auto step = cycles_.update({c.pid, pdev, std::get<2>(key), cls}, cycles, total->second);
+      if (step.rate)
+        util[cls] = std::clamp(*step.rate / capacity_of(c.info, cls) * 100.0, 0.0, 100.0);
+    }
+    if (previous_.contains(key)) {
       proc.any_seeded = true;
-      const auto util = client_utilization(c.info, prev->second.engine_ns, prev->second.cycles,
-                                           prev->second.total_cycles, now_ns - prev->second.time_ns);
       for (const auto& [cls, u] : util) {
         const auto name = intel::engine_name(cls);
         proc.util[name] += u;
         device_util[pdev][name] += u;
       }
     }
-    current[key] = std::move(now);
+    current.insert(key);
   }
   const bool seeded_before = walks_ > 0;
   previous_ = std::move(current);  // vanished clients drop out here

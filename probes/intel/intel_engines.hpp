@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "gpustream/model.hpp"
+#include "gpustream/probes/counter_rate.hpp"
 #include "gpustream/probes/drm_fdinfo.hpp"
 
 namespace gpustream {
@@ -37,13 +38,12 @@ class IntelEngineAccounting {
   bool seeded() const noexcept { return walks_ > 0; }
 
  private:
-  struct Counters {
-    std::map<std::string, std::uint64_t> engine_ns, cycles, total_cycles;
-    std::int64_t time_ns = 0;
-  };
   using Key = std::tuple<std::int64_t, std::string, std::uint64_t>;  // pid, pdev, client id
+  using EngineKey = std::tuple<std::int64_t, std::string, std::uint64_t, std::string>;  // + class
 
-  std::map<Key, Counters> previous_;
+  std::set<Key> previous_;                   // the clients of the previous walk
+  rate::CounterRates<EngineKey> engine_ns_;  // i915 drm-engine-<class> ns over wall time
+  rate::CounterRates<EngineKey> cycles_;     // xe drm-cycles-<class> over drm-total-cycles
   std::map<std::string, std::set<std::string>> classes_;  // pdev -> engine classes seen
   std::uint64_t walks_ = 0;
 };

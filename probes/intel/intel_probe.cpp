@@ -28,7 +28,8 @@ std::string device_name(const intel::Card& card) {
 IntelGpuProbe::IntelGpuProbe(ProbeExecutors executors, IntelProbeOptions options)
     : BlockingProbe(std::move(executors)),
       options_(std::move(options)),
-      engines_(std::make_unique<IntelEngineAccounting>()) {
+      engines_(std::make_unique<IntelEngineAccounting>()),
+      process_table_(options_.paths.procfs_root) {
   if (!options_.monotonic_clock) options_.monotonic_clock = [] { return steady_now_ns(); };
   if (!options_.level_zero_library.empty())
     level_zero_ = std::make_unique<LevelZeroAugment>(options_.level_zero_library,
@@ -134,6 +135,7 @@ GpuSnapshot IntelGpuProbe::sample() {
     if (busiest) d.metrics.set(Metric::utilization_percent, *busiest, Source::fdinfo);
     else d.metrics.set_absent(Metric::utilization_percent, Absence::not_yet_seeded, Source::fdinfo);
   }
+  process_table_.fill(snap.devices);  // name and host RSS from /proc/<pid>/{comm,statm}
 
   if (level_zero_) {
     std::lock_guard lock(stats_mu_);

@@ -2,49 +2,23 @@
 
 #include <algorithm>
 #include <cctype>
-#include <filesystem>
 #include <map>
-#include <regex>
 
 #include "gpustream/probes/readers.hpp"
+#include "gpustream/probes/sysfs.hpp"
 
 namespace gpustream::intel {
 namespace {
 
-namespace fs = std::filesystem;
 using readers::join_path;
 
 constexpr std::uint64_t kIntelVendor = 0x8086;
 
-bool all_digits(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
-}
-
-std::vector<std::string> list_dir(const std::string& dir) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    out.push_back(it->path().filename().string());
-  std::sort(out.begin(), out.end());
+/// N of the entries "<prefix><N>" in `dir`, ascending.
+std::vector<std::uint64_t> numbered(const std::string& dir, std::string_view prefix) {
+  std::vector<std::uint64_t> out;
+  for (const auto& e : sysfs::numbered_entries(dir, prefix)) out.push_back(e.number);
   return out;
-}
-
-/// Names "<prefix><N>" in `dir`, as N, ascending.
-std::vector<int> numbered(const std::string& dir, std::string_view prefix) {
-  std::vector<int> out;
-  for (const auto& name : list_dir(dir))
-    if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
-        all_digits(std::string_view(name).substr(prefix.size())))
-      out.push_back(std::stoi(name.substr(prefix.size())));
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
-std::string basename_of_link(const std::string& path) {
-  auto target = readers::read_link(path);
-  if (!target) return {};
-  const auto slash = target->rfind('/');
-  return slash == std::string::npos ? *target : target->substr(slash + 1);
 }
 
 std::optional<std::uint64_t> read_u64(const std::string& path) {
@@ -55,7 +29,7 @@ std::optional<std::uint64_t> read_u64(const std::string& path) {
 
 std::string find_hwmon(const std::string& device_dir, const std::string& driver) {
   const auto dir = join_path(device_dir, "hwmon");
-  for (const auto& name : list_dir(dir)) {
+  for (const auto& [number, name] : sysfs::numbered_entries(dir, "hwmon")) {
     const auto hw = join_path(dir, name);
     auto text = readers::read_file(join_path(hw, "name"));
     if (text && readers::trim(*text) == driver) return hw;  // not "i915_gt0"
@@ -80,9 +54,9 @@ void read_clocks(const Card& card, DeviceSample& out) {
     if (!primary) primary = static_cast<double>(*v);
   };
   if (card.driver == "xe") {
-    for (int tile : numbered(card.device_dir, "tile")) {
+    for (auto tile : numbered(card.device_dir, "tile")) {
       const auto tdir = join_path(card.device_dir, "tile" + std::to_string(tile));
-      for (int gt : numbered(tdir, "gt")) {
+      for (auto gt : numbered(tdir, "gt")) {
         const auto f = join_path(tdir, "gt" + std::to_string(gt) + "/freq0");
         gt_freq(join_path(f, "act_freq"), join_path(f, "cur_freq"),
                 "tile" + std::to_string(tile) + "_gt" + std::to_string(gt) + "_act_freq_mhz");
@@ -90,7 +64,7 @@ void read_clocks(const Card& card, DeviceSample& out) {
     }
   } else if (!card.card.empty()) {
     const auto gtdir = join_path(card.node_dir, "gt");
-    for (int gt : numbered(gtdir, "gt")) {
+    for (auto gt : numbered(gtdir, "gt")) {
       const auto g = join_path(gtdir, "gt" + std::to_string(gt));
       gt_freq(join_path(g, "rps_act_freq_mhz"), join_path(g, "rps_cur_freq_mhz"),
               "gt" + std::to_string(gt) + "_act_freq_mhz");
@@ -104,35 +78,35 @@ void read_clocks(const Card& card, DeviceSample& out) {
 
 void read_energy(const Card& card, DeviceSample& out, EnergyTracker& energy, std::int64_t now_ns) {
   std::string counter = "energy1_input";
-  auto uj = read_u64(join_path(card.hwmon_dir, counter));
+  auto uj = readers::read_uint_file(join_path(card.hwmon_dir, counter));
   if (card.driver == "xe" && (!uj || *uj == 0)) {
-    if (auto pkg = read_u64(join_path(card.hwmon_dir, "energy2_input"))) {
-      uj = pkg;
+    if (auto pkg = readers::read_uint_file(join_path(card.hwmon_dir, "energy2_input"))) {
+      uj = std::move(pkg);
       counter = "energy2_input";
     }
   }
   if (!uj) {
-    out.metrics.set_absent(Metric::energy_joules, Absence::unsupported, Source::sysfs);
-    out.metrics.set_absent(Metric::power_watts, Absence::unsupported, Source::sysfs);
+    // i915/xe make the energy counters root-only on many kernels: say so (no_permission).
+    const auto why = sysfs::absence_of(uj.error());
+    out.metrics.set_absent(Metric::energy_joules, why, Source::sysfs);
+    out.metrics.set_absent(Metric::power_watts, why, Source::sysfs);
     energy = {};
     return;
   }
   out.metrics.set(Metric::energy_joules, static_cast<double>(*uj) / 1e6, Source::sysfs);
   out.energy_kind = EnergyKind::counter;
   out.attributes["energy_counter"] = counter;
-  const bool comparable = energy.last_uj && energy.counter == counter && *uj >= *energy.last_uj &&
-                          now_ns > energy.last_ns;
-  if (comparable) {
-    const double joules = static_cast<double>(*uj - *energy.last_uj) / 1e6;
-    const double seconds = static_cast<double>(now_ns - energy.last_ns) / 1e9;
-    out.metrics.set(Metric::power_watts, joules / seconds, Source::sysfs);
+  // First reading, a counter reset, or a switch of counter: seed again (probes/common
+  // counter_rate). µJ per ns is 1000 W.
+  if (energy.counter != counter) energy.uj_per_ns.clear();
+  energy.counter = counter;
+  const auto step =
+      energy.uj_per_ns.update(*uj, static_cast<std::uint64_t>(std::max<std::int64_t>(now_ns, 0)));
+  if (step.rate) {
+    out.metrics.set(Metric::power_watts, *step.rate * 1e3, Source::sysfs);
   } else {
-    // First reading, a counter reset or wrap, or a switch of counter: seed again.
     out.metrics.set_absent(Metric::power_watts, Absence::not_yet_seeded, Source::sysfs);
   }
-  energy.last_uj = *uj;
-  energy.last_ns = now_ns;
-  energy.counter = counter;
 }
 
 void read_power_limit(const Card& card, DeviceSample& out) {
@@ -156,27 +130,8 @@ void read_power_limit(const Card& card, DeviceSample& out) {
 /// The GPU temperature: a sensor labelled pkg/package/gpu/card first, else the lowest-numbered
 /// one; every sensor also goes into attributes as temperature_<label>_celsius.
 void read_temperature(const Card& card, DeviceSample& out) {
-  std::optional<double> chosen;
-  std::optional<double> first;
-  for (int i = 1; i <= 9; ++i) {
-    const auto base = join_path(card.hwmon_dir, "temp" + std::to_string(i));
-    auto milli = readers::read_int_file(base + "_input");
-    if (!milli) continue;
-    const double c = static_cast<double>(*milli) / 1000.0;
-    std::string label = "temp" + std::to_string(i);
-    if (auto l = readers::read_file(base + "_label")) {
-      std::string t(readers::trim(*l));
-      std::transform(t.begin(), t.end(), t.begin(), [](unsigned char ch) { return std::tolower(ch); });
-      if (!t.empty()) label = t;
-    }
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.1f", c);
-    out.attributes["temperature_" + label + "_celsius"] = buf;
-    if (!first) first = c;
-    if (!chosen && (label == "pkg" || label == "package" || label == "gpu" || label == "card"))
-      chosen = c;
-  }
-  set_or_unsupported(out.metrics, Metric::temperature_celsius, chosen ? chosen : first);
+  sysfs::set_temperature(out, sysfs::read_temperatures(card.hwmon_dir),
+                         {"pkg", "package", "gpu", "card"});
 }
 
 void read_vram(const Card& card, DeviceSample& out) {
@@ -185,9 +140,9 @@ void read_vram(const Card& card, DeviceSample& out) {
   std::optional<std::uint64_t> total, used;
   bool total_complete = true, used_complete = true;
   if (card.driver == "xe") {
-    for (int tile : numbered(card.device_dir, "tile")) {
+    for (auto tile : numbered(card.device_dir, "tile")) {
       const auto tdir = join_path(card.device_dir, "tile" + std::to_string(tile));
-      for (int v : numbered(tdir, "vram")) {
+      for (auto v : numbered(tdir, "vram")) {
         const auto vdir = join_path(tdir, "vram" + std::to_string(v));
         if (auto t = read_u64(join_path(vdir, "total_bytes"))) total = total.value_or(0) + *t;
         else total_complete = false;
@@ -207,34 +162,20 @@ void read_vram(const Card& card, DeviceSample& out) {
 
 }  // namespace
 
-std::string normalize_pci_bus_id(std::string_view s) {
-  static const std::regex re("^[0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\\.[0-7]$");
-  std::string out(readers::trim(s));
-  if (!std::regex_match(out, re)) return {};
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
 std::vector<Card> discover_cards(const std::string& sysfs_root) {
   const auto drm_dir = join_path(sysfs_root, "class/drm");
   std::map<std::string, Card> by_bus;
-  for (const auto& name : list_dir(drm_dir)) {
-    const bool is_card = name.rfind("card", 0) == 0 && all_digits(std::string_view(name).substr(4));
-    const bool is_render =
-        name.rfind("renderD", 0) == 0 && all_digits(std::string_view(name).substr(7));
-    if (!is_card && !is_render) continue;
+  std::vector<std::string> nodes;
+  for (const auto& e : sysfs::numbered_entries(drm_dir, "card")) nodes.push_back(e.name);
+  for (const auto& e : sysfs::numbered_entries(drm_dir, "renderD")) nodes.push_back(e.name);
+  for (const auto& name : nodes) {
+    const bool is_card = name.rfind("card", 0) == 0;
     const auto node_dir = join_path(drm_dir, name);
     const auto device_dir = join_path(node_dir, "device");
     auto vendor = readers::read_uint_file(join_path(device_dir, "vendor"), 16);
     if (!vendor || *vendor != kIntelVendor) continue;
-    std::string driver, bus;
-    if (auto uevent = readers::read_file(join_path(device_dir, "uevent"))) {
-      if (auto d = readers::find_value(*uevent, "DRIVER", '=')) driver = std::string(*d);
-      if (auto b = readers::find_value(*uevent, "PCI_SLOT_NAME", '=')) bus = std::string(*b);
-    }
-    if (driver.empty()) driver = basename_of_link(join_path(device_dir, "driver"));
-    if (bus.empty()) bus = basename_of_link(device_dir);
-    bus = normalize_pci_bus_id(bus);
+    const std::string driver = sysfs::driver_of(device_dir);
+    const std::string bus = sysfs::pci_bus_id_of(device_dir);
     if ((driver != "i915" && driver != "xe") || bus.empty()) continue;
 
     Card& card = by_bus[bus];

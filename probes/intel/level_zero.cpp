@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "gpustream/probes/pci.hpp"
 #include "intel_sysfs.hpp"
 #include "level_zero_api.hpp"
 
@@ -197,8 +198,9 @@ std::vector<std::pair<std::string, void*>> LevelZeroAugment::enumerate() {
       char bus[32];
       std::snprintf(bus, sizeof bus, "%04x:%02x:%02x.%x", pci.address.domain, pci.address.bus,
                     pci.address.device, pci.address.function);
-      out.emplace_back(bus, h);
-      bus_ids_.emplace_back(bus);
+      const auto id = pci::normalize_bus_id(bus);  // the form sysfs devices are keyed by
+      out.emplace_back(id, h);
+      bus_ids_.emplace_back(id);
     }
   }
   if (out.empty()) {
@@ -297,6 +299,7 @@ void LevelZeroAugment::add_engines(void* device, DeviceSample& out, DeviceState&
     bool refused = false;
   };
   std::map<std::string, Acc> groups;
+  state.engines.begin();  // engines that are gone are forgotten
   for (void* h : enumerate_handles(f.enum_engines, device)) {
     ze::EngineProperties p;
     if (f.engine_properties(h, &p) != ze::kSuccess) continue;
@@ -312,17 +315,13 @@ void LevelZeroAugment::add_engines(void* device, DeviceSample& out, DeviceState&
       continue;
     }
     const EngineKey key{p.type, p.on_subdevice ? p.subdevice_id : 0xffffffffu};
-    auto prev = state.engines.find(key);
-    if (prev != state.engines.end() && s.active_time >= prev->second.first &&
-        s.timestamp > prev->second.second) {
-      const double u = static_cast<double>(s.active_time - prev->second.first) /
-                       static_cast<double>(s.timestamp - prev->second.second) * 100.0;
-      acc.sum += std::clamp(u, 0.0, 100.0);
+    const auto step = state.engines.update(key, s.active_time, s.timestamp);
+    if (step.rate) {
+      acc.sum += std::clamp(*step.rate * 100.0, 0.0, 100.0);
       ++acc.n;
     } else {
-      acc.seeding = true;
+      acc.seeding = true;  // first reading, a reset, or a timestamp that did not advance
     }
-    state.engines[key] = {s.active_time, s.timestamp};
   }
   for (const auto& [name, acc] : groups) {
     const bool present = std::any_of(out.engines.begin(), out.engines.end(),
@@ -348,17 +347,15 @@ void LevelZeroAugment::add_energy(void* device, DeviceSample& out, EnergyState& 
   ze::EnergyCounter e{};
   if (f.energy_counter(domain, &e) != ze::kSuccess) return;
   Reading power = Reading::missing(Absence::not_yet_seeded, Source::level_zero);
-  if (st.last_uj && *st.last_uj > e.energy) {
+  const auto step = st.uj_per_us.update(e.energy, e.timestamp);  // probes/common counter_rate
+  if (step.reset && st.last_uj) {
     // A drop is a counter reset: keep the total monotonic, seed the power again.
     st.offset_uj += static_cast<double>(*st.last_uj);
     logger()->info("intel probe: level zero energy counter reset on {}", out.pci_bus_id);
-  } else if (st.last_uj && st.last_us && e.timestamp > *st.last_us) {
-    const double joules = static_cast<double>(e.energy - *st.last_uj) / 1e6;
-    const double seconds = static_cast<double>(e.timestamp - *st.last_us) / 1e6;
-    power = Reading::of(joules / seconds, Source::level_zero);
+  } else if (step.rate) {
+    power = Reading::of(*step.rate, Source::level_zero);
   }
   st.last_uj = e.energy;
-  st.last_us = e.timestamp;
   const bool had_energy = out.metrics[Metric::energy_joules].has_value();
   fill(out.metrics, Metric::energy_joules,
        Reading::of((st.offset_uj + static_cast<double>(e.energy)) / 1e6, Source::level_zero));

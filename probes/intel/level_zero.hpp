@@ -22,6 +22,7 @@
 #include "gpustream/library_session.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/model.hpp"
+#include "gpustream/probes/counter_rate.hpp"
 
 namespace gpustream {
 
@@ -46,8 +47,9 @@ class LevelZeroAugment {
 
  private:
   struct EnergyState {
-    std::optional<std::uint64_t> last_uj, last_us;
-    double offset_uj = 0;  // sum of the values before each reset
+    std::optional<std::uint64_t> last_uj;
+    rate::CounterRate uj_per_us;  // energy (µJ) over the counter's timestamp (µs): watts
+    double offset_uj = 0;         // sum of the values before each reset
   };
   struct EngineKey {
     std::uint32_t type, subdevice;
@@ -55,7 +57,7 @@ class LevelZeroAugment {
   };
   struct DeviceState {
     EnergyState energy;
-    std::map<EngineKey, std::pair<std::uint64_t, std::uint64_t>> engines;  // active, timestamp
+    rate::CounterRates<EngineKey> engines;  // active time over timestamp (both µs)
   };
 
   bool load();

@@ -16,12 +16,6 @@ T load(std::span<const std::byte> buffer, std::size_t offset) {
   return v;
 }
 
-bool is_hex(char c) noexcept {
-  return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-char lower(char c) noexcept { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c; }
-
 }  // namespace
 
 std::size_t detect_process_info_stride(std::span<const std::byte> buffer, std::size_t count) {
@@ -70,26 +64,6 @@ std::vector<std::string> decode_clock_event_reasons(std::uint64_t bits) {
       out.emplace_back(buf);
     }
   }
-  return out;
-}
-
-std::string normalize_pci_bus_id(std::string_view bus_id) {
-  const auto s = readers::trim(bus_id);
-  // domain ':' bus(2) ':' device(2) '.' function(1)
-  const auto colon = s.find(':');
-  if (colon == std::string_view::npos || colon == 0 || colon > 8) return std::string(s);
-  const auto rest = s.substr(colon + 1);
-  if (rest.size() != 7 || rest[2] != ':' || rest[5] != '.') return std::string(s);
-  for (std::size_t i : {0u, 1u, 3u, 4u, 6u})
-    if (!is_hex(rest[i])) return std::string(s);
-  auto domain = s.substr(0, colon);
-  for (char c : domain)
-    if (!is_hex(c)) return std::string(s);
-  while (domain.size() > 4 && domain.front() == '0') domain.remove_prefix(1);
-  std::string out(4 > domain.size() ? 4 - domain.size() : 0, '0');
-  for (char c : domain) out += lower(c);
-  out += ':';
-  for (char c : rest) out += lower(c);
   return out;
 }
 

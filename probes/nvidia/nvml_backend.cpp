@@ -280,19 +280,10 @@ NvmlSample NvmlBackend::sample() {
 }
 
 void NvmlBackend::fill_process_details(GpuSnapshot& snap) {
-  std::vector<std::int64_t> pids;  // a pid on several GPUs is listed again, and read once
-  for (const auto& d : snap.devices)
-    for (const auto& p : d.processes) pids.push_back(p.pid);
-  if (pids.empty()) return;
-  const auto infos = processes_.read(pids);
-  std::size_t i = 0;
-  for (auto& d : snap.devices) {
-    for (auto& p : d.processes) {
-      p.name = infos[i].name;
-      p.host_rss_bytes = infos[i].rss_bytes;
-      ++i;
-    }
-  }
+  for (auto& d : snap.devices)  // the contract: processes sorted by pid
+    std::sort(d.processes.begin(), d.processes.end(),
+              [](const ProcessSample& a, const ProcessSample& b) { return a.pid < b.pid; });
+  processes_.fill(snap.devices);
 }
 
 std::vector<ProcessDeviceUsage> NvmlBackend::process_usage(std::int64_t pid,

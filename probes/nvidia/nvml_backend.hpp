@@ -30,8 +30,8 @@
 #include "gpustream/probe.hpp"
 #include "gpustream/probes/nvidia_formats.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
+#include "gpustream/probes/process_table.hpp"
 #include "nvidia/nvml_api.hpp"
-#include "nvidia/process_table.hpp"
 
 namespace gpustream::nvidia_detail {
 
@@ -149,7 +149,7 @@ class NvmlBackend {
   std::string init_failure_;  // the last init failure logged
   std::vector<nvidia::NvmlProcessEntry> scratch_;  // reused process lists
   std::vector<nvidia::NvmlProcessEntry> scratch2_;
-  ProcessTable processes_;  // names and RSS, kept between samples
+  proc::ProcessTable processes_;  // names and RSS, kept between samples
   LogOnce log_once_;
 };
 

@@ -67,7 +67,7 @@ std::vector<std::string> smi_apps_argv(const std::string& tool) {
 
 GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_view> fields,
                          const std::string* apps, const std::string& apps_error,
-                         ProcessTable& processes) {
+                         proc::ProcessTable& processes) {
   GpuSnapshot snap;
   snap.probe = "nvidia";
   snap.devices = nvidia::smi_devices_from_csv(gpu_csv, fields, &snap.errors);

@@ -33,8 +33,8 @@
 
 #include "gpustream/probe.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
+#include "gpustream/probes/process_table.hpp"
 #include "gpustream/subprocess.hpp"
-#include "nvidia/process_table.hpp"
 
 namespace gpustream::nvidia_detail {
 
@@ -60,7 +60,7 @@ std::vector<std::string> smi_apps_argv(const std::string& tool);
 /// `processes`.
 GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_view> fields,
                          const std::string* apps, const std::string& apps_error,
-                         ProcessTable& processes);
+                         proc::ProcessTable& processes);
 
 struct SmiOptions {
   std::string tool = "nvidia-smi";
@@ -100,7 +100,7 @@ class SmiBackend : public std::enable_shared_from_this<SmiBackend> {
   boost::asio::strand<boost::asio::any_io_executor> strand_;
   boost::asio::cancellation_signal cancel_;  // used on strand_ only
   std::atomic<bool> basic_fields_{false};    // set once, on strand_
-  ProcessTable processes_;                   // names and RSS, kept between samples
+  proc::ProcessTable processes_;             // names and RSS, kept between samples
 };
 
 }  // namespace gpustream::nvidia_detail

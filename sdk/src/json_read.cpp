@@ -255,6 +255,8 @@ DeviceSample device_from(const json::value& v, const Path& at) {
     d.power_state = as_enum(*p, at / "power_state", power_state_from_string);
   if (const auto* e = maybe(o, "energy_kind"))
     d.energy_kind = as_enum(*e, at / "energy_kind", energy_kind_from_string);
+  if (const auto* k = maybe(o, "power_kind"))
+    d.power_kind = as_enum(*k, at / "power_kind", power_kind_from_string);
   metrics_from(o, at, d.metrics);
   if (const auto* t = maybe(o, "throttle_reasons")) {
     const Path tp = at / "throttle_reasons";

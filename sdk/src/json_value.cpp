@@ -107,6 +107,7 @@ json::value to_json(const DeviceSample& d) {
   o.emplace("pci_bus_id", text(d.pci_bus_id));
   o.emplace("power_state", name(to_string(d.power_state)));
   if (d.energy_kind) o.emplace("energy_kind", name(to_string(*d.energy_kind)));
+  if (d.power_kind) o.emplace("power_kind", name(to_string(*d.power_kind)));
 
   json::object metrics, sources, absent, absent_sources;
   metrics.reserve(kMetricCount);

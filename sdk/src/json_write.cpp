@@ -299,6 +299,10 @@ void write_device(Writer& w, const DeviceSample& d) {
     w.raw(",\"energy_kind\":");
     w.plain_string(to_string(*d.energy_kind));
   }
+  if (d.power_kind) {
+    w.raw(",\"power_kind\":");
+    w.plain_string(to_string(*d.power_kind));
+  }
   write_metrics(w, d);
   w.raw(",\"throttle_reasons\":[");
   for (std::size_t i = 0; i < d.throttle_reasons.size(); ++i) {

@@ -35,6 +35,7 @@ constexpr std::array<std::string_view, kMetricCount> kMetrics{
     "gtt_total_bytes",     "memory_free_bytes"};
 constexpr std::array<std::string_view, 2> kEnergyKinds{"counter", "integrated"};
 constexpr std::array<std::string_view, 3> kPowerStates{"unknown", "active", "suspended"};
+constexpr std::array<std::string_view, 2> kPowerKinds{"instant", "average"};
 
 static_assert(kAbsences.size() == static_cast<std::size_t>(Absence::not_collected) + 1);
 static_assert(kVendors.size() == static_cast<std::size_t>(Vendor::simulated) + 1);
@@ -47,6 +48,7 @@ std::string_view to_string(Absence a) noexcept { return name_of(a, kAbsences); }
 std::string_view to_string(Metric m) noexcept { return name_of(m, kMetrics); }
 std::string_view to_string(EnergyKind k) noexcept { return name_of(k, kEnergyKinds); }
 std::string_view to_string(PowerState p) noexcept { return name_of(p, kPowerStates); }
+std::string_view to_string(PowerKind k) noexcept { return name_of(k, kPowerKinds); }
 
 std::optional<Vendor> vendor_from_string(std::string_view s) noexcept {
   return parse_of<Vendor>(s, kVendors);
@@ -65,6 +67,9 @@ std::optional<EnergyKind> energy_kind_from_string(std::string_view s) noexcept {
 }
 std::optional<PowerState> power_state_from_string(std::string_view s) noexcept {
   return parse_of<PowerState>(s, kPowerStates);
+}
+std::optional<PowerKind> power_kind_from_string(std::string_view s) noexcept {
+  return parse_of<PowerKind>(s, kPowerKinds);
 }
 
 BadReadingAccess::BadReadingAccess(Absence reason, Source source)

@@ -105,6 +105,8 @@ TEST(JsonDecodeErrors, UnknownEnumNames) {
        "$.devices[0].power_state: unknown value \"asleep\""},
       {"energy kind", [](json::object& o) { device0(o)["energy_kind"] = "guess"; },
        "$.devices[0].energy_kind: unknown value \"guess\""},
+      {"power kind", [](json::object& o) { device0(o)["power_kind"] = "peak"; },
+       "$.devices[0].power_kind: unknown value \"peak\""},
       {"engine absence",
        [](json::object& o) { device0(o)["engines"].as_array()[2].as_object()["absent"] = "later"; },
        "$.devices[0].engines[2].absent: unknown value \"later\""},
@@ -143,12 +145,14 @@ TEST(JsonDecodeErrors, OptionalKeysMayBeLeftOutOrNull) {
   for (const char* key : {"power_state", "throttle_reasons", "attributes", "absent_sources"})
     device0(o).erase(key);
   device0(o)["energy_kind"] = nullptr;
+  device0(o)["power_kind"] = nullptr;
   for (const char* key : {"container_id", "engines"}) process0(o).erase(key);
   GpuSnapshot s = snapshot_from_json(doc);
   EXPECT_EQ(s.monotonic_ns, 0);
   EXPECT_FALSE(s.host);
   EXPECT_EQ(s.devices[0].power_state, PowerState::unknown);
   EXPECT_FALSE(s.devices[0].energy_kind);
+  EXPECT_FALSE(s.devices[0].power_kind);
   EXPECT_TRUE(s.devices[0].throttle_reasons.empty());
   EXPECT_TRUE(s.devices[0].attributes.empty());
   // Without absent_sources, the absent fan keeps its reason and loses its source.

@@ -16,6 +16,7 @@ inline DeviceSample rich_device(int index) {
   d.pci_bus_id = "0000:0" + std::to_string(index + 1) + ":00.0";
   d.power_state = PowerState::active;
   d.energy_kind = EnergyKind::counter;
+  d.power_kind = PowerKind::instant;
   d.metrics.set(Metric::utilization_percent, 87.5, Source::nvml);
   d.metrics.set(Metric::memory_utilization_percent, 41.25, Source::nvml);
   d.metrics.set(Metric::memory_used_bytes, 34359738368.0 + index, Source::nvml);
@@ -80,7 +81,7 @@ inline GpuSnapshot rich_snapshot() {
   return s;
 }
 
-/// A snapshot that uses every Vendor, Source, Absence, PowerState and EnergyKind value.
+/// A snapshot that uses every Vendor, Source, Absence, PowerState, EnergyKind and PowerKind value.
 inline GpuSnapshot every_enum_snapshot() {
   GpuSnapshot s;
   s.probe = "enums";
@@ -94,6 +95,7 @@ inline GpuSnapshot every_enum_snapshot() {
     d.index = index++;
     d.power_state = static_cast<PowerState>(v % 3);
     if (v % 3 != 2) d.energy_kind = static_cast<EnergyKind>(v % 2);
+    if (v % 3 != 1) d.power_kind = static_cast<PowerKind>((v / 2) % 2);
     s.devices.push_back(d);
   }
   // Spread every (absence, source) pair and every present source over the devices' metrics.

@@ -58,6 +58,17 @@ TEST(AmdSmiParse, ValueUnitObjectsGpuDataWrapperAndMiB) {
   EXPECT_EQ(m[1][Metric::clock_graphics_mhz].value(), 2000.0);
 }
 
+TEST(AmdSmiParse, AverageSocketPowerIsTheAverageCurrentIsPower) {
+  auto m = parse_amd_smi_metric(R"([{"gpu": 0,
+      "power": {"average_socket_power": {"value": 61, "unit": "W"}}},
+      {"gpu": 1, "power": {"current_socket_power": {"value": 70, "unit": "W"},
+                           "average_socket_power": {"value": 66, "unit": "W"}}}])");
+  EXPECT_EQ(m[0][Metric::power_average_watts].value(), 61.0);
+  EXPECT_FALSE(m[0][Metric::power_watts]);  // the probe's power::settle fills it (see below)
+  EXPECT_EQ(m[1][Metric::power_watts].value(), 70.0);
+  EXPECT_EQ(m[1][Metric::power_average_watts].value(), 66.0);
+}
+
 TEST(AmdSmiParse, NotAvailableAnywhereAndTextBeforeJson) {
   auto m = parse_amd_smi_metric(
       "'CTRL' + 'C' to stop watching output:\n"
@@ -135,9 +146,23 @@ TEST(RocmSmiParse, StringsRenamedKeysAndParens) {
   EXPECT_EQ(d[1].id, "amd:0000:0a:00.0");
   EXPECT_EQ(d[1].metrics[Metric::clock_graphics_mhz].value(), 1700.0);
   EXPECT_EQ(d[1].metrics[Metric::power_average_watts].value(), 144.0);
+  // The average is the only figure: it is also the device's power draw, and says so.
+  EXPECT_EQ(d[1].metrics[Metric::power_watts].value(), 144.0);
+  EXPECT_EQ(d[1].power_kind, PowerKind::average);
+  EXPECT_FALSE(d[0].metrics[Metric::power_watts]);
+  EXPECT_FALSE(d[0].power_kind);
   EXPECT_EQ(d[1].metrics[Metric::memory_total_bytes].value(), 68702699520.0);
   EXPECT_FALSE(d[1].metrics[Metric::memory_utilization_percent]);
   EXPECT_EQ(d[1].attributes.at("unique_id"), "0xa32343daf897162a");
+}
+
+TEST(RocmSmiParse, CurrentSocketPowerIsInstantaneous) {
+  auto d = parse_rocm_smi(R"J({"card0": {"Current Socket Graphics Package Power (W)": "312.0",
+                                        "PCI Bus": "0000:0C:00.0"}})J");
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].metrics[Metric::power_watts].value(), 312.0);
+  EXPECT_FALSE(d[0].metrics[Metric::power_average_watts]);
+  EXPECT_FALSE(d[0].power_kind);  // rocm-smi does not say; only an average is labelled
 }
 
 TEST(RocmSmiParse, EmptyOutputAndWarningOnlyAreErrors) {
@@ -198,6 +223,21 @@ TEST_F(AmdCli, AmdSmiDetectAndSample) {
   std::size_t procs = 0;
   for (const auto& dev : r.snapshot.devices) procs += dev.processes.size();
   EXPECT_EQ(procs, 50u);
+}
+
+TEST_F(AmdCli, AmdSmiAverageOnlyPowerIsPowerWatts) {
+  auto p = probe(AmdTool::amd_smi, "normal");
+  fakes_.back()->set_output(
+      "metric.json",
+      R"([{"gpu": 0, "power": {"average_socket_power": {"value": 58, "unit": "W"}}}])");
+  auto r = harness_.sample(*p);
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  ASSERT_FALSE(r.snapshot.devices.empty());
+  const auto& d = r.snapshot.devices[0];
+  EXPECT_EQ(d.metrics[Metric::power_watts].value(), 58.0);
+  EXPECT_EQ(d.metrics[Metric::power_watts].source(), Source::amd_smi);
+  EXPECT_EQ(d.metrics[Metric::power_average_watts].value(), 58.0);
+  EXPECT_EQ(d.power_kind, PowerKind::average);
 }
 
 TEST_F(AmdCli, RocmSmiSample) {

@@ -1,7 +1,9 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <string>
 
+#include "gpustream/measurement.hpp"
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "probe_harness.hpp"
@@ -101,14 +103,64 @@ TEST_F(AmdSysfs, OneCardMetricsAndUnits) {
   EXPECT_EQ(m[Metric::memory_used_bytes].value(), 1073741824.0);
   EXPECT_EQ(m[Metric::gtt_used_bytes].value(), 33554432.0);
   EXPECT_DOUBLE_EQ(m[Metric::temperature_celsius].value(), 45.0);
+  // Only power1_average (most consumer boards): it is the device's power draw, and says so.
   EXPECT_DOUBLE_EQ(m[Metric::power_average_watts].value(), 87.0);
-  EXPECT_FALSE(m[Metric::power_watts]);
-  EXPECT_EQ(m[Metric::power_watts].reason(), Absence::unsupported);
+  EXPECT_DOUBLE_EQ(m[Metric::power_watts].value(), 87.0);
+  EXPECT_EQ(m[Metric::power_watts].source(), Source::sysfs);
+  EXPECT_EQ(d.power_kind, PowerKind::average);
   EXPECT_EQ(m[Metric::fan_rpm].value(), 1450.0);
   EXPECT_DOUBLE_EQ(m[Metric::clock_graphics_mhz].value(), 2105.0);
   EXPECT_DOUBLE_EQ(m[Metric::clock_memory_mhz].value(), 1000.0);  // from pp_dpm_mclk
   EXPECT_EQ(d.attributes.at("unique_id"), "8d7a1f3e02b1c4d5");
   EXPECT_EQ(d.attributes.count("temperature_junction_celsius"), 1u);
+}
+
+TEST_F(AmdSysfs, InstantPowerPreferredAverageKeptAsExtra) {
+  add_card(tree_, {});
+  tree_.file("sys/class/drm/card0/device/hwmon/hwmon3/power1_input", "91500000\n");
+  tree_.dir("proc");
+  auto p = probe();
+  auto r = harness_.sample(*p);
+  ASSERT_EQ(r.snapshot.devices.size(), 1u);
+  const auto& d = r.snapshot.devices[0];
+  EXPECT_DOUBLE_EQ(d.metrics[Metric::power_watts].value(), 91.5);
+  EXPECT_DOUBLE_EQ(d.metrics[Metric::power_average_watts].value(), 87.0);
+  EXPECT_EQ(d.power_kind, PowerKind::instant);
+}
+
+TEST_F(AmdSysfs, NoPowerFileLeavesPowerAbsentWithItsReason) {
+  add_card(tree_, {});
+  tree_.remove("sys/class/drm/card0/device/hwmon/hwmon3/power1_average");
+  tree_.dir("proc");
+  auto p = probe();
+  auto r = harness_.sample(*p);
+  ASSERT_EQ(r.snapshot.devices.size(), 1u);
+  const auto& d = r.snapshot.devices[0];
+  EXPECT_FALSE(d.metrics[Metric::power_watts]);
+  EXPECT_EQ(d.metrics[Metric::power_watts].reason(), Absence::unsupported);
+  EXPECT_FALSE(d.power_kind);
+}
+
+// A MeasurementWindow over an average-only board reports energy (integrated from power_watts).
+TEST_F(AmdSysfs, MeasurementWindowGivesEnergyOnAnAverageOnlyBoard) {
+  add_card(tree_, {});
+  tree_.dir("proc");
+  auto p = probe();
+  MeasurementWindow window;
+  window.begin();
+  auto first = harness_.sample(*p).snapshot;
+  tree_.file("sys/class/drm/card0/device/hwmon/hwmon3/power1_average", "93000000\n");
+  auto second = harness_.sample(*p).snapshot;
+  window.add(first);
+  window.add(second);
+  const auto summary = window.end();
+  const auto* dev = summary.find("amd:0000:03:00.0");
+  ASSERT_NE(dev, nullptr);
+  ASSERT_TRUE(dev->energy_joules);
+  EXPECT_EQ(dev->energy_kind, EnergyKind::integrated);
+  ASSERT_GT(second.monotonic_ns, first.monotonic_ns);
+  const double seconds = static_cast<double>(second.monotonic_ns - first.monotonic_ns) / 1e9;
+  EXPECT_NEAR(*dev->energy_joules, (87.0 + 93.0) / 2 * seconds, 1e-9);
 }
 
 TEST_F(AmdSysfs, FourCardsSkipsOtherVendorsAndMissingHwmon) {
@@ -190,6 +242,26 @@ TEST_F(AmdSysfs, ProcessesDedupSumAndEngineDeltas) {
   EXPECT_GT(*p1.gpu_utilization_percent, 0.0);
   EXPECT_LE(*p1.gpu_utilization_percent, 100.0);
   EXPECT_TRUE(p1.engines.at(0).utilization_percent.has_value());
+}
+
+// Every process carries its name and host RSS from /proc/<pid>/comm and statm, like NVIDIA's.
+TEST_F(AmdSysfs, ProcessesCarryNameAndHostRssFromProcfs) {
+  add_card(tree_, {});
+  add_fd(tree_, 100, 3, "/dev/dri/renderD128", fdinfo(1, "0000:03:00.0", 1024, 0));
+  add_fd(tree_, 200, 3, "/dev/dri/renderD128", fdinfo(2, "0000:03:00.0", 1024, 0));
+  tree_.file("proc/100/statm", "5000 1234 300 10 0 900 0\n");
+  tree_.file("proc/200/statm", "0 0 0 0 0 0 0\n");  // no address space: unknown, not 0
+  auto p = probe();
+  auto snap = harness_.sample(*p).snapshot;
+  ASSERT_EQ(snap.devices.size(), 1u);
+  const auto& procs = snap.devices[0].processes;
+  ASSERT_EQ(procs.size(), 2u);
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  EXPECT_EQ(procs[0].pid, 100);
+  EXPECT_EQ(procs[0].name, "proc100");
+  EXPECT_EQ(procs[0].host_rss_bytes, 1234 * page);
+  EXPECT_EQ(procs[1].pid, 200);
+  EXPECT_FALSE(procs[1].host_rss_bytes);
 }
 
 TEST_F(AmdSysfs, CappedWalkErrorDoesNotChangeWithTheCount) {

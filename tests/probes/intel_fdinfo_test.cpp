@@ -1,6 +1,7 @@
 // IntelGpuProbe per-engine and per-process accounting from generated /proc trees, through the
 // shared DRM fdinfo walker.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "gpustream/probes/intel_probe.hpp"
 #include "intel_trees.hpp"
@@ -193,6 +194,35 @@ TEST_F(IntelFdinfoTest, RenderNodeOnlyDeviceGetsItsClients) {
   EXPECT_EQ(d.attributes.at("render_node"), "renderD140");
   ASSERT_EQ(d.processes.size(), 1u);
   EXPECT_EQ(d.processes[0].pid, 500);
+}
+
+}  // namespace
+}  // namespace gpustream
+
+namespace gpustream {
+namespace {
+
+// Every process carries its name and host RSS from /proc/<pid>/comm and statm, like NVIDIA's.
+TEST_F(IntelFdinfoTest, ProcessesCarryNameAndHostRssFromProcfs) {
+  t_.client(100, "blender", 4, "renderD129", i915_fdinfo(kI915, 39, 0, 0));
+  t_.client(200, "ffmpeg", 5, "renderD130", xe_fdinfo(kXe, 7, 0, 0, 0));
+  t_.tree().file("proc/100/statm", "5000 1234 300 10 0 900 0\n");
+  // pid 200 has no statm (a process we may not inspect, or one exiting): RSS stays unknown.
+  auto probe = make_probe();
+  const auto snap = sample(*probe);
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const auto* blender = process(dev(snap, kI915), 100);
+  ASSERT_NE(blender, nullptr);
+  EXPECT_EQ(blender->name, "blender");
+  EXPECT_EQ(blender->host_rss_bytes, 1234 * page);
+  const auto* ffmpeg = process(dev(snap, kXe), 200);
+  ASSERT_NE(ffmpeg, nullptr);
+  EXPECT_EQ(ffmpeg->name, "ffmpeg");
+  EXPECT_FALSE(ffmpeg->host_rss_bytes);
+  // The RSS is current at every sample.
+  t_.tree().file("proc/100/statm", "5000 2000 300 10 0 900 0\n");
+  const auto again = sample(*probe);
+  EXPECT_EQ(process(dev(again, kI915), 100)->host_rss_bytes, 2000 * page);
 }
 
 }  // namespace

@@ -130,7 +130,8 @@ TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
     return set.errors.empty() ? std::string() : set.errors[0];
   };
   EXPECT_EQ(error_for("amd", {{"sourc", "sysfs"}}),
-            "probe 'amd': amd.sourc: unknown setting (known: source, amd_smi, rocm_smi)");
+            "probe 'amd': amd.sourc: unknown setting (known: source, amd_smi, rocm_smi, "
+            "amdgpu_ids)");
   EXPECT_EQ(error_for("amd", {{"amd_smi", 7}}), "probe 'amd': amd.amd_smi: expected a non-empty string");
   EXPECT_EQ(error_for("intel", {{"max_processes", -1}}),
             "probe 'intel': intel.max_processes: expected a positive integer");

@@ -62,7 +62,8 @@ enum class Metric : std::uint8_t {
   memory_used_bytes,
   memory_total_bytes,
   temperature_celsius,
-  power_watts,          // instantaneous power
+  power_watts,          // the device's power draw: instantaneous where the source has it, else
+                        // the driver's average (see DeviceSample::power_kind)
   power_average_watts,  // power averaged by the hardware/driver over its own window
   power_limit_watts,
   energy_joules,  // see DeviceSample::energy_kind
@@ -80,6 +81,10 @@ inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::mem
 /// How an energy value was obtained.
 enum class EnergyKind : std::uint8_t { counter, integrated };
 
+/// What metrics[power_watts] is: an instantaneous reading, or the driver's average over its own
+/// window (a source that has no instantaneous figure, e.g. amdgpu's hwmon power1_average).
+enum class PowerKind : std::uint8_t { instant, average };
+
 /// Whether a device is awake.
 enum class PowerState : std::uint8_t { unknown, active, suspended };
 
@@ -89,12 +94,14 @@ std::string_view to_string(Absence a) noexcept;
 std::string_view to_string(Metric m) noexcept;
 std::string_view to_string(EnergyKind k) noexcept;
 std::string_view to_string(PowerState p) noexcept;
+std::string_view to_string(PowerKind k) noexcept;
 std::optional<Vendor> vendor_from_string(std::string_view s) noexcept;
 std::optional<Source> source_from_string(std::string_view s) noexcept;
 std::optional<Absence> absence_from_string(std::string_view s) noexcept;
 std::optional<Metric> metric_from_string(std::string_view s) noexcept;
 std::optional<EnergyKind> energy_kind_from_string(std::string_view s) noexcept;
 std::optional<PowerState> power_state_from_string(std::string_view s) noexcept;
+std::optional<PowerKind> power_kind_from_string(std::string_view s) noexcept;
 
 /// Thrown by Reading::value() on an absent metric (like std::bad_optional_access), with the
 /// reason and the source in what(): "gpustream: metric absent (unsupported, source nvml)".
@@ -206,6 +213,9 @@ struct DeviceSample {
   std::string pci_bus_id;  // "0000:01:00.0" form, empty when unknown
   MetricSet metrics;
   std::optional<EnergyKind> energy_kind;  // set when metrics[energy_joules] has a value
+  /// Set when metrics[power_watts] has a value and the probe knows its kind; `average` says the
+  /// figure is the driver's average (the source had no instantaneous one).
+  std::optional<PowerKind> power_kind;
   PowerState power_state = PowerState::unknown;
   std::vector<std::string> throttle_reasons;
   std::vector<EngineSample> engines;

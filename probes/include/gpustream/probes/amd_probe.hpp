@@ -1,13 +1,16 @@
 // gpustream/probes/amd_probe.hpp — AMD GPUs through the amdgpu sysfs files and DRM fdinfo.
 //
-// AmdSysfsProbe reads cards under <sysfs>/class/drm whose device/vendor is 0x1002: busy
+// AmdSysfsProbe reads cards under <sysfs>/class/drm whose device/vendor is 0x1002 (named by
+// device/product_name, else by libdrm's amdgpu.ids from device/device and device/revision, else
+// "AMD GPU 0x<device id>"): busy
 // percentages, VRAM/GTT, hwmon temperatures (m°C), power (µW), fan, clocks, and the current
 // pp_dpm_sclk/mclk level. It runs no subprocess. A device whose power/runtime_status is
 // "suspended" is reported suspended and none of its other files is read (reading them would wake
 // it). pcie_bw is never read (the driver sleeps 1 s in it). Per process it walks
 // <procfs>/<pid>/fdinfo via gpustream::drm::walk_clients, sums memory across distinct clients
 // of one (pid, device) and turns drm-engine-* busy nanoseconds into percentages between
-// consecutive samples (the first sample only seeds them; see EngineBusyTracker).
+// consecutive samples (the first sample only seeds them; see EngineBusyTracker). Each process's
+// name and host RSS come from the shared proc::ProcessTable (<procfs>/<pid>/comm and statm).
 //
 // Device ids are "amd:<PCI bus id>" (e.g. "amd:0000:03:00.0"), so every AMD source names the
 // same GPU the same way.
@@ -23,6 +26,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -32,6 +36,9 @@
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/config.hpp"
 #include "gpustream/log.hpp"
+#include "gpustream/probes/counter_rate.hpp"
+#include "gpustream/probes/process_table.hpp"
+#include "gpustream/probes/readers.hpp"
 
 namespace gpustream {
 
@@ -63,15 +70,14 @@ class EngineBusyTracker {
   void begin(std::int64_t monotonic_ns);
   /// Records the counters of `key` in the current sample and returns its percentages.
   EngineUsage update(const Key& key, const std::map<std::string, std::uint64_t>& busy_ns);
-  /// Counters kept for the next sample (for tests: vanished processes are forgotten).
-  std::size_t tracked() const noexcept { return current_.counters.size(); }
+  /// Keys seen in the current sample (for tests: vanished processes are forgotten).
+  std::size_t tracked() const noexcept;
 
  private:
-  struct Seen {
-    std::int64_t time_ns = 0;
-    std::map<Key, std::map<std::string, std::uint64_t>> counters;
-  };
-  Seen previous_, current_;
+  std::int64_t now_ns_ = 0;
+  std::set<Key> seen_;  // keys of the current sample
+  /// One busy-ns counter per (key, engine), over the sample time (probes/common counter_rate).
+  rate::CounterRates<std::tuple<std::int64_t, std::string, std::uint64_t, std::string>> rates_;
 };
 
 /// Adds one counter's percentages into a process's total; an engine stays nullopt once any of
@@ -84,10 +90,32 @@ void add_engine_usage(EngineUsage& total, const EngineUsage& part);
 /// has a value. Unseeded engines are Reading::missing(Absence::not_yet_seeded, source).
 void set_engine_usage(ProcessSample& p, const EngineUsage& usage, Source source);
 
+/// Marketing names by (PCI device id, revision), from libdrm's amdgpu.ids (Debian
+/// libdrm-common): lines "device_id,\trevision_id,\tproduct_name" in hex ("744C,\tC8,\tAMD
+/// Radeon RX 7900 XTX"), '#' comments and a version line. A name is found only for an exact
+/// (device, revision) pair, as libdrm's amdgpu_get_marketing_name does.
+struct AmdgpuIds {
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> names;
+  std::optional<std::string> find(std::uint32_t device, std::uint32_t revision) const;
+};
+
+/// Where Debian's libdrm-common installs the table.
+inline constexpr const char* kDefaultAmdgpuIdsPath = "/usr/share/libdrm/amdgpu.ids";
+/// The largest amdgpu.ids read (the 2024 table is ~30 KiB); a larger file is not read.
+inline constexpr std::size_t kMaxAmdgpuIdsBytes = std::size_t{512} << 10;
+
+/// Lines that are not "hex, hex, name" are skipped.
+AmdgpuIds parse_amdgpu_ids(std::string_view text);
+/// Reads and parses `path` (at most kMaxAmdgpuIdsBytes; EFBIG beyond).
+readers::Result<AmdgpuIds> load_amdgpu_ids(const std::string& path);
+
 struct AmdSysfsProbeOptions {
   SystemPaths paths;
   bool processes = true;             // walk /proc fdinfo for per-process usage
   std::size_t max_processes = 4096;  // cap passed to the /proc walk
+  /// Names of cards without device/product_name (consumer boards); "" disables the lookup.
+  /// A missing file is fine (the name is then "AMD GPU 0x<device id>").
+  std::string amdgpu_ids = kDefaultAmdgpuIdsPath;
 };
 
 class AmdSysfsProbe final : public BlockingProbe {
@@ -107,7 +135,10 @@ class AmdSysfsProbe final : public BlockingProbe {
     std::string dir;  // <sysfs>/class/drm/cardN
     DeviceInfo info;
   };
-  std::vector<Card> scan_cards() const;
+  std::vector<Card> scan_cards();
+  /// The name of the card at `device_dir`: product_name, else amdgpu.ids (loaded into `ids` at
+  /// the first card that needs it), else "AMD GPU 0x<device id>".
+  std::string card_name(const std::string& device_dir, std::optional<AmdgpuIds>& ids);
   DeviceSample sample_card(const Card& card) const;
   void add_processes(std::vector<DeviceSample>& devices, GpuSnapshot& snap);
 
@@ -115,6 +146,8 @@ class AmdSysfsProbe final : public BlockingProbe {
   std::mutex mutex_;
   std::vector<Card> cards_;  // from the last detect(); guarded by mutex_
   EngineBusyTracker engines_;  // fdinfo drm-engine-* counters; guarded by mutex_
+  proc::ProcessTable process_table_;  // names and host RSS of the processes, kept between samples
+  LogOnce log_once_;                  // an amdgpu.ids that exists but cannot be read is logged once
 };
 
 std::shared_ptr<AmdSysfsProbe> make_amd_sysfs_probe(ProbeExecutors executors,
@@ -207,6 +240,8 @@ struct AmdProbeOptions {
   std::chrono::milliseconds timeout{10000};
   std::chrono::milliseconds min_interval{2000};  // raised to 2 s when lower
   bool processes = true;
+  /// Where the processes' names (when the tool gives none) and host RSS are read.
+  std::string procfs_root = "/proc";
   /// The sample time (steady clock, ns) stamped on each snapshot and used for the per-process
   /// engine percentages; empty: steady_now_ns. Tests inject one.
   std::function<std::int64_t()> clock;
@@ -236,6 +271,7 @@ class AmdProbe final : public BlockingProbe {
   std::mutex mutex_;
   std::vector<amd_cli::StaticInfo> static_;  // amd-smi: from the last detect(); guarded
   EngineBusyTracker engines_;                // amd-smi process usage; guarded by mutex_
+  proc::ProcessTable process_table_;         // host RSS of the processes amd-smi lists
   LogOnce detail_log_;
 };
 

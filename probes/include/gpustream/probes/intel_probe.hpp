@@ -14,7 +14,8 @@
 // divided by capacity, xe `drm-cycles-<class>` over `drm-total-cycles-<class>`. The first sample
 // of a client only seeds; a client that vanishes or whose counters go backwards contributes
 // nothing (no negative values, no spikes). Memory per process is the sum of drm-resident-*
-// regions over its distinct clients. Output processes are sorted by pid.
+// regions over its distinct clients. Output processes are sorted by pid; their name and host RSS
+// come from the shared proc::ProcessTable (<procfs>/<pid>/comm and statm).
 //
 // Level Zero (optional): the loader is opened at run time, devices are matched by PCI bus id and
 // fill what sysfs could not (engine groups incl. compute, energy with reset guard, temperature,
@@ -44,6 +45,7 @@
 #include "gpustream/library_session.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/probes/drm_fdinfo.hpp"
+#include "gpustream/probes/process_table.hpp"
 
 namespace gpustream {
 
@@ -116,6 +118,7 @@ class IntelGpuProbe final : public BlockingProbe {
   IntelProbeOptions options_;
   std::unique_ptr<LevelZeroAugment> level_zero_;
   std::unique_ptr<IntelEngineAccounting> engines_;
+  proc::ProcessTable process_table_;  // names and host RSS of the processes, kept between samples
   std::map<std::string, std::unique_ptr<DeviceState>> states_;  // by PCI bus id
   mutable std::mutex stats_mu_;
   drm::WalkStats walk_stats_;  // guarded by stats_mu_

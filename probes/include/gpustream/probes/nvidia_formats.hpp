@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "gpustream/model.hpp"
+#include "gpustream/probes/pci.hpp"
 
 namespace gpustream::nvidia {
 
@@ -56,9 +57,11 @@ std::vector<NvmlProcessEntry> parse_process_infos(std::span<const std::byte> buf
 /// an unknown bit is named "0x<hex>".
 std::vector<std::string> decode_clock_event_reasons(std::uint64_t bits);
 
-/// "00000000:01:00.0" / "0000:01:00.0" / "00000000:3B:00.0" -> "0000:01:00.0" / "0000:3b:00.0"
-/// (4-digit domain when it fits, lower case). Anything not of that shape is returned trimmed.
-std::string normalize_pci_bus_id(std::string_view bus_id);
+/// "00000000:01:00.0" / "0000:01:00.0" / "00000000:3B:00.0" -> "0000:01:00.0" / "0000:3b:00.0":
+/// the one canonical form of every probe (pci::normalize_bus_id); "" for anything else.
+inline std::string normalize_pci_bus_id(std::string_view bus_id) {
+  return pci::normalize_bus_id(bus_id);
+}
 
 // ---- nvidia-smi CSV -------------------------------------------------------------------------
 

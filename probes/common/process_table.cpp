@@ -1,4 +1,4 @@
-#include "nvidia/process_table.hpp"
+#include "gpustream/probes/process_table.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -8,7 +8,9 @@
 #include <cstring>
 #include <utility>
 
-namespace gpustream::nvidia_detail {
+#include "gpustream/model.hpp"
+
+namespace gpustream::proc {
 namespace {
 
 /// "<pid>/<file>" into `out` (at least 48 bytes); false for a pid that cannot be one.
@@ -181,4 +183,37 @@ std::vector<ProcInfo> ProcessTable::read(std::span<const std::int64_t> pids) {
   return out;
 }
 
-}  // namespace gpustream::nvidia_detail
+void ProcessTable::fill(std::span<DeviceSample> devices) {
+  std::vector<std::int64_t> pids;  // a pid on several devices is listed again, and read once
+  for (const auto& d : devices)
+    for (const auto& p : d.processes) pids.push_back(p.pid);
+  if (pids.empty()) {
+    read(pids);  // forget everyone: no process uses a device now
+    return;
+  }
+  const auto infos = read(pids);
+  std::size_t i = 0;
+  for (auto& d : devices) {
+    for (auto& p : d.processes) {
+      const auto& info = infos[i++];
+      if (p.name.empty()) p.name = info.name;
+      p.host_rss_bytes = info.rss_bytes;
+    }
+  }
+}
+
+ProcInfo ProcessTable::read_one(std::int64_t pid) {
+  std::lock_guard lock(mu_);
+  if (pid <= 0) return {};
+  const auto now = clock_();
+  if (auto it = entries_.find(pid); it != entries_.end()) {
+    refresh(pid, it->second, now);
+    return it->second.info;
+  }
+  Entry e;  // not kept: its descriptor, if one was opened, is closed again
+  refresh(pid, e, now);
+  close_entry(e);
+  return e.info;
+}
+
+}  // namespace gpustream::proc

@@ -1,5 +1,6 @@
-// process_table.hpp — the name and resident memory of the processes using the GPUs, kept between
-// samples so that a sample costs one system call per process.
+// gpustream/probes/process_table.hpp — the name and host resident memory of the processes using
+// the GPUs, for every vendor's probe (NVML, nvidia-smi, amdgpu and i915/xe fdinfo, amd-smi), kept
+// between samples so that a sample costs one system call per process.
 //
 // RSS: for each pid the table keeps a descriptor open on <procfs_root>/<pid>/statm and re-reads
 // it with pread(fd, ..., 0) at every sample. procfs builds the text again on every read at
@@ -35,7 +36,11 @@
 #include <unordered_map>
 #include <vector>
 
-namespace gpustream::nvidia_detail {
+namespace gpustream {
+struct DeviceSample;
+}
+
+namespace gpustream::proc {
 
 struct ProcInfo {
   std::string name;                        // empty when unknown
@@ -63,6 +68,16 @@ class ProcessTable {
   /// Name and RSS of each of `pids`, now, in the same order (a pid may repeat: it is read once).
   /// Pids absent from `pids` are forgotten.
   std::vector<ProcInfo> read(std::span<const std::int64_t> pids);
+
+  /// Reads the processes of every device in one batch (read()) and fills each ProcessSample's
+  /// host_rss_bytes, and its name where the source gave none (a name from the source, e.g.
+  /// amd-smi's, is kept). A process whose statm cannot be read keeps host_rss_bytes absent.
+  void fill(std::span<DeviceSample> devices);
+
+  /// Name and RSS of one pid now, without forgetting the others (for a "my process" query next
+  /// to a probe's batches): a pid in the table is refreshed through its descriptor; another one
+  /// is read and not kept.
+  ProcInfo read_one(std::int64_t pid);
 
  private:
   struct Entry {
@@ -94,4 +109,4 @@ class ProcessTable {
   std::uint64_t batch_ = 0;
 };
 
-}  // namespace gpustream::nvidia_detail
+}  // namespace gpustream::proc

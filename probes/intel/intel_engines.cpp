@@ -80,7 +80,7 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
   for (const auto& c : clients) {
     const auto pdev = intel::normalize_pci_bus_id(c.info.pdev);
     if (pdev.empty()) continue;
-    const Key key{c.pid, pdev, c.info.client_id.value_or(0)};
+    const Key key{c.pid, c.instance, pdev, c.info.client_id.value_or(0)};
     Counters now{c.info.engine_ns, c.info.cycles, c.info.total_cycles, now_ns};
     auto& proc = procs[pdev][c.pid];
     proc.name = c.comm;

@@ -41,7 +41,8 @@ class IntelEngineAccounting {
     std::map<std::string, std::uint64_t> engine_ns, cycles, total_cycles;
     std::int64_t time_ns = 0;
   };
-  using Key = std::tuple<std::int64_t, std::string, std::uint64_t>;  // pid, pdev, client id
+  // pid, tracker instance (a reused pid starts afresh), pdev, client id
+  using Key = std::tuple<std::int64_t, std::uint64_t, std::string, std::uint64_t>;
 
   std::map<Key, Counters> previous_;
   std::map<std::string, std::set<std::string>> classes_;  // pdev -> engine classes seen

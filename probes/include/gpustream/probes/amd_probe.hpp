@@ -4,8 +4,9 @@
 // percentages, VRAM/GTT, hwmon temperatures (m°C), power (µW), fan, clocks, and the current
 // pp_dpm_sclk/mclk level. It runs no subprocess. A device whose power/runtime_status is
 // "suspended" is reported suspended and none of its other files is read (reading them would wake
-// it). pcie_bw is never read (the driver sleeps 1 s in it). Per process it walks
-// <procfs>/<pid>/fdinfo via gpustream::drm::walk_clients, sums memory across distinct clients
+// it). pcie_bw is never read (the driver sleeps 1 s in it). Per process it reads
+// <procfs>/<pid>/fdinfo through a gpustream::drm::ClientTracker kept between samples (cost in
+// proportion to the GPU clients; see drm_client_tracker.hpp), sums memory across distinct clients
 // of one (pid, device) and turns drm-engine-* busy nanoseconds into percentages between
 // consecutive samples (the first sample only seeds them; see EngineBusyTracker).
 //
@@ -34,6 +35,10 @@
 #include "gpustream/log.hpp"
 
 namespace gpustream {
+
+namespace drm {
+class ClientTracker;
+}
 
 /// "amd:" + PCI bus id, lower-cased: the id every AMD source gives one GPU.
 std::string amd_device_id(std::string_view pci_bus_id);
@@ -86,8 +91,14 @@ void set_engine_usage(ProcessSample& p, const EngineUsage& usage, Source source)
 
 struct AmdSysfsProbeOptions {
   SystemPaths paths;
-  bool processes = true;             // walk /proc fdinfo for per-process usage
-  std::size_t max_processes = 4096;  // cap passed to the /proc walk
+  bool processes = true;  // read /proc fdinfo for per-process usage
+  /// A process that starts using a GPU is reported within this time (config
+  /// amd.process_freshness_ms); see drm::TrackerOptions::freshness.
+  std::chrono::milliseconds process_freshness{5000};
+  std::size_t max_clients = 4096;  // DRM clients tracked at most (the memory bound)
+  /// Monotonic time of a sample in ns (engine deltas, the tracker's round robins). Default:
+  /// steady_now_ns. For benchmarks and tests that drive time.
+  std::function<std::int64_t()> monotonic_clock;
 };
 
 class AmdSysfsProbe final : public BlockingProbe {
@@ -95,6 +106,7 @@ class AmdSysfsProbe final : public BlockingProbe {
   static constexpr std::string_view kName = "amd";
 
   AmdSysfsProbe(ProbeExecutors executors, AmdSysfsProbeOptions options);
+  ~AmdSysfsProbe() override;
 
   std::string_view name() const noexcept override { return kName; }
 
@@ -115,6 +127,7 @@ class AmdSysfsProbe final : public BlockingProbe {
   std::mutex mutex_;
   std::vector<Card> cards_;  // from the last detect(); guarded by mutex_
   EngineBusyTracker engines_;  // fdinfo drm-engine-* counters; guarded by mutex_
+  std::unique_ptr<drm::ClientTracker> clients_;  // made at the first sample; guarded by mutex_
 };
 
 std::shared_ptr<AmdSysfsProbe> make_amd_sysfs_probe(ProbeExecutors executors,

@@ -19,7 +19,7 @@
 // 0) on GPUSTREAM_BENCH_PROCS processes (default 10000; "proc" = the real /proc). The steady
 // cost is the difference of two runs divided by the sample count:
 //   GPUSTREAM_BENCH_TREE=/dev/shm/gs build/bench/intel_bench --benchmark_filter=none
-//   GPUSTREAM_BENCH_TREE=/dev/shm/gs GPUSTREAM_BENCH_ONCE=signal GPUSTREAM_BENCH_SAMPLES=100 \
+//   GPUSTREAM_BENCH_TREE=/dev/shm/gs GPUSTREAM_BENCH_ONCE=signal GPUSTREAM_BENCH_SAMPLES=100
 //     strace -c -f build/bench/intel_bench      (and again with GPUSTREAM_BENCH_SAMPLES=0)
 //   GPUSTREAM_BENCH_TREE=/dev/shm/gs GPUSTREAM_BENCH_ONCE=shared strace -c build/bench/intel_bench
 //   GPUSTREAM_BENCH_TREE=/dev/shm/gs GPUSTREAM_BENCH_ONCE=naive strace -c build/bench/intel_bench

@@ -77,7 +77,9 @@ std::int32_t round_robin(std::vector<ProcRec>& recs, std::int32_t cursor, std::s
 }
 
 using ClientKey = std::tuple<const std::string&, bool, std::uint64_t>;
-ClientKey key_of(const Fdinfo& f) { return {f.pdev, f.client_id.has_value(), f.client_id.value_or(0)}; }
+ClientKey key_of(const Fdinfo& f) {
+  return {f.pdev, f.client_id.has_value(), f.client_id.value_or(0)};
+}
 
 }  // namespace
 
@@ -123,7 +125,8 @@ struct ClientTracker::Impl {
     return path;
   }
   bool wanted(const std::string& driver) const {
-    return o.drivers.empty() || std::find(o.drivers.begin(), o.drivers.end(), driver) != o.drivers.end();
+    return o.drivers.empty() ||
+           std::find(o.drivers.begin(), o.drivers.end(), driver) != o.drivers.end();
   }
   ProcRec* rec_of(std::int32_t pid) {
     auto it = std::lower_bound(recs.begin(), recs.end(), pid,
@@ -171,7 +174,8 @@ struct ClientTracker::Impl {
       if (info->truncated) ++st->truncated;
       used.push_back(fd);
       const auto key = key_of(*info);
-      if (std::any_of(out.begin(), out.end(), [&](const Client& c) { return key_of(c.info) == key; }))
+      if (std::any_of(out.begin(), out.end(),
+                      [&](const Client& c) { return key_of(c.info) == key; }))
         continue;  // another fd of the same client
       out.push_back(Client{pid, {}, std::move(*info)});
     }
@@ -360,7 +364,9 @@ void ClientTracker::Impl::sample(std::int64_t now) {
 
   // 3. The change signal and 4. the sweep, each a round-robin share of the processes.
   const std::int64_t dt = first ? 0 : now - last_now;
-  const auto ns = [](std::chrono::milliseconds m) { return static_cast<std::int64_t>(m.count()) * 1'000'000; };
+  const auto ns = [](std::chrono::milliseconds m) {
+    return static_cast<std::int64_t>(m.count()) * 1'000'000;
+  };
   if (signal) {
     const auto k = due(check_carry, recs.size(), dt, ns(o.freshness));
     check_cursor = round_robin(recs, check_cursor, k, [&](ProcRec& r) {
@@ -400,8 +406,12 @@ ClientTracker::ClientTracker(TrackerOptions options) : impl_(std::make_unique<Im
     case FdCountSignal::automatic:
       impl_->signal = o.fd_count != nullptr || procfs_reports_fd_count(o.procfs_root);
       break;
-    case FdCountSignal::fd_dir_size: impl_->signal = true; break;
-    case FdCountSignal::none: impl_->signal = false; break;
+    case FdCountSignal::fd_dir_size:
+      impl_->signal = true;
+      break;
+    case FdCountSignal::none:
+      impl_->signal = false;
+      break;
   }
 }
 
@@ -417,7 +427,8 @@ std::vector<Client> ClientTracker::sample(std::int64_t now_ns, WalkStats* stats)
   impl_->sample(now_ns);
   std::vector<Client> out;
   out.reserve(impl_->tracked);
-  for (const auto& [pid, cp] : impl_->clients) out.insert(out.end(), cp.clients.begin(), cp.clients.end());
+  for (const auto& [pid, cp] : impl_->clients)
+    out.insert(out.end(), cp.clients.begin(), cp.clients.end());
   std::sort(out.begin(), out.end(), [](const Client& a, const Client& b) {
     return std::tie(a.pid, a.info.pdev, a.info.client_id) <
            std::tie(b.pid, b.info.pdev, b.info.client_id);

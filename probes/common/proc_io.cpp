@@ -36,8 +36,7 @@ int open_at(int dirfd, const char* rel, int flags) noexcept {
   return fd;
 }
 
-bool read_small(int dirfd, const char* rel, std::string& out, std::size_t max,
-                std::size_t& opens) {
+bool read_small(int dirfd, const char* rel, std::string& out, std::size_t max, std::size_t& opens) {
   ++opens;
   const int fd = open_at(dirfd, rel, O_RDONLY);
   if (fd < 0) return false;

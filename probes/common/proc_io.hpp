@@ -26,8 +26,7 @@ std::optional<std::int32_t> parse_number(const char* name) noexcept;
 
 /// Opens `rel` under `dirfd` and reads it into `out` (cleared first), at most `max` bytes.
 /// False with errno set when it cannot be opened or read. `opens` counts open calls.
-bool read_small(int dirfd, const char* rel, std::string& out, std::size_t max,
-                std::size_t& opens);
+bool read_small(int dirfd, const char* rel, std::string& out, std::size_t max, std::size_t& opens);
 
 /// Field 22 of a /proc/<pid>/stat text (start time in clock ticks); nullopt when malformed.
 std::optional<std::uint64_t> parse_stat_start_time(std::string_view stat) noexcept;

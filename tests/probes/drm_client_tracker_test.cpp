@@ -162,7 +162,7 @@ TEST(DrmClientTracker, ProcessOpeningAGpuAfterBeingSeenIsFoundWithinFreshness) {
   ASSERT_TRUE(tr.uses_fd_count_signal());
   std::int64_t now = 0;
   EXPECT_TRUE(tr.sample(now).empty());
-  EXPECT_EQ(samples_until_reported(tr, now, 107, 3), 0);  // nothing changed yet
+  EXPECT_EQ(samples_until_reported(tr, now, 107, 3), 0);     // nothing changed yet
   p.fd(107, 4, "/dev/dri/renderD128", amdgpu_fdinfo(9, 5));  // one more fd: the count changes
   WalkStats st;
   const int found_at = samples_until_reported(tr, now, 107, 10, &st);
@@ -177,7 +177,8 @@ TEST(DrmClientTracker, FreshnessIsConfigurableAndHoldsWithoutTheSignal) {
     p.process(pid, "p");
     p.fd(pid, 0, "/dev/null");
   }
-  ClientTracker tr({.procfs_root = p.root(), .freshness = std::chrono::milliseconds(3000),
+  ClientTracker tr({.procfs_root = p.root(),
+                    .freshness = std::chrono::milliseconds(3000),
                     .signal = FdCountSignal::none});
   ASSERT_FALSE(tr.uses_fd_count_signal());
   std::int64_t now = 0;
@@ -360,8 +361,8 @@ TEST(DrmClientTracker, SweepIsSpreadOverTheSamples) {
     checks += st.count_checks;
     most = std::max(most, st.scans);
   }
-  EXPECT_GE(scans, 600u);  // every process swept once in 60 s
-  EXPECT_LE(most, 11u);    // 600 / 60, rounded up
+  EXPECT_GE(scans, 600u);        // every process swept once in 60 s
+  EXPECT_LE(most, 11u);          // 600 / 60, rounded up
   EXPECT_GE(checks, 600u * 12);  // every count checked once per 5 s
 }
 

@@ -50,9 +50,9 @@ namespace gpustream::drm {
 
 /// How the tracker learns that a process's set of fds changed, besides the sweep.
 enum class FdCountSignal {
-  automatic,  // the fd-dir size when procfs_root is a procfs that reports it (Linux >= 6.2)
+  automatic,    // the fd-dir size when procfs_root is a procfs that reports it (Linux >= 6.2)
   fd_dir_size,  // always trust stat(<pid>/fd).st_size (or TrackerOptions::fd_count)
-  none,  // sweep only
+  none,         // sweep only
 };
 
 struct TrackerOptions {

@@ -1,19 +1,25 @@
-// One sample of 4 AMD GPUs with 50 GPU processes among 2,000 processes:
-//   BM_AmdSysfsSample    AmdSysfsProbe over a generated sysfs + procfs tree (no subprocess)
-//   BM_DrmWalk           the /proc fdinfo walk alone, with per-walk open/readlink counters
+// One sample of 2 AMD GPUs with 50 GPU processes among 100, 2,000 or 10,000 processes:
+//   BM_AmdSysfsSample    AmdSysfsProbe over a generated sysfs + procfs tree (no subprocess), in
+//                        steady state: one sample per second of driven time, after the first
+//   BM_DrmWalk           the one-shot /proc fdinfo walk every sample did before the tracker,
+//                        with per-walk open/readlink counters
 //   BM_AmdSmiFakeSample  AmdProbe through the fake amd-smi (metric + process: 2 spawns + parse)
 //   BM_RocmSmiStartup    the real Debian `rocm-smi` with the probe's flags (no GPU here: its
 //                        fixed start-up cost is the baseline); skipped when not installed
 //
-// Reproduce: build-amd/bench/amd_bench --benchmark_min_time=2
-// Syscalls per walk: strace -c -f build-amd/bench/amd_bench --benchmark_filter=BM_DrmWalk
-//   --benchmark_min_time=1 (divide by the reported iterations + 1 setup).
+// Reproduce: build-bench/bench/amd_bench --benchmark_min_time=2
+// GPUSTREAM_BENCH_TREE=/dev/shm/amd keeps the trees (<dir>/<processes>/{sys,proc}) for later
+// runs, e.g. `gpustream serve --sysfs-root /dev/shm/amd/10000/sys --procfs-root
+// /dev/shm/amd/10000/proc`; `--benchmark_filter=none` only builds them.
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <string>
 
 #include "gpustream/probes/amd_probe.hpp"
@@ -28,8 +34,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gpustream;
 
-constexpr int kGpus = 4;
-constexpr int kProcesses = 2000;
+constexpr int kGpus = 2;
 constexpr int kGpuProcesses = 50;
 
 void write(const fs::path& p, const std::string& s) {
@@ -37,11 +42,17 @@ void write(const fs::path& p, const std::string& s) {
   std::ofstream(p) << s;
 }
 
-// A sysfs + procfs tree built once for the whole program.
+// A sysfs + procfs tree built once per process count for the whole program.
 struct Tree {
   fs::path root;
-  Tree() {
-    root = fs::temp_directory_path() / ("gpustream-amd-bench-" + std::to_string(::getpid()));
+  bool keep = false;
+  explicit Tree(int processes) {
+    const char* base = std::getenv("GPUSTREAM_BENCH_TREE");
+    keep = base != nullptr;
+    root = (keep ? fs::path(base)
+                 : fs::temp_directory_path() / ("gpustream-amd-bench-" + std::to_string(::getpid()))) /
+           std::to_string(processes);
+    if (keep && fs::exists(root / ".complete")) return;
     for (int i = 0; i < kGpus; ++i) {
       const auto dev = root / "sys/class/drm" / ("card" + std::to_string(i)) / "device";
       write(dev / "vendor", "0x1002\n");
@@ -64,19 +75,19 @@ struct Tree {
       write(h / "freq1_input", "2100000000\n");
       write(h / "freq1_label", "sclk\n");
     }
-    for (int pid = 1; pid <= kProcesses; ++pid) {
+    for (int pid = 1; pid <= processes; ++pid) {
       const auto p = root / "proc" / std::to_string(pid);
       write(p / "comm", "proc" + std::to_string(pid) + "\n");
       fs::create_directories(p / "fd");
       fs::create_directories(p / "fdinfo");
-      const bool gpu = pid % (kProcesses / kGpuProcesses) == 0;
+      const bool gpu = pid % (processes / kGpuProcesses) == 0;
       const char* others[] = {"/dev/null", "/dev/pts/0", "socket:[1234]", "/var/log/x.log"};
       for (int fd = 0; fd < 4; ++fd) {
         fs::create_symlink(others[fd], p / "fd" / std::to_string(fd));
         write(p / "fdinfo" / std::to_string(fd), "pos:\t0\nflags:\t02\nmnt_id:\t24\n");
       }
       if (!gpu) continue;
-      const int card = pid % kGpus;
+      const int card = (pid / (processes / kGpuProcesses)) % kGpus;  // both cards
       const std::string info = "pos:\t0\ndrm-driver:\tamdgpu\ndrm-client-id:\t" +
                                std::to_string(pid) + "\ndrm-pdev:\t0000:0" +
                                std::to_string(card + 3) +
@@ -88,24 +99,30 @@ struct Tree {
         write(p / "fdinfo" / std::to_string(fd), info);
       }
     }
+    write(root / ".complete", "");
   }
   ~Tree() {
     std::error_code ec;
-    fs::remove_all(root, ec);
+    if (!keep) fs::remove_all(root.parent_path(), ec);
   }
   SystemPaths paths() const {
     return {.sysfs_root = (root / "sys").string(), .procfs_root = (root / "proc").string()};
   }
 };
 
-Tree& tree() {
-  static Tree t;
-  return t;
+Tree& tree(int processes) {
+  static std::map<int, std::unique_ptr<Tree>> trees;
+  auto& t = trees[processes];
+  if (!t) t = std::make_unique<Tree>(processes);
+  return *t;
 }
 
 void BM_AmdSysfsSample(benchmark::State& state) {
-  AmdSysfsProbe probe({}, {.paths = tree().paths()});
+  std::int64_t now = 0;
+  AmdSysfsProbe probe({}, {.paths = tree(static_cast<int>(state.range(0))).paths(),
+                           .monotonic_clock = [&now] { return now += 1'000'000'000; }});
   probe.detect_now();
+  (void)probe.sample_now();  // the first sample scans every process once
   std::size_t procs = 0;
   for (auto _ : state) {
     auto snap = probe.sample_now();
@@ -115,13 +132,15 @@ void BM_AmdSysfsSample(benchmark::State& state) {
   }
   state.counters["gpu_processes"] = static_cast<double>(procs);
 }
-BENCHMARK(BM_AmdSysfsSample)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AmdSysfsSample)->Arg(100)->Arg(2000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 void BM_DrmWalk(benchmark::State& state) {
   drm::WalkStats st;
   for (auto _ : state) {
-    auto clients = drm::walk_clients(
-        {.procfs_root = tree().paths().procfs_root, .drivers = {"amdgpu"}}, &st);
+    auto clients = drm::walk_clients({.procfs_root = tree(static_cast<int>(state.range(0))).paths().procfs_root,
+                                      .drivers = {"amdgpu"},
+                                      .max_processes = 1 << 30},
+                                     &st);
     benchmark::DoNotOptimize(clients);
   }
   state.counters["processes"] = static_cast<double>(st.processes);
@@ -130,7 +149,7 @@ void BM_DrmWalk(benchmark::State& state) {
   state.counters["opens_per_walk"] = static_cast<double>(st.opens);
   state.counters["fdinfo_reads_per_walk"] = static_cast<double>(st.fdinfo_reads);
 }
-BENCHMARK(BM_DrmWalk)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DrmWalk)->Arg(100)->Arg(2000)->Arg(10000)->Unit(benchmark::kMillisecond);
 
 #ifdef GPUSTREAM_HAVE_FAKES
 void BM_AmdSmiFakeSample(benchmark::State& state) {

@@ -1,19 +1,32 @@
-// The DRM client walk of the Intel (and AMD) probes on a generated /proc: 10,000 processes with
-// 6 fds each, 50 of them holding one DRM fd (i915 or xe fdinfo). Compared with a
-// straightforward walker in this binary that opens and parses every fdinfo file.
+// Per-process attribution on a generated /proc: 50 DRM clients (i915 and xe, two devices) among
+// 100, 2,000 or 10,000 processes of 6 fds each, and the real /proc of this machine. Three ways
+// to find the clients, in one binary:
+//   BM_Tracker*      drm::ClientTracker (what the AMD and Intel probes use): a steady-state
+//                    sample, one a second of driven time, after the first (full) one.
+//                    /signal: the fd-count change signal on (as on procfs, Linux >= 6.2);
+//                    /sweep: sweep only (older kernels, or a tree that is not procfs).
+//   BM_SharedWalker  drm::walk_clients, the one-shot walker every sample used before (links
+//                    first, fdinfo only for DRM nodes).
+//   BM_NaiveWalker   opens and parses every fdinfo file.
+// All three must find the same 50 clients before anything is timed.
 //
 //   cmake --build build --target intel_bench && build/bench/intel_bench
-//   (GPUSTREAM_BENCH_TREE=/dev/shm/x puts the tree elsewhere, and keeps it for later runs;
+//   (GPUSTREAM_BENCH_TREE=/dev/shm/x puts the trees elsewhere, and keeps them for later runs;
 //    default: a fresh folder in $TMPDIR or /tmp, removed at exit)
 //
-// Exact system calls per walk, with strace on a kept tree (one walk, nothing else timed):
+// Exact system calls per sample, with strace on a kept tree: GPUSTREAM_BENCH_ONCE=<walker> runs
+// the first sample (a tracker's full scan) plus GPUSTREAM_BENCH_SAMPLES steady samples (default
+// 0) on GPUSTREAM_BENCH_PROCS processes (default 10000; "proc" = the real /proc). The steady
+// cost is the difference of two runs divided by the sample count:
 //   GPUSTREAM_BENCH_TREE=/dev/shm/gs build/bench/intel_bench --benchmark_filter=none
+//   GPUSTREAM_BENCH_TREE=/dev/shm/gs GPUSTREAM_BENCH_ONCE=signal GPUSTREAM_BENCH_SAMPLES=100
+//     strace -c -f build/bench/intel_bench      (and again with GPUSTREAM_BENCH_SAMPLES=0)
 //   GPUSTREAM_BENCH_TREE=/dev/shm/gs GPUSTREAM_BENCH_ONCE=shared strace -c build/bench/intel_bench
 //   GPUSTREAM_BENCH_TREE=/dev/shm/gs GPUSTREAM_BENCH_ONCE=naive strace -c build/bench/intel_bench
 //
-// Counters: ms per walk (the benchmark's time), `fs_ops` = opens + readlinks issued per walk
-// (each is one system call; reads, getdents and closes come on top and scale the same way),
-// `clients` found (both walkers must agree; main() checks it before timing).
+// Counters: `fs_ops` = opens + readlinks + stats + getdents issued per sample (each is one
+// system call; closes and reads come on top), `scans` = processes fully scanned per sample,
+// `clients` found.
 #include <benchmark/benchmark.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -23,12 +36,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
+#include <memory>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "gpustream/probes/drm_client_tracker.hpp"
 #include "gpustream/probes/drm_fdinfo.hpp"
 
 namespace {
@@ -36,9 +52,10 @@ namespace {
 namespace fs = std::filesystem;
 using namespace gpustream;
 
-constexpr int kProcesses = 10000;
 constexpr int kFdsPerProcess = 6;
 constexpr int kDrmClients = 50;
+constexpr std::int64_t kSecond = 1'000'000'000;
+const std::vector<std::string> kDrivers = {"i915", "xe"};
 
 void write_file(const std::string& path, const std::string& text) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -47,19 +64,32 @@ void write_file(const std::string& path, const std::string& text) {
   ::close(fd);
 }
 
-/// Builds the tree once per process run; removed at exit.
+std::string fdinfo(int i) {
+  if (i % 2)
+    return "drm-driver:\txe\ndrm-client-id:\t" + std::to_string(i) +
+           "\ndrm-pdev:\t0000:03:00.0\ndrm-resident-gtt:\t192 KiB\ndrm-resident-vram0:\t23992 "
+           "KiB\ndrm-cycles-rcs:\t28257900\ndrm-total-cycles-rcs:\t7655183225\n"
+           "drm-cycles-ccs:\t0\ndrm-total-cycles-ccs:\t7655183225\ndrm-engine-capacity-ccs:\t4\n";
+  return "drm-driver:\ti915\ndrm-client-id:\t" + std::to_string(i) +
+         "\ndrm-pdev:\t0000:00:02.0\ndrm-resident-system0:\t6044 KiB\n"
+         "drm-engine-render:\t346249 ns\ndrm-engine-copy:\t0 ns\ndrm-engine-video:\t0 ns\n";
+}
+
+/// A generated /proc of `n` processes, 50 of them DRM clients; built once per count.
 class ProcTree {
  public:
-  ProcTree() {
+  explicit ProcTree(int n) {
     const char* base = std::getenv("GPUSTREAM_BENCH_TREE");
     const char* tmp = std::getenv("TMPDIR");
-    root_ = base ? fs::path(base) : fs::path(tmp ? tmp : "/tmp") / ("gpustream-intel-bench-" +
-                                                                    std::to_string(::getpid()));
+    const fs::path top = base ? fs::path(base)
+                              : fs::path(tmp ? tmp : "/tmp") /
+                                    ("gpustream-intel-bench-" + std::to_string(::getpid()));
+    root_ = top / std::to_string(n);
     keep_ = base != nullptr;
     if (keep_ && fs::exists(root_ / ".complete")) return;
     fs::create_directories(root_);
-    const int every = kProcesses / kDrmClients;
-    for (int i = 0; i < kProcesses; ++i) {
+    const int every = n / kDrmClients;
+    for (int i = 0; i < n; ++i) {
       const int pid = 1000 + i;
       const auto p = root_ / std::to_string(pid);
       fs::create_directories(p / "fd");
@@ -80,28 +110,22 @@ class ProcTree {
   }
   ~ProcTree() {
     std::error_code ec;
-    if (!keep_) fs::remove_all(root_, ec);
+    if (!keep_) fs::remove_all(root_.parent_path(), ec);
   }
   std::string root() const { return root_.string(); }
 
  private:
-  static std::string fdinfo(int i) {
-    if (i % 2)
-      return "drm-driver:\txe\ndrm-client-id:\t" + std::to_string(i) +
-             "\ndrm-pdev:\t0000:03:00.0\ndrm-resident-gtt:\t192 KiB\ndrm-resident-vram0:\t23992 "
-             "KiB\ndrm-cycles-rcs:\t28257900\ndrm-total-cycles-rcs:\t7655183225\n"
-             "drm-cycles-ccs:\t0\ndrm-total-cycles-ccs:\t7655183225\ndrm-engine-capacity-ccs:\t4\n";
-    return "drm-driver:\ti915\ndrm-client-id:\t" + std::to_string(i) +
-           "\ndrm-pdev:\t0000:00:02.0\ndrm-resident-system0:\t6044 KiB\n"
-           "drm-engine-render:\t346249 ns\ndrm-engine-copy:\t0 ns\ndrm-engine-video:\t0 ns\n";
-  }
   fs::path root_;
   bool keep_ = false;
 };
 
-ProcTree& tree() {
-  static ProcTree t;
-  return t;
+/// The root for a process count; 0 = the real /proc.
+std::string tree(int n) {
+  if (n == 0) return "/proc";
+  static std::map<int, std::unique_ptr<ProcTree>> trees;
+  auto& t = trees[n];
+  if (!t) t = std::make_unique<ProcTree>(n);
+  return t->root();
 }
 
 struct NaiveStats {
@@ -153,58 +177,122 @@ std::vector<drm::Client> naive_walk(const std::string& root, NaiveStats& st) {
   return out;
 }
 
-void BM_SharedWalker(benchmark::State& state) {
+drm::WalkOptions shared_options(int n) {
   drm::WalkOptions o;
-  o.procfs_root = tree().root();
-  o.drivers = {"i915", "xe"};
-  o.max_processes = kProcesses + 1;
+  o.procfs_root = tree(n);
+  o.drivers = kDrivers;
+  o.max_processes = 1 << 30;  // the cap this walker had would hide clients
+  return o;
+}
+
+drm::TrackerOptions tracker_options(int n, bool signal) {
+  return {.procfs_root = tree(n),
+          .drivers = kDrivers,
+          .signal = signal ? drm::FdCountSignal::fd_dir_size : drm::FdCountSignal::none};
+}
+
+std::size_t fs_ops(const drm::WalkStats& st) {
+  return st.opens + st.readlinks + st.stats + st.getdents;
+}
+
+// A steady-state sample: the first (full) sample is outside the timing; then one sample per
+// second of driven time, averaged over at least a full sweep period when iterations allow.
+void tracker_bench(benchmark::State& state, bool signal) {
+  const int n = static_cast<int>(state.range(0));
+  drm::ClientTracker tr(tracker_options(n, signal));
+  std::int64_t now = kSecond;
   drm::WalkStats st;
-  for (auto _ : state) benchmark::DoNotOptimize(drm::walk_clients(o, &st));
+  tr.sample(now, &st);
+  std::size_t ops = 0, scans = 0, samples = 0, clients = 0;
+  for (auto _ : state) {
+    now += kSecond;
+    auto cs = tr.sample(now, &st);
+    clients = cs.size();
+    benchmark::DoNotOptimize(cs);
+    ops += fs_ops(st);
+    scans += st.scans;
+    ++samples;
+  }
+  state.counters["fs_ops"] = static_cast<double>(ops) / static_cast<double>(samples);
+  state.counters["scans"] = static_cast<double>(scans) / static_cast<double>(samples);
+  state.counters["clients"] = static_cast<double>(clients);
+  state.counters["processes"] = static_cast<double>(st.processes);
+}
+
+void BM_TrackerSignal(benchmark::State& state) { tracker_bench(state, true); }
+void BM_TrackerSweep(benchmark::State& state) { tracker_bench(state, false); }
+
+void BM_SharedWalker(benchmark::State& state) {
+  const auto o = shared_options(static_cast<int>(state.range(0)));
+  drm::WalkStats st;
+  std::size_t clients = 0;
+  for (auto _ : state) {
+    auto cs = drm::walk_clients(o, &st);
+    clients = cs.size();
+    benchmark::DoNotOptimize(cs);
+  }
   state.counters["fs_ops"] = static_cast<double>(st.opens + st.readlinks);
-  state.counters["fdinfo_reads"] = static_cast<double>(st.fdinfo_reads);
-  state.counters["clients"] = static_cast<double>(st.drm_fds);
+  state.counters["scans"] = static_cast<double>(st.processes);
+  state.counters["clients"] = static_cast<double>(clients);
 }
 
 void BM_NaiveWalker(benchmark::State& state) {
   NaiveStats st;
   for (auto _ : state) {
     st = {};
-    benchmark::DoNotOptimize(naive_walk(tree().root(), st));
+    benchmark::DoNotOptimize(naive_walk(tree(static_cast<int>(state.range(0))), st));
   }
   state.counters["fs_ops"] = static_cast<double>(st.opens);
-  state.counters["fdinfo_reads"] = static_cast<double>(kProcesses * kFdsPerProcess);
   state.counters["clients"] = static_cast<double>(st.clients);
 }
 
-BENCHMARK(BM_SharedWalker)->Unit(benchmark::kMillisecond)->MinTime(2.0);
-BENCHMARK(BM_NaiveWalker)->Unit(benchmark::kMillisecond)->MinTime(2.0);
+// 0 = the real /proc of this machine (its own processes and clients, if any).
+BENCHMARK(BM_TrackerSignal)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_TrackerSweep)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_SharedWalker)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_NaiveWalker)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atoi(v) : fallback;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (const char* once = std::getenv("GPUSTREAM_BENCH_ONCE")) {  // one walk, for strace -c
-    drm::WalkOptions o;
-    o.procfs_root = tree().root();
-    o.drivers = {"i915", "xe"};
-    o.max_processes = kProcesses + 1;
-    NaiveStats ns;
-    const auto n = std::string(once) == "naive" ? naive_walk(tree().root(), ns).size()
-                                                : drm::walk_clients(o).size();
-    std::printf("%s walk: %zu clients\n", once, n);
-    return n == kDrmClients ? 0 : 1;
+  if (const char* once = std::getenv("GPUSTREAM_BENCH_ONCE")) {  // for strace -c
+    const char* procs = std::getenv("GPUSTREAM_BENCH_PROCS");
+    const int n = procs && std::string(procs) == "proc" ? 0 : env_int("GPUSTREAM_BENCH_PROCS", 10000);
+    const int samples = env_int("GPUSTREAM_BENCH_SAMPLES", 0);
+    const std::string how = once;
+    std::size_t found = 0;
+    if (how == "naive") {
+      NaiveStats ns;
+      found = naive_walk(tree(n), ns).size();
+    } else if (how == "shared") {
+      found = drm::walk_clients(shared_options(n)).size();
+    } else {
+      drm::ClientTracker tr(tracker_options(n, how == "signal"));
+      std::int64_t now = kSecond;
+      found = tr.sample(now).size();
+      for (int i = 0; i < samples; ++i) found = tr.sample(now += kSecond).size();
+    }
+    std::printf("%s: %zu clients\n", once, found);
+    return n == 0 || found == kDrmClients ? 0 : 1;
   }
-  // Both walkers must find the same 50 clients before anything is timed.
-  drm::WalkOptions o;
-  o.procfs_root = tree().root();
-  o.drivers = {"i915", "xe"};
-  o.max_processes = kProcesses + 1;
-  NaiveStats ns;
-  const auto a = drm::walk_clients(o);
-  auto b = naive_walk(tree().root(), ns);
-  if (a.size() != static_cast<std::size_t>(kDrmClients) || b.size() != a.size()) {
-    std::fprintf(stderr, "walkers disagree: shared %zu, naive %zu, expected %d\n", a.size(),
-                 b.size(), kDrmClients);
-    return 1;
+  // Every walker must find the same 50 clients on every generated tree before anything is timed.
+  for (int n : {100, 2000, 10000}) {
+    NaiveStats ns;
+    const auto a = drm::walk_clients(shared_options(n)).size();
+    const auto b = naive_walk(tree(n), ns).size();
+    drm::ClientTracker tr(tracker_options(n, true));
+    const auto c = tr.sample(kSecond).size();
+    const auto d = tr.sample(2 * kSecond).size();
+    if (a != kDrmClients || b != a || c != a || d != a) {
+      std::fprintf(stderr, "%d processes: walkers disagree: shared %zu, naive %zu, tracker %zu/%zu\n",
+                   n, a, b, c, d);
+      return 1;
+    }
   }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

@@ -11,8 +11,11 @@ namespace gpustream {
 
 ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors) {
   const auto* section =
-      settings::section(config, "amd", {"source", "amd_smi", "rocm_smi", "amdgpu_ids"});
+      settings::section(config, "amd", {"source", "amd_smi", "rocm_smi", "amdgpu_ids",
+                                                    "process_freshness_ms"});
   auto source = settings::string_at(section, "amd", "source").value_or("auto");
+  // Checked whichever source is chosen: a bad value is an error even where it does not apply.
+  const auto freshness_ms = settings::positive_at(section, "amd", "process_freshness_ms");
   if (source != "auto" && source != "sysfs" && source != "amd-smi" && source != "rocm-smi")
     throw std::invalid_argument("unknown amd source '" + source +
                                 "' (use auto, sysfs, amd-smi or rocm-smi)");
@@ -23,6 +26,7 @@ ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors) {
     options.paths = config.paths;
     if (auto ids = settings::string_at(section, "amd", "amdgpu_ids", settings::Empty::allowed))
       options.amdgpu_ids = std::move(*ids);  // "": no lookup
+    if (freshness_ms) options.process_freshness = std::chrono::milliseconds(*freshness_ms);
     return make_amd_sysfs_probe(std::move(executors), std::move(options));
   }
   AmdProbeOptions options;

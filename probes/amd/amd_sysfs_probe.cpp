@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "gpustream/probes/amd_probe.hpp"
+#include "gpustream/probes/drm_client_tracker.hpp"
 #include "gpustream/probes/drm_fdinfo.hpp"
 #include "gpustream/probes/pci.hpp"
 #include "gpustream/probes/power.hpp"
@@ -77,6 +78,8 @@ std::optional<double> parse_dpm_current_mhz(std::string_view text) noexcept {
   }
   return std::nullopt;
 }
+
+AmdSysfsProbe::~AmdSysfsProbe() = default;
 
 AmdSysfsProbe::AmdSysfsProbe(ProbeExecutors executors, AmdSysfsProbeOptions options)
     : BlockingProbe(std::move(executors)),
@@ -190,17 +193,20 @@ DeviceSample AmdSysfsProbe::sample_card(const Card& card) const {
 }
 
 void AmdSysfsProbe::add_processes(std::vector<DeviceSample>& devices, GpuSnapshot& snap) {
+  if (!clients_)
+    clients_ = std::make_unique<drm::ClientTracker>(
+        drm::TrackerOptions{.procfs_root = options_.paths.procfs_root,
+                            .drivers = {"amdgpu"},
+                            .freshness = options_.process_freshness,
+                            .max_clients = options_.max_clients});
   drm::WalkStats stats;
-  const auto clients = drm::walk_clients(
-      {.procfs_root = options_.paths.procfs_root, .drivers = {"amdgpu"},
-       .max_processes = options_.max_processes},
-      &stats);
-  if (stats.capped > 0) {
+  const auto clients = clients_->sample(snap.monotonic_ns, &stats);
+  if (stats.clients_capped > 0) {
     // The count changes from tick to tick; the message must not (the Scheduler logs each
-    // distinct message once), so only the configured cap is in it.
-    snap.errors.push_back({"processes_capped",
-                           "more than " + std::to_string(options_.max_processes) +
-                               " processes: the others were not examined for GPU use",
+    // distinct message once), so only the configured bound is in it.
+    snap.errors.push_back({"clients_capped",
+                           "more than " + std::to_string(options_.max_clients) +
+                               " DRM clients: the others are not reported",
                            {}});
   }
   engines_.begin(snap.monotonic_ns);
@@ -224,8 +230,10 @@ void AmdSysfsProbe::add_processes(std::vector<DeviceSample>& devices, GpuSnapsho
       vram = l->second;
     }
     if (vram) p.gpu_memory_bytes = p.gpu_memory_bytes.value_or(0) + *vram;
-    // Clients without a drm-client-id (old kernels) share one counter per (pid, device).
-    const EngineBusyTracker::Key ck{c.pid, c.info.pdev, c.info.client_id.value_or(~0ULL)};
+    // Clients without a drm-client-id (old kernels) share one counter per (pid, device). The
+    // tracker's instance joins the device part of the key: a reused pid starts afresh.
+    const EngineBusyTracker::Key ck{c.pid, c.info.pdev + '#' + std::to_string(c.instance),
+                                    c.info.client_id.value_or(~0ULL)};
     add_engine_usage(usage[key], engines_.update(ck, c.info.engine_ns));
   }
   for (auto& [key, p] : procs) {
@@ -242,7 +250,8 @@ GpuSnapshot AmdSysfsProbe::sample() {
     cards_ = std::move(cards);
   }
   GpuSnapshot snap;
-  snap.monotonic_ns = steady_now_ns();  // the sample time, also the base of engine deltas
+  // The sample time, also the base of engine deltas and of the tracker's round robins.
+  snap.monotonic_ns = options_.monotonic_clock ? options_.monotonic_clock() : steady_now_ns();
   for (const auto& card : cards_) snap.devices.push_back(sample_card(card));
   if (options_.processes && !cards_.empty()) add_processes(snap.devices, snap);
   return snap;

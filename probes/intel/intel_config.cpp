@@ -12,12 +12,12 @@ ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors execu
   options.paths = config.paths;
   options.session_mode = resolve_library_session_mode(config.library_session);
   const auto* section =
-      settings::section(config, "intel", {"level_zero_library", "max_processes"});
+      settings::section(config, "intel", {"level_zero_library", "process_freshness_ms"});
   if (auto lib = settings::string_at(section, "intel", "level_zero_library",
                                           settings::Empty::allowed))  // "": no Level Zero
     options.level_zero_library = std::move(*lib);
-  if (auto max = settings::positive_at(section, "intel", "max_processes"))
-    options.max_processes = static_cast<std::size_t>(*max);
+  if (auto ms = settings::positive_at(section, "intel", "process_freshness_ms"))
+    options.process_freshness = std::chrono::milliseconds(*ms);
   return make_intel_probe(std::move(executors), std::move(options));
 }
 

@@ -56,7 +56,7 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
   for (const auto& c : clients) {
     const auto pdev = pci::normalize_bus_id(c.info.pdev);
     if (pdev.empty()) continue;
-    const Key key{c.pid, pdev, c.info.client_id.value_or(0)};
+    const Key key{c.pid, c.instance, pdev, c.info.client_id.value_or(0)};
     auto& proc = procs[pdev][c.pid];
     proc.name = c.comm;
     proc.memory += resident_sum(c.info);
@@ -69,14 +69,15 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
     // first sight seeds, a counter that went backwards reseeds), divided by the capacity.
     std::map<std::string, double> util;
     for (const auto& [cls, ns] : c.info.engine_ns) {
-      const auto step = engine_ns_.update({c.pid, pdev, std::get<2>(key), cls}, ns, now);
+      const auto step = engine_ns_.update({c.pid, c.instance, pdev, std::get<3>(key), cls}, ns, now);
       if (step.rate)
         util[cls] = std::clamp(*step.rate / capacity_of(c.info, cls) * 100.0, 0.0, 100.0);
     }
     for (const auto& [cls, cycles] : c.info.cycles) {
       const auto total = c.info.total_cycles.find(cls);
       if (total == c.info.total_cycles.end()) continue;
-      const auto step = cycles_.update({c.pid, pdev, std::get<2>(key), cls}, cycles, total->second);
+      const auto step = cycles_.update({c.pid, c.instance, pdev, std::get<3>(key), cls}, cycles,
+                                     total->second);
       if (step.rate)
         util[cls] = std::clamp(*step.rate / capacity_of(c.info, cls) * 100.0, 0.0, 100.0);
     }

@@ -38,8 +38,10 @@ class IntelEngineAccounting {
   bool seeded() const noexcept { return walks_ > 0; }
 
  private:
-  using Key = std::tuple<std::int64_t, std::string, std::uint64_t>;  // pid, pdev, client id
-  using EngineKey = std::tuple<std::int64_t, std::string, std::uint64_t, std::string>;  // + class
+  // pid, tracker instance (a reused pid starts afresh), pdev, client id
+  using Key = std::tuple<std::int64_t, std::uint64_t, std::string, std::uint64_t>;
+  using EngineKey =
+      std::tuple<std::int64_t, std::uint64_t, std::string, std::uint64_t, std::string>;  // + class
 
   std::set<Key> previous_;                   // the clients of the previous walk
   rate::CounterRates<EngineKey> engine_ns_;  // i915 drm-engine-<class> ns over wall time

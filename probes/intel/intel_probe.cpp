@@ -100,22 +100,24 @@ GpuSnapshot IntelGpuProbe::sample() {
   }
   if (cards.empty()) return snap;  // no Intel device: skip the /proc walk
 
-  drm::WalkOptions walk;
-  walk.procfs_root = options_.paths.procfs_root;
-  walk.drivers = {"i915", "xe"};
-  walk.max_processes = options_.max_processes;
+  if (!clients_)
+    clients_ = std::make_unique<drm::ClientTracker>(
+        drm::TrackerOptions{.procfs_root = options_.paths.procfs_root,
+                            .drivers = {"i915", "xe"},
+                            .freshness = options_.process_freshness,
+                            .max_clients = options_.max_clients});
   drm::WalkStats stats;
-  const auto clients = drm::walk_clients(walk, &stats);
+  const auto clients = clients_->sample(now, &stats);
   {
     std::lock_guard lock(stats_mu_);
     walk_stats_ = stats;
   }
-  if (stats.capped > 0) {
+  if (stats.clients_capped > 0) {
     // The count changes from tick to tick; the message must not (the Scheduler logs each
     // distinct message once): the count is in last_walk_stats().
-    snap.errors.push_back({"processes_capped",
-                           "more than " + std::to_string(options_.max_processes) +
-                               " processes: the others were not examined for GPU use",
+    snap.errors.push_back({"clients_capped",
+                           "more than " + std::to_string(options_.max_clients) +
+                               " DRM clients: the others are not reported",
                            {}});
   }
   const bool seeded_before = engines_->seeded();

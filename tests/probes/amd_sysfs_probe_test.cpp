@@ -264,21 +264,23 @@ TEST_F(AmdSysfs, ProcessesCarryNameAndHostRssFromProcfs) {
   EXPECT_FALSE(procs[1].host_rss_bytes);
 }
 
-TEST_F(AmdSysfs, CappedWalkErrorDoesNotChangeWithTheCount) {
+TEST_F(AmdSysfs, ClientBoundErrorDoesNotChangeWithTheCount) {
   add_card(tree_, {});
   for (int pid = 100; pid < 104; ++pid)
-    add_fd(tree_, pid, 3, "/dev/dri/renderD128", fdinfo(1, "0000:03:00.0", 1, 0));
+    add_fd(tree_, pid, 3, "/dev/dri/renderD128",
+           fdinfo(static_cast<std::uint64_t>(pid), "0000:03:00.0", 1, 0));
   auto p = make_amd_sysfs_probe(harness_.executors(),
                                 {.paths = {.sysfs_root = tree_.path("sys"),
                                            .procfs_root = tree_.path("proc")},
-                                 .max_processes = 2});
+                                 .max_clients = 2});
   auto first = harness_.sample(*p).snapshot;
-  add_fd(tree_, 104, 3, "/dev/dri/renderD128", fdinfo(1, "0000:03:00.0", 1, 0));
-  auto second = harness_.sample(*p).snapshot;  // 3 over the cap instead of 2
+  add_fd(tree_, 104, 3, "/dev/dri/renderD128", fdinfo(104, "0000:03:00.0", 1, 0));
+  auto second = harness_.sample(*p).snapshot;  // 3 over the bound instead of 2
   ASSERT_EQ(first.errors.size(), 1u);
-  EXPECT_EQ(first.errors[0].code, "processes_capped");
-  EXPECT_NE(first.errors[0].message.find("more than 2 processes"), std::string::npos);
-  EXPECT_EQ(first.errors, second.errors);  // one log line, however many are over the cap
+  EXPECT_EQ(first.errors[0].code, "clients_capped");
+  EXPECT_NE(first.errors[0].message.find("more than 2 DRM clients"), std::string::npos);
+  EXPECT_EQ(first.devices.at(0).processes.size(), 2u);
+  EXPECT_EQ(first.errors, second.errors);  // one log line, however many are over the bound
 }
 
 TEST_F(AmdSysfs, TruncatedFdinfoDoesNotFailTheSample) {

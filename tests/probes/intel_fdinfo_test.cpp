@@ -166,23 +166,54 @@ TEST_F(IntelFdinfoTest, TruncatedFdinfoAndUnreadableProcessesNeverFailTheSample)
   }
 }
 
-TEST_F(IntelFdinfoTest, ProcessCapIsCountedAndReported) {
+TEST_F(IntelFdinfoTest, ClientBoundIsCountedAndReported) {
   for (int pid = 10; pid < 20; ++pid)
     t_.client(pid, "p", 3, "renderD129", i915_fdinfo(kI915, static_cast<std::uint64_t>(pid), 0));
   IntelProbeOptions o;
   o.paths.sysfs_root = t_.sys();
   o.paths.procfs_root = t_.proc();
   o.level_zero_library = "";
-  o.max_processes = 4;
+  o.max_clients = 4;
   auto probe = make_intel_probe(harness_.executors(), o);
   const auto snap = sample(*probe);
-  EXPECT_EQ(probe->last_walk_stats().processes, 4u);
-  EXPECT_EQ(probe->last_walk_stats().capped, 7u);  // 11 processes (incl. pid 1)
+  EXPECT_EQ(probe->last_walk_stats().processes, 11u);  // every process is examined (incl. pid 1)
+  EXPECT_EQ(probe->last_walk_stats().clients_capped, 6u);
   ASSERT_FALSE(snap.errors.empty());
-  EXPECT_EQ(snap.errors[0].code, "processes_capped");
-  EXPECT_EQ(snap.errors[0].message,
-            "more than 4 processes: the others were not examined for GPU use");
-  EXPECT_LE(dev(snap, kI915).processes.size(), 4u);
+  EXPECT_EQ(snap.errors[0].code, "clients_capped");
+  EXPECT_EQ(snap.errors[0].message, "more than 4 DRM clients: the others are not reported");
+  EXPECT_EQ(dev(snap, kI915).processes.size(), 4u);
+}
+
+TEST_F(IntelFdinfoTest, ProcessOpeningAGpuLaterIsReportedWithinFreshness) {
+  auto probe = make_probe();  // process_freshness 5 s
+  clock_step_ns_ = 1'000'000'000;  // a sample a second
+  sample(*probe);
+  // pid 1 (seen without a GPU) opens the i915 render node.
+  t_.client(1, "bash", 7, "renderD129", i915_fdinfo(kI915, 5, 1000));
+  int found_at = 0;
+  for (int i = 1; i <= 6 && !found_at; ++i)
+    if (process(dev(sample(*probe), kI915), 1)) found_at = i;
+  EXPECT_GT(found_at, 0);
+  EXPECT_LE(found_at, 5);
+}
+
+TEST_F(IntelFdinfoTest, ReusedPidDoesNotInheritCountersOrName) {
+  t_.client(100, "old", 4, "renderD129", i915_fdinfo(kI915, 39, 1'000'000'000));
+  auto probe = make_probe();
+  sample(*probe);
+  now_ns_ += 1'000'000'000;
+  auto snap = sample(*probe);
+  ASSERT_TRUE(process(dev(snap, kI915), 100));
+  EXPECT_TRUE(process(dev(snap, kI915), 100)->gpu_utilization_percent);  // seeded
+  // The process exits; another one gets pid 100, the same fd and (in this fake) client id.
+  t_.remove_process(100);
+  t_.client(100, "new", 4, "renderD129", i915_fdinfo(kI915, 39, 1'500'000'000));
+  now_ns_ += 1'000'000'000;
+  snap = sample(*probe);
+  const auto* p = process(dev(snap, kI915), 100);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->name, "new");
+  EXPECT_FALSE(p->gpu_utilization_percent);  // seeds again instead of a 50 % from the old one
 }
 
 TEST_F(IntelFdinfoTest, RenderNodeOnlyDeviceGetsItsClients) {

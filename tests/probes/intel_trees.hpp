@@ -120,6 +120,8 @@ class IntelTree {
     tree_.symlink(p + "/fd/" + std::to_string(fd), "/dev/dri/" + node);
     tree_.file(p + "/fdinfo/" + std::to_string(fd), fdinfo);
   }
+  /// Removes a process (it exited).
+  void remove_process(std::int64_t pid) { tree_.remove("proc/" + std::to_string(pid)); }
   /// A process with only ordinary fds.
   void plain_process(std::int64_t pid) {
     const auto p = "proc/" + std::to_string(pid);

@@ -131,13 +131,15 @@ TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
   };
   EXPECT_EQ(error_for("amd", {{"sourc", "sysfs"}}),
             "probe 'amd': amd.sourc: unknown setting (known: source, amd_smi, rocm_smi, "
-            "amdgpu_ids)");
+            "amdgpu_ids, process_freshness_ms)");
+  EXPECT_EQ(error_for("amd", {{"process_freshness_ms", 0}}),
+            "probe 'amd': amd.process_freshness_ms: expected a positive integer");
   EXPECT_EQ(error_for("amd", {{"amd_smi", 7}}), "probe 'amd': amd.amd_smi: expected a non-empty string");
-  EXPECT_EQ(error_for("intel", {{"max_processes", -1}}),
-            "probe 'intel': intel.max_processes: expected a positive integer");
+  EXPECT_EQ(error_for("intel", {{"process_freshness_ms", -1}}),
+            "probe 'intel': intel.process_freshness_ms: expected a positive integer");
   EXPECT_EQ(error_for("intel", {{"level_zero", "x"}}),
             "probe 'intel': intel.level_zero: unknown setting (known: level_zero_library, "
-            "max_processes)");
+            "process_freshness_ms)");
   EXPECT_EQ(error_for("host", {{"interval", 1}}),
             "probe 'host': host.interval: unknown setting (known: none)");
   EXPECT_EQ(error_for("simulated", boost::json::value("x")),

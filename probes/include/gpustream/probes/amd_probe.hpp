@@ -6,8 +6,9 @@
 // percentages, VRAM/GTT, hwmon temperatures (m°C), power (µW), fan, clocks, and the current
 // pp_dpm_sclk/mclk level. It runs no subprocess. A device whose power/runtime_status is
 // "suspended" is reported suspended and none of its other files is read (reading them would wake
-// it). pcie_bw is never read (the driver sleeps 1 s in it). Per process it walks
-// <procfs>/<pid>/fdinfo via gpustream::drm::walk_clients, sums memory across distinct clients
+// it). pcie_bw is never read (the driver sleeps 1 s in it). Per process it reads
+// <procfs>/<pid>/fdinfo through a gpustream::drm::ClientTracker kept between samples (cost in
+// proportion to the GPU clients; see drm_client_tracker.hpp), sums memory across distinct clients
 // of one (pid, device) and turns drm-engine-* busy nanoseconds into percentages between
 // consecutive samples (the first sample only seeds them; see EngineBusyTracker). Each process's
 // name and host RSS come from the shared proc::ProcessTable (<procfs>/<pid>/comm and statm).
@@ -41,6 +42,10 @@
 #include "gpustream/probes/readers.hpp"
 
 namespace gpustream {
+
+namespace drm {
+class ClientTracker;
+}
 
 /// "amd:" + PCI bus id, lower-cased: the id every AMD source gives one GPU.
 std::string amd_device_id(std::string_view pci_bus_id);
@@ -111,8 +116,14 @@ readers::Result<AmdgpuIds> load_amdgpu_ids(const std::string& path);
 
 struct AmdSysfsProbeOptions {
   SystemPaths paths;
-  bool processes = true;             // walk /proc fdinfo for per-process usage
-  std::size_t max_processes = 4096;  // cap passed to the /proc walk
+  bool processes = true;  // read /proc fdinfo for per-process usage
+  /// A process that starts using a GPU is reported within this time (config
+  /// amd.process_freshness_ms); see drm::TrackerOptions::freshness.
+  std::chrono::milliseconds process_freshness{5000};
+  std::size_t max_clients = 4096;  // DRM clients tracked at most (the memory bound)
+  /// Monotonic time of a sample in ns (engine deltas, the tracker's round robins). Default:
+  /// steady_now_ns. For benchmarks and tests that drive time.
+  std::function<std::int64_t()> monotonic_clock;
   /// Names of cards without device/product_name (consumer boards); "" disables the lookup.
   /// A missing file is fine (the name is then "AMD GPU 0x<device id>").
   std::string amdgpu_ids = kDefaultAmdgpuIdsPath;
@@ -123,6 +134,7 @@ class AmdSysfsProbe final : public BlockingProbe {
   static constexpr std::string_view kName = "amd";
 
   AmdSysfsProbe(ProbeExecutors executors, AmdSysfsProbeOptions options);
+  ~AmdSysfsProbe() override;
 
   std::string_view name() const noexcept override { return kName; }
 
@@ -148,6 +160,7 @@ class AmdSysfsProbe final : public BlockingProbe {
   EngineBusyTracker engines_;  // fdinfo drm-engine-* counters; guarded by mutex_
   proc::ProcessTable process_table_;  // names and host RSS of the processes, kept between samples
   LogOnce log_once_;                  // an amdgpu.ids that exists but cannot be read is logged once
+  std::unique_ptr<drm::ClientTracker> clients_;  // made at the first sample; guarded by mutex_
 };
 
 std::shared_ptr<AmdSysfsProbe> make_amd_sysfs_probe(ProbeExecutors executors,

@@ -9,7 +9,10 @@
 // that point at a DRM node (/dev/dri/card* or /dev/dri/renderD*). Several fds of one client (the
 // same pid, pdev and drm-client-id) count once. Processes we may not inspect (other users) are
 // skipped and counted; processes that exit mid-walk are counted as vanished; truncated or
-// malformed fdinfo never fails the walk. The number of processes examined is capped.
+// malformed fdinfo never fails the walk. The number of processes examined is capped. It costs
+// one full scan of every process per call: the probes use drm::ClientTracker
+// (drm_client_tracker.hpp) instead; walk_clients stays as the one-shot walker and the baseline
+// of bench/intel_bench and bench/amd_bench.
 //
 // Thread safety: every function is reentrant and keeps no state.
 // Cancellation: none; one walk is a bounded blocking scan and belongs on the work pool.
@@ -52,14 +55,27 @@ struct Client {
   std::int64_t pid;
   std::string comm;  // /proc/<pid>/comm, trimmed; empty if it could not be read
   Fdinfo info;
+  /// The process's start time: field 22 of /proc/<pid>/stat (clock ticks after boot), 0 when
+  /// unknown. (pid, start_time) names one process for good: a reused pid has another.
+  std::uint64_t start_time = 0;
+  /// ClientTracker only: a number unique to one process as tracked (never 0): a reused pid, or
+  /// a process that stopped and started again using a GPU, gets a new one. Keys of counters
+  /// kept between samples include it. 0 from walk_clients().
+  std::uint64_t instance = 0;
 };
 
-/// What a walk saw, for the probe's diagnostics and the benchmark.
+/// What a walk (or one ClientTracker sample) saw, for the probe's diagnostics and the benchmark.
 struct WalkStats {
   std::size_t processes = 0, permission_skipped = 0, vanished = 0, fds = 0, drm_fds = 0,
               fdinfo_reads = 0, truncated = 0, capped = 0;
   /// Syscall-ish operations issued (directory opens, readlinks, file opens), for the benchmark.
   std::size_t readlinks = 0, opens = 0;
+  /// ClientTracker only: pids seen for the first time, full fd scans (new, changed count,
+  /// sweep, client rescans), fd-count checks, counts found changed, pids that exited since
+  /// the last sample, clients not tracked because max_clients was reached, stat and getdents64
+  /// calls issued.
+  std::size_t new_processes = 0, scans = 0, count_checks = 0, count_changes = 0, exited = 0,
+              clients_capped = 0, stats = 0, getdents = 0;
 };
 
 struct WalkOptions {

@@ -10,7 +10,7 @@
 // hwmon (integrated) report those metrics absent `unsupported`.
 //
 // Engine utilization per class and per-process memory/engine use come from one walk of
-// <procfs>/*/fdinfo (gpustream::drm::walk_clients): i915 `drm-engine-<class>` ns over wall time
+// <procfs>/*/fdinfo (a gpustream::drm::ClientTracker kept between samples): i915 `drm-engine-<class>` ns over wall time
 // divided by capacity, xe `drm-cycles-<class>` over `drm-total-cycles-<class>`. The first sample
 // of a client only seeds; a client that vanishes or whose counters go backwards contributes
 // nothing (no negative values, no spikes). Memory per process is the sum of drm-resident-*
@@ -44,6 +44,7 @@
 #include "gpustream/config.hpp"
 #include "gpustream/library_session.hpp"
 #include "gpustream/log.hpp"
+#include "gpustream/probes/drm_client_tracker.hpp"
 #include "gpustream/probes/drm_fdinfo.hpp"
 #include "gpustream/probes/process_table.hpp"
 
@@ -81,8 +82,10 @@ struct IntelProbeOptions {
   /// The Level Zero loader; empty disables the augment.
   std::string level_zero_library = "libze_loader.so.1";
   LibrarySessionMode session_mode = LibrarySessionMode::persistent;
-  /// Processes examined by the fdinfo walk at most.
-  std::size_t max_processes = 4096;
+  /// A process that starts using a GPU is reported within this time (config
+  /// intel.process_freshness_ms); see drm::TrackerOptions::freshness.
+  std::chrono::milliseconds process_freshness{5000};
+  std::size_t max_clients = 4096;  // DRM clients tracked at most (the memory bound)
   /// Monotonic time of a sample in ns (for i915 engine-ns and power deltas). Default:
   /// steady_now_ns. Must not return 0.
   std::function<std::int64_t()> monotonic_clock;
@@ -100,7 +103,7 @@ class IntelGpuProbe final : public BlockingProbe {
     return std::chrono::milliseconds{100};
   }
 
-  /// What the last fdinfo walk saw (permission skips, vanished processes, cap hits).
+  /// What the last fdinfo sample saw (permission skips, vanished processes, scans, checks).
   drm::WalkStats last_walk_stats() const;
   /// One line about Level Zero: "not loaded: ...", "no Level Zero devices", "2 devices".
   std::string level_zero_status() const;
@@ -122,6 +125,7 @@ class IntelGpuProbe final : public BlockingProbe {
   std::map<std::string, std::unique_ptr<DeviceState>> states_;  // by PCI bus id
   mutable std::mutex stats_mu_;
   drm::WalkStats walk_stats_;  // guarded by stats_mu_
+  std::unique_ptr<drm::ClientTracker> clients_;  // used by one sample() at a time
   LogOnce log_once_;
 };
 
@@ -131,7 +135,7 @@ std::shared_ptr<IntelGpuProbe> make_intel_probe(ProbeExecutors executors,
 /// The registry's factory: paths from config.paths, the session mode from
 /// resolve_library_session_mode(config.library_session), and from
 /// config.probe_settings["intel"]: "level_zero_library" (string; "" disables Level Zero) and
-/// "max_processes" (number). Throws std::invalid_argument for a setting of the wrong type.
+/// "process_freshness_ms" (positive number). Throws std::invalid_argument for a setting of the wrong type.
 ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors executors);
 
 }  // namespace gpustream

@@ -62,6 +62,9 @@ transport::ServerOptions server_options(const ServeOptions& o) {
   so.allowed_hosts = o.allow_hosts;
   auto& l = so.limits;
   l.max_connections = o.max_connections;
+  l.max_http_connections = o.max_http_connections;
+  l.max_connections_per_address = o.max_connections_per_address;
+  l.tcp_idle_timeout = millis(o.tcp_idle_timeout_seconds);
   l.max_message_bytes = o.max_message_bytes;
   l.handshake_timeout = millis(o.handshake_timeout_seconds);
   l.idle_timeout = millis(o.idle_timeout_seconds);
@@ -87,8 +90,20 @@ void add_serve_options(CLI::App& sub, ServeOptions& o) {
                  "http://gpu-box.lan:9400 (repeatable; '*': any — unsafe)");
   sub.add_option("--allow-host", o.allow_hosts,
                  "Also accept requests whose Host header is NAME or NAME:PORT (repeatable)");
-  sub.add_option("--max-connections", o.max_connections, "Open connections at most (default 256)")
+  sub.add_option("--max-connections", o.max_connections,
+                 "Open WebSocket connections at most, and TCP ones at most (each; default 256)")
       ->check(CLI::Range(1, 100000));
+  sub.add_option("--max-http-connections", o.max_http_connections,
+                 "Open plain HTTP connections at most; when full, the longest idle one is closed "
+                 "(default 64)")
+      ->check(CLI::Range(1, 100000));
+  sub.add_option("--max-connections-per-address", o.max_connections_per_address,
+                 "Connections from one IP address, per transport (default 128)")
+      ->check(CLI::Range(1, 100000));
+  sub.add_option("--tcp-idle-timeout", o.tcp_idle_timeout_seconds,
+                 "Seconds a TCP connection may stay silent both ways before it is closed "
+                 "(default 300)")
+      ->check(CLI::Range(0.05, 86400.0));
   sub.add_option("--max-message-bytes", o.max_message_bytes,
                  "Largest inbound message or request body (default 65536)")
       ->check(CLI::Range(256, 16 * 1024 * 1024));
@@ -120,6 +135,9 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
       {"allow_origins", "--allow-origin"},
       {"allow_hosts", "--allow-host"},
       {"max_connections", "--max-connections"},
+      {"max_http_connections", "--max-http-connections"},
+      {"max_connections_per_address", "--max-connections-per-address"},
+      {"tcp_idle_timeout_seconds", "--tcp-idle-timeout"},
       {"max_message_bytes", "--max-message-bytes"},
       {"handshake_timeout_seconds", "--handshake-timeout"},
       {"idle_timeout_seconds", "--idle-timeout"},

@@ -19,7 +19,10 @@ struct ServeOptions {
   std::string token_file;                 // bearer token file; empty: no token
   std::vector<std::string> allow_origins;
   std::vector<std::string> allow_hosts;
-  std::size_t max_connections = 256;
+  std::size_t max_connections = 256;           // per streaming transport (WebSocket, TCP)
+  std::size_t max_http_connections = 64;
+  std::size_t max_connections_per_address = 128;  // per transport
+  double tcp_idle_timeout_seconds = 300;
   std::size_t max_message_bytes = 64 * 1024;
   double handshake_timeout_seconds = 10;
   double idle_timeout_seconds = 60;
@@ -33,7 +36,8 @@ struct ServeOptions {
 void add_serve_options(CLI::App& sub, ServeOptions& o);
 
 /// The config file's "serve" object: each key is the flag it stands for ("listen", "tcp",
-/// "token_file", "allow_origins", "allow_hosts", "max_connections", "max_message_bytes",
+/// "token_file", "allow_origins", "allow_hosts", "max_connections", "max_http_connections",
+/// "max_connections_per_address", "tcp_idle_timeout_seconds", "max_message_bytes",
 /// "handshake_timeout_seconds", "idle_timeout_seconds", "write_timeout_seconds", "send_queue",
 /// "max_subscribes", "nats"), checked like the flag; a flag given on the command line wins.
 /// Throws ConfigError for an unknown key or a bad value. Call after `sub` has parsed; the values

@@ -86,6 +86,10 @@ class Client : public std::enable_shared_from_this<Client> {
   /// Sends raw bytes (TCP) or a binary frame (WebSocket).
   virtual void send_raw(const std::string& bytes) = 0;
   virtual void close() = 0;
+  /// TCP: shutdown(SHUT_WR) after what is queued (`nc -N`); the client keeps reading.
+  virtual void shutdown_send() {}
+  /// Starts reading (for a client created with read = false).
+  virtual void start_reading() {}
 
   bool connected() const { return connected_; }
   /// The connection ended (refused, closed by the server, error).
@@ -104,6 +108,8 @@ class Client : public std::enable_shared_from_this<Client> {
   std::vector<std::uint64_t> sequences() const;
   /// Raw texts that were not valid JSON (should stay empty).
   const std::vector<std::string>& garbage() const { return garbage_; }
+  /// TCP: bytes after the last '\n' when the connection ended (a line cut mid-message).
+  const std::string& partial() const { return partial_; }
 
  protected:
   void on_text(std::string_view text);
@@ -114,6 +120,7 @@ class Client : public std::enable_shared_from_this<Client> {
   std::string end_reason_;
   std::vector<boost::json::object> messages_;
   std::vector<std::string> garbage_;
+  std::string partial_;
 };
 
 struct HttpResult {

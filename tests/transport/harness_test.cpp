@@ -179,16 +179,26 @@ class TcpClient final : public Client {
     error_code ec;
     sock_.close(ec);
   }
+  void shutdown_send() override {
+    shutdown_pending_ = true;
+    if (connected_) write_next();
+  }
+  void start_reading() override {
+    if (reading_ || !connected_) return;
+    read();
+  }
 
  private:
   std::shared_ptr<TcpClient> self() {
     return std::static_pointer_cast<TcpClient>(shared_from_this());
   }
   void read() {
+    reading_ = true;
     asio::async_read_until(sock_, asio::dynamic_buffer(rbuf_), '\n',
                            [self = self()](error_code ec, std::size_t n) {
                              if (ec) {
                                // Like a real client: the server closed, so close too.
+                               self->partial_ = self->rbuf_;
                                self->ended_ = true;
                                self->end_reason_ = ec.message();
                                self->close();
@@ -200,7 +210,15 @@ class TcpClient final : public Client {
                            });
   }
   void write_next() {
-    if (writing_ || wq_.empty()) return;
+    if (writing_) return;
+    if (wq_.empty()) {
+      if (shutdown_pending_) {
+        shutdown_pending_ = false;
+        error_code ec;
+        sock_.shutdown(tcp::socket::shutdown_send, ec);
+      }
+      return;
+    }
     writing_ = true;
     asio::async_write(sock_, asio::buffer(wq_.front()),
                       [self = self()](error_code ec, std::size_t) {
@@ -216,6 +234,8 @@ class TcpClient final : public Client {
   std::string rbuf_;
   std::deque<std::string> wq_;
   bool writing_ = false;
+  bool reading_ = false;
+  bool shutdown_pending_ = false;
 };
 
 class WsClient final : public Client {
@@ -260,12 +280,17 @@ class WsClient final : public Client {
     error_code ec;
     beast::get_lowest_layer(ws_).socket().close(ec);
   }
+  void start_reading() override {
+    if (reading_ || !connected_) return;
+    read();
+  }
 
  private:
   std::shared_ptr<WsClient> self() {
     return std::static_pointer_cast<WsClient>(shared_from_this());
   }
   void read() {
+    reading_ = true;
     ws_.async_read(buf_, [self = self()](error_code ec, std::size_t) {
       if (ec) {
         // The close frame's code, also when answering it failed (the peer may already be gone).
@@ -298,6 +323,7 @@ class WsClient final : public Client {
   beast::flat_buffer buf_;
   std::deque<std::pair<std::string, bool>> wq_;
   bool writing_ = false;
+  bool reading_ = false;
 };
 
 }  // namespace

@@ -85,12 +85,17 @@ TEST(TransportProtocol, BuildsServerMessages) {
   SubscribeRequest r;
   r.fields = {Metric::power_watts};
   r.max_rate_hz = 0.5;
-  EXPECT_EQ(subscribed_message(r, 3),
+  r.since = 3;
+  EXPECT_EQ(subscribed_message({r, {}, {"gpu-x"}}),
             R"({"type":"subscribed","since":3,"probes":[],"devices":[],"fields":["power_watts"],)"
-            R"("max_rate_hz":0.5})"
+            R"("max_rate_hz":0.5,"unknown":{"probes":[],"devices":["gpu-x"]}})"
             "\n");
-  const auto hello =
-      json::parse(hello_message({"00c0ffee00c0ffee", 7, 1024, {{"sim", "available", ""}}, {}}));
+  Hello h;
+  h.instance = "00c0ffee00c0ffee";
+  h.last_sequence = 7;
+  h.history_capacity = 1024;
+  h.probes = {{"sim", "available", ""}};
+  const auto hello = json::parse(hello_message(h));
   EXPECT_EQ(hello.at("type"), "hello");
   EXPECT_EQ(hello.at("instance"), "00c0ffee00c0ffee");
   EXPECT_EQ(hello.at("last_sequence").to_number<int>(), 7);
@@ -99,7 +104,7 @@ TEST(TransportProtocol, BuildsServerMessages) {
 
 TEST(TransportProtocol, CompactJsonWritesShortestDoubles) {
   EXPECT_EQ(to_compact_json(json::parse(R"({"a":[0.1,2.0,-3,1e300,"\u0001"],"b":null})")),
-            R"({"a":[0.1,2,-3,1e+300,"\u0001"],"b":null})");
+            R"({"a":[0.1,2.0,-3,1e+300,"\u0001"],"b":null})");
 }
 
 TEST(TransportPrometheus, EscapesLabelValuesAndLeavesOutWhatIsMissing) {
@@ -156,6 +161,81 @@ TEST(TransportAddress, ParsesListenAddresses) {
   EXPECT_TRUE(is_loopback(parse_listen_address("127.1.2.3:1").address()));
   EXPECT_TRUE(is_loopback(parse_listen_address("[::ffff:127.0.0.1]:1").address()));
   EXPECT_FALSE(is_loopback(parse_listen_address("0.0.0.0:1").address()));
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
+// One encoder and one decoder per message type: what the server writes, the client reads back.
+TEST(TransportProtocol, EveryServerMessageDecodesToWhatWasEncoded) {
+  Hello h;
+  h.instance = "5c0e2f9a7d31b604";
+  h.last_sequence = 41;
+  h.history_capacity = 1024;
+  h.probes = {{"sim", "available", ""}, {"nvidia", "unavailable", "no \xc3 driver"}};
+  h.devices = {{"GPU-1", "nvidia", "A100", "nvidia", 3, "0000:01:00.0"}};
+  auto m = parse_server_message(hello_message(h));
+  ASSERT_EQ(m.kind, ServerMessage::Kind::hello);
+  EXPECT_EQ(m.hello.schema, "gpustream/1");
+  EXPECT_EQ(m.hello.server, kServerName);
+  EXPECT_EQ(m.hello.instance, h.instance);
+  EXPECT_EQ(m.hello.last_sequence, 41u);
+  EXPECT_EQ(m.hello.history_capacity, 1024u);
+  ASSERT_EQ(m.hello.probes.size(), 2u);
+  EXPECT_EQ(m.hello.probes[1].reason, "no \xef\xbf\xbd driver");  // repaired, not passed on
+  ASSERT_EQ(m.hello.devices.size(), 1u);
+  EXPECT_EQ(m.hello.devices[0].index, 3);
+  EXPECT_EQ(m.hello.devices[0].pci_bus_id, "0000:01:00.0");
+
+  const auto snap = make_snapshot("sim", 2);
+  m = parse_server_message(snapshot_message(to_json_string(snap)));
+  ASSERT_EQ(m.kind, ServerMessage::Kind::snapshot);
+  EXPECT_EQ(m.snapshot, snap);
+
+  m = parse_server_message(gap_message({4, 2, "history_too_old"}));
+  ASSERT_EQ(m.kind, ServerMessage::Kind::gap);
+  EXPECT_EQ(m.gap, (Gap{4, 2, "history_too_old"}));
+
+  Subscribed s;
+  s.request.probes = {"sim"};
+  s.request.fields = {Metric::power_watts};
+  s.request.max_rate_hz = 2.5;
+  s.request.since = 7;
+  s.unknown_devices = {"GPU-x"};
+  m = parse_server_message(subscribed_message(s));
+  ASSERT_EQ(m.kind, ServerMessage::Kind::subscribed);
+  EXPECT_EQ(m.subscribed.request, s.request);
+  EXPECT_EQ(m.subscribed.unknown_devices, s.unknown_devices);
+  EXPECT_TRUE(m.subscribed.unknown_probes.empty());
+
+  m = parse_server_message(error_message(kErrLimit, "too many"));
+  ASSERT_EQ(m.kind, ServerMessage::Kind::error);
+  EXPECT_EQ(m.error.code, "limit");
+  EXPECT_EQ(m.error.message, "too many");
+
+  EXPECT_EQ(parse_server_message(R"({"type":"news","x":1})").kind, ServerMessage::Kind::other);
+  EXPECT_THROW(parse_server_message(R"({"type":"gap","missed":1})"), JsonError);
+  EXPECT_THROW(parse_server_message("[1]"), JsonError);
+  EXPECT_THROW(parse_server_message(R"({"type":"hello","schema":"gpustream/1"})"), JsonError);
+}
+
+TEST(TransportProtocol, ClientTextThatIsNotUtf8IsNamedAsSuch) {
+  try {
+    parse_client_message("{\"type\":\"subscribe\",\"probes\":[\"\xc3\"]}");
+    FAIL() << "accepted";
+  } catch (const ProtocolError& e) {
+    EXPECT_EQ(e.code(), kErrBadRequest);
+    EXPECT_NE(std::string(e.what()).find("UTF-8"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TransportProtocol, CompactJsonRepairsInvalidUtf8) {
+  const auto text = to_compact_json(json::value("cut \xe2\x82"));
+  EXPECT_TRUE(is_valid_utf8(text));
+  EXPECT_EQ(text, "\"cut \xef\xbf\xbd\xef\xbf\xbd\"");  // one U+FFFD per bad byte
 }
 
 }  // namespace

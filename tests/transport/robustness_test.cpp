@@ -140,6 +140,7 @@ TEST(TransportRobustness, FiveHundredClientsAtOnce) {
   Fixture f;
   ServerOptions o;
   o.limits.max_connections = kClients + 10;
+  o.limits.max_connections_per_address = kClients + 10;
   f.start(o);
   std::vector<std::shared_ptr<Client>> clients;
   for (int i = 0; i < kClients; ++i) {
@@ -167,10 +168,10 @@ TEST(TransportRobustness, FiveHundredClientsAtOnce) {
   }));
 }
 
-TEST(TransportRobustness, ConnectionsBeyondTheLimitAreRefused) {
+TEST(TransportRobustness, ConnectionsBeyondTheLimitAreRefusedPerTransport) {
   Fixture f;
   ServerOptions o;
-  o.limits.max_connections = 2;
+  o.limits.max_connections = 1;  // one WebSocket and one TCP connection
   f.start(o);
   auto a = connected_tcp(f);
   auto b = connected_ws(f);
@@ -180,7 +181,11 @@ TEST(TransportRobustness, ConnectionsBeyondTheLimitAreRefused) {
   ASSERT_EQ(c->count("error"), 1u);
   EXPECT_EQ(c->of_type("error").at(0).at("code"), "limit");
   EXPECT_EQ(c->count("hello"), 0u);
-  EXPECT_EQ(http_request(f, "/healthz").status, 503);
+  auto d = Client::ws(f);
+  d->connect();
+  ASSERT_TRUE(f.run_until([&] { return d->ended(); }));
+  EXPECT_EQ(d->refused_status(), 503);
+  EXPECT_EQ(http_request(f, "/healthz").status, 200);  // HTTP has slots of its own
   EXPECT_EQ(f.server->counters().connections_rejected, 2u);
   f.publish();
   ASSERT_TRUE(f.run_until([&] { return a->count("snapshot") == 1 && b->count("snapshot") == 1; }));

@@ -2,6 +2,7 @@
 #include "encoder.hpp"
 
 #include <algorithm>
+#include <functional>
 
 #include <boost/json.hpp>
 
@@ -28,6 +29,10 @@ void keep_fields(json::object& device, const std::vector<Metric>& fields) {
         it = o.erase(it);
     }
   }
+  // The codec leaves "absent_sources" out when no absent metric names a source.
+  if (const auto* as = device.if_contains("absent_sources"); as && as->is_object() &&
+                                                               as->get_object().empty())
+    device.erase("absent_sources");
 }
 
 }  // namespace
@@ -40,25 +45,48 @@ Projection Projection::make(std::vector<std::string> devices, std::vector<Metric
   fields.erase(std::unique(fields.begin(), fields.end()), fields.end());
   p.devices = std::move(devices);
   p.fields = std::move(fields);
-  if (!p.devices.empty() || !p.fields.empty()) {
-    // Device ids may contain any character: length-prefix them so keys cannot collide.
-    p.key.push_back('d');
-    for (const auto& d : p.devices) p.key += std::to_string(d.size()) + ":" + d;
-    p.key += "f";
-    for (const auto m : p.fields) p.key += std::to_string(static_cast<int>(m)) + ",";
-  }
   return p;
 }
 
-std::string encode_snapshot_message(const GpuSnapshot& s, const Projection& p) {
-  if (p.identity()) {
-    std::string body;
-    append_json(body, s);
-    return snapshot_message(body);
+std::size_t Projection::bytes() const noexcept {
+  std::size_t n = sizeof(*this) + fields.capacity() * sizeof(Metric);
+  for (const auto& d : devices) n += sizeof(d) + d.capacity();
+  return n;
+}
+
+Selection Projection::of(const GpuSnapshot& s) const {
+  Selection sel;
+  sel.fields = fields;
+  if (!devices.empty()) {
+    sel.keep.resize(s.devices.size());
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < s.devices.size(); ++i) {
+      sel.keep[i] = std::binary_search(devices.begin(), devices.end(), s.devices[i].id);
+      kept += sel.keep[i] ? 1 : 0;
+    }
+    sel.any = kept > 0;
+    sel.all_devices = kept == s.devices.size();
+    if (sel.all_devices) sel.keep.clear();
   }
+  // The key names the bytes: kept device positions within this snapshot (the cache keys by
+  // sequence too), then the metrics. Unknown ids never reach it.
+  if (!sel.all_devices) {
+    sel.key.push_back('d');
+    for (std::size_t i = 0; i < sel.keep.size(); ++i)
+      if (sel.keep[i]) sel.key += std::to_string(i) + ",";
+  }
+  if (!sel.fields.empty()) {
+    sel.key.push_back('f');
+    for (const auto m : sel.fields) sel.key += std::to_string(static_cast<int>(m)) + ",";
+  }
+  sel.hash = std::hash<std::string>{}(sel.key);
+  return sel;
+}
+
+std::string encode_snapshot_message(const GpuSnapshot& s, const Selection& sel) {
   const GpuSnapshot* src = &s;
   GpuSnapshot filtered;
-  if (!p.devices.empty()) {
+  if (!sel.all_devices) {
     filtered.probe = s.probe;
     filtered.sequence = s.sequence;
     filtered.time_unix_ns = s.time_unix_ns;
@@ -66,21 +94,20 @@ std::string encode_snapshot_message(const GpuSnapshot& s, const Projection& p) {
     filtered.sample_duration_ns = s.sample_duration_ns;
     filtered.host = s.host;
     filtered.errors = s.errors;
-    for (const auto& d : s.devices)
-      if (std::binary_search(p.devices.begin(), p.devices.end(), d.id))
-        filtered.devices.push_back(d);
+    for (std::size_t i = 0; i < s.devices.size(); ++i)
+      if (sel.keep[i]) filtered.devices.push_back(s.devices[i]);
     src = &filtered;
   }
-  if (p.fields.empty()) {
-    std::string body;
-    append_json(body, *src);
+  std::string body;
+  if (sel.fields.empty()) {
+    append_json(body, *src);  // the codec itself
     return snapshot_message(body);
   }
+  // The codec's document, edited; written back with the codec's number rules.
   json::value v = to_json(*src);
   if (auto* devs = v.as_object().if_contains("devices"); devs && devs->is_array())
     for (auto& d : devs->get_array())
-      if (d.is_object()) keep_fields(d.get_object(), p.fields);
-  std::string body;
+      if (d.is_object()) keep_fields(d.get_object(), sel.fields);
   append_compact_json(body, v);
   return snapshot_message(body);
 }

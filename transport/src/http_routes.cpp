@@ -27,7 +27,7 @@ std::string api_snapshot(Hub& hub) {
   for (const auto& s : hub.channel().latest()) {
     if (!first) out += ',';
     first = false;
-    out += snapshot_json_of_message(*hub.encoded(s, Projection{}));
+    out += snapshot_json_of_message(*hub.encoded(s, Projection{}.of(*s)));
   }
   out += "]}\n";
   return out;
@@ -58,6 +58,9 @@ std::string api_stats(Hub& hub) {
                       {"serializations", c.serializations},
                       {"snapshots_sent", c.snapshots_sent},
                       {"snapshots_dropped", c.snapshots_dropped},
+                      {"idle_closed", c.idle_closed},
+                      {"encoded_cache_bytes", c.encoded_cache_bytes},
+                      {"encoded_cache_entries", c.encoded_cache_entries},
                       {"last_sequence", hub.cursor()}};
   json::object o{{"schema", kSchema}, {"probes", std::move(probes)}, {"server", std::move(server)}};
   return to_compact_json(o) + "\n";
@@ -80,7 +83,7 @@ HttpResponse text_response(const HttpRequest& req, http::status status, std::str
 }
 
 HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
-  auto& c = hub.stats_counters();
+  auto& c = hub.metrics();
   const auto target = sv(req.target());
   const auto path = target_path(target);
   const auto& access = hub.access();
@@ -89,6 +92,13 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
     c.requests_forbidden.fetch_add(1);
     return text_response(req, http::status::forbidden,
                          "Host not allowed (DNS rebinding protection; see --allow-host)\n");
+  }
+  // GET only, everywhere (HEAD included: docs/protocol.md, "HTTP endpoints").
+  if (req.method() != http::verb::get) {
+    auto res = text_response(req, http::status::method_not_allowed, "only GET\n");
+    res.set(http::field::allow, "GET");
+    if (req.method() == http::verb::head) res.keep_alive(false);  // a HEAD reader skips bodies
+    return res;
   }
   if (path == "/healthz") return text_response(req, http::status::ok, "ok\n");
   if (!access.request_authorized(sv(req[http::field::authorization]), target)) {
@@ -109,11 +119,6 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
                            "Origin not allowed (see --allow-origin)\n");
     }
     return text_response(req, http::status::switching_protocols, {});
-  }
-  if (req.method() != http::verb::get) {
-    auto res = text_response(req, http::status::method_not_allowed, "only GET\n");
-    res.set(http::field::allow, "GET");
-    return res;
   }
   if (path == "/" || path == "/index.html") {
     auto res = text_response(req, http::status::ok, std::string(dashboard_html()),

@@ -12,16 +12,24 @@ namespace beast = boost::beast;
 namespace http = beast::http;
 using boost::system::error_code;
 
+namespace {
+boost::asio::ip::address peer_of(const tcp::socket& s) {
+  error_code ec;
+  const auto ep = s.remote_endpoint(ec);
+  return ec ? boost::asio::ip::address{} : ep.address();
+}
+}  // namespace
+
 HttpSession::HttpSession(std::shared_ptr<Hub> hub, tcp::socket socket)
-    : hub_(std::move(hub)), stream_(std::move(socket)) {}
+    : Connection(ConnKind::http, peer_of(socket)), hub_(std::move(hub)), stream_(std::move(socket)) {}
 
 HttpSession::~HttpSession() {
-  if (registered_) hub_->remove(this, ConnKind::http);
+  if (registered_) hub_->remove(this);
 }
 
 void HttpSession::run() {
   registered_ = true;
-  hub_->add(this, weak_from_this(), ConnKind::http);
+  hub_->registry().add(this, weak_from_this());
   do_read();
 }
 
@@ -32,14 +40,16 @@ void HttpSession::do_read() {
   parser_->body_limit(l.max_message_bytes);
   // The first request must come within the handshake timeout; later ones within the idle one.
   stream_.expires_after(first_ ? l.handshake_timeout : l.idle_timeout);
+  idle_since_ = Clock::now();
   http::async_read(stream_, buffer_, *parser_,
                    [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
 }
 
 void HttpSession::on_read(error_code ec) {
+  idle_since_.reset();
   if (done_) return;
   if (ec == http::error::body_limit || ec == http::error::header_limit) {
-    hub_->stats_counters().messages_rejected.fetch_add(1);
+    ServerMetrics::bump(hub_->metrics().messages_rejected);
     HttpRequest dummy;
     auto res = text_response(dummy, http::status::payload_too_large, "request too large\n");
     res.keep_alive(false);
@@ -51,12 +61,12 @@ void HttpSession::on_read(error_code ec) {
     if (ec == http::error::bad_target || ec == http::error::bad_method ||
         ec == http::error::bad_version || ec == http::error::bad_field ||
         ec == http::error::bad_value || ec == http::error::bad_line_ending)
-      hub_->stats_counters().messages_rejected.fetch_add(1);
+      ServerMetrics::bump(hub_->metrics().messages_rejected);
     close();
     return;
   }
   first_ = false;
-  hub_->stats_counters().http_requests.fetch_add(1);
+  ServerMetrics::bump(hub_->metrics().http_requests);
   HttpRequest req = parser_->release();
   if (hub_->stopping()) {
     auto res = text_response(req, http::status::service_unavailable, "shutting down\n");
@@ -68,8 +78,17 @@ void HttpSession::on_read(error_code ec) {
     // Checks first (Host, path, Origin, token); a refused upgrade gets a plain HTTP answer.
     auto res = handle_http_request(*hub_, req);
     if (res.result() == http::status::switching_protocols) {
-      upgrade(std::move(req));
-      return;
+      // WebSocket has its own connection slots (and per-address ones).
+      const auto admission = hub_->registry().admit(ConnKind::websocket, peer());
+      if (admission == SessionRegistry::Admission::ok) {
+        upgrade(std::move(req));
+        return;
+      }
+      ServerMetrics::bump(hub_->metrics().connections_rejected);
+      res = text_response(req, http::status::service_unavailable,
+                          admission == SessionRegistry::Admission::address_full
+                              ? "too many connections from this address\n"
+                              : "too many connections\n");
     }
     res.keep_alive(false);
     send(std::move(res));
@@ -81,10 +100,10 @@ void HttpSession::on_read(error_code ec) {
 void HttpSession::upgrade(HttpRequest req) {
   done_ = true;
   // The WebSocket session is its own connection from now on.
-  hub_->remove(this, ConnKind::http);
+  hub_->registry().remove(this);
   registered_ = false;
   stream_.expires_never();
-  std::make_shared<WsSession>(hub_, std::move(stream_))->run(std::move(req));
+  std::make_shared<WsSession>(hub_, std::move(stream_), peer())->run(std::move(req));
 }
 
 void HttpSession::send(HttpResponse res) {

@@ -12,6 +12,7 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "hub.hpp"
+#include "session_registry.hpp"
 
 namespace gpustream::transport {
 
@@ -31,6 +32,7 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   ~HttpSession() override;
   void run();
   void shutdown(bool graceful) override;
+  std::optional<Clock::time_point> idle_since() const override { return idle_since_; }
 
  private:
   void do_read();
@@ -48,6 +50,7 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   bool first_ = true;
   bool writing_ = false;
   bool done_ = false;  // upgraded or closed: the stream is no longer ours
+  std::optional<Clock::time_point> idle_since_;  // waiting for a request since
 };
 
 }  // namespace gpustream::transport

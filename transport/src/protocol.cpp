@@ -1,6 +1,7 @@
 // The wire protocol: parsing client messages, building server messages.
 #include "gpustream/transport/protocol.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -84,8 +85,15 @@ std::string with_newline(std::string s) {
   return s;
 }
 
-void append_escaped(std::string& out, std::string_view s) {
+void append_escaped(std::string& out, std::string_view raw) {
   static constexpr char kHex[] = "0123456789abcdef";
+  // Probe reasons and tool output can be cut inside a character: never send a bad byte on.
+  std::string repaired;
+  std::string_view s = raw;
+  if (!is_valid_utf8(raw)) {
+    repaired = to_valid_utf8(raw);
+    s = repaired;
+  }
   out.push_back('"');
   for (const char c : s) {
     const auto u = static_cast<unsigned char>(c);
@@ -127,6 +135,7 @@ void append_escaped(std::string& out, std::string_view s) {
 }  // namespace
 
 ClientMessage parse_client_message(std::string_view text) {
+  if (!is_valid_utf8(text)) bad("not valid UTF-8 (messages are UTF-8 JSON text)");
   json::error_code ec;
   json::parse_options opts;
   opts.max_depth = 16;
@@ -183,8 +192,8 @@ json::value to_json(const DeviceInfo& d) {
 std::string hello_message(const Hello& h) {
   json::object o;
   o["type"] = "hello";
-  o["schema"] = kSchema;
-  o["server"] = kServerName;
+  o["schema"] = h.schema;
+  o["server"] = h.server;
   o["instance"] = h.instance;
   o["last_sequence"] = h.last_sequence;
   o["history_capacity"] = h.history_capacity;
@@ -221,14 +230,17 @@ std::string gap_message(const Gap& g) {
   return with_newline(to_compact_json(o));
 }
 
-std::string subscribed_message(const SubscribeRequest& r, std::optional<std::uint64_t> since) {
+std::string subscribed_message(const Subscribed& s) {
+  const auto& r = s.request;
   json::object o;
   o["type"] = "subscribed";
-  o["since"] = since ? json::value(*since) : json::value(nullptr);
+  o["since"] = r.since ? json::value(*r.since) : json::value(nullptr);
   o["probes"] = strings(r.probes);
   o["devices"] = strings(r.devices);
   o["fields"] = metric_names(r.fields);
   o["max_rate_hz"] = r.max_rate_hz ? json::value(*r.max_rate_hz) : json::value(nullptr);
+  o["unknown"] = json::object{{"probes", strings(s.unknown_probes)},
+                              {"devices", strings(s.unknown_devices)}};
   return with_newline(to_compact_json(o));
 }
 
@@ -257,9 +269,12 @@ void append_compact_json(std::string& out, const json::value& v) {
         out += "null";
         return;
       }
-      char buf[32];
-      const auto r = std::to_chars(buf, buf + sizeof buf, d);
+      char buf[40];
+      const auto r = std::to_chars(buf, buf + 38, d);
       out.append(buf, r.ptr);
+      // Like the codec: a double always reads back as a double ("64.0", not "64").
+      if (std::find_if(buf, r.ptr, [](char c) { return c == '.' || c == 'e'; }) == r.ptr)
+        out += ".0";
       return;
     }
     case json::kind::string: {

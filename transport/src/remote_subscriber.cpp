@@ -16,7 +16,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
-#include <boost/json.hpp>
 
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
@@ -25,55 +24,12 @@
 
 namespace gpustream {
 namespace asio = boost::asio;
-namespace json = boost::json;
 using boost::system::error_code;
 using transport::RemoteConnection;
 
 namespace {
 
 LogOnce g_log_once;
-
-std::optional<std::uint64_t> as_u64(const json::value* v) {
-  if (!v) return std::nullopt;
-  if (v->is_uint64()) return v->get_uint64();
-  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-  return std::nullopt;
-}
-
-std::string as_string(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  if (!v || !v->is_string()) return {};
-  return std::string(v->get_string());
-}
-
-RemoteHello hello_from_json(const json::object& o) {
-  RemoteHello h;
-  h.schema = as_string(o, "schema");
-  h.server = as_string(o, "server");
-  h.instance = as_string(o, "instance");
-  h.last_sequence = as_u64(o.if_contains("last_sequence")).value_or(0);
-  h.history_capacity =
-      static_cast<std::size_t>(as_u64(o.if_contains("history_capacity")).value_or(0));
-  if (const auto* a = o.if_contains("probes"); a && a->is_array()) {
-    for (const auto& e : a->get_array()) {
-      if (!e.is_object()) continue;
-      const auto& p = e.get_object();
-      h.probes.push_back({as_string(p, "name"), as_string(p, "state"), as_string(p, "reason")});
-    }
-  }
-  if (const auto* a = o.if_contains("devices"); a && a->is_array()) {
-    for (const auto& e : a->get_array()) {
-      if (!e.is_object()) continue;
-      const auto& d = e.get_object();
-      transport::DeviceInfo info{as_string(d, "id"), as_string(d, "vendor"), as_string(d, "name"),
-                                 as_string(d, "probe"), 0, as_string(d, "pci_bus_id")};
-      if (const auto* i = d.if_contains("index"); i && i->is_int64())
-        info.index = static_cast<int>(i->get_int64());
-      h.devices.push_back(std::move(info));
-    }
-  }
-  return h;
-}
 
 std::string describe(const error_code& ec, const RemoteConnection& c) {
   if (!c.failure_detail().empty()) return c.failure_detail();
@@ -253,6 +209,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
     auto conn = transport::make_remote_connection(strand_, url_, co);
     conn_ = conn;
     awaiting_ack_ = true;
+    preview_ok_ = false;
     server_error_.clear();
     // Shared with the deadline's handler, which may run after this coroutine has returned.
     struct Flags {
@@ -299,73 +256,104 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   /// connection (`reason` says why).
   bool handle(std::string_view text, std::optional<std::string>& reply, bool& subscribed,
               std::string& reason) {
-    json::value v;
+    using Kind = transport::ServerMessage::Kind;
+    transport::ServerMessage m;
     try {
-      v = parse_json(text);
+      m = transport::parse_server_message(text);
     } catch (const JsonError& e) {
       decode_error(e.what());
       return true;
     }
-    const auto* o = v.if_object();
-    const auto* type = o ? o->if_contains("type") : nullptr;
-    if (!type || !type->is_string()) {
-      decode_error("a message without a \"type\"");
-      return true;
+    switch (m.kind) {
+      case Kind::snapshot:
+        // Before our subscribe is answered the server streams everything (and will not send
+        // those sequences again): keep what our filters keep, as the server would have.
+        if (!awaiting_ack_ || (preview_ok_ && filter_locally(m.snapshot)))
+          on_snapshot_message(std::move(m.snapshot));
+        break;
+      case Kind::hello: {
+        const auto& h = m.hello;
+        if (!h.instance.empty()) {
+          if (!instance_.empty() && h.instance != instance_ && resume_) server_restarted();
+          instance_ = h.instance;
+        }
+        transport::SubscribeRequest r{options_.probes, options_.devices, options_.fields,
+                                      options_.max_rate_hz, resume_.value_or(h.last_sequence)};
+        // Resuming exactly at hello's sequence: what the server streams before answering is
+        // not sent again. From further back it is (in order, after the older history).
+        preview_ok_ = *r.since == h.last_sequence;
+        reply = transport::encode_subscribe(r);
+        if (on_hello) invoke([&] { on_hello(h); });
+        break;
+      }
+      case Kind::subscribed:
+        // The effective `since`: lower than ours when the server was restarted with a new
+        // channel (its sequences start again at 1).
+        if (m.subscribed.request.since) resume_ = *m.subscribed.request.since;
+        if (!m.subscribed.unknown_probes.empty() || !m.subscribed.unknown_devices.empty()) {
+          if (g_log_once.first("remote-unknown:" + options_.url))
+            logger()->warn("{}: the server does not know {} of the probes and {} of the devices "
+                           "asked for (yet)",
+                           log_url_, m.subscribed.unknown_probes.size(),
+                           m.subscribed.unknown_devices.size());
+        }
+        awaiting_ack_ = false;
+        subscribed = true;
+        ++connections_;
+        if (!warned_key_.empty()) {
+          g_log_once.clear(warned_key_);
+          logger()->info("{}: connected again", log_url_);
+          warned_key_.clear();
+        }
+        set_status(RemoteStatus::State::connected, {}, 0, {});
+        break;
+      case Kind::gap:
+        if (!awaiting_ack_) on_gap_message(std::move(m.gap));
+        break;
+      case Kind::error:
+        server_error_ = m.error.code + ": " + m.error.message;
+        if (awaiting_ack_) {
+          reason = "server refused: " + server_error_;
+          return false;
+        }
+        if (g_log_once.first("remote-error:" + server_error_))
+          logger()->warn("{}: server error {}", log_url_, server_error_);
+        break;
+      case Kind::other:  // newer servers may send more; ignore them
+        break;
     }
-    const auto t = type->get_string();
-    if (t == "snapshot") {
-      if (!awaiting_ack_) on_snapshot_message(v);
-    } else if (t == "hello") {
-      const auto h = hello_from_json(*o);
-      if (!h.instance.empty()) {
-        if (!instance_.empty() && h.instance != instance_ && resume_) server_restarted();
-        instance_ = h.instance;
-      }
-      transport::SubscribeRequest r{options_.probes, options_.devices, options_.fields,
-                                    options_.max_rate_hz, resume_.value_or(h.last_sequence)};
-      reply = transport::encode_subscribe(r);
-      if (on_hello) invoke([&] { on_hello(h); });
-    } else if (t == "subscribed") {
-      // The effective `since`: lower than ours when the server was restarted with a new
-      // channel (its sequences start again at 1).
-      if (const auto since = as_u64(o->if_contains("since"))) resume_ = *since;
-      awaiting_ack_ = false;
-      subscribed = true;
-      ++connections_;
-      if (!warned_key_.empty()) {
-        g_log_once.clear(warned_key_);
-        logger()->info("{}: connected again", log_url_);
-        warned_key_.clear();
-      }
-      set_status(RemoteStatus::State::connected, {}, 0, {});
-    } else if (t == "gap") {
-      if (!awaiting_ack_) on_gap_message(*o);
-    } else if (t == "error") {
-      server_error_ = as_string(*o, "code") + ": " + as_string(*o, "message");
-      if (awaiting_ack_) {
-        reason = "server refused: " + server_error_;
-        return false;
-      }
-      if (g_log_once.first("remote-error:" + server_error_))
-        logger()->warn("{}: server error {}", log_url_, server_error_);
-    }
-    // Other types: newer servers may send more; ignore them.
     return true;
   }
 
-  void on_snapshot_message(const json::value& v) {
-    const auto seq = as_u64(v.get_object().if_contains("sequence"));
-    if (seq && resume_ && *seq <= *resume_) {
+  /// The subscription's probes, devices and fields applied to `s` here, with the result of
+  /// decoding the server's projected message (a metric left out reads as not_collected).
+  /// False when nothing of `s` is wanted.
+  bool filter_locally(GpuSnapshot& s) const {
+    const auto& o = options_;
+    if (!o.probes.empty() && std::find(o.probes.begin(), o.probes.end(), s.probe) == o.probes.end())
+      return false;
+    if (!o.devices.empty()) {
+      std::erase_if(s.devices, [&](const DeviceSample& d) {
+        return std::find(o.devices.begin(), o.devices.end(), d.id) == o.devices.end();
+      });
+      if (s.devices.empty()) return false;
+    }
+    if (!o.fields.empty())
+      for (auto& d : s.devices)
+        for (std::size_t i = 0; i < kMetricCount; ++i) {
+          const auto m = static_cast<Metric>(i);
+          if (std::find(o.fields.begin(), o.fields.end(), m) == o.fields.end())
+            d.metrics.set_absent(m, Absence::not_collected);
+        }
+    return true;
+  }
+
+  void on_snapshot_message(GpuSnapshot snapshot) {
+    if (resume_ && snapshot.sequence <= *resume_) {
       ++duplicates_;
       return;
     }
-    SnapshotPtr s;
-    try {
-      s = std::make_shared<const GpuSnapshot>(snapshot_from_json(v));
-    } catch (const JsonError& e) {
-      decode_error(e.what());
-      return;
-    }
+    auto s = std::make_shared<const GpuSnapshot>(std::move(snapshot));
     resume_ = s->sequence;
     last_sequence_ = s->sequence;
     ++snapshots_;
@@ -383,11 +371,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
     if (on_gap) invoke([&] { on_gap(g); });
   }
 
-  void on_gap_message(const json::object& o) {
-    Gap g;
-    g.after_sequence = as_u64(o.if_contains("after_sequence")).value_or(0);
-    g.missed = as_u64(o.if_contains("missed")).value_or(0);
-    g.reason = as_string(o, "reason");
+  void on_gap_message(Gap g) {
     resume_ = std::max(resume_.value_or(0), g.after_sequence + g.missed);
     ++gaps_;
     if (on_gap) invoke([&] { on_gap(g); });
@@ -411,6 +395,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   std::string instance_;  // the server instance resume_ refers to
   std::optional<std::uint64_t> resume_;  // the last sequence delivered (or skipped by a gap)
   bool awaiting_ack_ = true;
+  bool preview_ok_ = false;  // snapshots before the ack are ours to deliver
   std::string server_error_;
   std::string warned_key_;  // the LogOnce key of the last disconnection warning
   std::minstd_rand rng_;

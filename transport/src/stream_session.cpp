@@ -9,24 +9,39 @@ namespace gpustream::transport {
 
 namespace {
 /// Control messages (errors, acks, gaps) a client that does not read may accumulate beyond its
-/// snapshot queue before it is treated as a slow client.
+/// snapshot queue before it is treated as a slow client: this many, and this many bytes.
 constexpr std::size_t kControlSlack = 64;
+constexpr std::size_t kControlSlackBytes = 256 * 1024;
+/// max_rate_hz is in (0, 1000]: its period is clamped to [1 ms, 1 day] (a smaller rate would
+/// overflow the clock's duration; once a day is the slowest rate served).
+constexpr std::chrono::duration<double> kMinRatePeriod{0.001};
+constexpr std::chrono::duration<double> kMaxRatePeriod{86400.0};
+
+std::vector<std::string> missing(const std::vector<std::string>& asked,
+                                 const std::vector<std::string>& known) {
+  std::vector<std::string> out;
+  for (const auto& a : asked)
+    if (!std::binary_search(known.begin(), known.end(), a)) out.push_back(a);
+  return out;
+}
+
 }  // namespace
 
-StreamSession::StreamSession(std::shared_ptr<Hub> hub, ConnKind kind)
-    : hub_(std::move(hub)), kind_(kind), rate_timer_(hub_->strand()) {}
+StreamSession::StreamSession(std::shared_ptr<Hub> hub, ConnKind kind,
+                             boost::asio::ip::address peer)
+    : Connection(kind, peer), hub_(std::move(hub)), rate_timer_(hub_->strand()) {}
 
 StreamSession::~StreamSession() {
   if (registered_) {
-    hub_->remove_stream(this);
-    hub_->remove(this, kind_);
+    hub_->registry().remove_stream(this);
+    hub_->remove(this);
   }
 }
 
 void StreamSession::register_self() {
   registered_ = true;
-  hub_->add(this, weak_from_this(), kind_);
-  hub_->add_stream(this, weak_from_this());
+  hub_->registry().add(this, weak_from_this());
+  hub_->registry().add_stream(this, weak_from_this());
 }
 
 void StreamSession::open() {
@@ -36,6 +51,7 @@ void StreamSession::open() {
   enqueue(hub_->hello(&last));
   cursor_ = last;
   last_queued_seq_ = last;
+  streamed_from_ = streamed_to_ = last;
   pump();
 }
 
@@ -43,12 +59,10 @@ bool StreamSession::accepts(const GpuSnapshot& s) const {
   if (!sub_.probes.empty() &&
       std::find(sub_.probes.begin(), sub_.probes.end(), s.probe) == sub_.probes.end())
     return false;
-  if (!proj_.devices.empty()) {
-    const bool any = std::any_of(s.devices.begin(), s.devices.end(), [&](const DeviceSample& d) {
+  if (!proj_.devices.empty())
+    return std::any_of(s.devices.begin(), s.devices.end(), [&](const DeviceSample& d) {
       return std::binary_search(proj_.devices.begin(), proj_.devices.end(), d.id);
     });
-    if (!any) return false;
-  }
   return true;
 }
 
@@ -56,6 +70,7 @@ void StreamSession::on_live(const SnapshotPtr& s) {
   if (!opened_ || closing_ || replaying_) return;  // a replay fetches from the history itself
   if (s->sequence <= cursor_) return;              // already sent from the history
   cursor_ = s->sequence;
+  if (subscribes_ == 0) streamed_to_ = s->sequence;
   if (!accepts(*s)) return;
   offer(s);
   pump();
@@ -68,6 +83,11 @@ void StreamSession::on_channel_gap(const Gap& g) {
   pump();
 }
 
+StreamSession::Clock::duration StreamSession::rate_period() const {
+  const std::chrono::duration<double> p(1.0 / sub_.max_rate_hz.value_or(kMaxRateHz));
+  return std::chrono::duration_cast<Clock::duration>(std::clamp(p, kMinRatePeriod, kMaxRatePeriod));
+}
+
 void StreamSession::offer(const SnapshotPtr& s) {
   if (!sub_.max_rate_hz) {
     send_snapshot(s);
@@ -78,8 +98,7 @@ void StreamSession::offer(const SnapshotPtr& s) {
   auto& r = rate_[s->probe];
   const auto now = Clock::now();
   if (!r.pending && now >= r.next_allowed) {
-    r.next_allowed = now + std::chrono::duration_cast<Clock::duration>(
-                               std::chrono::duration<double>(1.0 / *sub_.max_rate_hz));
+    r.next_allowed = now + rate_period();
     send_snapshot(s);
   } else {
     r.pending = s;
@@ -104,14 +123,12 @@ void StreamSession::arm_rate_timer() {
 void StreamSession::on_rate_timer() {
   if (closing_ || replaying_) return;
   const auto now = Clock::now();
-  const auto period = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double>(1.0 / sub_.max_rate_hz.value_or(kMaxRateHz)));
   std::vector<SnapshotPtr> due;
   for (auto& [probe, r] : rate_) {
     if (r.pending && now >= r.next_allowed) {
       due.push_back(std::move(r.pending));
       r.pending.reset();
-      r.next_allowed = now + period;
+      r.next_allowed = now + rate_period();
     }
   }
   std::sort(due.begin(), due.end(),
@@ -121,18 +138,27 @@ void StreamSession::on_rate_timer() {
   pump();
 }
 
+bool StreamSession::queue_full(std::size_t next_bytes) const noexcept {
+  const auto& l = hub_->limits();
+  return queued_snapshots_ >= l.send_queue_messages ||
+         (queued_snapshots_ > 0 && queued_bytes_ + next_bytes > l.send_queue_bytes);
+}
+
 void StreamSession::send_snapshot(const SnapshotPtr& s) {
-  auto& c = hub_->stats_counters();
-  if (queued_snapshots_ >= hub_->limits().send_queue_messages) {
+  auto& m = hub_->metrics();
+  auto msg = queued_snapshots_ >= hub_->limits().send_queue_messages
+                 ? nullptr
+                 : hub_->encoded(s, proj_.of(*s));
+  if (!msg || queue_full(msg->size())) {
     ++dropped_pending_;
-    c.snapshots_dropped.fetch_add(1, std::memory_order_relaxed);
+    ServerMetrics::bump(m.snapshots_dropped);
     if (!full_since_) full_since_ = Clock::now();
     return;
   }
   flush_gap();
-  enqueue(hub_->encoded(s, proj_), true);
+  enqueue(std::move(msg), true);
   last_queued_seq_ = s->sequence;
-  c.snapshots_sent.fetch_add(1, std::memory_order_relaxed);
+  ServerMetrics::bump(m.snapshots_sent);
 }
 
 void StreamSession::flush_gap() {
@@ -144,17 +170,21 @@ void StreamSession::flush_gap() {
 
 void StreamSession::enqueue(std::shared_ptr<const std::string> msg, bool snapshot) {
   if (closed_) return;
-  if (!snapshot && queue_.size() >= hub_->limits().send_queue_messages + kControlSlack) {
-    disconnect_slow("too many unsent control messages");
+  const auto& l = hub_->limits();
+  if (!snapshot && (queue_.size() >= l.send_queue_messages + kControlSlack ||
+                    queued_bytes_ > l.send_queue_bytes + kControlSlackBytes)) {
+    disconnect_slow("too many unsent control messages", false);
     return;
   }
-  queue_.emplace_back(std::move(msg), snapshot);
+  queued_bytes_ += msg->size();
+  queue_.push_back({std::move(msg), snapshot});
   if (snapshot) ++queued_snapshots_;
 }
 
 void StreamSession::pump() {
-  const auto limit = hub_->limits().send_queue_messages;
-  while (replaying_ && !closing_ && queued_snapshots_ < limit) {
+  // The replay is paced by the client's reading: it stops when the queue is full and goes on
+  // after the next write.
+  while (replaying_ && !closing_) {
     if (replay_.empty()) {
       std::optional<Gap> gap;
       auto more = hub_->channel().history_since(cursor_, &gap);
@@ -170,19 +200,30 @@ void StreamSession::pump() {
       }
       replay_.assign(more.begin(), more.end());
     }
-    SnapshotPtr s = std::move(replay_.front());
-    replay_.pop_front();
-    if (s->sequence <= cursor_) continue;
+    const SnapshotPtr& s = replay_.front();
+    const bool has_it = s->sequence > streamed_from_ && s->sequence <= streamed_to_;
+    if (s->sequence <= cursor_ || has_it || !accepts(*s)) {
+      cursor_ = std::max(cursor_, s->sequence);
+      replay_.pop_front();
+      continue;
+    }
+    if (queued_snapshots_ >= hub_->limits().send_queue_messages) break;
+    auto msg = hub_->encoded(s, proj_.of(*s));
+    if (queue_full(msg->size())) break;
     cursor_ = s->sequence;
-    if (accepts(*s)) send_snapshot(s);
+    last_queued_seq_ = s->sequence;
+    replay_.pop_front();
+    enqueue(std::move(msg), true);
+    ServerMetrics::bump(hub_->metrics().snapshots_sent);
   }
   if (!writing_ && !closed_ && !queue_.empty()) {
-    auto [msg, snapshot] = std::move(queue_.front());
+    auto q = std::move(queue_.front());
     queue_.pop_front();
-    if (snapshot) --queued_snapshots_;
+    queued_bytes_ -= q.message->size();
+    if (q.snapshot) --queued_snapshots_;
     writing_ = true;
     write_started_ = Clock::now();
-    write(std::move(msg));
+    write(std::move(q.message));
   } else if (closing_ && !writing_ && !closed_ && queue_.empty()) {
     closed_ = true;
     close_transport(true);
@@ -195,7 +236,8 @@ void StreamSession::write_done(const boost::system::error_code& ec) {
     transport_failed();
     return;
   }
-  if (queued_snapshots_ < hub_->limits().send_queue_messages) {
+  last_activity_ = Clock::now();
+  if (!closing_ && !queue_full(0)) {
     full_since_.reset();
     flush_gap();  // tell the client about its loss now, not with the next snapshot
   }
@@ -206,29 +248,53 @@ void StreamSession::check_stalled(Clock::time_point now) {
   if (closed_) return;
   const auto& l = hub_->limits();
   if (writing_ && now - write_started_ > l.write_timeout) {
-    disconnect_slow("a write stalled");
-  } else if (full_since_ && now - *full_since_ > l.slow_client_timeout) {
-    disconnect_slow("its send queue stayed full");
+    disconnect_slow("a write stalled", true);
+  } else if (!closing_ && full_since_ && now - *full_since_ > l.slow_client_timeout) {
+    disconnect_slow("its send queue stayed full", false);
+  } else if (kind() == ConnKind::tcp && opened_ && !closing_ && !writing_ &&
+             now - last_activity_ > l.tcp_idle_timeout) {
+    send_error(kErrTimeout,
+               "nothing sent or received for " + std::to_string(l.tcp_idle_timeout.count()) +
+                   " ms (send an empty line to keep a quiet connection open)",
+               true);
   }
 }
 
-void StreamSession::disconnect_slow(const char* why) {
+void StreamSession::disconnect_slow(const char* why, bool stalled) {
   if (closed_) return;
-  hub_->stats_counters().slow_clients_disconnected.fetch_add(1, std::memory_order_relaxed);
+  if (!closing_) ServerMetrics::bump(hub_->metrics().slow_clients_disconnected);
   logger()->debug("disconnecting a slow client: {}", why);
+  // What is queued is dropped; the client gets an error after the message being written (so a
+  // TCP line is never cut), then the close. A write that stalls is aborted.
+  const bool was_closing = closing_;
   closing_ = true;
-  closed_ = true;
+  replaying_ = false;
+  replay_.clear();
+  rate_.clear();
+  rate_timer_.cancel();  // it holds the session: a day-long rate must not keep it alive
   queue_.clear();
   queued_snapshots_ = 0;
-  close_transport(false);
+  queued_bytes_ = 0;
+  if (stalled || was_closing) {
+    closed_ = true;
+    close_transport(false);
+    return;
+  }
+  auto msg = std::make_shared<const std::string>(error_message(
+      kErrSlowClient, std::string("disconnected: ") + why + " (the client reads too slowly)"));
+  queued_bytes_ += msg->size();
+  queue_.push_back({std::move(msg), false});
+  pump();
 }
 
 void StreamSession::transport_failed() {
   closing_ = true;
+  rate_timer_.cancel();
   if (closed_) return;
   closed_ = true;
   queue_.clear();
   queued_snapshots_ = 0;
+  queued_bytes_ = 0;
   close_transport(false);
 }
 
@@ -242,6 +308,7 @@ void StreamSession::shutdown(bool graceful) {
   replaying_ = false;
   replay_.clear();
   rate_.clear();
+  rate_timer_.cancel();  // it holds the session: a day-long rate must not keep it alive
   pump();  // closes now when nothing is queued or in flight, else after the last write
 }
 
@@ -256,43 +323,66 @@ void StreamSession::send_error(std::string_view code, std::string_view message, 
 
 void StreamSession::handle_message(std::string_view text) {
   if (closing_) return;
-  auto& c = hub_->stats_counters();
-  ClientMessage m;
+  auto& m = hub_->metrics();
+  const auto& l = hub_->limits();
+  if (++messages_ > l.max_client_messages) {
+    ServerMetrics::bump(m.messages_rejected);
+    send_error(kErrLimit,
+               "too many messages on this connection (limit " +
+                   std::to_string(l.max_client_messages) + ")",
+               true);
+    return;
+  }
+  ClientMessage msg;
   try {
-    m = parse_client_message(text);
+    msg = parse_client_message(text);
   } catch (const ProtocolError& e) {
-    c.messages_rejected.fetch_add(1, std::memory_order_relaxed);
+    ServerMetrics::bump(m.messages_rejected);
     send_error(e.code(), e.what(), false);
     return;
   }
-  if (m.kind == ClientMessage::Kind::auth) return;  // already authorized (or no token)
-  if (++subscribes_ > hub_->limits().max_subscribes_per_connection) {
-    c.messages_rejected.fetch_add(1, std::memory_order_relaxed);
+  if (msg.kind == ClientMessage::Kind::auth) {
+    ServerMetrics::bump(m.messages_rejected);
+    send_error(kErrBadRequest, "already authenticated (auth is the first TCP line only)", false);
+    return;
+  }
+  if (++subscribes_ > l.max_subscribes_per_connection) {
+    ServerMetrics::bump(m.messages_rejected);
     send_error(kErrLimit,
                "too many subscribe messages on this connection (limit " +
-                   std::to_string(hub_->limits().max_subscribes_per_connection) + ")",
+                   std::to_string(l.max_subscribes_per_connection) + ")",
                false);
     return;
   }
-  apply_subscribe(m.subscribe);
+  apply_subscribe(msg.subscribe);
 }
 
 void StreamSession::apply_subscribe(const SubscribeRequest& r) {
   sub_ = r;
   proj_ = Projection::make(r.devices, r.fields);
   rate_.clear();  // snapshots waiting for a rate slot are dropped with the old subscription
-  std::optional<std::uint64_t> since = r.since;
-  if (since) {
+  if (subscribes_ > 1) streamed_to_ = streamed_from_;  // only the first subscribe skips
+  Subscribed ack;
+  ack.request = r;
+  if (r.since) {
     // A `since` beyond our last sequence comes from before a server restart (sequences start
     // again at 1): resume from the start of what we hold.
-    if (*since > hub_->channel().last_sequence()) since = 0;
-    cursor_ = *since;
-    last_queued_seq_ = *since;
+    std::uint64_t since = *r.since;
+    if (since > hub_->channel().last_sequence()) since = 0;
+    // Older history than hello's last_sequence: the replay starts over from there, in order
+    // (including what was streamed before this subscribe).
+    if (since < streamed_from_) streamed_to_ = streamed_from_;
+    ack.request.since = since;
+    cursor_ = since;
+    last_queued_seq_ = since;
     dropped_pending_ = 0;
+    full_since_.reset();
     replaying_ = true;
     replay_.clear();
   }
-  enqueue(subscribed_message(r, since));
+  ack.unknown_probes = missing(r.probes, hub_->known_probes());
+  ack.unknown_devices = missing(r.devices, hub_->known_devices());
+  enqueue(subscribed_message(ack));
   pump();
 }
 

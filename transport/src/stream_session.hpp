@@ -2,6 +2,11 @@
 // subscribe (filters, projection, rate limit, resume from the history), the bounded send queue
 // with one write in flight, gaps, slow-client detection, graceful close.
 //
+// Per-client bounds, each owned here: the send queue (limits.send_queue_messages snapshots and
+// limits.send_queue_bytes bytes, plus a small slack for control messages), the messages a
+// client may send (limits.max_client_messages, of which limits.max_subscribes_per_connection
+// subscribes), and the subscription itself (bounded by the message size).
+//
 // A transport derives from it and implements write() and close_transport(). Everything runs
 // on the hub's strand.
 #pragma once
@@ -26,16 +31,16 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
  public:
   using Clock = std::chrono::steady_clock;
 
-  StreamSession(std::shared_ptr<Hub> hub, ConnKind kind);
+  StreamSession(std::shared_ptr<Hub> hub, ConnKind kind, boost::asio::ip::address peer);
   ~StreamSession() override;
 
-  /// A snapshot fanned out by the hub (already serialized once for the identity projection).
+  /// A snapshot fanned out by the hub.
   void on_live(const SnapshotPtr& s);
   /// The hub's own channel subscription lost snapshots.
   void on_channel_gap(const Gap& g);
   void shutdown(bool graceful) override;
   /// Called periodically by the hub: disconnects a client whose write is stalled or whose
-  /// queue stayed full too long.
+  /// queue stayed full too long, and (TCP) one that stayed idle too long.
   void check_stalled(Clock::time_point now);
 
  protected:
@@ -49,12 +54,15 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   void register_self();
   /// Sends hello; the client receives live snapshots from then on.
   void open();
+  /// One inbound message (a line or a text frame); counted against the message budget.
   void handle_message(std::string_view text);
   void write_done(const boost::system::error_code& ec);
   /// Queues an error message; with then_close, closes once it is flushed.
   void send_error(std::string_view code, std::string_view message, bool then_close);
   /// The transport failed (read or write error): close without flushing.
   void transport_failed();
+  /// Something arrived from the client (for the TCP idle timeout).
+  void touched() { last_activity_ = Clock::now(); }
 
   Hub& hub() noexcept { return *hub_; }
   bool closing() const noexcept { return closing_; }
@@ -65,11 +73,16 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
     Clock::time_point next_allowed{};
     SnapshotPtr pending;
   };
+  struct Queued {
+    std::shared_ptr<const std::string> message;
+    bool snapshot;
+  };
 
   bool accepts(const GpuSnapshot& s) const;
   void apply_subscribe(const SubscribeRequest& r);
   void offer(const SnapshotPtr& s);  // rate limit, then send
   void send_snapshot(const SnapshotPtr& s);
+  bool queue_full(std::size_t next_bytes) const noexcept;
   void flush_gap();
   void enqueue(std::shared_ptr<const std::string> msg, bool snapshot);
   void enqueue(std::string msg) {
@@ -78,16 +91,18 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   void pump();
   void arm_rate_timer();
   void on_rate_timer();
-  void disconnect_slow(const char* why);
+  Clock::duration rate_period() const;
+  void disconnect_slow(const char* why, bool stalled);
 
   std::shared_ptr<Hub> hub_;
-  ConnKind kind_;
   bool registered_ = false;
 
-  std::deque<std::pair<std::shared_ptr<const std::string>, bool>> queue_;
+  std::deque<Queued> queue_;
   std::size_t queued_snapshots_ = 0;
+  std::size_t queued_bytes_ = 0;
   bool writing_ = false;
   Clock::time_point write_started_{};
+  Clock::time_point last_activity_ = Clock::now();
   std::optional<Clock::time_point> full_since_;
   std::uint64_t dropped_pending_ = 0;  // snapshots dropped since the last queued one
   std::uint64_t last_queued_seq_ = 0;
@@ -99,7 +114,11 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   SubscribeRequest sub_;
   Projection proj_;
   std::size_t subscribes_ = 0;
+  std::size_t messages_ = 0;
   std::uint64_t cursor_ = 0;  // highest sequence considered (sent, filtered or rate-dropped)
+  // Sequences streamed live, unfiltered, between hello and the first subscribe: a replay
+  // requested by that subscribe skips them (the client has them already).
+  std::uint64_t streamed_from_ = 0, streamed_to_ = 0;
   bool replaying_ = false;
   std::deque<SnapshotPtr> replay_;
 

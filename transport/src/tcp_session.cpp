@@ -1,15 +1,26 @@
 // One TCP client: JSON lines.
 #include "tcp_session.hpp"
 
-#include <boost/asio/read_until.hpp>
+#include <algorithm>
+
 #include <boost/asio/write.hpp>
 
 namespace gpustream::transport {
 namespace asio = boost::asio;
 using boost::system::error_code;
 
+namespace {
+constexpr std::size_t kReadChunk = 16 * 1024;
+}  // namespace
+
+asio::ip::address TcpSession::peer_of(const tcp::socket& s) {
+  error_code ec;
+  const auto ep = s.remote_endpoint(ec);
+  return ec ? asio::ip::address{} : ep.address();
+}
+
 TcpSession::TcpSession(std::shared_ptr<Hub> hub, tcp::socket socket)
-    : StreamSession(std::move(hub), ConnKind::tcp),
+    : StreamSession(std::move(hub), ConnKind::tcp, peer_of(socket)),
       socket_(std::move(socket)),
       timer_(this->hub().strand()) {}
 
@@ -19,7 +30,7 @@ void TcpSession::run() {
     timer_.expires_after(hub().limits().handshake_timeout);
     timer_.async_wait([self = self()](error_code ec) {
       if (ec || self->authorized_ || self->closing()) return;
-      self->hub().stats_counters().requests_unauthorized.fetch_add(1);
+      ServerMetrics::bump(self->hub().metrics().requests_unauthorized);
       self->send_error(kErrUnauthorized, "no auth message within the handshake timeout", true);
     });
   } else {
@@ -30,48 +41,75 @@ void TcpSession::run() {
 }
 
 void TcpSession::do_read() {
-  if (reading_ || closed()) return;
+  if (reading_ || peer_done_ || (closed() && !draining_)) return;
   reading_ = true;
-  // +1: room for the '\n' after a message of exactly max_message_bytes.
-  asio::async_read_until(socket_, asio::dynamic_buffer(rbuf_, hub().limits().max_message_bytes + 1),
-                         '\n', [self = self()](error_code ec, std::size_t n) {
-                           self->reading_ = false;
-                           self->on_read(ec, n);
-                         });
+  const auto old = rbuf_.size();
+  rbuf_.resize(old + kReadChunk);
+  socket_.async_read_some(asio::buffer(rbuf_.data() + old, kReadChunk),
+                          [self = self(), old](error_code ec, std::size_t n) {
+                            self->reading_ = false;
+                            self->rbuf_.resize(old + n);
+                            self->on_read(ec, n);
+                          });
 }
 
 void TcpSession::on_read(const error_code& ec, std::size_t n) {
   if (draining_) {
     // Graceful close: discard what the peer still sends until it closes too.
-    if (ec && ec != asio::error::not_found) {
+    rbuf_.clear();
+    if (ec) {
       error_code ignored;
       socket_.close(ignored);
       timer_.cancel();
       return;
     }
-    drain();
-    return;
-  }
-  if (ec == asio::error::not_found) {  // the buffer filled up without a newline
-    hub().stats_counters().messages_rejected.fetch_add(1);
-    rbuf_.clear();
-    send_error(kErrTooLarge,
-               "message longer than " + std::to_string(hub().limits().max_message_bytes) + " bytes",
-               true);
+    do_read();
     return;
   }
   if (ec) {
-    // EOF: the client closed its sending side; it may still read (e.g. `nc -N`). Keep
-    // streaming until a write fails. Anything else: the connection is gone.
-    if (ec == asio::error::eof && authorized_ && !closing()) return;
+    // EOF: the client shut down its sending side; it may still read (`nc -N`). Keep streaming
+    // until a write fails or the server ends the connection. Anything else: it is gone.
+    if (ec == asio::error::eof && authorized_ && !closing()) {
+      peer_done_ = true;
+      rbuf_.clear();
+      // No read is pending any more: something must keep the session alive between writes
+      // (the registry holds it weakly). The timer waits until the connection is closed.
+      timer_.expires_at(boost::asio::steady_timer::time_point::max());
+      timer_.async_wait([self = self()](error_code) {});
+      return;
+    }
     transport_failed();
     return;
   }
-  std::string_view line(rbuf_.data(), n - 1);
-  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-  on_line(line);
-  rbuf_.erase(0, n);
-  if (!closing()) do_read();
+  if (n > 0) touched();
+  // Every whole line in what was read, in one pass; then drop the consumed prefix once.
+  const auto max = hub().limits().max_message_bytes;
+  std::size_t start = 0;
+  bool too_long = false;
+  for (;;) {
+    const auto nl = rbuf_.find('\n', std::max(start, scanned_));
+    if (nl == std::string::npos) break;
+    std::string_view line(rbuf_.data() + start, nl - start);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    start = nl + 1;
+    scanned_ = start;
+    if (line.size() > max) {
+      too_long = true;  // reported below
+      break;
+    }
+    on_line(line);
+    if (closing()) return;
+  }
+  rbuf_.erase(0, start);
+  scanned_ = rbuf_.size();
+  if (too_long || rbuf_.size() > max + 1) {  // +1: the '\r' of a "\r\n" after a full message
+    ServerMetrics::bump(hub().metrics().messages_rejected);
+    rbuf_.clear();
+    scanned_ = 0;
+    send_error(kErrTooLarge, "message longer than " + std::to_string(max) + " bytes", true);
+    return;
+  }
+  do_read();
 }
 
 void TcpSession::on_line(std::string_view line) {
@@ -86,7 +124,7 @@ void TcpSession::on_line(std::string_view line) {
   } catch (const ProtocolError&) {
   }
   if (!ok) {
-    hub().stats_counters().requests_unauthorized.fetch_add(1);
+    ServerMetrics::bump(hub().metrics().requests_unauthorized);
     send_error(kErrUnauthorized,
                "the first line must be {\"type\":\"auth\",\"token\":\"...\"} "
                "with the server's token",
@@ -109,6 +147,9 @@ void TcpSession::write(std::shared_ptr<const std::string> msg) {
 void TcpSession::close_transport(bool graceful) {
   error_code ec;
   if (!graceful) {
+    // An abort (a stalled write): reset rather than FIN, so the client sees an error, not a
+    // stream that ends inside a line.
+    socket_.set_option(asio::socket_base::linger(true, 0), ec);
     socket_.close(ec);
     timer_.cancel();
     return;
@@ -117,8 +158,9 @@ void TcpSession::close_transport(bool graceful) {
   // would reset the connection and could destroy our last messages), for at most the shutdown
   // timeout.
   socket_.shutdown(tcp::socket::shutdown_send, ec);
-  if (ec) {
+  if (ec || peer_done_) {
     socket_.close(ec);
+    timer_.cancel();
     return;
   }
   draining_ = true;
@@ -128,18 +170,8 @@ void TcpSession::close_transport(bool graceful) {
     error_code ignored;
     self->socket_.close(ignored);
   });
-  drain();
-}
-
-void TcpSession::drain() {
-  if (reading_) return;  // the pending read sees draining_ when it completes
-  reading_ = true;
   rbuf_.clear();
-  asio::async_read_until(socket_, asio::dynamic_buffer(rbuf_, 4096), '\n',
-                         [self = self()](error_code ec, std::size_t n) {
-                           self->reading_ = false;
-                           self->on_read(ec, n);
-                         });
+  do_read();
 }
 
 }  // namespace gpustream::transport

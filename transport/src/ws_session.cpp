@@ -9,8 +9,9 @@ namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using boost::system::error_code;
 
-WsSession::WsSession(std::shared_ptr<Hub> hub, beast::tcp_stream stream)
-    : StreamSession(std::move(hub), ConnKind::websocket), ws_(std::move(stream)) {}
+WsSession::WsSession(std::shared_ptr<Hub> hub, beast::tcp_stream stream,
+                     boost::asio::ip::address peer)
+    : StreamSession(std::move(hub), ConnKind::websocket, peer), ws_(std::move(stream)) {}
 
 void WsSession::run(beast::http::request<beast::http::string_body> upgrade) {
   register_self();
@@ -43,14 +44,14 @@ void WsSession::do_read() {
   ws_.async_read(rbuf_, [self = self()](error_code ec, std::size_t) {
     if (ec) {
       if (ec == websocket::error::message_too_big)
-        self->hub().stats_counters().messages_rejected.fetch_add(1);
+        ServerMetrics::bump(self->hub().metrics().messages_rejected);
       // Beast has already answered a protocol violation or an oversized message with a close
       // frame; a close from the peer ends here too.
       self->transport_failed();
       return;
     }
     if (!self->ws_.got_text()) {
-      self->hub().stats_counters().messages_rejected.fetch_add(1);
+      ServerMetrics::bump(self->hub().metrics().messages_rejected);
       self->send_error(kErrBadRequest, "binary frames are not accepted; send JSON text", false);
     } else {
       const auto text = beast::buffers_to_string(self->rbuf_.data());

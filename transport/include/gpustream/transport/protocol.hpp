@@ -5,8 +5,10 @@
 // subscribed, error. Client → server: subscribe (and, on TCP with a token, auth). On TCP each
 // message is one line ending in '\n'; on WebSocket each message is one text frame (no '\n').
 //
-// The builders here return the message *with* its trailing '\n', so one buffer serves both
-// framings: TCP writes all of it, WebSocket all but the last byte.
+// Each message type has one encoder and one decoder here, used by the server and by
+// RemoteSubscriber alike. The encoders return the message *with* its trailing '\n', so one
+// buffer serves both framings: TCP writes all of it, WebSocket all but the last byte. Every
+// string they write is valid UTF-8 (a bad byte becomes U+FFFD).
 //
 // Thread safety: every function is reentrant; nothing is shared between calls.
 #pragma once
@@ -34,6 +36,8 @@ inline constexpr std::string_view kErrTooLarge = "too_large";         // inbound
 inline constexpr std::string_view kErrUnauthorized = "unauthorized";  // missing or wrong token
 inline constexpr std::string_view kErrLimit = "limit";                // a server limit was hit
 inline constexpr std::string_view kErrShuttingDown = "shutting_down";
+inline constexpr std::string_view kErrTimeout = "timeout";          // TCP idle timeout
+inline constexpr std::string_view kErrSlowClient = "slow_client";   // disconnected: read too slowly
 
 /// A client's subscribe. Empty vectors mean "everything".
 struct SubscribeRequest {
@@ -70,8 +74,9 @@ struct ClientMessage {
 };
 
 /// Parses one client message (one line or one text frame). Throws ProtocolError(bad_request)
-/// naming what is wrong. Unknown keys inside a subscribe are ignored (forward compatibility);
-/// known keys are validated (types, metric names, list sizes, rate in (0, 1000]).
+/// naming what is wrong (text that is not UTF-8 is named as such). Unknown keys inside a
+/// subscribe are ignored (forward compatibility); known keys are validated (types, metric names,
+/// list sizes, rate in (0, 1000]).
 ClientMessage parse_client_message(std::string_view text);
 
 /// The subscribe message a client sends (no trailing newline).
@@ -97,14 +102,48 @@ struct DeviceInfo {
 /// The devices in the latest snapshots, in probe order then device order.
 std::vector<DeviceInfo> devices_of(const std::vector<SnapshotPtr>& latest);
 boost::json::value to_json(const DeviceInfo& d);
+/// Throws JsonError.
+DeviceInfo device_info_from_json(const boost::json::value& v);
 
+/// The first message of a connection.
 struct Hello {
-  std::string instance;  // SnapshotChannel::instance(): which sequence space
+  std::string schema{"gpustream/1"};  // the snapshot schema (gpustream::kSchema)
+  std::string server{kServerName};   // "gpustream/0.1.0"
+  std::string instance;  // SnapshotChannel::instance(): which sequence space; empty: older server
   std::uint64_t last_sequence = 0;
   std::size_t history_capacity = 0;
   std::vector<ProbeInfo> probes;
   std::vector<DeviceInfo> devices;
 };
+
+/// The acknowledgement of a subscribe: what is in force, and what the server does not know.
+struct Subscribed {
+  SubscribeRequest request;  // request.since: the effective resume point (nullopt: none)
+  std::vector<std::string> unknown_probes;   // asked for, not among the server's probes now
+  std::vector<std::string> unknown_devices;  // asked for, not among its devices now
+};
+
+/// A server's error message.
+struct ServerError {
+  std::string code;  // one of the kErr* codes (or a newer one)
+  std::string message;
+};
+
+/// One decoded server message. `kind` says which member is set; `other` is a type this
+/// version does not know (ignore it).
+struct ServerMessage {
+  enum class Kind { hello, snapshot, gap, subscribed, error, other };
+  Kind kind = Kind::other;
+  Hello hello;
+  GpuSnapshot snapshot;
+  Gap gap;
+  Subscribed subscribed;
+  ServerError error;
+};
+
+/// Decodes one server message (one line or one text frame). Throws JsonError (from
+/// gpustream/json.hpp) naming what is wrong.
+ServerMessage parse_server_message(std::string_view text);
 
 std::string hello_message(const Hello& h);
 /// `snapshot_json` is a serialized snapshot object ("{...}"); returns it with
@@ -112,10 +151,11 @@ std::string hello_message(const Hello& h);
 std::string snapshot_message(std::string_view snapshot_json);
 std::string gap_message(const Gap& g);
 /// The ack of a subscribe, with the effective `since` (null when none).
-std::string subscribed_message(const SubscribeRequest& r, std::optional<std::uint64_t> since);
+std::string subscribed_message(const Subscribed& s);
 std::string error_message(std::string_view code, std::string_view message);
 
-/// Compact JSON text of `v`, doubles in their shortest round-trip form ("0.5", not "5E-1").
+/// Compact JSON text of `v`, by the codec's rules: doubles in their shortest round-trip form,
+/// always with a '.' or an exponent ("0.5", "64.0", not "5E-1" or "64"); strings as valid UTF-8.
 /// Object keys keep their insertion order.
 std::string to_compact_json(const boost::json::value& v);
 void append_compact_json(std::string& out, const boost::json::value& v);

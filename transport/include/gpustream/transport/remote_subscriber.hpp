@@ -12,10 +12,12 @@
 // After each `hello` the client sends a `subscribe` with its filters and `since` = the last
 // sequence it delivered (on the first connection: options.since, else the server's current
 // sequence, i.e. live from now). The server replays what it still holds after that sequence,
-// then streams live. Snapshots that arrive before the server acknowledged the subscribe are
-// skipped (the replay brings them again, filtered), and every snapshot whose sequence is not
-// above the last delivered one is dropped, so callbacks see strictly increasing sequences with
-// no duplicate. A hole the server cannot fill (its history no longer reaches back) is reported
+// then streams live. Snapshots that arrive before the server acknowledged the subscribe come
+// unfiltered. When resuming exactly from hello's last_sequence the server does not send them
+// again: the client applies its probes, devices and fields to them itself (not max_rate_hz);
+// when resuming from further back, the replay sends them again in order and they are skipped. Every snapshot whose sequence is
+// not above the last delivered one is dropped, so callbacks see strictly increasing sequences
+// with no duplicate. A hole the server cannot fill (its history no longer reaches back) is reported
 // through on_gap, never hidden. When the connection drops, the client reconnects with
 // exponential backoff (with jitter) and resumes the same way, so a server restart or a dropped
 // connection loses nothing that is still in the server's history ring.
@@ -83,16 +85,8 @@ struct RemoteSubscriberOptions {
   std::size_t max_message_bytes = 16 * 1024 * 1024;
 };
 
-/// The server's hello.
-struct RemoteHello {
-  std::string schema;  // "gpustream/1"
-  std::string server;  // "gpustream/0.1.0"
-  std::string instance;  // the server channel's sequence space; empty from an older server
-  std::uint64_t last_sequence = 0;
-  std::size_t history_capacity = 0;
-  std::vector<transport::ProbeInfo> probes;
-  std::vector<transport::DeviceInfo> devices;
-};
+/// The server's hello (the protocol's one Hello type).
+using RemoteHello = transport::Hello;
 
 /// Where the connection is.
 struct RemoteStatus {

@@ -40,16 +40,34 @@
 
 namespace gpustream::transport {
 
-/// Bounds that keep one client from hurting the server or the other clients.
+/// Bounds that keep one client from hurting the server or the other clients. Every bound on
+/// memory is in bytes as well as in counts; docs/security.md lists them with their defaults.
 struct ServerLimits {
-  std::size_t max_connections = 256;                   // HTTP, WebSocket and TCP together
+  /// Open WebSocket connections, and (separately) open TCP connections: each streaming
+  /// transport has this many slots of its own, so one cannot lock out the other.
+  std::size_t max_connections = 256;
+  /// Open plain HTTP connections (/metrics, the API, the dashboard, upgrades in progress). When
+  /// they are all taken, the connection idle the longest (waiting for a request) is closed to
+  /// make room, so /metrics and /healthz keep answering under connection pressure.
+  std::size_t max_http_connections = 64;
+  /// Connections from one IP address, per transport (HTTP, WebSocket, TCP).
+  std::size_t max_connections_per_address = 128;
   std::size_t max_message_bytes = 64 * 1024;           // inbound line, frame or HTTP request body
   std::chrono::milliseconds handshake_timeout{10000};  // HTTP request, WS upgrade, TCP auth
   std::chrono::milliseconds idle_timeout{60000};       // idle HTTP keep-alive; WS ping/pong
-  std::chrono::milliseconds write_timeout{10000};      // one write stalled this long → disconnect
+  /// A TCP connection on which nothing moved either way for this long is closed (with an
+  /// `error` "timeout"). A client expecting long silences sends empty lines as keep-alives.
+  std::chrono::milliseconds tcp_idle_timeout{300000};
+  std::chrono::milliseconds write_timeout{10000};  // one write stalled this long → disconnect
   std::size_t send_queue_messages = 64;  // per client: snapshots waiting to be written
+  /// Per client: bytes of the messages waiting to be written (snapshots and control messages).
+  std::size_t send_queue_bytes = 8 * 1024 * 1024;
   std::chrono::milliseconds slow_client_timeout{5000};  // queue full this long → disconnect
   std::size_t max_subscribes_per_connection = 64;    // subscribe messages over a connection's life
+  /// Non-empty messages a client may send over a connection's life (subscribe, auth, and
+  /// refused ones); past it the connection gets an `error` "limit" and is closed. Empty TCP
+  /// lines (keep-alives) are not counted.
+  std::size_t max_client_messages = 1024;
   std::chrono::milliseconds shutdown_timeout{2000};  // stop(): force-close after this
   /// SO_SNDBUF of each client socket; unset: the kernel's autotuning (up to net.ipv4.tcp_wmem).
   /// A small buffer bounds the kernel memory per client and detects stuck clients sooner.
@@ -71,14 +89,17 @@ struct ServerOptions {
   /// scrapes by host name).
   std::vector<std::string> allowed_hosts;
   ServerLimits limits;
-  /// Snapshots the server keeps encoded for replays and the API (per encoding).
+  /// The encoding cache: snapshots (sequences) the server keeps serialized for replays and
+  /// the API, and the bytes all their encodings (plain and projected) may take together. The
+  /// oldest sequence is evicted first when either is exceeded.
   std::size_t encoded_cache = 256;
+  std::size_t encoded_cache_bytes = 32 * 1024 * 1024;
 };
 
 /// The server's own counters (monotonic except the *_open gauges).
 struct ServerCounters {
   std::uint64_t connections_accepted = 0;  // every accepted socket (HTTP, TCP)
-  std::uint64_t connections_rejected = 0;  // refused because of max_connections
+  std::uint64_t connections_rejected = 0;  // refused: a connection limit (any of them)
   std::uint64_t http_open = 0;
   std::uint64_t websocket_open = 0;
   std::uint64_t tcp_open = 0;
@@ -91,6 +112,9 @@ struct ServerCounters {
   std::uint64_t serializations = 0;      // snapshot encodings made (all projections)
   std::uint64_t snapshots_sent = 0;      // snapshot messages queued to clients
   std::uint64_t snapshots_dropped = 0;   // not queued because a client's queue was full
+  std::uint64_t idle_closed = 0;         // HTTP connections closed to make room, idle TCP ones
+  std::uint64_t encoded_cache_bytes = 0;    // gauge: bytes held by the encoding cache
+  std::uint64_t encoded_cache_entries = 0;  // gauge: encodings held (all sequences)
 };
 
 class Hub;

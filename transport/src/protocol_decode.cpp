@@ -1,0 +1,140 @@
+// The wire protocol, server → client: the decoders of hello, snapshot, gap, subscribed and
+// error (the encoders are in protocol.cpp). RemoteSubscriber and the tests use these.
+#include <cstdint>
+
+#include <boost/json.hpp>
+
+#include "gpustream/json.hpp"
+#include "gpustream/transport/protocol.hpp"
+
+namespace gpustream::transport {
+namespace json = boost::json;
+
+namespace {
+
+[[noreturn]] void bad(std::string_view where, std::string_view what) {
+  throw JsonError("$." + std::string(where) + ": " + std::string(what));
+}
+
+const json::value* find(const json::object& o, std::string_view key) {
+  const auto* v = o.if_contains(key);
+  return v && !v->is_null() ? v : nullptr;
+}
+
+std::string text(const json::object& o, std::string_view key, bool required = false) {
+  const auto* v = find(o, key);
+  if (!v) {
+    if (required) bad(key, "required key is missing");
+    return {};
+  }
+  if (!v->is_string()) bad(key, "expected a string");
+  return std::string(v->get_string());
+}
+
+std::uint64_t u64(const json::object& o, std::string_view key, bool required = false) {
+  const auto* v = find(o, key);
+  if (!v) {
+    if (required) bad(key, "required key is missing");
+    return 0;
+  }
+  if (v->is_uint64()) return v->get_uint64();
+  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
+  bad(key, "expected a non-negative integer");
+}
+
+std::vector<std::string> texts(const json::object& o, std::string_view key) {
+  std::vector<std::string> out;
+  const auto* v = find(o, key);
+  if (!v) return out;
+  if (!v->is_array()) bad(key, "expected an array of strings");
+  for (const auto& e : v->get_array()) {
+    if (!e.is_string()) bad(key, "expected an array of strings");
+    out.emplace_back(e.get_string());
+  }
+  return out;
+}
+
+const json::object& object_at(const json::value& v, std::string_view where) {
+  if (!v.is_object()) bad(where, "expected an object");
+  return v.get_object();
+}
+
+Hello decode_hello(const json::object& o) {
+  Hello h;
+  h.schema = text(o, "schema", true);
+  h.server = text(o, "server");
+  h.instance = text(o, "instance");
+  h.last_sequence = u64(o, "last_sequence", true);
+  h.history_capacity = static_cast<std::size_t>(u64(o, "history_capacity"));
+  if (const auto* a = find(o, "probes")) {
+    if (!a->is_array()) bad("probes", "expected an array");
+    for (const auto& e : a->get_array()) {
+      const auto& p = object_at(e, "probes[]");
+      h.probes.push_back({text(p, "name", true), text(p, "state"), text(p, "reason")});
+    }
+  }
+  if (const auto* a = find(o, "devices")) {
+    if (!a->is_array()) bad("devices", "expected an array");
+    for (const auto& e : a->get_array()) h.devices.push_back(device_info_from_json(e));
+  }
+  return h;
+}
+
+Subscribed decode_subscribed(const json::object& o) {
+  Subscribed s;
+  if (find(o, "since")) s.request.since = u64(o, "since");
+  s.request.probes = texts(o, "probes");
+  s.request.devices = texts(o, "devices");
+  for (const auto& name : texts(o, "fields"))
+    if (const auto m = metric_from_string(name)) s.request.fields.push_back(*m);
+  if (const auto* v = find(o, "max_rate_hz")) {
+    if (!v->is_number()) bad("max_rate_hz", "expected a number");
+    s.request.max_rate_hz = v->to_number<double>();
+  }
+  if (const auto* u = find(o, "unknown")) {
+    const auto& uo = object_at(*u, "unknown");
+    s.unknown_probes = texts(uo, "probes");
+    s.unknown_devices = texts(uo, "devices");
+  }
+  return s;
+}
+
+}  // namespace
+
+DeviceInfo device_info_from_json(const json::value& v) {
+  const auto& d = object_at(v, "devices[]");
+  DeviceInfo info{text(d, "id", true), text(d, "vendor"), text(d, "name"), text(d, "probe"), 0,
+                  text(d, "pci_bus_id")};
+  if (const auto* i = find(d, "index")) {
+    if (!i->is_int64() || i->get_int64() < INT32_MIN || i->get_int64() > INT32_MAX)
+      bad("devices[].index", "expected an int");
+    info.index = static_cast<int>(i->get_int64());
+  }
+  return info;
+}
+
+ServerMessage parse_server_message(std::string_view message) {
+  const json::value v = parse_json(message);
+  const auto& o = object_at(v, "");
+  const auto type = text(o, "type", true);
+  ServerMessage m;
+  if (type == "snapshot") {
+    m.kind = ServerMessage::Kind::snapshot;
+    m.snapshot = snapshot_from_json(v);  // "type" is a key the codec does not know: ignored
+  } else if (type == "hello") {
+    m.kind = ServerMessage::Kind::hello;
+    m.hello = decode_hello(o);
+  } else if (type == "gap") {
+    m.kind = ServerMessage::Kind::gap;
+    m.gap = Gap{u64(o, "after_sequence", true), u64(o, "missed", true), text(o, "reason")};
+  } else if (type == "subscribed") {
+    m.kind = ServerMessage::Kind::subscribed;
+    m.subscribed = decode_subscribed(o);
+  } else if (type == "error") {
+    m.kind = ServerMessage::Kind::error;
+    m.error = ServerError{text(o, "code"), text(o, "message")};
+  }
+  return m;
+}
+
+}  // namespace gpustream::transport

@@ -1,0 +1,51 @@
+// The server's counters: one atomic per figure, bumped from the strand (and read from any
+// thread by Server::counters(), /api/v1/stats and /metrics). The only owner of the numbers in
+// ServerCounters; each bound that counts something counts it here.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "gpustream/transport/server.hpp"
+
+namespace gpustream::transport {
+
+struct ServerMetrics {
+  using Counter = std::atomic<std::uint64_t>;
+  Counter connections_accepted{0}, connections_rejected{0}, http_open{0}, websocket_open{0},
+      tcp_open{0}, http_requests{0}, requests_forbidden{0}, requests_unauthorized{0},
+      messages_rejected{0}, slow_clients_disconnected{0}, snapshots_received{0},
+      serializations{0}, snapshots_sent{0}, snapshots_dropped{0}, idle_closed{0},
+      encoded_cache_bytes{0}, encoded_cache_entries{0};
+
+  static void bump(Counter& c, std::uint64_t n = 1) noexcept {
+    c.fetch_add(n, std::memory_order_relaxed);
+  }
+  static void set(Counter& c, std::uint64_t v) noexcept { c.store(v, std::memory_order_relaxed); }
+
+  /// A consistent-enough copy (each figure read once, relaxed).
+  ServerCounters snapshot() const noexcept {
+    const auto r = [](const Counter& a) { return a.load(std::memory_order_relaxed); };
+    ServerCounters out;
+    out.connections_accepted = r(connections_accepted);
+    out.connections_rejected = r(connections_rejected);
+    out.http_open = r(http_open);
+    out.websocket_open = r(websocket_open);
+    out.tcp_open = r(tcp_open);
+    out.http_requests = r(http_requests);
+    out.requests_forbidden = r(requests_forbidden);
+    out.requests_unauthorized = r(requests_unauthorized);
+    out.messages_rejected = r(messages_rejected);
+    out.slow_clients_disconnected = r(slow_clients_disconnected);
+    out.snapshots_received = r(snapshots_received);
+    out.serializations = r(serializations);
+    out.snapshots_sent = r(snapshots_sent);
+    out.snapshots_dropped = r(snapshots_dropped);
+    out.idle_closed = r(idle_closed);
+    out.encoded_cache_bytes = r(encoded_cache_bytes);
+    out.encoded_cache_entries = r(encoded_cache_entries);
+    return out;
+  }
+};
+
+}  // namespace gpustream::transport

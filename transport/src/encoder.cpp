@@ -16,23 +16,31 @@ namespace {
 
 constexpr std::string_view kMessageHead = "{\"type\":\"snapshot\",";
 
+// Boost 1.81's json::object::erase moves the last element into the hole, which would change
+// the key order of a projected message: kept keys are copied, in order, into a new object.
+json::object without(const json::object& o, const std::function<bool(std::string_view)>& drop) {
+  json::object out(o.storage());
+  out.reserve(o.size());
+  for (const auto& kv : o) {
+    const std::string_view key(kv.key().data(), kv.key().size());
+    if (!drop(key)) out.emplace(key, kv.value());
+  }
+  return out;
+}
+
 void keep_fields(json::object& device, const std::vector<Metric>& fields) {
   for (const std::string_view part : {"metrics", "sources", "absent", "absent_sources"}) {
     auto* obj = device.if_contains(part);
     if (!obj || !obj->is_object()) continue;
-    auto& o = obj->get_object();
-    for (auto it = o.begin(); it != o.end();) {
-      const auto m = metric_from_string(std::string_view(it->key().data(), it->key().size()));
-      if (m && std::binary_search(fields.begin(), fields.end(), *m))
-        ++it;
-      else
-        it = o.erase(it);
-    }
+    *obj = without(obj->get_object(), [&](std::string_view key) {
+      const auto m = metric_from_string(key);
+      return !(m && std::binary_search(fields.begin(), fields.end(), *m));
+    });
   }
   // The codec leaves "absent_sources" out when no absent metric names a source.
   if (const auto* as = device.if_contains("absent_sources"); as && as->is_object() &&
                                                                as->get_object().empty())
-    device.erase("absent_sources");
+    device = without(device, [](std::string_view key) { return key == "absent_sources"; });
 }
 
 }  // namespace

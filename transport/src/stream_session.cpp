@@ -94,10 +94,11 @@ void StreamSession::offer(const SnapshotPtr& s) {
     return;
   }
   // Rate limit per probe, newest wins: a snapshot that comes too soon waits (replacing the one
-  // that waited before it) until the probe's next slot.
+  // that waited before it) until the probe's next slot. Snapshots still leave in sequence order:
+  // while an older one of another probe waits for its slot, a newer one waits behind it.
   auto& r = rate_[s->probe];
   const auto now = Clock::now();
-  if (!r.pending && now >= r.next_allowed) {
+  if (now >= r.next_allowed && !oldest_pending()) {
     r.next_allowed = now + rate_period();
     send_snapshot(s);
   } else {
@@ -106,14 +107,20 @@ void StreamSession::offer(const SnapshotPtr& s) {
   }
 }
 
+StreamSession::RateState* StreamSession::oldest_pending() {
+  RateState* oldest = nullptr;
+  for (auto& [probe, r] : rate_)
+    if (r.pending && (!oldest || r.pending->sequence < oldest->pending->sequence)) oldest = &r;
+  return oldest;
+}
+
 void StreamSession::arm_rate_timer() {
   if (rate_timer_armed_) return;
-  std::optional<Clock::time_point> due;
-  for (const auto& [probe, r] : rate_)
-    if (r.pending && (!due || r.next_allowed < *due)) due = r.next_allowed;
-  if (!due) return;
+  // The oldest waiting snapshot goes first; everything newer waits behind it.
+  const auto* oldest = oldest_pending();
+  if (!oldest) return;
   rate_timer_armed_ = true;
-  rate_timer_.expires_at(*due);
+  rate_timer_.expires_at(oldest->next_allowed);
   rate_timer_.async_wait([self = shared_from_this()](const boost::system::error_code& ec) {
     self->rate_timer_armed_ = false;
     if (!ec) self->on_rate_timer();
@@ -123,17 +130,15 @@ void StreamSession::arm_rate_timer() {
 void StreamSession::on_rate_timer() {
   if (closing_ || replaying_) return;
   const auto now = Clock::now();
-  std::vector<SnapshotPtr> due;
-  for (auto& [probe, r] : rate_) {
-    if (r.pending && now >= r.next_allowed) {
-      due.push_back(std::move(r.pending));
-      r.pending.reset();
-      r.next_allowed = now + rate_period();
-    }
+  // In sequence order, as long as the oldest waiting snapshot's slot has come.
+  while (auto* r = oldest_pending()) {
+    if (now < r->next_allowed) break;
+    auto s = std::move(r->pending);
+    r->pending.reset();
+    r->next_allowed = now + rate_period();
+    send_snapshot(s);
+    if (closing_) return;
   }
-  std::sort(due.begin(), due.end(),
-            [](const SnapshotPtr& a, const SnapshotPtr& b) { return a->sequence < b->sequence; });
-  for (const auto& s : due) send_snapshot(s);
   arm_rate_timer();
   pump();
 }
@@ -342,6 +347,9 @@ void StreamSession::handle_message(std::string_view text) {
     return;
   }
   if (msg.kind == ClientMessage::Kind::auth) {
+    // Without --token an auth line is ignored (docs/protocol.md); it still counts against
+    // max_client_messages above. With a token, a second auth is an error.
+    if (!hub_->access().token_required()) return;
     ServerMetrics::bump(m.messages_rejected);
     send_error(kErrBadRequest, "already authenticated (auth is the first TCP line only)", false);
     return;

@@ -90,6 +90,8 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   }
   void pump();
   void arm_rate_timer();
+  /// The rate slot whose waiting snapshot is the oldest (lowest sequence), or null.
+  RateState* oldest_pending();
   void on_rate_timer();
   Clock::duration rate_period() const;
   void disconnect_slow(const char* why, bool stalled);

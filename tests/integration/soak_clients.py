@@ -115,25 +115,35 @@ async def lossless_tcp(soak, lifetime):
     return "ok" if not ledger.violations else "violations"
 
 
+class OrderCheck:
+    """Notes a snapshot whose sequence is not above the previous one within a subscription
+    (a `subscribed` with `since` resets the expectation)."""
+
+    def __init__(self, soak):
+        self.soak = soak
+        self.last = 0
+        self.rated = False  # whether the current subscription has max_rate_hz
+
+    def on(self, raw):
+        kind, body = message_kind(raw)
+        if kind == "snapshot":
+            if body <= self.last:
+                self.soak.stats.note("out_of_order_" + ("with_max_rate" if self.rated else "no_rate"))
+            self.last = body
+        elif kind == "subscribed" and body.get("since") is not None:
+            self.last = body["since"]
+
+
 async def filtered_tcp(soak, lifetime):
     rng = soak.rng()
     reader, writer = await tcp_streams(soak, soak.next_addr())
     loop = asyncio.get_running_loop()
     until = loop.time() + lifetime
-    last = [0]
-    rated = [False]
-
-    def on(line):
-        kind, body = message_kind(line)
-        if kind == "snapshot":
-            if body <= last[0]:
-                soak.stats.note("out_of_order_" + ("with_max_rate" if rated[0] else "no_rate"))
-            last[0] = body
-        elif kind == "subscribed" and body.get("since") is not None:
-            last[0] = body["since"]
+    order = OrderCheck(soak)
+    on = order.on
     while True:
         keys = random_filter(soak, rng)
-        rated[0] = "max_rate_hz" in keys
+        order.rated = "max_rate_hz" in keys
         writer.write((subscribe_line(**keys) + "\n").encode())
         end = await read_lines(soak, reader, min(until, loop.time() + rng.uniform(1, 6)), on)
         if end == "eof" or loop.time() >= until:

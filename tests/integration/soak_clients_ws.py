@@ -7,7 +7,7 @@ import socket
 import websockets
 import websockets.exceptions
 
-from soak_clients import METRICS, device_flood, random_filter, subscribe_line
+from soak_clients import METRICS, OrderCheck, device_flood, random_filter, subscribe_line
 from wire import LossLedger, RawWebSocket, close_code, message_kind
 
 
@@ -66,21 +66,12 @@ async def filtered_ws(soak, lifetime):
     rng = soak.rng()
     loop = asyncio.get_running_loop()
     until = loop.time() + lifetime
-    last = [0]
-    rated = [False]
-
-    def on(raw):
-        kind, body = message_kind(raw)
-        if kind == "snapshot":
-            if body <= last[0]:
-                soak.stats.note("out_of_order_" + ("with_max_rate" if rated[0] else "no_rate"))
-            last[0] = body
-        elif kind == "subscribed" and body.get("since") is not None:
-            last[0] = body["since"]
+    order = OrderCheck(soak)
+    on = order.on
     async with ws_connect(soak, soak.next_addr()) as ws:
         while True:
             keys = random_filter(soak, rng)
-            rated[0] = "max_rate_hz" in keys
+            order.rated = "max_rate_hz" in keys
             await ws.send(subscribe_line(**keys))
             end = await ws_read(soak, ws, min(until, loop.time() + rng.uniform(1, 6)), on)
             if end != "timeout" or loop.time() >= until:

@@ -19,8 +19,8 @@ std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::millis
   static const std::string kPending = "\x01pending";
   Config c = config;
   if (c.probes.empty()) {
-    for (const auto& n : known_probe_names())
-      if (n != "simulated" || c.simulate > 0) c.probes.emplace_back(n);
+    c.probes = default_probe_names();
+    if (c.simulate > 0) c.probes.emplace_back(kSimulatedProbe);
   }
   boost::asio::io_context io;
   boost::asio::thread_pool pool(2);

@@ -146,7 +146,7 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
       {"max_subscribes", "--max-subscribes"},
       {"nats", "--nats"},
   };
-  const auto* section = config.probe_settings.if_contains("serve");
+  const auto* section = config.probe_settings.if_contains(kServeSection);
   if (!section) return;
   for (const auto& [key, value] : section->as_object()) {
     const auto* row = std::find_if(std::begin(kKeys), std::end(kKeys),

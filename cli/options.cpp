@@ -11,35 +11,14 @@
 #include "gpustream/probes/registry.hpp"
 
 namespace gpustream::cli {
-namespace {
-
-// Probe-specific path flags and where they land in Config::probe_settings.
-struct PathFlag {
-  const char* flag;
-  const char* section;
-  const char* key;
-  const char* help;
-};
-constexpr PathFlag kPathFlags[] = {
-    {"--nvml-library", "nvidia", "library", "NVML library (default libnvidia-ml.so.1)"},
-    {"--nvidia-smi", "nvidia", "nvidia_smi", "nvidia-smi binary for the fallback"},
-    {"--amd-smi", "amd", "amd_smi", "amd-smi binary"},
-    {"--rocm-smi", "amd", "rocm_smi", "rocm-smi binary"},
-    {"--amd-source", "amd", "source", "AMD source: auto, sysfs, amd-smi, rocm-smi"},
-    {"--amdgpu-ids", "amd", "amdgpu_ids", "libdrm amdgpu.ids for AMD names (\"\": none)"},
-    {"--level-zero-library", "intel", "level_zero_library",
-     "Level Zero loader (libze_loader.so.1)"},
-    {"--macmon", "apple", "macmon", "macmon binary"},
-};
-
-}  // namespace
 
 void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval) {
   sub.add_option("--simulate", o.simulate, "Add N simulated GPUs")->check(CLI::Range(0, kMaxSimulatedGpus));
   sub.add_flag("--simulate-if-no-gpu", o.simulate_if_no_gpu,
                "Add 2 simulated GPUs when no real GPU is found (and say so)");
-  sub.add_option("--probes", o.probes,
-                 "Comma-separated probes: nvidia,amd,intel,apple,host,simulated (default: all)");
+  static const std::string probes_help =
+      "Comma-separated probes: " + known_probe_list() + " (default: all but simulated)";
+  sub.add_option("--probes", o.probes, probes_help);
   sub.add_option("--config", o.config_file, "JSON config file (see docs/configuration.md)");
   sub.add_option("--sysfs-root", o.sysfs_root, "Where /sys is mounted (default /sys)");
   sub.add_option("--procfs-root", o.procfs_root, "Where /proc is mounted (default /proc)");
@@ -50,7 +29,9 @@ void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval) {
   sub.add_option("--seed", o.seed, "Seed of the simulated GPUs (default 1)");
   sub.add_option("--watch-pid", o.watch_pids, "Also report the host RSS of this pid (repeatable)")
       ->check(CLI::PositiveNumber);
-  for (const auto& f : kPathFlags) sub.add_option(f.flag, o.probe_paths[f.flag], f.help);
+  for (const auto& row : probe_rows())  // each probe's own flags, from its registry row
+    for (const auto& f : row.flags)
+      sub.add_option(std::string(f.flag), o.probe_paths[std::string(f.flag)], std::string(f.help));
   sub.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
 }
@@ -70,16 +51,13 @@ std::vector<std::string> split_list(const std::string& s) {
 Config make_config(const CommonOptions& o) {
   Config c;
   c.log_level = "info";  // the CLI talks to a person: info by default (the library says warn)
-  if (!o.config_file.empty()) c = load_config(o.config_file, c);
+  if (!o.config_file.empty()) c = load_config(o.config_file, c, cli_config_sections());
   if (o.simulate) c.simulate = *o.simulate;
   if (o.simulate_if_no_gpu) c.simulate_when_no_gpu = true;
   if (!o.probes.empty()) c.probes = split_list(o.probes);
   for (const auto& name : c.probes)
-    if (!is_known_probe(name)) {
-      std::string list;
-      for (const auto& k : known_probe_names()) list += (list.empty() ? "" : ", ") + std::string(k);
-      throw ConfigError("unknown probe '" + name + "' (known: " + list + ")");
-    }
+    if (!is_known_probe(name))
+      throw ConfigError("unknown probe '" + name + "' (known: " + known_probe_list() + ")");
   if (o.sysfs_root) c.paths.sysfs_root = *o.sysfs_root;
   if (o.procfs_root) c.paths.procfs_root = *o.procfs_root;
   if (o.devfs_root) c.paths.devfs_root = *o.devfs_root;
@@ -88,16 +66,24 @@ Config make_config(const CommonOptions& o) {
   if (o.seed) c.seed = *o.seed;
   for (auto pid : o.watch_pids) c.watch_pids.push_back(pid);
   if (!o.log_level.empty()) c.log_level = o.log_level;
-  for (const auto& f : kPathFlags) {
-    const auto it = o.probe_paths.find(f.flag);
-    if (it == o.probe_paths.end() || it->second.empty()) continue;
-    auto& section = c.probe_settings[f.section];
-    if (!section.is_object()) section = boost::json::object{};
-    section.as_object()[f.key] = it->second;
+  for (const auto& row : probe_rows()) {
+    for (const auto& f : row.flags) {
+      const auto it = o.probe_paths.find(std::string(f.flag));
+      if (it == o.probe_paths.end() || it->second.empty()) continue;
+      auto& section = c.probe_settings[row.section];
+      if (!section.is_object()) section = boost::json::object{};
+      section.as_object()[f.key] = it->second;
+    }
   }
   if (!set_log_level(c.log_level)) throw ConfigError("unknown log level '" + c.log_level + "'");
   check_probe_settings(c);
   return c;
+}
+
+ConfigSections cli_config_sections() {
+  ConfigSections sections = config_sections();
+  sections.emplace_back(kServeSection);
+  return sections;
 }
 
 void check_probe_settings(const Config& config) {
@@ -106,8 +92,9 @@ void check_probe_settings(const Config& config) {
   // executors that never run, and keep only the verdict.
   Config c = config;
   c.probes.clear();
-  for (const auto& [name, value] : c.probe_settings)
-    if (name != "serve" && is_known_probe(name)) c.probes.emplace_back(name);
+  for (const auto& row : probe_rows())
+    if (!row.section.empty() && c.probe_settings.contains(row.section))
+      c.probes.emplace_back(row.name);
   if (c.probes.empty()) return;
   c.simulate = 0;
   boost::asio::io_context io;

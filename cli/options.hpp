@@ -33,6 +33,12 @@ struct CommonOptions {
   std::map<std::string, std::string> probe_paths;
 };
 
+/// The config file's section of `gpustream serve`'s own settings (see serve.hpp).
+inline constexpr std::string_view kServeSection = "serve";
+
+/// The sections a config file may hold: every probe's (from the registry) and kServeSection.
+ConfigSections cli_config_sections();
+
 /// Adds the common flags to a subcommand.
 void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval = true);
 

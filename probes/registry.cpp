@@ -1,4 +1,5 @@
-// The one table of probes. To add a probe: include its header, write a factory below, add a row.
+// The one table of probes. To add a probe: a folder with its make_<name>_probe_from_config, its
+// header included here, and a row below (tests/probes/conformance_test.cpp: a row there too).
 #include "gpustream/probes/registry.hpp"
 
 #include <algorithm>
@@ -11,62 +12,63 @@
 #include "gpustream/probes/host_probe.hpp"
 #include "gpustream/probes/intel_probe.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
-#include "gpustream/probes/settings.hpp"
 #include "gpustream/probes/simulated_probe.hpp"
 
 namespace gpustream {
 namespace {
 
-constexpr std::string_view kSimulated = "simulated";
-
-ProbePtr make_host(const Config& config, ProbeExecutors executors) {
-  settings::section(config, "host", {});  // no settings: any key is a mistake
-  HostProbeOptions options;
-  options.paths = config.paths;
-  options.watch_pids = config.watch_pids;
-  return make_host_probe(std::move(executors), std::move(options));
-}
-
-ProbePtr make_nvidia(const Config& config, ProbeExecutors executors) {
-  return make_nvidia_probe(std::move(executors), nvidia_options_from_config(config));
-}
-
-ProbePtr make_simulated(const Config& config, ProbeExecutors executors) {
-  settings::section(config, "simulated", {});  // --simulate N and --seed are top-level keys
-  SimulatedProbeOptions options;
-  options.devices = std::max(1, config.simulate);
-  options.seed = config.seed;
-  return make_simulated_probe(std::move(executors), std::move(options));
-}
+constexpr ProbeFlag kNvidiaFlags[] = {
+    {"--nvml-library", "library", "NVML library (default libnvidia-ml.so.1)"},
+    {"--nvidia-smi", "nvidia_smi", "nvidia-smi binary for the fallback"},
+};
+constexpr ProbeFlag kAmdFlags[] = {
+    {"--amd-smi", "amd_smi", "amd-smi binary"},
+    {"--rocm-smi", "rocm_smi", "rocm-smi binary"},
+    {"--amd-source", "source", "AMD source: auto, sysfs, amd-smi, rocm-smi"},
+    {"--amdgpu-ids", "amdgpu_ids", "libdrm amdgpu.ids for AMD names (\"\": none)"},
+};
+constexpr ProbeFlag kIntelFlags[] = {
+    {"--level-zero-library", "level_zero_library", "Level Zero loader (libze_loader.so.1)"},
+};
+constexpr ProbeFlag kAppleFlags[] = {
+    {"--macmon", "macmon", "macmon binary"},
+};
 
 // One row per probe, in the order make_probes builds them and `gpustream list` shows them.
 constexpr ProbeRow kRows[] = {
-    {"nvidia", "NVIDIA GPUs through NVML (--nvml-library PATH), nvidia-smi as the fallback",
-     &make_nvidia},
-    {"amd", "AMD GPUs: amdgpu sysfs + DRM fdinfo (--amd-source auto|sysfs|amd-smi|rocm-smi)",
-     &make_amd_probe},
-    {"intel", "Intel GPUs (i915/xe): sysfs, hwmon, DRM fdinfo; Level Zero Sysman when present",
-     &make_intel_probe_from_config},
-    {"apple", "Apple Silicon GPU through one persistent `macmon pipe` child (--macmon PATH)",
-     &make_apple_probe_from_config},
-    {"host", "host RAM and swap (/proc/meminfo), RSS of this process and watched pids", &make_host},
-    {"simulated", "simulated GPUs with plausible moving values (--simulate N)", &make_simulated},
+    {NvidiaProbe::kName,
+     "NVIDIA GPUs through NVML (--nvml-library PATH), nvidia-smi as the fallback",
+     NvidiaProbe::kName, ProbeKind::gpu, kNvidiaFlags, &make_nvidia_probe_from_config},
+    {AmdSysfsProbe::kName,
+     "AMD GPUs: amdgpu sysfs + DRM fdinfo (--amd-source auto|sysfs|amd-smi|rocm-smi)",
+     AmdSysfsProbe::kName, ProbeKind::gpu, kAmdFlags, &make_amd_probe_from_config},
+    {IntelGpuProbe::kName,
+     "Intel GPUs (i915/xe): sysfs, hwmon, DRM fdinfo; Level Zero Sysman when present",
+     IntelGpuProbe::kName, ProbeKind::gpu, kIntelFlags, &make_intel_probe_from_config},
+    {AppleSiliconProbe::kName,
+     "Apple Silicon GPU through one persistent `macmon pipe` child (--macmon PATH)",
+     AppleSiliconProbe::kName, ProbeKind::gpu, kAppleFlags, &make_apple_probe_from_config},
+    {HostProbe::kName,
+     "host RAM and swap (/proc/meminfo), RSS of this process and watched pids",
+     HostProbe::kName,
+     ProbeKind::host,
+     {},
+     &make_host_probe_from_config},
+    {SimulatedProbe::kName,
+     "simulated GPUs with plausible moving values (--simulate N)",
+     SimulatedProbe::kName,
+     ProbeKind::simulated,
+     {},
+     &make_simulated_probe_from_config},
 };
+static_assert(SimulatedProbe::kName == kSimulatedProbe,
+              "Telemetry's no-GPU fallback asks the factory for kSimulatedProbe");
 
 constexpr auto kNames = [] {
   std::array<std::string_view, std::size(kRows)> names{};
   for (std::size_t i = 0; i < names.size(); ++i) names[i] = kRows[i].name;
   return names;
 }();
-
-std::string known_list() {
-  std::string out;
-  for (auto name : kNames) {
-    if (!out.empty()) out += ", ";
-    out += name;
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -82,24 +84,42 @@ std::span<const std::string_view> known_probe_names() noexcept { return kNames; 
 
 bool is_known_probe(std::string_view name) noexcept { return find_probe_row(name) != nullptr; }
 
+std::string known_probe_list() {
+  std::string out;
+  for (auto name : kNames) {
+    if (!out.empty()) out += ", ";
+    out += name;
+  }
+  return out;
+}
+
+ConfigSections config_sections() {
+  ConfigSections out;
+  for (const auto& row : kRows)
+    if (!row.section.empty()) out.emplace_back(row.section);
+  return out;
+}
+
+std::vector<std::string> default_probe_names() {
+  std::vector<std::string> out;
+  for (const auto& row : kRows)
+    if (row.kind != ProbeKind::simulated) out.emplace_back(row.name);
+  return out;
+}
+
 ProbeSet make_probes(const Config& config, ProbeExecutors executors) {
   std::vector<std::string> wanted;
   const auto add = [&](std::string_view name) {
     if (std::find(wanted.begin(), wanted.end(), name) == wanted.end()) wanted.emplace_back(name);
   };
-  if (config.probes.empty()) {
-    for (const auto& row : kRows)
-      if (row.name != kSimulated) add(row.name);
-  } else {
-    for (const auto& name : config.probes) add(name);
-  }
-  if (config.simulate > 0) add(kSimulated);
+  for (const auto& name : config.probes.empty() ? default_probe_names() : config.probes) add(name);
+  if (config.simulate > 0) add(kSimulatedProbe);
 
   ProbeSet out;
   for (const auto& name : wanted) {
     const ProbeRow* row = find_probe_row(name);
     if (!row) {
-      out.errors.push_back("unknown probe '" + name + "' (known: " + known_list() + ")");
+      out.errors.push_back("unknown probe '" + name + "' (known: " + known_probe_list() + ")");
       continue;
     }
     try {

@@ -9,13 +9,17 @@
 
 namespace gpustream {
 
-ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors) {
+ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executors) {
   const auto* section =
       settings::section(config, "amd", {"source", "amd_smi", "rocm_smi", "amdgpu_ids",
                                                     "process_freshness_ms"});
   auto source = settings::string_at(section, "amd", "source").value_or("auto");
   // Checked whichever source is chosen: a bad value is an error even where it does not apply.
   const auto freshness_ms = settings::positive_at(section, "amd", "process_freshness_ms");
+  const auto amd_smi = settings::string_at(section, "amd", "amd_smi");
+  const auto rocm_smi = settings::string_at(section, "amd", "rocm_smi");
+  const auto amdgpu_ids =
+      settings::string_at(section, "amd", "amdgpu_ids", settings::Empty::allowed);
   if (source != "auto" && source != "sysfs" && source != "amd-smi" && source != "rocm-smi")
     throw std::invalid_argument("unknown amd source '" + source +
                                 "' (use auto, sysfs, amd-smi or rocm-smi)");
@@ -24,17 +28,14 @@ ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors) {
   if (source == "sysfs") {
     AmdSysfsProbeOptions options;
     options.paths = config.paths;
-    if (auto ids = settings::string_at(section, "amd", "amdgpu_ids", settings::Empty::allowed))
-      options.amdgpu_ids = std::move(*ids);  // "": no lookup
+    if (amdgpu_ids) options.amdgpu_ids = *amdgpu_ids;  // "": no lookup
     if (freshness_ms) options.process_freshness = std::chrono::milliseconds(*freshness_ms);
     return make_amd_sysfs_probe(std::move(executors), std::move(options));
   }
   AmdProbeOptions options;
   options.tool = source == "amd-smi" ? AmdTool::amd_smi : AmdTool::rocm_smi;
   options.procfs_root = config.paths.procfs_root;
-  options.path =
-      settings::string_at(section, "amd", source == "amd-smi" ? "amd_smi" : "rocm_smi")
-          .value_or("");
+  options.path = (source == "amd-smi" ? amd_smi : rocm_smi).value_or("");
   return make_amd_cli_probe(std::move(executors), std::move(options));
 }
 

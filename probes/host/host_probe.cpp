@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "gpustream/probes/readers.hpp"
+#include "gpustream/probes/settings.hpp"
 
 namespace gpustream {
 namespace {
@@ -162,6 +163,14 @@ void HostProbe::add_process(GpuSnapshot& snap, std::int64_t pid, bool is_self) {
 
 std::shared_ptr<HostProbe> make_host_probe(ProbeExecutors executors, HostProbeOptions options) {
   return std::make_shared<HostProbe>(std::move(executors), std::move(options));
+}
+
+ProbePtr make_host_probe_from_config(const Config& config, ProbeExecutors executors) {
+  settings::section(config, HostProbe::kName, {});  // no settings: any key is a mistake
+  HostProbeOptions options;
+  options.paths = config.paths;
+  options.watch_pids = config.watch_pids;
+  return make_host_probe(std::move(executors), std::move(options));
 }
 
 }  // namespace gpustream

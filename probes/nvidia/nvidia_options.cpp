@@ -38,4 +38,8 @@ NvidiaProbeOptions nvidia_options_from_config(const Config& config) {
   return o;
 }
 
+ProbePtr make_nvidia_probe_from_config(const Config& config, ProbeExecutors executors) {
+  return make_nvidia_probe(std::move(executors), nvidia_options_from_config(config));
+}
+
 }  // namespace gpustream

@@ -1,8 +1,10 @@
 #include "gpustream/probes/simulated_probe.hpp"
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
+#include "gpustream/probes/settings.hpp"
 #include "simulated/simulated_gpu.hpp"
 
 namespace gpustream {
@@ -49,6 +51,15 @@ GpuSnapshot SimulatedProbe::sample() {
 std::shared_ptr<SimulatedProbe> make_simulated_probe(ProbeExecutors executors,
                                                      SimulatedProbeOptions options) {
   return std::make_shared<SimulatedProbe>(std::move(executors), std::move(options));
+}
+
+ProbePtr make_simulated_probe_from_config(const Config& config, ProbeExecutors executors) {
+  // --simulate N and --seed are top-level keys: the section takes no settings.
+  settings::section(config, SimulatedProbe::kName, {});
+  SimulatedProbeOptions options;
+  options.devices = std::max(1, config.simulate);
+  options.seed = config.seed;
+  return make_simulated_probe(std::move(executors), std::move(options));
 }
 
 }  // namespace gpustream

@@ -1,5 +1,6 @@
 #include "gpustream/config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -49,9 +50,25 @@ bool as_bool(const boost::json::value& v, const std::string& key) {
   return v.get_bool();
 }
 
+bool is_section(const ConfigSections& sections, const std::string& key) {
+  return std::find(sections.begin(), sections.end(), key) != sections.end();
+}
+
+std::string unknown_key_message(const ConfigSections& sections) {
+  std::string out =
+      "unknown key (the SDK's keys: probes, simulate, simulate_when_no_gpu, seed, "
+      "interval_seconds, probe_intervals_seconds, sample_timeout_seconds, "
+      "backoff_initial_seconds, backoff_max_seconds, sysfs_root, procfs_root, "
+      "devfs_root, watch_pids, history, library_session, log_level";
+  if (sections.empty()) return out + "; or a section of settings, which is an object)";
+  out += "; sections: ";
+  for (std::size_t i = 0; i < sections.size(); ++i) out += (i ? ", " : "") + sections[i];
+  return out + ")";
+}
+
 }  // namespace
 
-Config config_from_json(const boost::json::value& v, Config c) {
+Config config_from_json(const boost::json::value& v, Config c, const ConfigSections& sections) {
   if (!v.is_object()) throw ConfigError("config: expected a JSON object at the top level");
   for (const auto& [k, val] : v.get_object()) {
     const std::string key(k);
@@ -106,12 +123,11 @@ Config config_from_json(const boost::json::value& v, Config c) {
       c.log_level = as_string(val, key);
       if (!log_level_from_string(c.log_level))
         fail(key, "expected trace, debug, info, warn, error, critical or off");
-    } else if (key == "nvidia" || key == "amd" || key == "intel" || key == "apple" ||
-               key == "host" || key == "simulated" || key == "serve") {
+    } else if (sections.empty() ? val.is_object() : is_section(sections, key)) {
       if (!val.is_object()) fail(key, "expected an object of settings");
       c.probe_settings[key] = val;
     } else {
-      fail(key, "unknown key");
+      fail(key, unknown_key_message(sections));
     }
   }
   return c;
@@ -139,7 +155,7 @@ void validate_config(const Config& c) {
                           "' (expected trace, debug, info, warn, error, critical or off)");
 }
 
-Config load_config(const std::string& path, Config base) {
+Config load_config(const std::string& path, Config base, const ConfigSections& sections) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("cannot open config file '" + path + "'");
   std::stringstream ss;
@@ -148,7 +164,7 @@ Config load_config(const std::string& path, Config base) {
   auto v = boost::json::parse(ss.str(), ec);
   if (ec) throw ConfigError("config file '" + path + "' is not valid JSON: " + ec.message());
   try {
-    return config_from_json(v, std::move(base));
+    return config_from_json(v, std::move(base), sections);
   } catch (const ConfigError& e) {
     throw ConfigError("config file '" + path + "': " + e.what());
   }

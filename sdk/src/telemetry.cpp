@@ -70,8 +70,6 @@ struct Telemetry::Impl {
         pool(2),
         channel(io, config.history) {}
 
-  static bool is_gpu_probe(std::string_view name) { return name != "host" && name != "simulated"; }
-
   bool on_own_io_thread() const noexcept { return own_io && t_io_thread_of == this; }
 
   /// The Scheduler's stats callback (on its strand): settles the no-GPU fallback, wakes
@@ -101,7 +99,7 @@ struct Telemetry::Impl {
       if (stop_requested || !scheduler) return;
     }
     Config c = config;
-    c.probes = {"simulated"};
+    c.probes = {std::string(kSimulatedProbe)};
     c.simulate = 2;
     std::vector<std::string> errors;
     std::vector<ProbePtr> made;
@@ -303,12 +301,12 @@ void Telemetry::start() {
     // No GPU → simulated GPUs, decided from the probes' own first detections (not a second,
     // separate detection pass). With no GPU probe at all, at once.
     const auto& c = im.config;
-    const bool has_simulated = std::any_of(im.probes.begin(), im.probes.end(), [](const ProbePtr& p) {
-      return p->name() == "simulated";
-    });
+    const bool has_simulated =
+        std::any_of(im.probes.begin(), im.probes.end(),
+                    [](const ProbePtr& p) { return p->kind() == ProbeKind::simulated; });
     if (c.simulate_when_no_gpu && c.simulate == 0 && !has_simulated) {
       for (const auto& p : im.probes)
-        if (Impl::is_gpu_probe(p->name())) im.awaiting_detection.emplace(p->name());
+        if (p->kind() == ProbeKind::gpu) im.awaiting_detection.emplace(p->name());
       im.fallback_pending = true;
       add_simulated_now = im.awaiting_detection.empty();
     }

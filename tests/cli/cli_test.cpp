@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "cli_test_util.hpp"
+#include "gpustream/probes/registry.hpp"
 
 namespace fs = std::filesystem;
 
@@ -144,6 +145,24 @@ TEST(Cli, AMisspeltProbeSettingIsAUsageError) {
   r = run("list --amd-source sometimes");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown amd source 'sometimes'"), std::string::npos) << r.err;
+}
+
+// The probe flags, the --probes list and the config sections all come from the registry rows.
+TEST(Cli, ProbeFlagsAndSectionsComeFromTheRegistry) {
+  auto r = run("snapshot --help");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& row : gpustream::probe_rows())
+    for (const auto& f : row.flags)
+      EXPECT_NE(r.out.find(std::string(f.flag)), std::string::npos) << f.flag;
+  EXPECT_NE(r.out.find(gpustream::known_probe_list()), std::string::npos) << r.out;
+
+  TempDir t;
+  t.write("section.json", R"({"probes": ["simulated"], "nvdia": {"library": "x"}})");
+  r = run("snapshot --config " + (t.path() / "section.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'nvdia': unknown key"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("nvidia, amd, intel, apple, host, simulated, serve"), std::string::npos)
+      << r.err;
 }
 
 TEST(Cli, ListSaysWhyAProbeIsUnavailable) {

@@ -306,11 +306,11 @@ TEST(AmdHelpers, DpmCurrentLevelAndDeviceId) {
 TEST(AmdFactory, SourceSetting) {
   ProbeHarness h;
   Config c;
-  EXPECT_TRUE(make_amd_probe(c, h.executors()));
+  EXPECT_TRUE(make_amd_probe_from_config(c, h.executors()));
   c.probe_settings["amd"] = boost::json::object{{"source", "sysfs"}};
-  EXPECT_EQ(make_amd_probe(c, h.executors())->name(), "amd");
+  EXPECT_EQ(make_amd_probe_from_config(c, h.executors())->name(), "amd");
   c.probe_settings["amd"] = boost::json::object{{"source", "nvml"}};
-  EXPECT_THROW(make_amd_probe(c, h.executors()), std::invalid_argument);
+  EXPECT_THROW(make_amd_probe_from_config(c, h.executors()), std::invalid_argument);
 }
 
 }  // namespace

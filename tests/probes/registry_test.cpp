@@ -146,6 +146,60 @@ TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
             "probe 'simulated': simulated: expected an object of settings");
 }
 
+TEST(Registry, EachRowsKindSectionAndFlagsAreWhatItsProbeAndConfigUse) {
+  // The SDK asks a probe its kind(); the registry row must say the same, since the CLI and the
+  // default probe list go by the row.
+  ProbeHarness h;
+  for (const auto& row : probe_rows()) {
+    Config c;
+    c.probes = {std::string(row.name)};
+    const auto set = make_probes(c, h.executors());
+    ASSERT_EQ(set.probes.size(), 1u) << row.name;
+    EXPECT_EQ(set.probes[0]->name(), row.name);
+    EXPECT_EQ(set.probes[0]->kind(), row.kind) << row.name;
+    for (const auto& f : row.flags) {
+      EXPECT_EQ(f.flag.rfind("--", 0), 0u) << f.flag;
+      EXPECT_FALSE(f.help.empty()) << f.flag;
+      // A flag's key is a setting its probe accepts: a bad value is reported for that key
+      // (a misspelt or unknown key would say "unknown setting").
+      c.probe_settings[row.section] = boost::json::object{{f.key, 7}};
+      const auto bad = make_probes(c, h.executors());
+      ASSERT_EQ(bad.errors.size(), 1u) << f.flag;
+      EXPECT_EQ(bad.errors[0].find("unknown setting"), std::string::npos) << bad.errors[0];
+      EXPECT_NE(bad.errors[0].find(std::string(row.section) + "." + std::string(f.key)),
+                std::string::npos)
+          << bad.errors[0];
+    }
+  }
+  const auto flags_of = [](std::string_view name) {
+    std::vector<std::string_view> out;
+    for (const auto& f : find_probe_row(name)->flags) out.push_back(f.flag);
+    return out;
+  };
+  EXPECT_EQ(flags_of("nvidia"), (std::vector<std::string_view>{"--nvml-library", "--nvidia-smi"}));
+  EXPECT_EQ(find_probe_row("host")->kind, ProbeKind::host);
+  EXPECT_EQ(find_probe_row(kSimulatedProbe)->kind, ProbeKind::simulated);
+}
+
+TEST(Registry, SectionsAndDefaultsComeFromTheRows) {
+  EXPECT_EQ(config_sections(),
+            (ConfigSections{"nvidia", "amd", "intel", "apple", "host", "simulated"}));
+  EXPECT_EQ(default_probe_names(),
+            (std::vector<std::string>{"nvidia", "amd", "intel", "apple", "host"}));
+  EXPECT_EQ(known_probe_list(), "nvidia, amd, intel, apple, host, simulated");
+  // Strict parsing with the registry's sections: a misspelt section is an error naming them.
+  try {
+    config_from_json(boost::json::parse(R"({"nvdia": {"library": "x"}})"), {}, config_sections());
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("'nvdia': unknown key"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("sections: nvidia, amd"), std::string::npos) << e.what();
+  }
+  const auto c = config_from_json(boost::json::parse(R"({"amd": {"source": "sysfs"}})"), {},
+                                  config_sections());
+  EXPECT_TRUE(c.probe_settings.contains("amd"));
+}
+
 TEST(Registry, DescribesEveryKnownProbe) {
   const auto all = describe_probes();
   ASSERT_EQ(all.size(), known_probe_names().size());

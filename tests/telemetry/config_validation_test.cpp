@@ -136,5 +136,38 @@ TEST(ConfigValidation, TheConfigFileUsesTheSameBound) {
   EXPECT_THROW(config_from_json(boost::json::parse(R"({"log_level": "loud"})")), ConfigError);
 }
 
+// The SDK knows no probe names: sections are whatever the caller says they are.
+TEST(ConfigValidation, SectionsAreTheCallersNotTheSdks) {
+  // No sections given: any object is a section, kept for its owner to check.
+  auto c = config_from_json(boost::json::parse(R"({"myprobe": {"path": "/x"}, "simulate": 1})"));
+  ASSERT_TRUE(c.probe_settings.contains("myprobe"));
+  EXPECT_EQ(c.probe_settings.at("myprobe").at("path").as_string(), "/x");
+  // ...but a scalar under an unknown key is still a typo of a top-level key.
+  try {
+    config_from_json(boost::json::parse(R"({"simulat": 2})"));
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(has(e.what(), "'simulat': unknown key")) << e.what();
+    EXPECT_TRUE(has(e.what(), "simulate,")) << e.what();
+  }
+  // Sections given: only those; a known section that is not an object says so.
+  const ConfigSections mine{"myprobe", "serve"};
+  c = config_from_json(boost::json::parse(R"({"serve": {"listen": "127.0.0.1:0"}})"), {}, mine);
+  EXPECT_TRUE(c.probe_settings.contains("serve"));
+  try {
+    config_from_json(boost::json::parse(R"({"nvidia": {}})"), {}, mine);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(has(e.what(), "'nvidia': unknown key")) << e.what();
+    EXPECT_TRUE(has(e.what(), "sections: myprobe, serve")) << e.what();
+  }
+  try {
+    config_from_json(boost::json::parse(R"({"myprobe": 3})"), {}, mine);
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(has(e.what(), "'myprobe': expected an object of settings")) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace gpustream

@@ -17,8 +17,10 @@ namespace {
 // A probe whose samples count up; it can be told to hang inside sample() until released.
 class CountingProbe final : public BlockingProbe {
  public:
-  CountingProbe(ProbeExecutors ex, std::string name) : BlockingProbe(std::move(ex)), name_(std::move(name)) {}
+  CountingProbe(ProbeExecutors ex, std::string name, ProbeKind kind = ProbeKind::gpu)
+      : BlockingProbe(std::move(ex)), name_(std::move(name)), kind_(kind) {}
   std::string_view name() const noexcept override { return name_; }
+  ProbeKind kind() const noexcept override { return kind_; }
   void hang_next() { hang_.store(true); }
   void release() {
     {
@@ -54,6 +56,7 @@ class CountingProbe final : public BlockingProbe {
 
  private:
   std::string name_;
+  ProbeKind kind_;
   std::atomic<int> n_{0};
   std::atomic<bool> hang_{false};
   std::atomic<bool> entered_{false};
@@ -130,7 +133,7 @@ ProbeFactory by_name_factory(std::shared_ptr<Built> built) {
     for (const auto& n : c.probes) {
       if (n == "simulated") {
         built->simulate_asked = c.simulate;
-        out.push_back(std::make_shared<CountingProbe>(ex, n));
+        out.push_back(std::make_shared<CountingProbe>(ex, n, ProbeKind::simulated));
       } else {
         out.push_back(std::make_shared<FixedGpuProbe>(ex, n, static_cast<std::size_t>(n.back() - '0')));
       }
@@ -180,7 +183,7 @@ TEST(Telemetry, NoGpuProbeAtAllAddsSimulatedGpusAtOnce) {
   auto built = std::make_shared<Built>();
   Telemetry t(no_gpu_fallback_config({"host"}), [built](const Config& cfg, const ProbeExecutors& ex, std::vector<std::string>& e) {
     if (cfg.probes == std::vector<std::string>{"host"}) {
-      return std::vector<ProbePtr>{std::make_shared<CountingProbe>(ex, "host")};
+      return std::vector<ProbePtr>{std::make_shared<CountingProbe>(ex, "host", ProbeKind::host)};
     }
     return by_name_factory(built)(cfg, ex, e);
   });
@@ -189,6 +192,42 @@ TEST(Telemetry, NoGpuProbeAtAllAddsSimulatedGpusAtOnce) {
   const auto snaps = t.wait_for_first_samples(std::chrono::seconds{10});
   EXPECT_EQ(snaps.size(), 2u);
   t.stop();
+}
+
+// What counts as a GPU is the probe's kind(), never its name: a host program's own GPU probe
+// may be called anything (here "host"), and a "gpu0" that reports the host is not a GPU.
+TEST(Telemetry, TheProbesKindNotItsNameDecidesWhatIsAGpu) {
+  // A GPU probe named "host" finds one GPU: no simulated GPUs.
+  auto built = std::make_shared<Built>();
+  Telemetry t(no_gpu_fallback_config({"host", "gpu0"}),
+              [built](const Config& cfg, const ProbeExecutors& ex, std::vector<std::string>& e) {
+                if (cfg.probes == std::vector<std::string>{"host", "gpu0"}) {
+                  return std::vector<ProbePtr>{std::make_shared<FixedGpuProbe>(ex, "host", 1),
+                                               std::make_shared<FixedGpuProbe>(ex, "gpu0", 0)};
+                }
+                return by_name_factory(built)(cfg, ex, e);
+              });
+  t.start();
+  t.wait_for_first_samples(std::chrono::seconds{10});
+  EXPECT_EQ(t.probe_names(), (std::vector<std::string>{"host", "gpu0"}));
+  t.stop();
+  {
+    std::lock_guard lock(built->mu);
+    EXPECT_TRUE(built->calls.empty()) << "the fallback was not asked for";
+  }
+
+  // A host-kind probe named "gpu0" with a device is no GPU: simulated GPUs, at once.
+  auto built2 = std::make_shared<Built>();
+  Telemetry t2(no_gpu_fallback_config({"gpu0"}),
+               [built2](const Config& cfg, const ProbeExecutors& ex, std::vector<std::string>& e) {
+                 if (cfg.probes == std::vector<std::string>{"gpu0"})
+                   return std::vector<ProbePtr>{
+                       std::make_shared<CountingProbe>(ex, "gpu0", ProbeKind::host)};
+                 return by_name_factory(built2)(cfg, ex, e);
+               });
+  t2.start();
+  EXPECT_EQ(t2.probe_names(), (std::vector<std::string>{"gpu0", "simulated"}));
+  t2.stop();
 }
 
 TEST(Telemetry, PublishesSnapshotsOfEveryProbeToTheChannel) {

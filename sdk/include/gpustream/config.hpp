@@ -10,6 +10,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/json/object.hpp>
@@ -29,9 +30,15 @@ class ConfigError : public std::runtime_error {
 /// probe's own bound).
 inline constexpr int kMaxSimulatedGpus = 64;
 
+/// The name under which a ProbeFactory builds simulated GPUs (Config::simulate). When
+/// simulate_when_no_gpu finds no GPU, Telemetry asks its factory for exactly {kSimulatedProbe}
+/// with simulate = 2. The registry's row of the simulated probe has this name. This is the one
+/// probe name the SDK knows: it is the SDK's own fallback, not a vendor.
+inline constexpr std::string_view kSimulatedProbe = "simulated";
+
 struct Config {
-  /// Probe names to run ("nvidia", "amd", "intel", "apple", "host", "simulated").
-  /// Empty: every probe whose source is detected, plus "host".
+  /// Probe names to run, as the probe factory knows them (the registry's: `gpustream list`).
+  /// Empty: the factory's default set (the registry's: every probe but the simulated one).
   std::vector<std::string> probes;
   /// Number of simulated GPUs, 0..kMaxSimulatedGpus (0: none, unless no GPU is found and
   /// `simulate_when_no_gpu`).
@@ -49,7 +56,9 @@ struct Config {
   std::vector<std::int64_t> watch_pids;
   /// Snapshots kept for resume by sequence number.
   std::size_t history = 1024;
-  /// Per-probe sections for probe-specific settings, e.g. {"nvidia": {"library": "..."}}.
+  /// Named sections of settings that belong to a part outside the SDK, each a JSON object: a
+  /// probe's (e.g. {"nvidia": {"library": "..."}}, the registry row says which section is whose)
+  /// or the transport's ("serve"). The SDK stores them; their owners check them.
   boost::json::object probe_settings;
   /// Level of the SDK's log lines, set when a Telemetry is constructed: "trace", "debug",
   /// "info", "warn", "error", "critical" or "off". Empty: leave it as it is (warn unless the
@@ -67,9 +76,17 @@ struct Config {
 /// registry knows them, not the SDK): Telemetry::start() throws ConfigError for those.
 void validate_config(const Config& config);
 
+/// The section names a config document may hold besides the SDK's own keys. Empty: any key
+/// whose value is an object is taken as a section (its owner checks it when it reads it);
+/// otherwise any other key is an error ("unknown key", with the list). The registry gives its
+/// probes' sections (config_sections() in gpustream/probes/registry.hpp); a program adds its own
+/// (the CLI adds the transport's "serve").
+using ConfigSections = std::vector<std::string>;
+
 /// Parses a JSON config document. Throws ConfigError naming the bad key.
-Config config_from_json(const boost::json::value& v, Config base = {});
+Config config_from_json(const boost::json::value& v, Config base = {},
+                        const ConfigSections& sections = {});
 /// Reads and parses a JSON config file. Throws ConfigError (missing file, bad JSON, bad key).
-Config load_config(const std::string& path, Config base = {});
+Config load_config(const std::string& path, Config base = {}, const ConfigSections& sections = {});
 
 }  // namespace gpustream

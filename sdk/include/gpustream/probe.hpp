@@ -56,6 +56,15 @@ struct ProbeExecutors {
   boost::asio::any_io_executor work;  // blocking calls (vendor libraries, file walks)
 };
 
+/// What a probe reports, which is all the SDK needs to know about it (it knows no probe names):
+/// Telemetry waits for the `gpu` probes' first detections before deciding that a machine has no
+/// GPU (Config::simulate_when_no_gpu), and never counts `host` or `simulated` devices as GPUs.
+enum class ProbeKind {
+  gpu,        // real GPUs of some vendor (the default for a probe of the host program's own)
+  host,       // the machine itself (RAM, process RSS), no devices
+  simulated,  // made-up GPUs (Config::simulate)
+};
+
 class Probe {
  public:
   using DetectHandler = std::function<void(Detection)>;
@@ -65,6 +74,9 @@ class Probe {
 
   /// Registry name: "nvidia", "amd", "intel", "apple", "host", "simulated", ...
   virtual std::string_view name() const noexcept = 0;
+
+  /// What this probe reports; see ProbeKind.
+  virtual ProbeKind kind() const noexcept { return ProbeKind::gpu; }
 
   /// The smallest interval at which the source really changes. The scheduler clamps faster
   /// requests to this and says so once.

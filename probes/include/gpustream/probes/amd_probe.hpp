@@ -172,7 +172,7 @@ bool amd_sysfs_available(const SystemPaths& paths);
 /// The "amd" registry row: picks the source from config.probe_settings["amd"]["source"]
 /// ("auto" | "sysfs" | "amd-smi" | "rocm-smi"; default "auto"). Throws std::invalid_argument
 /// for an unknown source and std::runtime_error for a source this build cannot run.
-ProbePtr make_amd_probe(const Config& config, ProbeExecutors executors);
+ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executors);
 
 // ---------------------------------------------------------------------------------------------
 // AmdProbe: the amd-smi / rocm-smi command-line tools.

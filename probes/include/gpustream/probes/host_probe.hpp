@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "gpustream/blocking_probe.hpp"
+#include "gpustream/config.hpp"
 #include "gpustream/log.hpp"
 
 namespace gpustream {
@@ -70,6 +71,7 @@ class HostProbe final : public BlockingProbe {
   HostProbe(ProbeExecutors executors, HostProbeOptions options);
 
   std::string_view name() const noexcept override { return kName; }
+  ProbeKind kind() const noexcept override { return ProbeKind::host; }
   std::chrono::milliseconds min_interval() const noexcept override {
     return std::chrono::milliseconds{100};
   }
@@ -97,5 +99,9 @@ class HostProbe final : public BlockingProbe {
 };
 
 std::shared_ptr<HostProbe> make_host_probe(ProbeExecutors executors, HostProbeOptions options = {});
+
+/// The "host" registry row: config.paths and config.watch_pids; its section takes no settings
+/// (any key is a mistake: std::invalid_argument).
+ProbePtr make_host_probe_from_config(const Config& config, ProbeExecutors executors);
 
 }  // namespace gpustream

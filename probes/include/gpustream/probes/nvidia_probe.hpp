@@ -145,6 +145,9 @@ class NvidiaProbe final : public Probe {
 std::shared_ptr<NvidiaProbe> make_nvidia_probe(ProbeExecutors executors,
                                                NvidiaProbeOptions options = {});
 
+/// The "nvidia" registry row: make_nvidia_probe with nvidia_options_from_config(config).
+ProbePtr make_nvidia_probe_from_config(const Config& config, ProbeExecutors executors);
+
 /// The one-call form: loads NVML (else runs nvidia-smi), answers for this process, and releases
 /// everything again. Blocking; thread-safe. Never throws: problems are in `errors`.
 ProcessGpuUsage query_process_gpu_usage(NvidiaProbeOptions options = {});

@@ -1,8 +1,11 @@
 // gpustream/probes/registry.hpp — the one table of probes.
 //
-// Each probe is one row {name, description, factory} in probes/registry.cpp; adding a probe is
-// adding its row (no self-registration). Every probe is built on every platform: one whose
-// source is missing (no driver, no tool, not Linux) says so at detection, with the reason.
+// Each probe is one folder under probes/ (with its make_<name>_probe_from_config) and one row
+// {name, description, config section, kind, flags, factory} in probes/registry.cpp; adding a
+// probe is adding those (no self-registration). The SDK knows no probe names (it asks each probe
+// its kind()); the CLI builds its probe flags and lists from these rows. Every probe is built on
+// every platform: one whose source is missing (no driver, no tool, not Linux) says so at detection,
+// with the reason.
 //
 // Thread safety: everything here is read-only static data or builds new objects; call from any
 // thread. Cancellation: nothing to cancel.
@@ -20,12 +23,25 @@
 namespace gpustream {
 
 /// Builds one probe from the configuration. May throw (a bad setting); make_probes turns that
-/// into an error string.
+/// into an error string. Every probe folder has one, named make_<name>_probe_from_config.
 using ProbeMaker = ProbePtr (*)(const Config& config, ProbeExecutors executors);
 
+/// A command-line flag that sets one key of the row's config section to a string
+/// (`--nvml-library PATH` sets nvidia.library). The CLI adds one option per flag of every row.
+struct ProbeFlag {
+  std::string_view flag;  // "--nvml-library"
+  std::string_view key;   // "library"
+  std::string_view help;  // one line for --help
+};
+
+/// Everything the SDK and the CLI need to know about a probe; nothing outside this table and
+/// the probe's own folder names a probe.
 struct ProbeRow {
   std::string_view name;
   std::string_view description;  // one line, for `gpustream list`
+  std::string_view section;      // its settings' section in a Config ("" none); see config.hpp
+  ProbeKind kind;                // what its probe's kind() answers
+  std::span<const ProbeFlag> flags;
   ProbeMaker factory;
 };
 
@@ -34,9 +50,18 @@ std::span<const ProbeRow> probe_rows() noexcept;
 /// The row of probe `name`; nullptr for an unknown name.
 const ProbeRow* find_probe_row(std::string_view name) noexcept;
 
-/// Every probe name gpustream knows: "nvidia", "amd", "intel", "apple", "host", "simulated".
+/// Every probe name gpustream knows, in row order ("nvidia", "amd", ...).
 std::span<const std::string_view> known_probe_names() noexcept;
 bool is_known_probe(std::string_view name) noexcept;
+/// The names joined with ", ", for messages and --help.
+std::string known_probe_list();
+
+/// The config sections of every row that has one: pass them (plus a program's own, such as the
+/// transport's "serve") to load_config to make a misspelt section an error.
+ConfigSections config_sections();
+
+/// The probes make_probes builds for an empty Config::probes: every row but the simulated kind.
+std::vector<std::string> default_probe_names();
 
 /// What make_probes built, and, for each name it could not build, one line saying why.
 struct ProbeSet {
@@ -45,7 +70,7 @@ struct ProbeSet {
 };
 
 /// Builds the probes named in config.probes, in that order, without duplicates; when the list is
-/// empty, every probe except "simulated". "simulated" is added whenever
+/// empty, default_probe_names(). kSimulatedProbe is added whenever
 /// config.simulate > 0 (with that many GPUs); named explicitly with simulate == 0 it gets one
 /// GPU. Errors: "unknown probe 'x' (known: ...)" or "probe 'x': <what its factory threw>".
 ProbeSet make_probes(const Config& config, ProbeExecutors executors);

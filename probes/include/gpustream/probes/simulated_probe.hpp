@@ -56,6 +56,7 @@ class SimulatedProbe final : public BlockingProbe {
   ~SimulatedProbe() override;
 
   std::string_view name() const noexcept override { return kName; }
+  ProbeKind kind() const noexcept override { return ProbeKind::simulated; }
 
   /// The devices this probe simulates (what detect() reports).
   std::vector<DeviceInfo> devices() const;
@@ -73,6 +74,10 @@ class SimulatedProbe final : public BlockingProbe {
 
 std::shared_ptr<SimulatedProbe> make_simulated_probe(ProbeExecutors executors,
                                                      SimulatedProbeOptions options = {});
+
+/// The "simulated" registry row: config.simulate GPUs (at least 1: named explicitly with
+/// simulate == 0 it gets one) and config.seed; its section takes no settings.
+ProbePtr make_simulated_probe_from_config(const Config& config, ProbeExecutors executors);
 
 /// "sim-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", stable for a seed and a device index.
 std::string simulated_device_id(std::uint64_t seed, int index);

@@ -123,7 +123,11 @@ GpuSnapshot AmdProbe::sample() {
     if (options_.tool == AmdTool::rocm_smi) {
       snap.devices = amd_cli::parse_rocm_smi(run_tool(amd_cli::rocm_smi_args()));
       // What rocm-smi does not print is absent with a reason, never "not collected".
-      for (auto& d : snap.devices) d.metrics.fill_absent(Absence::unsupported, Source::rocm_smi);
+      // The rocm-smi path lists no processes (the amd-smi path and sysfs do).
+      for (auto& d : snap.devices) {
+        d.metrics.fill_absent(Absence::unsupported, Source::rocm_smi);
+        d.processes_absent = Absence::unsupported;
+      }
       detail_log_.clear_all();
       return snap;
     }
@@ -159,6 +163,8 @@ GpuSnapshot AmdProbe::sample() {
       d.metrics.fill_absent(Absence::unsupported, Source::amd_smi);  // what amd-smi lacks
       if (auto it = processes.find(s.index); it != processes.end())
         d.processes = processes_of(d, it->second);
+      if (!have_processes)
+        d.processes_absent = options_.processes ? Absence::tool_failed : Absence::not_collected;
       snap.devices.push_back(std::move(d));
     }
     if (have_processes) process_table_.fill(snap.devices);  // host RSS (and missing names)

@@ -254,6 +254,8 @@ GpuSnapshot AmdSysfsProbe::sample() {
   snap.monotonic_ns = options_.monotonic_clock ? options_.monotonic_clock() : steady_now_ns();
   for (const auto& card : cards_) snap.devices.push_back(sample_card(card));
   if (options_.processes && !cards_.empty()) add_processes(snap.devices, snap);
+  if (!options_.processes)
+    for (auto& d : snap.devices) d.processes_absent = Absence::not_collected;
   return snap;
 }
 

@@ -47,6 +47,7 @@ DeviceSample absent_device(const std::optional<MacmonSocInfo>& soc, Absence why)
   d.vendor = info.vendor;
   d.name = info.name;
   d.attributes["memory"] = "unified";
+  d.processes_absent = Absence::unsupported;
   d.metrics.fill_absent(why, Source::macmon);
   d.engines.push_back({"gpu", Reading::missing(why, Source::macmon)});
   d.engines.push_back({"ane", Reading::missing(Absence::unsupported, Source::macmon)});

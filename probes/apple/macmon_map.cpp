@@ -117,6 +117,9 @@ void fill_apple_snapshot(GpuSnapshot& snap, const MacmonSample& s,
   d.index = info.index;
   d.name = info.name;
   d.attributes["memory"] = "unified";
+  // macmon has no per-process figures, and on unified memory a process's GPU share is not
+  // separable from its RAM: the process list is absent, not empty.
+  d.processes_absent = Absence::unsupported;
   d.attributes["macmon_schema"] = std::string(to_string(s.schema));
   if (soc) add_soc_attributes(d, *soc);
 

@@ -170,7 +170,7 @@ void NvmlBackend::sample_device(NvmlDevice& dev, DeviceSample& out,
   // Processes, with their SM utilization since the last sample seen.
   Absence why = Absence::unsupported;
   if (!read_all_processes(dev, scratch_, errors, &why)) {
-    if (!dev.lost) out.attributes["processes"] = std::string(to_string(why));
+    if (!dev.lost) out.processes_absent = why;
     return;
   }
   std::vector<std::pair<unsigned, const nvml::ProcessUtilizationSample*>> util;

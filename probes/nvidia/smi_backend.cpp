@@ -73,7 +73,7 @@ GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_v
   snap.devices = nvidia::smi_devices_from_csv(gpu_csv, fields, &snap.errors);
   if (!apps) {
     snap.errors.push_back({"tool_failed", apps_error, {}});
-    for (auto& d : snap.devices) d.attributes["processes"] = "tool_failed";
+    for (auto& d : snap.devices) d.processes_absent = Absence::tool_failed;
     return snap;
   }
   struct Placed {

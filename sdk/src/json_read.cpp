@@ -270,6 +270,8 @@ DeviceSample device_from(const json::value& v, const Path& at) {
   d.processes.reserve(procs.size());
   for (std::size_t i = 0; i < procs.size(); ++i)
     d.processes.push_back(process_from(procs[i], pp[i]));
+  if (const auto* pa = maybe(o, "processes_absent"))
+    d.processes_absent = as_enum(*pa, at / "processes_absent", absence_from_string);
   if (const auto* a = maybe(o, "attributes")) {
     const Path ap = at / "attributes";
     for (const auto& kv : as_object(*a, ap)) {

@@ -138,6 +138,7 @@ json::value to_json(const DeviceSample& d) {
   processes.reserve(d.processes.size());
   for (const auto& p : d.processes) processes.emplace_back(process_json(p));
   o.emplace("processes", std::move(processes));
+  if (d.processes_absent) o.emplace("processes_absent", name(to_string(*d.processes_absent)));
   json::object attributes;
   attributes.reserve(d.attributes.size());
   for (const auto& [k, v] : d.attributes) {

@@ -316,7 +316,12 @@ void write_device(Writer& w, const DeviceSample& d) {
     if (i) w.raw(',');
     write_process(w, d.processes[i]);
   }
-  w.raw("],\"attributes\":{");
+  w.raw(']');
+  if (d.processes_absent) {
+    w.raw(",\"processes_absent\":");
+    w.plain_string(to_string(*d.processes_absent));
+  }
+  w.raw(",\"attributes\":{");
   bool first = true;
   for (const auto& [k, v] : d.attributes) {
     if (!first) w.raw(',');

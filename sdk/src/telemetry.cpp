@@ -382,4 +382,8 @@ std::optional<DeviceFit> Telemetry::best_device(std::uint64_t bytes) const {
   return gpustream::best_device(impl_->channel.latest(), bytes);
 }
 
+MyProcessUsage Telemetry::my_process() const {
+  return my_process_usage(impl_->channel.latest(), impl_->config.paths.procfs_root);
+}
+
 }  // namespace gpustream

@@ -107,6 +107,8 @@ TEST(JsonDecodeErrors, UnknownEnumNames) {
        "$.devices[0].energy_kind: unknown value \"guess\""},
       {"power kind", [](json::object& o) { device0(o)["power_kind"] = "peak"; },
        "$.devices[0].power_kind: unknown value \"peak\""},
+      {"processes absent", [](json::object& o) { device0(o)["processes_absent"] = "gone"; },
+       "$.devices[0].processes_absent: unknown value \"gone\""},
       {"engine absence",
        [](json::object& o) { device0(o)["engines"].as_array()[2].as_object()["absent"] = "later"; },
        "$.devices[0].engines[2].absent: unknown value \"later\""},

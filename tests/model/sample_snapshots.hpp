@@ -96,6 +96,7 @@ inline GpuSnapshot every_enum_snapshot() {
     d.power_state = static_cast<PowerState>(v % 3);
     if (v % 3 != 2) d.energy_kind = static_cast<EnergyKind>(v % 2);
     if (v % 3 != 1) d.power_kind = static_cast<PowerKind>((v / 2) % 2);
+    if (v % 2 == 1) d.processes_absent = v % 4 == 1 ? Absence::unsupported : Absence::no_permission;
     s.devices.push_back(d);
   }
   // Spread every (absence, source) pair and every present source over the devices' metrics.

@@ -22,6 +22,7 @@
 
 #include "amd_fake_cli.hpp"
 #include "apple_test_util.hpp"
+#include "gpustream/planner.hpp"
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/intel_probe.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
@@ -46,7 +47,18 @@ constexpr std::int64_t kStepNs = 1'000'000'000;
 struct ProbeRun {
   Detection detection;
   std::vector<GpuSnapshot> samples;
+  /// my_process_usage over the last sample, with <procfs>/self pointing at one of the fake's
+  /// GPU clients (computed by the runner while its tree exists).
+  MyProcessUsage mine;
 };
+
+// `self` of the tree's proc root is `pid`: my_process over the last sample.
+MyProcessUsage mine_as(TempTree& t, const std::string& proc_rel, std::int64_t pid,
+                       const std::vector<GpuSnapshot>& samples) {
+  t.symlink((proc_rel.empty() ? "" : proc_rel + "/") + "self", std::to_string(pid));
+  const std::vector<SnapshotPtr> last{std::make_shared<const GpuSnapshot>(samples.back())};
+  return my_process_usage(last, proc_rel.empty() ? t.path() : t.path(proc_rel));
+}
 
 struct Row {
   const char* name;
@@ -54,6 +66,9 @@ struct Row {
   /// True when the fake's energy counter and power describe one physical device (the counter
   /// grows by power × time), so the consistency check applies.
   bool energy_models_power;
+  /// True when the source lists the processes on each device (my_process then answers per
+  /// device); false when it cannot (each device is absent, with a reason).
+  bool lists_processes;
   std::function<ProbeRun()> run;
 };
 
@@ -66,6 +81,9 @@ ProbeRun run_simulated() {
                                 {.devices = 2, .seed = 7, .monotonic_clock = [&] { return now; }});
   ProbeRun r{h.detect(*p), {}};
   for (int i = 0; i < kSamples; ++i, now += kStepNs) r.samples.push_back(h.sample(*p).snapshot);
+  TempTree t;
+  t.file("proc/1/statm", "100 50 0 0 0 0 0\n");
+  r.mine = mine_as(t, "proc", 1, r.samples);  // not a simulated client: 0 on every device
   return r;
 }
 
@@ -100,6 +118,7 @@ ProbeRun run_nvml() {
         if (pr.pid == 4242 || pr.pid == 77) {
           EXPECT_TRUE(pr.host_rss_bytes && !pr.name.empty()) << "nvml pid " << pr.pid;
         }
+  r.mine = mine_as(proc, "", 4242, r.samples);
   return r;
 }
 
@@ -153,6 +172,7 @@ ProbeRun run_amd_sysfs() {
       if (pr.pid == 300) {
         EXPECT_TRUE(pr.host_rss_bytes && !pr.name.empty());
       }
+  r.mine = mine_as(t, "proc", 300, r.samples);
   return r;
 }
 
@@ -177,6 +197,7 @@ ProbeRun run_amd_cli(AmdTool tool) {
       if (pr.pid == 10000) {
         EXPECT_TRUE(pr.host_rss_bytes && !pr.name.empty());
       }
+  r.mine = mine_as(t, "proc", 10000, r.samples);
   return r;
 }
 
@@ -210,6 +231,7 @@ ProbeRun run_intel() {
       if (pr.pid == 100) {
         EXPECT_TRUE(pr.host_rss_bytes && !pr.name.empty());
       }
+  r.mine = mine_as(t.tree(), "proc", 100, r.samples);
   return r;
 }
 
@@ -226,17 +248,20 @@ ProbeRun run_apple() {
     EXPECT_FALSE(s.ec) << s.ec.message();
     r.samples.push_back(std::move(s.snapshot));
   }
+  TempTree t;
+  t.file("proc/1/statm", "100 50 0 0 0 0 0\n");
+  r.mine = mine_as(t, "proc", 1, r.samples);
   return r;
 }
 
 const Row kRows[] = {
-    {"simulated", Vendor::simulated, true, run_simulated},
-    {"nvidia_nvml", Vendor::nvidia, false, run_nvml},
-    {"amd_sysfs", Vendor::amd, false, run_amd_sysfs},
-    {"amd_smi", Vendor::amd, false, [] { return run_amd_cli(AmdTool::amd_smi); }},
-    {"rocm_smi", Vendor::amd, false, [] { return run_amd_cli(AmdTool::rocm_smi); }},
-    {"intel", Vendor::intel, true, run_intel},
-    {"apple", Vendor::apple, false, run_apple},
+    {"simulated", Vendor::simulated, true, true, run_simulated},
+    {"nvidia_nvml", Vendor::nvidia, false, true, run_nvml},
+    {"amd_sysfs", Vendor::amd, false, true, run_amd_sysfs},
+    {"amd_smi", Vendor::amd, false, true, [] { return run_amd_cli(AmdTool::amd_smi); }},
+    {"rocm_smi", Vendor::amd, false, false, [] { return run_amd_cli(AmdTool::rocm_smi); }},
+    {"intel", Vendor::intel, true, true, run_intel},
+    {"apple", Vendor::apple, false, false, run_apple},
 };
 
 // ---- the checks ---------------------------------------------------------------------------
@@ -352,6 +377,43 @@ void check_energy(const Row& row, const GpuSnapshot& a, const GpuSnapshot& b) {
   }
 }
 
+// "My process" is vendor-neutral: every device of the sample is answered, with the process's
+// own figure where the source lists processes, and absent with a reason where it cannot.
+void check_my_process(const Row& row, const ProbeRun& r) {
+  const auto& mine = r.mine;
+  EXPECT_TRUE(mine.host_rss_bytes) << row.name;
+  EXPECT_TRUE(mine.errors.empty()) << row.name << ": " << mine.errors.front();
+  ASSERT_EQ(mine.devices.size(), r.samples.back().devices.size()) << row.name;
+  bool holds_memory = false;
+  for (std::size_t i = 0; i < mine.devices.size(); ++i) {
+    const auto& u = mine.devices[i];
+    const auto& d = r.samples.back().devices[i];
+    EXPECT_EQ(u.device_id, d.id) << row.name;
+    if (!row.lists_processes) {
+      EXPECT_FALSE(u.gpu_memory_bytes) << row.name << " " << u.device_id;
+      EXPECT_EQ(u.absent, Absence::unsupported) << row.name;
+      EXPECT_FALSE(u.reason.empty()) << row.name;
+      EXPECT_EQ(d.processes_absent, Absence::unsupported) << row.name;
+      continue;
+    }
+    EXPECT_FALSE(d.processes_absent) << row.name << " " << d.id;
+    if (u.gpu_memory_bytes) {
+      EXPECT_FALSE(u.absent) << row.name;
+      holds_memory = holds_memory || *u.gpu_memory_bytes > 0;
+    } else {
+      EXPECT_TRUE(u.absent && !u.reason.empty()) << row.name << " " << u.device_id;
+    }
+  }
+  // The fakes' "self" is a GPU client holding memory, except the simulated row's (a pid that
+  // is not a simulated client: 0 everywhere, an exact answer).
+  if (row.lists_processes && row.vendor != Vendor::simulated) EXPECT_TRUE(holds_memory) << row.name;
+  if (row.vendor == Vendor::simulated)
+    for (const auto& u : mine.devices) EXPECT_EQ(u.gpu_memory_bytes, 0u) << row.name;
+  if (row.vendor == Vendor::apple)
+    for (const auto& u : mine.devices)
+      EXPECT_NE(u.reason.find("shares the host's memory"), std::string::npos) << u.reason;
+}
+
 class ProbeConformance : public ::testing::TestWithParam<Row> {};
 
 TEST_P(ProbeConformance, HoldsTheSharedContract) {
@@ -374,6 +436,7 @@ TEST_P(ProbeConformance, HoldsTheSharedContract) {
     if (i > 0 && row.energy_models_power)
       check_energy(row, r.samples[static_cast<std::size_t>(i - 1)], s);
   }
+  check_my_process(row, r);
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryProbe, ProbeConformance, ::testing::ValuesIn(kRows),

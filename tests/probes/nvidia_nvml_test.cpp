@@ -341,7 +341,9 @@ TEST_F(NvmlProbeTest, MapsNotSupportedNoPermissionAndOtherErrors) {
   EXPECT_TRUE(d1.metrics[Metric::power_watts].has_value());
   EXPECT_EQ(d1.metrics[Metric::temperature_celsius],
             Reading::missing(Absence::tool_failed, Source::nvml));
-  EXPECT_EQ(d1.attributes.at("processes"), "no_permission");
+  ASSERT_TRUE(d1.processes_absent);
+  EXPECT_EQ(*d1.processes_absent, Absence::no_permission);
+  EXPECT_EQ(d1.attributes.count("processes"), 0u);
   // Only the unexpected failure is an error of the sample.
   ASSERT_EQ(r.snapshot.errors.size(), 1u);
   EXPECT_EQ(r.snapshot.errors[0].code, "nvml_error");

@@ -194,6 +194,10 @@ TEST_F(SmiProbeTest, HangingToolIsKilledAtTheTimeout) {
   const auto* e = find_error(r.snapshot, "tool_failed");
   ASSERT_TRUE(e);
   EXPECT_NE(e->message.find("timed out"), std::string::npos) << e->message;
+  for (const auto& d : r.snapshot.devices) {  // the process list is absent, not empty
+    ASSERT_TRUE(d.processes_absent) << d.id;
+    EXPECT_EQ(*d.processes_absent, Absence::tool_failed);
+  }
   smi_.file("mode", "hang\n");
   const auto hung = harness_.sample(*p);
   EXPECT_EQ(hung.ec, make_error_code(errc::timeout));

@@ -2,6 +2,7 @@
 // probe that reports only total and used, and answers fits()/best_device() from the latest
 // snapshots.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/telemetry.hpp"
@@ -30,7 +31,16 @@ class MemoryProbe final : public BlockingProbe {
     d.metrics.set(Metric::memory_total_bytes, 16 * kGiB, Source::sysfs);
     d.metrics.set(Metric::memory_used_bytes, 6 * kGiB, Source::sysfs);
     d.metrics.fill_absent(Absence::unsupported, Source::sysfs);
+    ProcessSample me;  // this very process holds 1 GiB on gpu-0
+    me.pid = static_cast<std::int64_t>(::getpid());
+    me.gpu_memory_bytes = static_cast<std::uint64_t>(kGiB);
+    d.processes.push_back(me);
     s.devices.push_back(std::move(d));
+    DeviceSample other;  // a device whose probe cannot list processes
+    other.id = "gpu-1";
+    other.metrics.fill_absent(Absence::unsupported, Source::sysfs);
+    other.processes_absent = Absence::no_permission;
+    s.devices.push_back(std::move(other));
     return s;
   }
 };
@@ -45,14 +55,37 @@ TEST(TelemetryFreeMemory, DerivedBeforePublishingAndUsedByFits) {
   t.start();
   const auto snaps = t.wait_for_first_samples(std::chrono::seconds{30});
   ASSERT_EQ(snaps.size(), 1u);
-  ASSERT_EQ(snaps[0]->devices.size(), 1u);
   EXPECT_EQ(snaps[0]->devices[0].metrics[Metric::memory_free_bytes],
             Reading::of(10 * kGiB, Source::derived));
+  ASSERT_EQ(snaps[0]->devices.size(), 2u);
   const auto best = t.best_device(static_cast<std::uint64_t>(8 * kGiB));
   ASSERT_TRUE(best);
   EXPECT_EQ(best->device_id, "gpu-0");
   EXPECT_EQ(best->free_bytes, static_cast<std::uint64_t>(10 * kGiB));
   EXPECT_TRUE(t.fits(static_cast<std::uint64_t>(11 * kGiB)).empty());
+  t.stop();
+}
+
+TEST(TelemetryMyProcess, AnswersFromTheLatestSnapshotsOfAnyProbe) {
+  Config c;
+  c.probes = {"mem"};
+  Telemetry t(c, [](const Config&, const ProbeExecutors& ex, std::vector<std::string>&) {
+    return std::vector<ProbePtr>{std::make_shared<MemoryProbe>(ex)};
+  });
+  t.start();
+  ASSERT_EQ(t.wait_for_first_samples(std::chrono::seconds{30}).size(), 1u);
+  const auto me = t.my_process();
+  EXPECT_EQ(me.pid, static_cast<std::int64_t>(::getpid()));
+  ASSERT_TRUE(me.host_rss_bytes);
+  EXPECT_GT(*me.host_rss_bytes, 0u);
+  ASSERT_EQ(me.devices.size(), 2u);
+  EXPECT_EQ(me.devices[0].probe, "mem");
+  EXPECT_EQ(me.devices[0].gpu_memory_bytes, static_cast<std::uint64_t>(kGiB));
+  EXPECT_TRUE(me.devices[0].exact);
+  EXPECT_EQ(me.devices[0].device_memory_free_bytes, static_cast<std::uint64_t>(10 * kGiB));
+  EXPECT_FALSE(me.devices[1].gpu_memory_bytes);
+  EXPECT_EQ(me.devices[1].absent, Absence::no_permission);
+  EXPECT_NE(me.devices[1].reason.find("no_permission"), std::string::npos) << me.devices[1].reason;
   t.stop();
 }
 

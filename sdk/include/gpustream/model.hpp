@@ -220,6 +220,10 @@ struct DeviceSample {
   std::vector<std::string> throttle_reasons;
   std::vector<EngineSample> engines;
   std::vector<ProcessSample> processes;
+  /// Set when the probe cannot list the processes using this device (e.g. `unsupported`: the
+  /// source has no per-process figures, as macmon on Apple's unified memory; `no_permission`);
+  /// `processes` is then empty. Unset: `processes` is the list the probe saw, possibly empty.
+  std::optional<Absence> processes_absent;
   /// Free-form attributes (e.g. "metrics_source": "sysfs+level-zero", "uuid").
   std::map<std::string, std::string> attributes;
   friend bool operator==(const DeviceSample&, const DeviceSample&) = default;

@@ -39,4 +39,42 @@ std::vector<DeviceFit> fits(const std::vector<SnapshotPtr>& snapshots, std::uint
 std::optional<DeviceFit> best_device(const std::vector<SnapshotPtr>& snapshots,
                                      std::uint64_t bytes);
 
+/// This process on one device, from the latest snapshot of the probe that reports the device.
+struct MyDeviceUsage {
+  std::string probe;
+  std::string device_id;
+  Vendor vendor = Vendor::unknown;
+  int index = 0;
+  std::string name;
+  /// GPU memory this process holds on the device. 0 is a real answer: the probe listed the
+  /// device's processes and this one is not among them. Absent when not known (`absent` says
+  /// why, `reason` in words).
+  std::optional<std::uint64_t> gpu_memory_bytes;
+  /// True when the figure is the source's own per-process accounting (NVML, DRM fdinfo,
+  /// amd-smi); false for a fallback that may miss processes (nvidia-smi lists compute apps only).
+  bool exact = false;
+  std::optional<double> gpu_utilization_percent;  // this process's share, where reported
+  std::optional<Absence> absent;
+  std::string reason;
+  /// The whole device, from the same snapshot.
+  std::optional<std::uint64_t> device_memory_used_bytes;
+  std::optional<std::uint64_t> device_memory_total_bytes;
+  std::optional<std::uint64_t> device_memory_free_bytes;
+  std::int64_t sampled_monotonic_ns = 0;  // when that snapshot was taken (steady clock)
+};
+
+/// "Can my model still fit?": this process's RSS and its GPU memory on each device.
+struct MyProcessUsage {
+  std::int64_t pid = 0;  // as <procfs_root>/self says (the pid the drivers see), else getpid()
+  std::optional<std::uint64_t> host_rss_bytes;  // now, from <procfs_root>/self/statm
+  std::vector<MyDeviceUsage> devices;           // every device of every snapshot, in order
+  std::vector<std::string> errors;              // what could not be read, and why
+};
+
+/// my_process over `snapshots` (Telemetry::my_process() passes the latest of each probe).
+/// Vendor-neutral: any probe that reports processes contributes. Reads only
+/// <procfs_root>/self and <procfs_root>/self/statm.
+MyProcessUsage my_process_usage(const std::vector<SnapshotPtr>& snapshots,
+                                const std::string& procfs_root = "/proc");
+
 }  // namespace gpustream

@@ -8,10 +8,10 @@
 //   ...
 //   t.stop();
 //
-// No GPU: with config.simulate_when_no_gpu (and simulate == 0), once every GPU probe (all but
-// "host" and "simulated") has answered its first detection and none found a device, the
-// factory is asked for {"simulated"} with simulate = 2, the probe is scheduled, and a warning
-// says so. The decision uses the probes' own detections; nothing is detected twice.
+// No GPU: with config.simulate_when_no_gpu (and simulate == 0), once every GPU probe (each
+// probe whose kind() is ProbeKind::gpu) has answered its first detection and none found a device,
+// the factory is asked for {kSimulatedProbe} with simulate = 2, the probe is scheduled, and a
+// warning says so. The decision uses the probes' own detections; nothing is detected twice.
 //
 // Threading: by default Telemetry runs its own io thread; given an executor it runs on the
 // caller's io_context instead (the caller runs it). Blocking probe work always runs on the
@@ -104,6 +104,12 @@ class Telemetry {
   /// fits() / best_device() (gpustream/planner.hpp) over the latest snapshot of every probe.
   std::vector<DeviceFit> fits(std::uint64_t bytes) const;
   std::optional<DeviceFit> best_device(std::uint64_t bytes) const;
+
+  /// This process's RSS (read now) and its GPU memory on every device, from the latest snapshot
+  /// of each probe (MyDeviceUsage::sampled_monotonic_ns says when). Every probe that lists
+  /// processes contributes; a device whose probe cannot (Apple's unified memory, rocm-smi, a
+  /// refused NVML call) is listed with `absent` and the reason. Thread-safe; no sampling.
+  MyProcessUsage my_process() const;
 
  private:
   struct Impl;

@@ -44,8 +44,11 @@ std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::millis
   std::size_t pending = built.size();
   for (const auto& p : built) {
     p->async_detect([&, name = std::string(p->name())](Detection d) {
-      for (auto& r : reports)
-        if (r.name == name) r.detection = std::move(d);
+      for (auto& r : reports) {
+        if (r.name != name) continue;
+        r.detection = std::move(d);  // names are unique: one report
+        break;
+      }
       if (--pending == 0) guard.reset();
     });
   }

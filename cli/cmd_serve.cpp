@@ -148,13 +148,18 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
   };
   const auto* section = config.probe_settings.if_contains(kServeSection);
   if (!section) return;
-  for (const auto& [key, value] : section->as_object()) {
+  for (const auto& kv : section->as_object()) {
+    const std::string_view key = kv.key();
+    const auto& value = kv.value();
     const auto* row = std::find_if(std::begin(kKeys), std::end(kKeys),
                                    [&](const auto& k) { return k.first == key; });
     const std::string name = "serve." + std::string(key);
     if (row == std::end(kKeys)) {
       std::string known;
-      for (const auto& k : kKeys) known += (known.empty() ? "" : ", ") + std::string(k.first);
+      for (const auto& k : kKeys) {
+        if (!known.empty()) known += ", ";
+        known += k.first;
+      }
       throw ConfigError("config key '" + name + "': unknown key (known: " + known + ")");
     }
     CLI::Option* opt = sub.get_option(row->second);

@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include <boost/asio/io_context.hpp>
@@ -62,7 +63,7 @@ Config make_config(const CommonOptions& o) {
   if (o.procfs_root) c.paths.procfs_root = *o.procfs_root;
   if (o.devfs_root) c.paths.devfs_root = *o.devfs_root;
   if (o.interval_seconds)
-    c.interval = std::chrono::milliseconds(static_cast<std::int64_t>(*o.interval_seconds * 1000 + 0.5));
+    c.interval = std::chrono::milliseconds(std::llround(*o.interval_seconds * 1000));
   if (o.seed) c.seed = *o.seed;
   for (auto pid : o.watch_pids) c.watch_pids.push_back(pid);
   if (!o.log_level.empty()) c.log_level = o.log_level;

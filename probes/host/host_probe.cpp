@@ -104,8 +104,12 @@ GpuSnapshot HostProbe::sample() {
   host.swap_total_bytes = mem.swap_total_bytes;
   if (mem.swap_total_bytes && mem.swap_free_bytes && *mem.swap_free_bytes <= *mem.swap_total_bytes)
     host.swap_used_bytes = *mem.swap_total_bytes - *mem.swap_free_bytes;
-  for (const auto& key : mem.garbled)
-    snap.errors.push_back({"parse_error", "cannot parse " + key + " in " + meminfo_path, {}});
+  for (const auto& key : mem.garbled) {
+    std::string message = "cannot parse " + key;
+    message += " in ";
+    message += meminfo_path;
+    snap.errors.push_back({"parse_error", std::move(message), {}});
+  }
   snap.host = std::move(host);
 
   const auto self = self_pid();

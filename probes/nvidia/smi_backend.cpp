@@ -99,7 +99,7 @@ GpuSnapshot smi_snapshot(std::string_view gpu_csv, std::span<const std::string_v
     auto& [d, app] = placed[i];
     ProcessSample p;
     p.pid = app.pid;
-    p.name = infos[i].name.empty() ? std::move(app.process_name) : infos[i].name;
+    p.name = infos[i].name.empty() ? app.process_name : infos[i].name;
     p.gpu_memory_bytes = app.used_memory_bytes;
     p.host_rss_bytes = infos[i].rss_bytes;
     p.per_process_exact = false;
@@ -176,7 +176,7 @@ void SmiBackend::run_gpu_query(
 void SmiBackend::async_detect(std::function<void(Detection)> handler) {
   boost::asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
     self->run_gpu_query(false, [self, h = std::move(h)](boost::system::error_code ec,
-                                                        std::string out,
+                                                        const std::string& out,
                                                         std::string why) mutable {
       Detection d;
       if (ec) {
@@ -205,7 +205,7 @@ void SmiBackend::async_sample(SampleHandler handler) {
       if (ec) {
         GpuSnapshot s;
         s.probe = "nvidia";
-        s.errors.push_back({ec == errc::timeout ? "timeout" : "tool_failed", why, {}});
+        s.errors.push_back({ec == errc::timeout ? "timeout" : "tool_failed", std::move(why), {}});
         return self->finish(std::move(h), ec, std::move(s));
       }
       auto on_apps = [self, h = std::move(h), gpu = std::move(gpu_out), t0, wall](

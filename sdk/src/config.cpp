@@ -37,7 +37,7 @@ std::chrono::milliseconds as_ms_from_seconds(const boost::json::value& v, const 
   else if (v.is_uint64()) s = static_cast<double>(v.get_uint64());
   else fail(key, "expected a number of seconds");
   if (!(s > 0) || s > 86400) fail(key, "expected seconds in (0, 86400]");
-  return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000.0 + 0.5));
+  return std::chrono::milliseconds(std::llround(s * 1000.0));
 }
 
 std::string as_string(const boost::json::value& v, const std::string& key) {

@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <string>
+#include <system_error>
 
 #include "gpustream/planner.hpp"
 
@@ -37,7 +37,7 @@ std::optional<std::uint64_t> self_rss(const std::string& procfs_root, std::strin
   const std::string path = procfs_root + "/self/statm";
   std::ifstream in(path);
   if (!in) {
-    error = "cannot read " + path + ": " + std::strerror(errno);
+    error = "cannot read " + path + ": " + std::generic_category().message(errno);
     return std::nullopt;
   }
   std::uint64_t size = 0, resident = 0;

@@ -13,8 +13,8 @@
 #include <map>
 #include <tuple>
 
-#include "gpustream/probes/readers.hpp"
 #include "drm_client_tracker_watch.hpp"
+#include "gpustream/probes/readers.hpp"
 #include "proc_io.hpp"
 
 namespace gpustream::drm {
@@ -38,8 +38,8 @@ bool bound_keys(Map& m) {
 // Trims a parsed fdinfo to the per-client bound; true (and `truncated` set) when it had to.
 bool bound_fdinfo(Fdinfo& f) {
   bool cut = false;
-  for (auto* m : {&f.engine_ns, &f.engine_capacity, &f.cycles, &f.total_cycles,
-                  &f.resident_bytes, &f.total_bytes, &f.legacy_memory_bytes})
+  for (auto* m : {&f.engine_ns, &f.engine_capacity, &f.cycles, &f.total_cycles, &f.resident_bytes,
+                  &f.total_bytes, &f.legacy_memory_bytes})
     cut |= bound_keys(*m);
   for (auto* str : {&f.driver, &f.pdev})
     if (str->size() > kMaxIdBytes) {
@@ -299,8 +299,9 @@ void ClientTracker::Impl::scan(ProcRec& rec) {
   // The fd folder straight from the procfs root (one open): <pid> itself is opened only for a
   // process that turns out to hold DRM fds.
   ++st->opens;
-  const int fd_dir = via_kept ? proc_io::open_at(cp->dir_fd, "fd", O_RDONLY | O_DIRECTORY)
-                              : proc_io::open_at(proc_fd, fmt("%d/fd", pid), O_RDONLY | O_DIRECTORY);
+  const int fd_dir = via_kept
+                         ? proc_io::open_at(cp->dir_fd, "fd", O_RDONLY | O_DIRECTORY)
+                         : proc_io::open_at(proc_fd, fmt("%d/fd", pid), O_RDONLY | O_DIRECTORY);
   if (fd_dir < 0) {
     const int e = errno;
     drop_client(pid);  // closes a kept descriptor
@@ -310,7 +311,8 @@ void ClientTracker::Impl::scan(ProcRec& rec) {
       scan(rec);  // that process is gone; the pid may be listed still: whoever has it now
     } else {
       rec.flags |= kGone;
-      if (!watching || first) ++st->vanished;  // listed, then gone; in watch mode it counts as exited
+      if (!watching || first)
+        ++st->vanished;  // listed, then gone; in watch mode it counts as exited
     }
     return;
   }
@@ -323,18 +325,19 @@ void ClientTracker::Impl::scan(ProcRec& rec) {
   rec.fd_count = count >= 0 ? static_cast<std::uint32_t>(std::min<long>(count, UINT32_MAX - 1))
                             : kUnknownCount;
   drm_tmp.clear();
-  proc_io::for_each_entry(fd_dir, fd_buf, st->getdents, /*short_read_ends=*/true,
-                          [&](const char* name, unsigned char) {
-    const auto n = proc_io::parse_number(name);
-    if (!n) return;
-    ++st->fds;
-    ++st->readlinks;
-    char target[256];
-    const ssize_t len = ::readlinkat(fd_dir, name, target, sizeof target - 1);
-    if (len <= 0 || !is_drm_node(std::string_view(target, static_cast<std::size_t>(len)))) return;
-    ++st->drm_fds;
-    drm_tmp.push_back(*n);
-  });
+  proc_io::for_each_entry(
+      fd_dir, fd_buf, st->getdents, /*short_read_ends=*/true, [&](const char* name, unsigned char) {
+        const auto n = proc_io::parse_number(name);
+        if (!n) return;
+        ++st->fds;
+        ++st->readlinks;
+        char target[256];
+        const ssize_t len = ::readlinkat(fd_dir, name, target, sizeof target - 1);
+        if (len <= 0 || !is_drm_node(std::string_view(target, static_cast<std::size_t>(len))))
+          return;
+        ++st->drm_fds;
+        drm_tmp.push_back(*n);
+      });
   ::close(fd_dir);
   rec.flags &= ~kDenied;
   if (drm_tmp.empty()) return drop_client(pid);  // the common case: no GPU, nothing more
@@ -589,7 +592,8 @@ ClientTracker::ClientTracker(TrackerOptions options) : impl_(std::make_unique<Im
   auto& o = impl_->o;
   if (o.fd_count) impl_->fd_count = o.fd_count;
   if (o.open_signal != OpenSignal::none) {
-    const std::string dir = o.device_root.empty() ? default_device_root(o.procfs_root) : o.device_root;
+    const std::string dir =
+        o.device_root.empty() ? default_device_root(o.procfs_root) : o.device_root;
     impl_->watching = impl_->watch.start(dir);
   }
   switch (o.signal) {

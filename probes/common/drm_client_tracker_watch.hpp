@@ -62,8 +62,9 @@ class PidCursor {
   /// Reads on from the current position until at least `want` pids were passed to
   /// `fn(std::int32_t pid, off_t start)` (`start`: the entry's position in the listing) or the
   /// listing ended (entries read past the last one wanted are read again next time). `fn`
-  /// returns false to stop here (the position is then undefined until rewind()). Returns true at the end of the listing, false
-  /// otherwise (also on error, with `failed` set). `calls` counts getdents64 calls.
+  /// returns false to stop here (the position is then undefined until rewind()). Returns true at
+  /// the end of the listing, false otherwise (also on error, with `failed` set). `calls` counts
+  /// getdents64 calls.
   template <class Fn>
   bool next(std::size_t want, std::size_t& calls, Fn&& fn);
   off_t position() const noexcept { return pos_; }

@@ -55,8 +55,8 @@ TEST(DrmClientTrackerWatch, SteadyStateChecksNoProcessWithoutAnOpen) {
     EXPECT_LE(st.fdinfo_reads, 2u);  // the known client's one DRM fd (twice when swept)
     EXPECT_EQ(st.open_events, 0u);
   }
-  EXPECT_EQ(checks, 0u);     // no fd-count checks at all
-  EXPECT_LE(most_scans, 2u); // the sweep: 601 processes / 600 s, a sample a second
+  EXPECT_EQ(checks, 0u);      // no fd-count checks at all
+  EXPECT_LE(most_scans, 2u);  // the sweep: 601 processes / 600 s, a sample a second
   EXPECT_GE(listed, 55u);
   EXPECT_LE(listed, 65u);
   EXPECT_EQ(tr.processes(), 601u);
@@ -277,11 +277,11 @@ TEST(DrmClientTrackerWatch, ClientsAreBoundedInCountAndBytes) {
   // Every client within kBytesPerClient: the struct, its strings and a std::map node per key
   // (rb-tree links and colour, a std::string, the value: 80 bytes on 64-bit) plus the key.
   for (const auto& c : cs) {
-    std::size_t bytes = sizeof(Client) + c.comm.capacity() + c.info.driver.capacity() +
-                        c.info.pdev.capacity();
-    for (const auto* m : {&c.info.engine_ns, &c.info.engine_capacity, &c.info.cycles,
-                          &c.info.total_cycles, &c.info.resident_bytes, &c.info.total_bytes,
-                          &c.info.legacy_memory_bytes})
+    std::size_t bytes =
+        sizeof(Client) + c.comm.capacity() + c.info.driver.capacity() + c.info.pdev.capacity();
+    for (const auto* m :
+         {&c.info.engine_ns, &c.info.engine_capacity, &c.info.cycles, &c.info.total_cycles,
+          &c.info.resident_bytes, &c.info.total_bytes, &c.info.legacy_memory_bytes})
       for (const auto& [k, v] : *m) bytes += 80 + k.capacity() + 1;
     EXPECT_LE(bytes, ClientTracker::kBytesPerClient) << c.pid;
   }

@@ -138,8 +138,8 @@ inline bool has_pid(const std::vector<Client>& cs, std::int64_t pid) {
 
 // Samples once a second from t = 1 s until `pid` is reported; the sample number (1-based), or
 // 0 when it is not reported within `max_samples`.
-inline int samples_until_reported(ClientTracker& tr, std::int64_t& now, std::int64_t pid, int max_samples,
-                           WalkStats* last = nullptr) {
+inline int samples_until_reported(ClientTracker& tr, std::int64_t& now, std::int64_t pid,
+                                  int max_samples, WalkStats* last = nullptr) {
   for (int i = 1; i <= max_samples; ++i) {
     now += kSecond;
     WalkStats st;

@@ -45,10 +45,10 @@
 //
 // Bounds: every process known costs one 12-byte record (kBytesPerProcess) and nothing else;
 // clients (the data reported) are bounded by `max_clients` (each at most kBytesPerClient bytes:
-// an fdinfo text is read up to 64 KiB and its keys trimmed to 16 per kind); past it a process's clients are not tracked and
-// WalkStats::clients_capped counts them. At most `max_kept_fds` descriptors are kept open;
-// past that, a client process is scanned by path every sample and its identity checked by its
-// start time.
+// an fdinfo text is read up to 64 KiB and its keys trimmed to 16 per kind); past it a process's
+// clients are not tracked and WalkStats::clients_capped counts them. At most `max_kept_fds`
+// descriptors are kept open; past that, a client process is scanned by path every sample and its
+// identity checked by its start time.
 //
 // Thread safety: none; the owning probe serialises sample() (it holds its mutex).
 // Cancellation: none; one sample is a bounded blocking scan and belongs on the work pool.

@@ -267,9 +267,10 @@ struct ClientTracker::Impl {
       pass_wrapped = false;
     }
   }
-  bool lose_root() {
+  bool lose_root() {  // the next sample starts over: opens the root, lists and scans everything
     ::close(proc_fd);
     proc_fd = -1;
+    first = true;
     drop_all();
     return false;
   }

@@ -1,7 +1,11 @@
 // drm::ClientTracker with the open signal: generated /proc trees beside a generated dev/dri
 // folder whose nodes the tests really open, so the inotify watch is the kernel's, not a mock.
 // Time is driven (a sample per second of `now`); nothing sleeps.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -83,6 +87,30 @@ TEST(DrmClientTrackerWatch, OpenOfAWatchedNodeIsFoundWithinFreshness) {
   ASSERT_GT(found_at, 0);
   EXPECT_LE(found_at, 5);
   EXPECT_EQ(changes, 1u);  // found by its changed fd count, no other process scanned
+}
+
+TEST(DrmClientTrackerWatch, OpenOfACharacterDeviceNodeIsSeen) {
+  // The real /dev/dri holds character devices, not files: the kernel reports their opens too.
+  Proc p;
+  plain_tree(p, 100, 5);
+  const std::string node = p.t.path("dev/dri/renderD128");
+  ::unlink(node.c_str());
+  if (::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)  // /dev/null's numbers
+    GTEST_SKIP() << "mknod needs CAP_MKNOD (runs as root in CI)";
+  const int probe_fd = ::open(node.c_str(), O_RDWR | O_CLOEXEC);
+  if (probe_fd < 0) GTEST_SKIP() << "the temporary folder is mounted nodev";
+  ::close(probe_fd);
+  ClientTracker tr(with_signal(p));
+  ASSERT_TRUE(tr.uses_open_signal());
+  std::int64_t now = 0;
+  tr.sample(now);
+  WalkStats st;
+  tr.sample(now += kSecond, &st);
+  EXPECT_EQ(st.open_events, 0u);
+  p.opens_gpu(103, 4, 1);
+  const auto cs = tr.sample(now += kSecond, &st);
+  EXPECT_EQ(st.open_events, 1u);
+  EXPECT_EQ(samples_until_reported(tr, now, 103, 5) > 0 || has_pid(cs, 103), true);
 }
 
 TEST(DrmClientTrackerWatch, OpenIsFoundWithinFreshnessWithoutTheFdCount) {

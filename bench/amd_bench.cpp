@@ -8,7 +8,7 @@
 //                        fixed start-up cost is the baseline); skipped when not installed
 //
 // Reproduce: build-bench/bench/amd_bench --benchmark_min_time=2
-// GPUSTREAM_BENCH_TREE=/dev/shm/amd keeps the trees (<dir>/<processes>/{sys,proc}) for later
+// GPUSTREAM_BENCH_TREE=/dev/shm/amd keeps the trees (<dir>/<processes>/{sys,proc,dev}) for later
 // runs, e.g. `gpustream serve --sysfs-root /dev/shm/amd/10000/sys --procfs-root
 // /dev/shm/amd/10000/proc`; `--benchmark_filter=none` only builds them.
 #include <benchmark/benchmark.h>
@@ -52,6 +52,9 @@ struct Tree {
     root = (keep ? fs::path(base)
                  : fs::temp_directory_path() / ("gpustream-amd-bench-" + std::to_string(::getpid()))) /
            std::to_string(processes);
+    // The device nodes beside proc/ (the DRM client tracker watches <root>/dev/dri for opens).
+    for (const char* node : {"card0", "card1", "renderD128", "renderD129"})
+      if (!fs::exists(root / "dev/dri" / node)) write(root / "dev/dri" / node, "");
     if (keep && fs::exists(root / ".complete")) return;
     for (int i = 0; i < kGpus; ++i) {
       const auto dev = root / "sys/class/drm" / ("card" + std::to_string(i)) / "device";

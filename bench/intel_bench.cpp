@@ -3,8 +3,10 @@
 // to find the clients, in one binary:
 //   BM_Tracker*      drm::ClientTracker (what the AMD and Intel probes use): a steady-state
 //                    sample, one a second of driven time, after the first (full) one.
-//                    /signal: the fd-count change signal on (as on procfs, Linux >= 6.2);
-//                    /sweep: sweep only (older kernels, or a tree that is not procfs).
+//                    Watch: the open signal (inotify on the tree's dev/dri) and the fd-count
+//                    signal, the default on Linux >= 6.2 with a /dev/dri; Signal: the fd-count
+//                    signal alone, every pid listed each sample (no watchable device folder);
+//                    Sweep: neither (older kernels, or a tree that is not procfs).
 //   BM_SharedWalker  drm::walk_clients, the one-shot walker every sample used before (links
 //                    first, fdinfo only for DRM nodes).
 //   BM_NaiveWalker   opens and parses every fdinfo file.
@@ -14,7 +16,8 @@
 //   (GPUSTREAM_BENCH_TREE=/dev/shm/x puts the trees elsewhere, and keeps them for later runs;
 //    default: a fresh folder in $TMPDIR or /tmp, removed at exit)
 //
-// Exact system calls per sample, with strace on a kept tree: GPUSTREAM_BENCH_ONCE=<walker> runs
+// Exact system calls per sample, with strace on a kept tree: GPUSTREAM_BENCH_ONCE=<walker> (watch,
+// signal, sweep, shared, naive) runs
 // the first sample (a tracker's full scan) plus GPUSTREAM_BENCH_SAMPLES steady samples (default
 // 0) on GPUSTREAM_BENCH_PROCS processes (default 10000; "proc" = the real /proc). The steady
 // cost is the difference of two runs divided by the sample count:
@@ -85,6 +88,9 @@ class ProcTree {
                               : fs::path(tmp ? tmp : "/tmp") /
                                     ("gpustream-intel-bench-" + std::to_string(::getpid()));
     root_ = top / std::to_string(n);
+    // The device folder beside the trees (the tracker's default for <top>/<n>: <top>/dev/dri).
+    fs::create_directories(top / "dev" / "dri");
+    for (const char* node : {"card0", "renderD129"}) write_file((top / "dev/dri" / node).string(), "");
     keep_ = base != nullptr;
     if (keep_ && fs::exists(root_ / ".complete")) return;
     fs::create_directories(root_);
@@ -185,10 +191,13 @@ drm::WalkOptions shared_options(int n) {
   return o;
 }
 
-drm::TrackerOptions tracker_options(int n, bool signal) {
+enum class Mode { watch, signal, sweep };
+
+drm::TrackerOptions tracker_options(int n, Mode mode) {
   return {.procfs_root = tree(n),
           .drivers = kDrivers,
-          .signal = signal ? drm::FdCountSignal::fd_dir_size : drm::FdCountSignal::none};
+          .signal = mode == Mode::sweep ? drm::FdCountSignal::none : drm::FdCountSignal::fd_dir_size,
+          .open_signal = mode == Mode::watch ? drm::OpenSignal::automatic : drm::OpenSignal::none};
 }
 
 std::size_t fs_ops(const drm::WalkStats& st) {
@@ -197,9 +206,14 @@ std::size_t fs_ops(const drm::WalkStats& st) {
 
 // A steady-state sample: the first (full) sample is outside the timing; then one sample per
 // second of driven time, averaged over at least a full sweep period when iterations allow.
-void tracker_bench(benchmark::State& state, bool signal) {
+void tracker_bench(benchmark::State& state, Mode mode) {
   const int n = static_cast<int>(state.range(0));
-  drm::ClientTracker tr(tracker_options(n, signal));
+  drm::ClientTracker tr(tracker_options(n, mode));
+  state.counters["open_signal"] = tr.uses_open_signal() ? 1 : 0;  // the real /proc: if /dev/dri
+  if (n != 0 && (mode == Mode::watch) != tr.uses_open_signal()) {
+    state.SkipWithError("the open signal is not what this case needs");
+    return;
+  }
   std::int64_t now = kSecond;
   drm::WalkStats st;
   tr.sample(now, &st);
@@ -219,8 +233,9 @@ void tracker_bench(benchmark::State& state, bool signal) {
   state.counters["processes"] = static_cast<double>(st.processes);
 }
 
-void BM_TrackerSignal(benchmark::State& state) { tracker_bench(state, true); }
-void BM_TrackerSweep(benchmark::State& state) { tracker_bench(state, false); }
+void BM_TrackerWatch(benchmark::State& state) { tracker_bench(state, Mode::watch); }
+void BM_TrackerSignal(benchmark::State& state) { tracker_bench(state, Mode::signal); }
+void BM_TrackerSweep(benchmark::State& state) { tracker_bench(state, Mode::sweep); }
 
 void BM_SharedWalker(benchmark::State& state) {
   const auto o = shared_options(static_cast<int>(state.range(0)));
@@ -247,6 +262,7 @@ void BM_NaiveWalker(benchmark::State& state) {
 }
 
 // 0 = the real /proc of this machine (its own processes and clients, if any).
+BENCHMARK(BM_TrackerWatch)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_TrackerSignal)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_TrackerSweep)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_SharedWalker)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
@@ -272,7 +288,10 @@ int main(int argc, char** argv) {
     } else if (how == "shared") {
       found = drm::walk_clients(shared_options(n)).size();
     } else {
-      drm::ClientTracker tr(tracker_options(n, how == "signal"));
+      const Mode mode = how == "watch"    ? Mode::watch
+                        : how == "signal" ? Mode::signal
+                                          : Mode::sweep;
+      drm::ClientTracker tr(tracker_options(n, mode));
       std::int64_t now = kSecond;
       found = tr.sample(now).size();
       for (int i = 0; i < samples; ++i) found = tr.sample(now += kSecond).size();
@@ -285,10 +304,11 @@ int main(int argc, char** argv) {
     NaiveStats ns;
     const auto a = drm::walk_clients(shared_options(n)).size();
     const auto b = naive_walk(tree(n), ns).size();
-    drm::ClientTracker tr(tracker_options(n, true));
+    drm::ClientTracker tr(tracker_options(n, Mode::signal)), tw(tracker_options(n, Mode::watch));
     const auto c = tr.sample(kSecond).size();
     const auto d = tr.sample(2 * kSecond).size();
-    if (a != kDrmClients || b != a || c != a || d != a) {
+    const auto e = tw.sample(kSecond).size() + tw.sample(2 * kSecond).size();
+    if (a != kDrmClients || b != a || c != a || d != a || e != 2 * a) {
       std::fprintf(stderr, "%d processes: walkers disagree: shared %zu, naive %zu, tracker %zu/%zu\n",
                    n, a, b, c, d);
       return 1;

@@ -6,79 +6,21 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <climits>
-#include <cmath>
-#include <cstdio>
-#include <map>
-#include <tuple>
+#include <string>
 
-#include "gpustream/probes/readers.hpp"
-#include "proc_io.hpp"
+#include "drm_client_tracker_impl.hpp"
 
 namespace gpustream::drm {
 namespace {
 
 constexpr long kProcSuperMagic = 0x9fa0;
-constexpr std::uint32_t kUnknownCount = UINT32_MAX;
-constexpr std::size_t kMaxFdinfoBytes = 64 * 1024;
 
-enum Flag : std::uint32_t { kClient = 1, kDenied = 2, kScheduled = 4 };
-
-// One per pid listed: all the tracker keeps about a process that does not use a GPU.
-struct ProcRec {
-  std::int32_t pid;
-  std::uint32_t fd_count;  // at the last full scan; kUnknownCount without the signal
-  std::uint32_t flags;
-};
-static_assert(sizeof(ProcRec) == ClientTracker::kBytesPerProcess);
-
-long stat_fd_count(int dirfd, const char* rel) {
-  struct stat st;
-  if (::fstatat(dirfd, rel, &st, 0) != 0) return -1;
-  return static_cast<long>(st.st_size);
-}
-
-bool denied(int e) noexcept { return e == EACCES || e == EPERM; }
-
-// How many of `n` records are due after `dt_ns` so that all are visited once per `period_ns`;
-// `carry` keeps the fraction between samples (n = 600, period 60 s, a sample a second: 10 each).
-std::size_t due(double& carry, std::size_t n, std::int64_t dt_ns, std::int64_t period_ns) {
-  if (n == 0 || dt_ns <= 0) return 0;
-  if (period_ns <= 0 || dt_ns >= period_ns) {
-    carry = 0;
-    return n;
-  }
-  carry += static_cast<double>(n) * static_cast<double>(dt_ns) / static_cast<double>(period_ns);
-  const double k = std::floor(carry + 1e-6);
-  carry = std::max(0.0, carry - k);
-  if (k >= static_cast<double>(n)) {
-    carry = 0;
-    return n;
-  }
-  return static_cast<std::size_t>(k);
-}
-
-// Visits `k` records after the one with pid `cursor` (wrapping); returns the new cursor. A pid
-// cursor, not an index, so records added or removed in between do not shift the cycle.
-template <class Fn>
-std::int32_t round_robin(std::vector<ProcRec>& recs, std::int32_t cursor, std::size_t k, Fn fn) {
-  if (recs.empty() || k == 0) return cursor;
-  k = std::min(k, recs.size());
-  auto it = std::upper_bound(recs.begin(), recs.end(), cursor,
-                             [](std::int32_t c, const ProcRec& r) { return c < r.pid; });
-  auto i = static_cast<std::size_t>(it - recs.begin());
-  for (std::size_t n = 0; n < k; ++n, ++i) {
-    if (i == recs.size()) i = 0;
-    fn(recs[i]);
-    cursor = recs[i].pid;
-  }
-  return cursor;
-}
-
-using ClientKey = std::tuple<const std::string&, bool, std::uint64_t>;
-ClientKey key_of(const Fdinfo& f) {
-  return {f.pdev, f.client_id.has_value(), f.client_id.value_or(0)};
+std::string default_device_root(const std::string& procfs_root) {
+  std::string root = procfs_root;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  const auto slash = root.rfind('/');
+  if (slash == std::string::npos) return "dev/dri";  // "proc": relative, beside it
+  return root.substr(0, slash) + "/dev/dri";         // "/proc" -> "/dev/dri"
 }
 
 }  // namespace
@@ -90,179 +32,75 @@ bool procfs_reports_fd_count(const std::string& procfs_root) {
   return stat_fd_count(AT_FDCWD, (procfs_root + "/self/fd").c_str()) > 0;  // 0 before 6.2
 }
 
-// A process holding DRM fds of a wanted driver.
-struct ClientProc {
-  int dir_fd = -1;  // kept O_DIRECTORY descriptor on <procfs>/<pid>; -1 when not kept
-  std::uint64_t start_time = 0;
-  std::uint64_t instance = 0;
-  std::string comm;
-  std::vector<int> drm_fds;  // fd numbers whose fdinfo named a wanted client
-  std::vector<Client> clients;
-};
-
-struct ClientTracker::Impl {
-  TrackerOptions o;
-  long (*fd_count)(int, const char*) = stat_fd_count;
-  bool signal = false;
-  int proc_fd = -1;
-  std::vector<ProcRec> recs, next;
-  std::vector<std::int32_t> pids, todo;
-  std::map<std::int32_t, ClientProc> clients;
-  std::size_t kept = 0, tracked = 0;  // kept descriptors, clients tracked
-  std::uint64_t next_instance = 0;
-  std::int64_t last_now = 0;
-  bool first = true;
-  double check_carry = 0, sweep_carry = 0;
-  std::int32_t check_cursor = -1, sweep_cursor = -1;
-  std::vector<char> list_buf = std::vector<char>(64 * 1024), fd_buf = std::vector<char>(32 * 1024);
-  std::vector<int> drm_tmp;
-  std::string text;
-  char path[64];
-  WalkStats* st = nullptr;
-
-  const char* fmt(const char* f, std::int32_t v) {
-    std::snprintf(path, sizeof path, f, v);
-    return path;
-  }
-  bool wanted(const std::string& driver) const {
-    return o.drivers.empty() ||
-           std::find(o.drivers.begin(), o.drivers.end(), driver) != o.drivers.end();
-  }
-  ProcRec* rec_of(std::int32_t pid) {
-    auto it = std::lower_bound(recs.begin(), recs.end(), pid,
-                               [](const ProcRec& r, std::int32_t p) { return r.pid < p; });
-    return it != recs.end() && it->pid == pid ? &*it : nullptr;
-  }
-  void schedule(ProcRec& r) {
-    if (r.flags & kScheduled) return;
-    r.flags |= kScheduled;
-    todo.push_back(r.pid);
-  }
-  void drop_client(std::int32_t pid) {
-    auto it = clients.find(pid);
-    if (it == clients.end()) return;
-    if (it->second.dir_fd >= 0) {
-      ::close(it->second.dir_fd);
-      --kept;
-    }
-    tracked -= it->second.clients.size();
-    clients.erase(it);
-    if (auto* r = rec_of(pid)) r->flags &= ~kClient;
-  }
-  void drop_all() {
-    while (!clients.empty()) drop_client(clients.begin()->first);
-    recs.clear();
-  }
-
-  // Reads the fdinfo of `fds` under `pdir` into `out` (deduplicated, wanted drivers only) and
-  // the fds that named a client into `used`. False when the fdinfo may not be read (EACCES);
-  // with `strict`, also when an fd no longer names a wanted DRM client.
-  bool read_clients(int pdir, std::int32_t pid, const std::vector<int>& fds, bool strict,
-                    std::vector<Client>& out, std::vector<int>& used) {
-    for (int fd : fds) {
-      ++st->fdinfo_reads;
-      if (!proc_io::read_small(pdir, fmt("fdinfo/%d", fd), text, kMaxFdinfoBytes, st->opens)) {
-        if (denied(errno)) return false;
-        if (strict) return false;  // closed since: the full scan sorts it out
-        continue;
-      }
-      auto info = parse_fdinfo(text);
-      if (!info || !wanted(info->driver)) {
-        if (strict) return false;  // the fd number now names another file
-        continue;
-      }
-      if (info->truncated) ++st->truncated;
-      used.push_back(fd);
-      const auto key = key_of(*info);
-      if (std::any_of(out.begin(), out.end(),
-                      [&](const Client& c) { return key_of(c.info) == key; }))
-        continue;  // another fd of the same client
-      out.push_back(Client{pid, {}, std::move(*info)});
-    }
-    return true;
-  }
-
-  bool refresh(std::int32_t pid, ClientProc& cp) {
-    if (cp.dir_fd < 0) return false;  // not kept: scanned by path every sample
-    std::vector<Client> found;
-    std::vector<int> used;
-    if (!read_clients(cp.dir_fd, pid, cp.drm_fds, true, found, used) || found.empty()) return false;
-    for (auto& c : found) {
-      c.comm = cp.comm;
-      c.start_time = cp.start_time;
-      c.instance = cp.instance;
-    }
-    tracked = tracked - cp.clients.size() + found.size();
-    cp.clients = std::move(found);
-    return true;
-  }
-
-  void scan(ProcRec& rec);
-  void sample(std::int64_t now);
-};
-
 void ClientTracker::Impl::scan(ProcRec& rec) {
   const std::int32_t pid = rec.pid;
   ++st->scans;
   auto cit = clients.find(pid);
   ClientProc* cp = cit == clients.end() ? nullptr : &cit->second;
   const bool via_kept = cp && cp->dir_fd >= 0;
+  // The fd folder straight from the procfs root (one open): <pid> itself is opened only for a
+  // process that turns out to hold DRM fds.
+  ++st->opens;
+  const int fd_dir = via_kept
+                         ? proc_io::open_at(cp->dir_fd, "fd", O_RDONLY | O_DIRECTORY)
+                         : proc_io::open_at(proc_fd, fmt("%d/fd", pid), O_RDONLY | O_DIRECTORY);
+  if (fd_dir < 0) {
+    const int e = errno;
+    drop_client(pid);  // closes a kept descriptor
+    if (denied(e)) {
+      rec.flags |= kDenied;
+    } else if (via_kept) {
+      scan(rec);  // that process is gone; the pid may be listed still: whoever has it now
+    } else {
+      rec.flags |= kGone;
+      if (!watching || first)
+        ++st->vanished;  // listed, then gone; in watch mode it counts as exited
+    }
+    return;
+  }
+  long count = -1;
+  if (signal) {
+    ++st->stats;
+    count = fd_count(fd_dir, ".");  // before listing: a change after it shows at the next check
+  }
+  // Also for a process we may not inspect: it is tried again only when its count changes.
+  rec.fd_count = count >= 0 ? static_cast<std::uint32_t>(std::min<long>(count, UINT32_MAX - 1))
+                            : kUnknownCount;
+  drm_tmp.clear();
+  proc_io::for_each_entry(
+      fd_dir, fd_buf, st->getdents, /*short_read_ends=*/true, [&](const char* name, unsigned char) {
+        const auto n = proc_io::parse_number(name);
+        if (!n) return;
+        ++st->fds;
+        ++st->readlinks;
+        char target[256];
+        const ssize_t len = ::readlinkat(fd_dir, name, target, sizeof target - 1);
+        if (len <= 0 || !is_drm_node(std::string_view(target, static_cast<std::size_t>(len))))
+          return;
+        ++st->drm_fds;
+        drm_tmp.push_back(*n);
+      });
+  ::close(fd_dir);
+  rec.flags &= ~kDenied;
+  if (drm_tmp.empty()) return drop_client(pid);  // the common case: no GPU, nothing more
+
   int pdir = via_kept ? cp->dir_fd : -1;
   if (!via_kept) {
     ++st->opens;
     pdir = proc_io::open_at(proc_fd, fmt("%d", pid), O_RDONLY | O_DIRECTORY);
     if (pdir < 0) {
-      const int e = errno;
-      drop_client(pid);
-      if (denied(e)) {
+      if (denied(errno)) {
         rec.flags |= kDenied;
       } else {
-        ++st->vanished;
+        rec.flags |= kGone;
+        if (!watching || first) ++st->vanished;
       }
-      return;
+      return drop_client(pid);
     }
   }
-  long count = -1;
-  if (signal) {
-    ++st->stats;
-    count = fd_count(pdir, "fd");  // before listing: a change after it shows at the next check
-  }
-  // Also for a process we may not inspect: it is tried again only when its count changes.
-  rec.fd_count = count >= 0 ? static_cast<std::uint32_t>(std::min<long>(count, UINT32_MAX - 1))
-                            : kUnknownCount;
-  ++st->opens;
-  const int fd_dir = proc_io::open_at(pdir, "fd", O_RDONLY | O_DIRECTORY);
-  if (fd_dir < 0) {
-    const int e = errno;
-    if (!via_kept) ::close(pdir);
-    drop_client(pid);  // closes a kept pdir
-    if (denied(e)) {
-      rec.flags |= kDenied;
-    } else if (via_kept) {
-      scan(rec);  // that process is gone; the pid is still listed: whoever has it now
-    } else {
-      ++st->vanished;
-    }
-    return;
-  }
-  drm_tmp.clear();
-  proc_io::for_each_entry(fd_dir, fd_buf, st->getdents, [&](const char* name, unsigned char) {
-    const auto n = proc_io::parse_number(name);
-    if (!n) return;
-    ++st->fds;
-    ++st->readlinks;
-    char target[256];
-    const ssize_t len = ::readlinkat(fd_dir, name, target, sizeof target - 1);
-    if (len <= 0 || !is_drm_node(std::string_view(target, static_cast<std::size_t>(len)))) return;
-    ++st->drm_fds;
-    drm_tmp.push_back(*n);
-  });
-  ::close(fd_dir);
-  rec.flags &= ~kDenied;
-
   std::vector<Client> found;
   std::vector<int> used;
-  if (!drm_tmp.empty() && !read_clients(pdir, pid, drm_tmp, false, found, used)) {
+  if (!read_clients(pdir, pid, drm_tmp, false, found, used)) {
     rec.flags |= kDenied;  // its other fds are just as private
     found.clear();
   }
@@ -314,94 +152,15 @@ void ClientTracker::Impl::scan(ProcRec& rec) {
   rec.flags |= kClient;
 }
 
-void ClientTracker::Impl::sample(std::int64_t now) {
-  if (proc_fd < 0) {
-    ++st->opens;
-    proc_fd = ::open(o.procfs_root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (proc_fd < 0) return drop_all();
-  }
-  // 1. The pids, merged with the last sample's records.
-  pids.clear();
-  const bool listed = ::lseek(proc_fd, 0, SEEK_SET) == 0 &&
-                      proc_io::for_each_entry(proc_fd, list_buf, st->getdents,
-                                              [&](const char* name, unsigned char) {
-                                                if (auto p = proc_io::parse_number(name))
-                                                  pids.push_back(*p);
-                                              });
-  if (!listed) {
-    ::close(proc_fd);
-    proc_fd = -1;
-    return drop_all();
-  }
-  if (!std::is_sorted(pids.begin(), pids.end())) std::sort(pids.begin(), pids.end());
-  next.clear();
-  todo.clear();
-  std::size_t i = 0;
-  for (const std::int32_t pid : pids) {
-    for (; i < recs.size() && recs[i].pid < pid; ++i) {  // gone from the listing: exited
-      ++st->exited;
-      if (recs[i].flags & kClient) drop_client(recs[i].pid);
-    }
-    if (i < recs.size() && recs[i].pid == pid) {
-      next.push_back(recs[i++]);
-    } else {
-      ++st->new_processes;
-      next.push_back({pid, kUnknownCount, kScheduled});
-      todo.push_back(pid);
-    }
-  }
-  for (; i < recs.size(); ++i) {
-    ++st->exited;
-    if (recs[i].flags & kClient) drop_client(recs[i].pid);
-  }
-  recs.swap(next);
-  st->processes = recs.size();
-
-  // 2. Known clients: re-read their DRM fds; anything odd makes a full scan.
-  for (auto& [pid, cp] : clients)
-    if (!refresh(pid, cp))
-      if (auto* r = rec_of(pid)) schedule(*r);
-
-  // 3. The change signal and 4. the sweep, each a round-robin share of the processes.
-  const std::int64_t dt = first ? 0 : now - last_now;
-  const auto ns = [](std::chrono::milliseconds m) {
-    return static_cast<std::int64_t>(m.count()) * 1'000'000;
-  };
-  if (signal) {
-    const auto k = due(check_carry, recs.size(), dt, ns(o.freshness));
-    check_cursor = round_robin(recs, check_cursor, k, [&](ProcRec& r) {
-      if (r.flags & kScheduled) return;
-      ++st->count_checks;
-      ++st->stats;
-      auto c = clients.find(r.pid);
-      const long n = c != clients.end() && c->second.dir_fd >= 0
-                         ? fd_count(c->second.dir_fd, "fd")
-                         : fd_count(proc_fd, fmt("%d/fd", r.pid));
-      if (n >= 0 && static_cast<std::uint32_t>(n) != r.fd_count) {
-        ++st->count_changes;
-        schedule(r);
-      }  // n < 0: exited (the next listing drops it) or not inspectable
-    });
-  }
-  const auto k = due(sweep_carry, recs.size(), dt, ns(signal ? o.sweep_period : o.freshness));
-  sweep_cursor = round_robin(recs, sweep_cursor, k, [&](ProcRec& r) { schedule(r); });
-
-  // 5. Full scans: new pids, changed counts, the sweep's share, clients that need it.
-  for (const std::int32_t pid : todo)
-    if (auto* r = rec_of(pid)) {
-      scan(*r);
-      r->flags &= ~kScheduled;
-    }
-  for (const auto& r : recs)
-    if (r.flags & kDenied) ++st->permission_skipped;
-  last_now = now;
-  first = false;
-}
-
 ClientTracker::ClientTracker(TrackerOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->o = std::move(options);
   auto& o = impl_->o;
   if (o.fd_count) impl_->fd_count = o.fd_count;
+  if (o.open_signal != OpenSignal::none) {
+    const std::string dir =
+        o.device_root.empty() ? default_device_root(o.procfs_root) : o.device_root;
+    impl_->watching = impl_->watch.start(dir);
+  }
   switch (o.signal) {
     case FdCountSignal::automatic:
       impl_->signal = o.fd_count != nullptr || procfs_reports_fd_count(o.procfs_root);
@@ -438,6 +197,7 @@ std::vector<Client> ClientTracker::sample(std::int64_t now_ns, WalkStats* stats)
 }
 
 bool ClientTracker::uses_fd_count_signal() const noexcept { return impl_->signal; }
+bool ClientTracker::uses_open_signal() const noexcept { return impl_->watching; }
 std::size_t ClientTracker::processes() const noexcept { return impl_->recs.size(); }
 std::size_t ClientTracker::kept_fds() const noexcept { return impl_->kept; }
 

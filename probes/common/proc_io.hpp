@@ -17,9 +17,13 @@ namespace gpustream::drm::proc_io {
 
 /// Calls `fn(const char* name, unsigned char d_type)` for every entry of the open directory
 /// `dirfd` (from its current offset), reading with getdents64 into `buf`. Returns false when
-/// getdents64 failed (errno set). `calls` counts the system calls issued.
+/// getdents64 failed (errno set). `calls` counts the system calls issued. With
+/// `short_read_ends`, a call that left room for another entry ends the listing (saves the call
+/// that would return 0): procfs, tmpfs and ext4 fill the buffer while entries remain; a
+/// filesystem that returns partial listings (some network ones) must not be read that way.
 template <class Fn>
-bool for_each_entry(int dirfd, std::vector<char>& buf, std::size_t& calls, Fn&& fn);
+bool for_each_entry(int dirfd, std::vector<char>& buf, std::size_t& calls, bool short_read_ends,
+                    Fn&& fn);
 
 /// A decimal pid / fd number ("123" -> 123); nullopt for anything else ("self", ".", "1a").
 std::optional<std::int32_t> parse_number(const char* name) noexcept;
@@ -38,11 +42,13 @@ int open_at(int dirfd, const char* rel, int flags) noexcept;
 
 // struct linux_dirent64: u64 d_ino, s64 d_off, u16 d_reclen, u8 d_type, char d_name[] at 19.
 inline constexpr std::size_t kReclenOffset = 16, kTypeOffset = 18, kNameOffset = 19;
+inline constexpr std::size_t kMaxEntryBytes = 24 + 256;  // header, NAME_MAX + 1, padding
 
 long getdents64(int fd, char* buf, std::size_t size) noexcept;
 
 template <class Fn>
-bool for_each_entry(int dirfd, std::vector<char>& buf, std::size_t& calls, Fn&& fn) {
+bool for_each_entry(int dirfd, std::vector<char>& buf, std::size_t& calls, bool short_read_ends,
+                    Fn&& fn) {
   for (;;) {
     ++calls;
     const long n = getdents64(dirfd, buf.data(), buf.size());
@@ -56,6 +62,7 @@ bool for_each_entry(int dirfd, std::vector<char>& buf, std::size_t& calls, Fn&& 
       fn(rec + kNameOffset, static_cast<unsigned char>(rec[kTypeOffset]));
       off += reclen;
     }
+    if (short_read_ends && static_cast<std::size_t>(n) + kMaxEntryBytes <= buf.size()) return true;
   }
 }
 

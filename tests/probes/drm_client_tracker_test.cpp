@@ -11,123 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "drm_tracker_trees.hpp"
 #include "support/temp_tree.hpp"
 
 namespace gpustream::drm {
 namespace {
 
-using test::TempTree;
-
-constexpr std::int64_t kSecond = 1'000'000'000;
-
-std::string amdgpu_fdinfo(std::uint64_t client, std::uint64_t gfx_ns) {
-  return "pos:\t0\ndrm-driver:\tamdgpu\ndrm-client-id:\t" + std::to_string(client) +
-         "\ndrm-pdev:\t0000:03:00.0\ndrm-resident-vram:\t1024 KiB\ndrm-engine-gfx:\t" +
-         std::to_string(gfx_ns) + " ns\n";
-}
-
-// /proc/<pid>/stat with `start` as field 22 (and a comm with spaces and parentheses in it).
-std::string stat_text(int pid, std::uint64_t start) {
-  std::string s = std::to_string(pid) + " (odd) name) S";
-  for (int field = 4; field <= 21; ++field) s += " 0";
-  return s + " " + std::to_string(start) + " 0 0\n";
-}
-
-// The generated tree of a /proc: processes with numbered fds pointing anywhere.
-struct Proc {
-  TempTree t;
-  void process(int pid, std::string_view comm, std::uint64_t start = 0) {
-    const std::string base = "proc/" + std::to_string(pid);
-    t.file(base + "/comm", std::string(comm) + "\n");
-    if (start) t.file(base + "/stat", stat_text(pid, start));
-    t.dir(base + "/fd");
-    t.dir(base + "/fdinfo");
-  }
-  void fd(int pid, int n, std::string_view target, std::string_view info = "pos:\t0\n") {
-    const std::string base = "proc/" + std::to_string(pid);
-    t.remove(base + "/fd/" + std::to_string(n));
-    t.symlink(base + "/fd/" + std::to_string(n), target);
-    t.file(base + "/fdinfo/" + std::to_string(n), info);
-  }
-  void close(int pid, int n) {
-    const std::string base = "proc/" + std::to_string(pid);
-    t.remove(base + "/fd/" + std::to_string(n));
-    t.remove(base + "/fdinfo/" + std::to_string(n));
-  }
-  // A process with one fd on /dev/null, made with bare system calls (thousands of them are).
-  void plain(int pid) {
-    const std::string dir = root() + "/" + std::to_string(pid);
-    if (::mkdir(dir.c_str(), 0755) != 0 || ::mkdir((dir + "/fd").c_str(), 0755) != 0 ||
-        ::symlink("/dev/null", (dir + "/fd/0").c_str()) != 0)
-      throw std::runtime_error("cannot make " + dir);
-  }
-  void client(int pid, std::uint64_t id, std::uint64_t gfx_ns = 1, int n = 3) {
-    process(pid, "gpu" + std::to_string(pid));
-    fd(pid, n, "/dev/dri/renderD128", amdgpu_fdinfo(id, gfx_ns));
-  }
-  std::string root() const { return t.path("proc"); }
-};
-
-// Puts the TempTrees made while it lives in memory (/dev/shm) when that can be written: the
-// trees of thousands of processes take a minute to make and remove on a busy disk.
-class InMemoryTmpdir {
- public:
-  InMemoryTmpdir() {
-    if (::access("/dev/shm", W_OK | X_OK) != 0) return;
-    if (const char* old = std::getenv("TMPDIR")) old_ = old;
-    had_ = std::getenv("TMPDIR") != nullptr;
-    ::setenv("TMPDIR", "/dev/shm", 1);
-    set_ = true;
-  }
-  ~InMemoryTmpdir() {
-    if (!set_) return;
-    if (had_) {
-      ::setenv("TMPDIR", old_.c_str(), 1);
-    } else {
-      ::unsetenv("TMPDIR");
-    }
-  }
-
- private:
-  std::string old_;
-  bool had_ = false, set_ = false;
-};
-
-// What procfs's st_size says on Linux >= 6.2, for generated fd folders (ordinary directories).
-long count_entries(int dirfd, const char* rel) {
-  const int fd = ::openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  DIR* d = ::fdopendir(fd);
-  long n = 0;
-  while (dirent* e = ::readdir(d))
-    if (e->d_name[0] != '.') ++n;
-  ::closedir(d);
-  return n;
-}
-
-TrackerOptions with_signal(const Proc& p) {
-  return {.procfs_root = p.root(), .signal = FdCountSignal::fd_dir_size, .fd_count = count_entries};
-}
-
-bool has_pid(const std::vector<Client>& cs, std::int64_t pid) {
-  for (const auto& c : cs)
-    if (c.pid == pid) return true;
-  return false;
-}
-
-// Samples once a second from t = 1 s until `pid` is reported; the sample number (1-based), or
-// 0 when it is not reported within `max_samples`.
-int samples_until_reported(ClientTracker& tr, std::int64_t& now, std::int64_t pid, int max_samples,
-                           WalkStats* last = nullptr) {
-  for (int i = 1; i <= max_samples; ++i) {
-    now += kSecond;
-    WalkStats st;
-    const bool found = has_pid(tr.sample(now, &st), pid);
-    if (last) *last = st;
-    if (found) return i;
-  }
-  return 0;
-}
+using namespace test_trees;
 
 TEST(DrmClientTracker, FindsEveryClientAmongTenThousandProcesses) {
   InMemoryTmpdir in_memory;

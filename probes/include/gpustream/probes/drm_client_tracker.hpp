@@ -2,36 +2,53 @@
 // with the processes that use a GPU rather than with all processes. Shared by the AMD and Intel
 // probes (one tracker per probe, kept between samples).
 //
-// What one sample() does:
-//   1. Lists <procfs_root> once (getdents64 into a reused buffer) and merges the pids with the
-//      records of the last sample: a pid no longer listed has exited and its clients disappear
-//      now; a pid not seen before gets a full fd scan (the very first sample scans everything).
-//   2. Re-reads the clients already known: for each process holding DRM fds, only those fds'
-//      fdinfo files, through a descriptor kept open on /proc/<pid> (up to max_kept_fds). On
-//      procfs that descriptor belongs to the process, not to its pid number, so once the
-//      process is gone every read through it fails, even when the pid has been reused: the
-//      entry is dropped and the pid scanned afresh (a reused pid never inherits a predecessor's
-//      name or counters; see Client::instance). A DRM fd that was closed or now names another
-//      file triggers a rescan of that process.
-//   3. Change signal (Linux >= 6.2): stat(/proc/<pid>/fd).st_size is the number of open fds.
-//      Every process's count is compared with the last one at least once per `freshness`
-//      (round robin, a share of the processes per sample); a changed count triggers a full fd
-//      scan. A process that opens a GPU therefore shows within `freshness` (5 s by default).
-//   4. Sweep, the safety net: every process gets a full fd scan at least once per
-//      `sweep_period` (round robin, spread over the samples: no sample does the whole sweep).
-//      It finds a process whose fds changed while the count did not (one fd closed and a GPU
-//      opened between two checks). Without the change signal (older kernels, or a procfs_root
-//      that is not procfs) the sweep is the only mechanism and runs once per `freshness`.
-// A full fd scan reads the fd links (readlinkat into a stack buffer, no allocation per fd) and
-// opens fdinfo only for DRM nodes; several fds of one client (same pid, pdev, client id) count
-// once. Processes we may not inspect (EACCES) are skipped and counted, processes that exit
-// mid-scan are counted as vanished, and truncated or malformed fdinfo never fails a sample.
+// Two ways to learn that a process started using a GPU, chosen at construction:
 //
-// Bounds: every process listed costs one 12-byte record (kBytesPerProcess) and nothing else;
-// clients (the data reported) are bounded by `max_clients` (each ≈ kBytesPerClient bytes); past
-// it a process's clients are not tracked and WalkStats::clients_capped counts them. At most
-// `max_kept_fds` descriptors are kept open; past that, a client process is scanned by path
-// every sample and its identity checked by its start time.
+// With the open signal (the default when it can be had): an inotify watch (IN_OPEN) on the
+// DRM device folder, `device_root` (default: the dev/dri beside procfs_root, so /dev/dri for
+// /proc and T/dev/dri for a generated T/proc). A steady sample then costs:
+//   1. One read of the watch (nothing pending: no per-process work is due).
+//   2. The clients already known: for each process holding DRM fds, only those fds' fdinfo,
+//      through a descriptor kept open on /proc/<pid> (up to max_kept_fds). On procfs that
+//      descriptor belongs to the process, not to its pid number: once the process is gone
+//      every read through it fails, even when the pid has been reused, and the process is
+//      scanned afresh (it has exited: gone from this sample; a reused pid never inherits a
+//      predecessor's name or counters, see Client::instance). A DRM fd closed or now naming
+//      another file triggers a rescan of that process.
+//   3. The sweep, the safety net: the listing of procfs_root is read on a chunk at a time
+//      (its own descriptor keeps the position), sweep_period / sample interval of it per
+//      sample, and every pid read gets a full fd scan; at the end of the listing, pids it did
+//      not list have exited and are forgotten. New pids are found here (or by a pass).
+//   4. After an open of a watched node (seen at the next sample): a pass over the whole listing
+//      spread over `freshness`: each known pid's fd count (stat of /proc/<pid>/fd, Linux >=
+//      6.2) compared with its last scan, a full fd scan when it changed or when there is no
+//      count; each new pid a full scan. Another open during a pass extends it by one cycle
+//      from that point. So a process that opens a watched node is reported within
+//      `freshness` (5 s by default). A process that gets a GPU fd without opening a watched
+//      node (through a node outside device_root, e.g. a container's own mknod; received over
+//      a socket; inherited across fork) is found by the sweep, within `sweep_period` (600 s
+//      by default): that is the trade-off for a steady cost that does not grow with the
+//      processes (see docs/benchmarks.md).
+// Without it (no inotify, no device folder, or OpenSignal::none), every sample lists
+// procfs_root once (getdents64 into a reused 256 KiB buffer), forgets pids no longer listed,
+// scans new pids, re-reads the known clients as in 2., and
+//   - with the fd-count signal (Linux >= 6.2): compares every process's fd count with its last
+//     scan once per `freshness` (round robin, a share per sample), and sweeps every process
+//     once per `sweep_period` (60 s by default);
+//   - with neither signal: sweeps every process once per `freshness`.
+// A full fd scan opens /proc/<pid>/fd (one open), reads the links (readlinkat into a stack
+// buffer, no allocation per fd) and opens /proc/<pid> and the fdinfo files only for DRM nodes;
+// several fds of one client (same pid, pdev, client id) count once. Processes we may not
+// inspect (EACCES) are skipped and counted, processes that exit mid-scan are counted as
+// vanished (or, with the open signal, as exited), and truncated or malformed fdinfo never fails
+// a sample. The first sample scans every process once (the cost of a one-shot walk, once).
+//
+// Bounds: every process known costs one 12-byte record (kBytesPerProcess) and nothing else;
+// clients (the data reported) are bounded by `max_clients` (each at most kBytesPerClient bytes:
+// an fdinfo text is read up to 64 KiB and its keys trimmed to 16 per kind); past it a process's
+// clients are not tracked and WalkStats::clients_capped counts them. At most `max_kept_fds`
+// descriptors are kept open; past that, a client process is scanned by path every sample and its
+// identity checked by its start time.
 //
 // Thread safety: none; the owning probe serialises sample() (it holds its mutex).
 // Cancellation: none; one sample is a bounded blocking scan and belongs on the work pool.
@@ -55,15 +72,25 @@ enum class FdCountSignal {
   none,         // sweep only
 };
 
+/// Whether the tracker watches the DRM device nodes for opens (see the top of this file).
+enum class OpenSignal {
+  automatic,  // when inotify and device_root can be had
+  none,       // never: list every pid every sample
+};
+
 struct TrackerOptions {
   std::string procfs_root = "/proc";
   std::vector<std::string> drivers;  // drm-driver values to keep; empty = any
   /// A process that opens a GPU is reported within this time (with the change signal; without
   /// it, every process is swept once per `freshness`).
   std::chrono::milliseconds freshness{5000};
-  /// With the change signal: every process is fully scanned at least once per sweep_period.
-  std::chrono::milliseconds sweep_period{60000};
+  /// Every process is fully scanned at least once per sweep_period (the safety net). 0: 600 s
+  /// with the open signal, 60 s with only the fd-count signal, `freshness` with neither.
+  std::chrono::milliseconds sweep_period{0};
   FdCountSignal signal = FdCountSignal::automatic;
+  OpenSignal open_signal = OpenSignal::automatic;
+  /// The folder of the DRM device nodes to watch; empty: the dev/dri beside procfs_root.
+  std::string device_root;
   /// Reads the fd count of `rel` (a "<pid>/fd" or "fd" path) relative to `dirfd`; -1 when it
   /// cannot. Default: fstatat's st_size. For tests whose generated fd folders are ordinary
   /// directories; setting it implies FdCountSignal::fd_dir_size unless signal is none.
@@ -75,7 +102,10 @@ struct TrackerOptions {
 class ClientTracker {
  public:
   static constexpr std::size_t kBytesPerProcess = 12;
-  static constexpr std::size_t kBytesPerClient = 2048;  // Client + its parsed fdinfo, generous
+  /// The most one tracked client holds (Client, its comm and parsed fdinfo: at most 16 keys
+  /// of up to 48 bytes per kind, 7 kinds, in std::map nodes), whatever its fdinfo says; a real
+  /// amdgpu or xe client holds 1-2 KB.
+  static constexpr std::size_t kBytesPerClient = 16 * 1024;
 
   explicit ClientTracker(TrackerOptions options);
   ~ClientTracker();
@@ -89,7 +119,11 @@ class ClientTracker {
 
   /// Whether the fd-count change signal is in use (decided at construction).
   bool uses_fd_count_signal() const noexcept;
-  /// Process records kept (every pid listed by the last sample).
+  /// Whether the open signal is in use (decided at construction; off for good if the watch is
+  /// lost, e.g. the device folder is removed).
+  bool uses_open_signal() const noexcept;
+  /// Process records kept (every pid listed by the last sample; with the open signal, every pid
+  /// listed during the sweep's last cycle and since).
   std::size_t processes() const noexcept;
   /// Descriptors kept open on client processes.
   std::size_t kept_fds() const noexcept;

@@ -99,6 +99,22 @@ cmake --build build -j "$jobs"
 step "tests (build/)"
 run_ctest build
 
+# clang-format on the changed lines and clang-tidy on the changed files since .ci/lint-base,
+# the commit up to which the tree was last linted (scripts/lint.sh; moved forward when a
+# session's changes are clean).
+step "lint: clang-format + clang-tidy on what changed since $(cat .ci/lint-base)"
+lint_base="$(cat .ci/lint-base)"
+if ! git cat-file -e "$lint_base^{commit}" 2>/dev/null; then
+  echo "test.sh: lint base $lint_base is not in this clone (shallow?): linting the last commit" >&2
+  lint_base="HEAD~1"
+fi
+if BUILD_DIR=build scripts/lint.sh "$lint_base"; then
+  summary+=("lint: clean since $lint_base")
+else
+  total_fail=$((total_fail + 1))
+  summary+=("lint: findings since $lint_base (see above; scripts/lint.sh --fix for the format)")
+fi
+
 if [ "$quick" -eq 0 ]; then
   step "AddressSanitizer + UndefinedBehaviorSanitizer build (build-asan/)"
   configure build-asan -DCMAKE_BUILD_TYPE=Debug -DGPUSTREAM_SANITIZE=address,undefined \

@@ -90,7 +90,8 @@ class ProcTree {
     root_ = top / std::to_string(n);
     // The device folder beside the trees (the tracker's default for <top>/<n>: <top>/dev/dri).
     fs::create_directories(top / "dev" / "dri");
-    for (const char* node : {"card0", "renderD129"}) write_file((top / "dev/dri" / node).string(), "");
+    for (const char* node : {"card0", "renderD129"})
+      write_file((top / "dev/dri" / node).string(), "");
     keep_ = base != nullptr;
     if (keep_ && fs::exists(root_ / ".complete")) return;
     fs::create_directories(root_);
@@ -194,10 +195,11 @@ drm::WalkOptions shared_options(int n) {
 enum class Mode { watch, signal, sweep };
 
 drm::TrackerOptions tracker_options(int n, Mode mode) {
-  return {.procfs_root = tree(n),
-          .drivers = kDrivers,
-          .signal = mode == Mode::sweep ? drm::FdCountSignal::none : drm::FdCountSignal::fd_dir_size,
-          .open_signal = mode == Mode::watch ? drm::OpenSignal::automatic : drm::OpenSignal::none};
+  return {
+      .procfs_root = tree(n),
+      .drivers = kDrivers,
+      .signal = mode == Mode::sweep ? drm::FdCountSignal::none : drm::FdCountSignal::fd_dir_size,
+      .open_signal = mode == Mode::watch ? drm::OpenSignal::automatic : drm::OpenSignal::none};
 }
 
 std::size_t fs_ops(const drm::WalkStats& st) {
@@ -262,7 +264,13 @@ void BM_NaiveWalker(benchmark::State& state) {
 }
 
 // 0 = the real /proc of this machine (its own processes and clients, if any).
-BENCHMARK(BM_TrackerWatch)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_TrackerWatch)
+    ->Arg(100)
+    ->Arg(2000)
+    ->Arg(10000)
+    ->Arg(0)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(2.0);
 BENCHMARK(BM_TrackerSignal)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_TrackerSweep)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
 BENCHMARK(BM_SharedWalker)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
@@ -288,9 +296,7 @@ int main(int argc, char** argv) {
     } else if (how == "shared") {
       found = drm::walk_clients(shared_options(n)).size();
     } else {
-      const Mode mode = how == "watch"    ? Mode::watch
-                        : how == "signal" ? Mode::signal
-                                          : Mode::sweep;
+      const Mode mode = how == "watch" ? Mode::watch : how == "signal" ? Mode::signal : Mode::sweep;
       drm::ClientTracker tr(tracker_options(n, mode));
       std::int64_t now = kSecond;
       found = tr.sample(now).size();

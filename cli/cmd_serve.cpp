@@ -160,7 +160,11 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
         if (!known.empty()) known += ", ";
         known += k.first;
       }
-      throw ConfigError("config key '" + name + "': unknown key (known: " + known + ")");
+      std::string what = "config key '" + name;
+      what += "': unknown key (known: ";
+      what += known;
+      what += ")";
+      throw ConfigError(what);
     }
     CLI::Option* opt = sub.get_option(row->second);
     if (opt->count() > 0) continue;  // the command line wins
@@ -201,7 +205,7 @@ int run_serve(Config config, const ServeOptions& o) {
 #endif
 
   boost::asio::io_context io;
-  Telemetry telemetry(config, probe_factory());  // probes on their own io thread
+  Telemetry telemetry(std::move(config), probe_factory());  // probes on their own io thread
   transport::Server server(io.get_executor(), telemetry.channel(), so,
                            [&telemetry] { return telemetry.stats(); });
   try {

@@ -10,7 +10,8 @@
 namespace gpustream::cli {
 
 /// Set by SIGINT/SIGTERM; long-running commands poll it.
-extern std::atomic<bool> g_interrupted;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables): set by a signal handler
+extern std::atomic<bool> g_interrupted;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables):
+                                         // set by a signal handler
 
 struct ListOptions { bool json = false; };
 struct SnapshotOptions { bool json = false; double timeout_seconds = 10.0; };

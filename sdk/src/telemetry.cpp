@@ -20,7 +20,8 @@ namespace gpustream {
 namespace {
 
 // The Telemetry::Impl whose own io thread this is; null on every other thread.
-// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables): per-thread, set by run_io_thread
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables): per-thread, set by
+// run_io_thread
 thread_local const void* t_io_thread_of = nullptr;
 
 }  // namespace
@@ -183,7 +184,8 @@ struct Telemetry::Impl {
   void bury_io_if_workers_abandoned() {
     if (abandoned_workers == 0 || !own_io) return;
     static std::mutex graveyard_mu;
-    // Leaked on purpose (see above); NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+    // Leaked on purpose (see above);
+    // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
     static auto* graveyard = new std::vector<std::unique_ptr<boost::asio::io_context>>();
     std::lock_guard lock(graveyard_mu);
     graveyard->push_back(std::move(own_io));

@@ -1,5 +1,6 @@
 #include "gpustream/probes/registry.hpp"
 
+#include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -19,9 +19,9 @@ namespace gpustream {
 
 namespace {
 
-// The Telemetry::Impl whose own io thread this is; null on every other thread.
-// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables): per-thread, set by
-// run_io_thread
+// The Telemetry::Impl whose own io thread this is; null on every other thread. Per-thread
+// state set by run_io_thread, hence not const:
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
 thread_local const void* t_io_thread_of = nullptr;
 
 }  // namespace

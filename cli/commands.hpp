@@ -9,9 +9,10 @@
 
 namespace gpustream::cli {
 
-/// Set by SIGINT/SIGTERM; long-running commands poll it.
-extern std::atomic<bool> g_interrupted;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables):
-                                         // set by a signal handler
+/// Set by SIGINT/SIGTERM; long-running commands poll it (a signal handler sets it, hence a
+/// global that is not const).
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+extern std::atomic<bool> g_interrupted;
 
 struct ListOptions { bool json = false; };
 struct SnapshotOptions { bool json = false; double timeout_seconds = 10.0; };

@@ -1,7 +1,7 @@
 #include "gpustream/probes/registry.hpp"
 
-#include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
+#include <boost/json/parse.hpp>
 
 #include <algorithm>
 #include <string>

@@ -22,6 +22,7 @@
 #include "gpustream/transport/remote_subscriber.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "remote_watch.hpp"
 #include "stream.hpp"
 #include "token_file.hpp"
 

@@ -151,7 +151,9 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
   };
   const auto* section = config.probe_settings.section(kServeSection);
   if (!section) return;
-  for (const auto& [key, value] : *section) {
+  for (const auto& entry : *section) {
+    const std::string_view key = entry.first;  // not a structured binding: the lambda uses it
+    const SettingValue& value = entry.second;
     const auto* row = std::find_if(std::begin(kKeys), std::end(kKeys),
                                    [&](const auto& k) { return k.first == key; });
     const std::string name = "serve." + std::string(key);

@@ -93,10 +93,10 @@ ProbeSettings::Section settings_section_from_json(const boost::json::object& sec
                                                   std::string_view section_name) {
   ProbeSettings::Section out;
   for (const auto& [k, v] : section) {
-    const std::string name = std::string(section_name) + "." + std::string(k);
+    const std::string key(k);  // a named copy: a lambda cannot capture a structured binding
+    const std::string name = std::string(section_name) + "." + key;
     if (auto s = scalar_from_json(v)) {
-      std::visit([&](auto& x) { out.insert_or_assign(std::string(k), SettingValue(std::move(x))); },
-                 *s);
+      std::visit([&](auto& x) { out.insert_or_assign(key, SettingValue(std::move(x))); }, *s);
     } else if (v.is_array()) {
       SettingValue::List list;
       for (const auto& e : v.get_array()) {

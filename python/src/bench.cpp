@@ -86,7 +86,14 @@ void bind_bench(py::module_& m) {
              const py::object& on_gap) {
             return subscribe_on(b, callback, policy, probes, devices, capacity, on_gap);
           },
-          GPUSTREAM_PY_SUBSCRIBE_ARGS);
+          GPUSTREAM_PY_SUBSCRIBE_ARGS)
+      .def(
+          "stream",
+          [](BenchChannel& b, const py::object& probes, const py::object& devices,
+             const py::object& timeout, const std::string& policy, long long capacity) {
+            return stream_on(b, probes, devices, timeout, policy, capacity);
+          },
+          GPUSTREAM_PY_STREAM_ARGS);
 }
 
 }  // namespace gpustream::python

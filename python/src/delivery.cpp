@@ -110,16 +110,16 @@ void PyStream::close_nogil() { queue_->close(); }
 PySnapshot PyStream::next() {
   using clock = std::chrono::steady_clock;
   const bool bounded = timeout_.has_value();
-  const auto deadline =
-      clock::now() + (bounded ? std::chrono::duration_cast<clock::duration>(
-                                    std::chrono::duration<double>(*timeout_))
-                              : clock::duration::zero());
+  const auto deadline = clock::now() + (bounded ? std::chrono::duration_cast<clock::duration>(
+                                                      std::chrono::duration<double>(*timeout_))
+                                                : clock::duration::zero());
   for (;;) {
     std::optional<QueueItem> item;
     {
       py::gil_scoped_release release;
       auto slice = clock::duration(kWaitSlice);
-      if (bounded) slice = std::min(slice, std::max(clock::duration::zero(), deadline - clock::now()));
+      if (bounded)
+        slice = std::min(slice, std::max(clock::duration::zero(), deadline - clock::now()));
       item = queue_->pop_for(slice);
     }
     if (item) {
@@ -162,8 +162,9 @@ void bind_delivery(py::module_& m) {
       .def("__iter__", [](const std::shared_ptr<PyStream>& s) { return s; })
       .def("__next__", &PyStream::next)
       .def("close", [](PyStream& s) { s.close_nogil(); })
-      .def_property_readonly("gaps", [](const PyStream& s) { return s.gaps(); },
-                             "Gaps met so far (snapshots the policy dropped).")
+      .def_property_readonly(
+          "gaps", [](const PyStream& s) { return s.gaps(); },
+          "Gaps met so far (snapshots the policy dropped).")
       .def_property_readonly("dropped", [](const PyStream& s) { return s.queue().dropped(); })
       .def_property_readonly("lost", [](const PyStream& s) { return s.queue().lost(); })
       .def("__enter__", [](const std::shared_ptr<PyStream>& s) { return s; })
@@ -186,9 +187,9 @@ std::shared_ptr<PySubscription> subscribe_on(Hub& hub, const py::object& callbac
     throw py::type_error("on_gap must be None or callable");
   auto options = make_options(policy, capacity, make_filter(probes, devices));
   hub.ensure_open("subscribe");
-  auto sub = std::make_shared<PySubscription>(hub.channel().subscribe_queue(std::move(options)),
-                                              py::reinterpret_borrow<py::function>(callback),
-                                              on_gap);
+  auto sub =
+      std::make_shared<PySubscription>(hub.channel().subscribe_queue(std::move(options)),
+                                       py::reinterpret_borrow<py::function>(callback), on_gap);
   hub.track(sub);
   return sub;
 }

@@ -67,12 +67,12 @@ std::shared_ptr<PyStream> stream_on(Hub& hub, const py::object& probes, const py
                                     const py::object& timeout, const std::string& policy,
                                     long long capacity);
 /// The keyword arguments both take, for the bindings.
-#define GPUSTREAM_PY_SUBSCRIBE_ARGS                                                         \
+#define GPUSTREAM_PY_SUBSCRIBE_ARGS                                                       \
   py::arg("callback"), py::arg("policy") = "drop_oldest", py::arg("probes") = py::none(), \
-      py::arg("devices") = py::none(), py::arg("capacity") = 64, py::arg("on_gap") = py::none()
-#define GPUSTREAM_PY_STREAM_ARGS                                                        \
-  py::arg("probes") = py::none(), py::arg("devices") = py::none(),                     \
-      py::arg("timeout") = py::none(), py::arg("policy") = "drop_oldest",             \
-      py::arg("capacity") = 64
+                       py::arg("devices") = py::none(), py::arg("capacity") = 64,         \
+                       py::arg("on_gap") = py::none()
+#define GPUSTREAM_PY_STREAM_ARGS                                   \
+  py::arg("probes") = py::none(), py::arg("devices") = py::none(), \
+  py::arg("timeout") = py::none(), py::arg("policy") = "drop_oldest", py::arg("capacity") = 64
 
 }  // namespace gpustream::python

@@ -41,8 +41,8 @@ SubscribeOptions make_options(const std::string& policy, long long capacity,
   SubscribeOptions o;
   const auto p = backpressure_from_string(policy);
   if (!p)
-    throw py::value_error("policy must be 'latest', 'drop_oldest' or 'lossless' (got '" +
-                          policy + "')");
+    throw py::value_error("policy must be 'latest', 'drop_oldest' or 'lossless' (got '" + policy +
+                          "')");
   if (capacity < 1 || capacity > 1'000'000)
     throw py::value_error("capacity must be between 1 and 1000000 snapshots (got " +
                           std::to_string(capacity) + ")");

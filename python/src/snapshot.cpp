@@ -103,7 +103,8 @@ void bind_snapshot(py::module_& m) {
                       "One metric: a value with its source, or an absence with its reason.")
       .def_property_readonly("present", &Reading::has_value)
       .def_property_readonly("value", &Reading::get, "The value, or None when absent.")
-      .def_property_readonly("source", [](const Reading& r) { return name_of(to_string(r.source())); })
+      .def_property_readonly("source",
+                             [](const Reading& r) { return name_of(to_string(r.source())); })
       .def_property_readonly("reason",
                              [](const Reading& r) -> py::object {
                                if (r.has_value()) return py::none();
@@ -161,7 +162,8 @@ void bind_snapshot(py::module_& m) {
 
   py::class_<PyDevice>(m, "Device", "What one probe saw of one device.")
       .def_property_readonly("id", [](const PyDevice& d) { return d.d->id; })
-      .def_property_readonly("vendor", [](const PyDevice& d) { return name_of(to_string(d.d->vendor)); })
+      .def_property_readonly("vendor",
+                             [](const PyDevice& d) { return name_of(to_string(d.d->vendor)); })
       .def_property_readonly("index", [](const PyDevice& d) { return d.d->index; })
       .def_property_readonly("name", [](const PyDevice& d) { return d.d->name; })
       .def_property_readonly("pci_bus_id", [](const PyDevice& d) { return d.d->pci_bus_id; })
@@ -173,7 +175,8 @@ void bind_snapshot(py::module_& m) {
           "absent", [](const PyDevice& d) { return absent_metrics(*d.d); },
           "{metric: reason} of the metrics without a value.")
       .def(
-          "reading", [](const PyDevice& d, const std::string& metric) {
+          "reading",
+          [](const PyDevice& d, const std::string& metric) {
             return d.d->metrics[metric_arg(metric)];
           },
           py::arg("metric"), "The Reading of one metric (value and source, or the reason).")
@@ -187,11 +190,14 @@ void bind_snapshot(py::module_& m) {
             return r.value();
           },
           py::arg("metric"))
-      .def_property_readonly("energy_kind", [](const PyDevice& d) { return opt_name(d.d->energy_kind); })
-      .def_property_readonly("power_kind", [](const PyDevice& d) { return opt_name(d.d->power_kind); })
+      .def_property_readonly("energy_kind",
+                             [](const PyDevice& d) { return opt_name(d.d->energy_kind); })
+      .def_property_readonly("power_kind",
+                             [](const PyDevice& d) { return opt_name(d.d->power_kind); })
       .def_property_readonly("power_state",
                              [](const PyDevice& d) { return name_of(to_string(d.d->power_state)); })
-      .def_property_readonly("throttle_reasons", [](const PyDevice& d) { return d.d->throttle_reasons; })
+      .def_property_readonly("throttle_reasons",
+                             [](const PyDevice& d) { return d.d->throttle_reasons; })
       .def_property_readonly("engines", [](const PyDevice& d) { return d.d->engines; })
       .def_property_readonly("processes", [](const PyDevice& d) { return d.d->processes; })
       .def_property_readonly("processes_absent",
@@ -204,9 +210,9 @@ void bind_snapshot(py::module_& m) {
       .def_property_readonly("probe", [](const PySnapshot& s) { return s.s->probe; })
       .def_property_readonly("sequence", [](const PySnapshot& s) { return s.s->sequence; })
       .def_property_readonly("time_unix_ns", [](const PySnapshot& s) { return s.s->time_unix_ns; })
-      .def_property_readonly("time", [](const PySnapshot& s) {
-        return static_cast<double>(s.s->time_unix_ns) / 1e9;
-      }, "Wall-clock time in seconds since the Unix epoch (as time.time()).")
+      .def_property_readonly(
+          "time", [](const PySnapshot& s) { return static_cast<double>(s.s->time_unix_ns) / 1e9; },
+          "Wall-clock time in seconds since the Unix epoch (as time.time()).")
       .def_property_readonly("monotonic_ns", [](const PySnapshot& s) { return s.s->monotonic_ns; })
       .def_property_readonly("sample_duration_ns",
                              [](const PySnapshot& s) { return s.s->sample_duration_ns; })
@@ -237,7 +243,8 @@ void bind_snapshot(py::module_& m) {
                std::to_string(s.s->devices.size()) + " device(s)>";
       });
 
-  py::class_<Gap>(m, "Gap", "A hole in a subscriber's stream: `missed` snapshots were not delivered.")
+  py::class_<Gap>(m, "Gap",
+                  "A hole in a subscriber's stream: `missed` snapshots were not delivered.")
       .def_readonly("after_sequence", &Gap::after_sequence)
       .def_readonly("missed", &Gap::missed)
       .def_readonly("reason", &Gap::reason)
@@ -248,7 +255,9 @@ void bind_snapshot(py::module_& m) {
 
   m.def(
       "snapshot_from_json",
-      [](const std::string& text) { return PySnapshot{std::make_shared<const GpuSnapshot>(snapshot_from_json_string(text))}; },
+      [](const std::string& text) {
+        return PySnapshot{std::make_shared<const GpuSnapshot>(snapshot_from_json_string(text))};
+      },
       py::arg("text"), "Decodes a gpustream/1 document (raises gpustream.JsonError).");
 }
 

@@ -32,7 +32,8 @@ void bind_summary(py::module_& m) {
       .def_readonly("mean", &MetricSummary::mean)
       .def_readonly("last", &MetricSummary::last)
       .def_readonly("count", &MetricSummary::count)
-      .def_property_readonly("source", [](const MetricSummary& s) { return name_of(to_string(s.source)); })
+      .def_property_readonly("source",
+                             [](const MetricSummary& s) { return name_of(to_string(s.source)); })
       .def("__repr__", [](const MetricSummary& s) {
         return "<gpustream.MetricSummary min " + std::to_string(s.min) + " mean " +
                std::to_string(s.mean) + " max " + std::to_string(s.max) + " (" +
@@ -52,9 +53,10 @@ void bind_summary(py::module_& m) {
   py::class_<WindowSummary>(m, "WindowSummary")
       .def_readonly("begin_ns", &WindowSummary::begin_ns)
       .def_readonly("end_ns", &WindowSummary::end_ns)
-      .def_property_readonly("duration", [](const WindowSummary& s) {
-        return static_cast<double>(s.end_ns - s.begin_ns) / 1e9;
-      }, "Seconds between begin and end.")
+      .def_property_readonly(
+          "duration",
+          [](const WindowSummary& s) { return static_cast<double>(s.end_ns - s.begin_ns) / 1e9; },
+          "Seconds between begin and end.")
       .def_readonly("snapshots", &WindowSummary::snapshots)
       .def_readonly("missed_snapshots", &WindowSummary::missed_snapshots)
       .def_readonly("devices", &WindowSummary::devices)
@@ -79,9 +81,11 @@ void bind_summary(py::module_& m) {
       .def_readonly("device_id", &DeviceFit::device_id)
       .def_readonly("name", &DeviceFit::name)
       .def_readonly("probe", &DeviceFit::probe)
-      .def_property_readonly("vendor", [](const DeviceFit& f) { return name_of(to_string(f.vendor)); })
+      .def_property_readonly("vendor",
+                             [](const DeviceFit& f) { return name_of(to_string(f.vendor)); })
       .def_readonly("free_bytes", &DeviceFit::free_bytes)
-      .def_property_readonly("source", [](const DeviceFit& f) { return name_of(to_string(f.source)); })
+      .def_property_readonly("source",
+                             [](const DeviceFit& f) { return name_of(to_string(f.source)); })
       .def("__repr__", [](const DeviceFit& f) {
         return "<gpustream.DeviceFit " + f.device_id + " '" + f.name + "', " +
                std::to_string(f.free_bytes) + " bytes free>";
@@ -90,7 +94,8 @@ void bind_summary(py::module_& m) {
   py::class_<MyDeviceUsage>(m, "MyDeviceUsage", "This process on one device.")
       .def_readonly("probe", &MyDeviceUsage::probe)
       .def_readonly("device_id", &MyDeviceUsage::device_id)
-      .def_property_readonly("vendor", [](const MyDeviceUsage& u) { return name_of(to_string(u.vendor)); })
+      .def_property_readonly("vendor",
+                             [](const MyDeviceUsage& u) { return name_of(to_string(u.vendor)); })
       .def_readonly("index", &MyDeviceUsage::index)
       .def_readonly("name", &MyDeviceUsage::name)
       .def_readonly("gpu_memory_bytes", &MyDeviceUsage::gpu_memory_bytes)

@@ -45,8 +45,8 @@ Config base_config(const py::object& config) {
   throw py::type_error("config must be None, a dict or a path to a JSON file");
 }
 
-Config make_config(const py::object& probes, const py::object& interval,
-                   const py::object& simulate, const py::object& config) {
+Config make_config(const py::object& probes, const py::object& interval, const py::object& simulate,
+                   const py::object& config) {
   Config c = base_config(config);
   if (!probes.is_none()) {
     c.probes = string_list(probes, "probes");
@@ -148,6 +148,17 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
     if (bytes < 0) throw py::value_error("bytes must be >= 0");
     return telemetry_->best_device(static_cast<std::uint64_t>(bytes));
   }
+  /// bench/python_bench.py's baseline: n windows opened and closed from C++ (no Python in
+  /// between), seconds in all.
+  double bench_windows(std::size_t n) {
+    py::gil_scoped_release release;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (std::size_t i = 0; i < n; ++i) {
+      windows_.begin_window(*telemetry_, "bench", {});
+      windows_.end_window(*telemetry_, "bench");
+    }
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  }
   Telemetry& sdk() { return *telemetry_; }
 
  private:
@@ -162,7 +173,8 @@ void bind_telemetry(py::module_& m) {
       "manager: `with gpustream.Telemetry(simulate=2) as t:` starts it and stops it.")
       .def(py::init([](const py::object& probes, const py::object& interval,
                        const py::object& simulate, const py::object& config) {
-             auto t = std::make_shared<PyTelemetry>(make_config(probes, interval, simulate, config));
+             auto t =
+                 std::make_shared<PyTelemetry>(make_config(probes, interval, simulate, config));
              register_live(t);
              return t;
            }),
@@ -184,8 +196,7 @@ void bind_telemetry(py::module_& m) {
       .def_property_readonly("stopped", &PyTelemetry::closed)
       .def("latest", &PyTelemetry::latest, py::arg("probe") = py::none(),
            "The newest snapshot of each probe (or of `probe`).")
-      .def("wait_for_first_samples", &PyTelemetry::wait_for_first_samples,
-           py::arg("timeout") = 5.0,
+      .def("wait_for_first_samples", &PyTelemetry::wait_for_first_samples, py::arg("timeout") = 5.0,
            "Waits until every probe has published once or is unavailable; returns latest().")
       .def(
           "subscribe",
@@ -205,16 +216,15 @@ void bind_telemetry(py::module_& m) {
       .def("_begin_window", &PyTelemetry::begin_window, py::arg("name"),
            py::arg("probes") = py::none(), py::arg("devices") = py::none())
       .def("_end_window", &PyTelemetry::end_window, py::arg("name"))
+      .def("_bench_windows", &PyTelemetry::bench_windows, py::arg("n"))
       .def("my_process", &PyTelemetry::my_process,
            "This process's host RSS and its GPU memory on every device.")
       .def("fits", &PyTelemetry::fits, py::arg("bytes"),
            "Every device with at least `bytes` free, most free first.")
       .def("best_device", &PyTelemetry::best_device, py::arg("bytes"),
            "The device with the most free memory if `bytes` fit there, else None.")
-      .def_property_readonly("probe_names",
-                             [](PyTelemetry& t) { return t.sdk().probe_names(); })
-      .def_property_readonly("setup_errors",
-                             [](PyTelemetry& t) { return t.sdk().setup_errors(); })
+      .def_property_readonly("probe_names", [](PyTelemetry& t) { return t.sdk().probe_names(); })
+      .def_property_readonly("setup_errors", [](PyTelemetry& t) { return t.sdk().setup_errors(); })
       .def_property_readonly("interval", [](PyTelemetry& t) {
         return static_cast<double>(t.sdk().config().interval.count()) / 1000.0;
       });

@@ -27,3 +27,12 @@ def test_sampling_loop_reports_energy_and_peak_memory_per_step():
     assert len(steps) == 3 * 2, out  # one line per step and device
     for line in steps:
         assert " J" in line and "peak" in line
+
+
+def test_python_bench_runs():
+    """bench/python_bench.py in its tiny mode: it must not rot (figures: docs/benchmarks.md)."""
+    proc = subprocess.run([sys.executable, os.path.join(SOURCE_DIR, "bench", "python_bench.py"),
+                           "--quick"], capture_output=True, text=True, timeout=120,
+                          env=os.environ.copy())
+    assert proc.returncode == 0, proc.stderr
+    assert "x baseline" in proc.stdout

@@ -12,7 +12,8 @@ namespace gpustream::python {
 
 namespace {
 constexpr auto kWaitSlice = std::chrono::milliseconds{100};  // how often a stream checks signals
-}
+constexpr int kMaxBatch = 64;  // callbacks run under one take of the GIL at most
+}  // namespace
 
 struct PySubscription::Shared {
   std::shared_ptr<SnapshotQueue> queue;
@@ -46,6 +47,11 @@ PySubscription::~PySubscription() {
 }
 
 void PySubscription::run(const std::shared_ptr<Shared>& shared) {
+  // One Python thread state for the thread's life (taking the GIL is then only a switch, not a
+  // thread-state creation per callback). The thread ends only after close(), which every caller
+  // makes without holding the GIL, while the interpreter is alive (the atexit hook).
+  py::gil_scoped_acquire thread_state;
+  py::gil_scoped_release wait_without_gil;
   for (;;) {
     auto item = shared->queue->pop_for(std::chrono::hours{1});
     if (!item) {
@@ -53,28 +59,36 @@ void PySubscription::run(const std::shared_ptr<Shared>& shared) {
       continue;
     }
     py::gil_scoped_acquire gil;
-    if (shared->owner == nullptr || shared->queue->closed()) return;
-    // Local references: the callback stays alive even if the subscription is dropped in it.
-    if (auto* snap = std::get_if<SnapshotPtr>(&*item)) {
-      py::object cb = shared->owner->callback_;
-      try {
-        cb(PySnapshot{*snap});
-        shared->delivered.fetch_add(1, std::memory_order_relaxed);
-      } catch (py::error_already_set& e) {
-        shared->errors.fetch_add(1, std::memory_order_relaxed);
-        e.discard_as_unraisable("gpustream subscription callback");
-      }
-    } else {
-      shared->gaps.fetch_add(1, std::memory_order_relaxed);
-      py::object cb = shared->owner->on_gap_;
-      if (cb.is_none()) continue;
-      try {
-        cb(std::get<Gap>(*item));
-      } catch (py::error_already_set& e) {
-        shared->errors.fetch_add(1, std::memory_order_relaxed);
-        e.discard_as_unraisable("gpustream subscription on_gap callback");
-      }
+    // Deliver what is queued now under one take of the GIL (bounded, so a flood cannot keep it).
+    for (int batch = 1;; ++batch) {
+      if (shared->owner == nullptr || shared->queue->closed()) return;
+      deliver(*shared, *item);
+      if (batch == kMaxBatch || !(item = shared->queue->try_pop())) break;
     }
+  }
+}
+
+void PySubscription::deliver(Shared& shared, QueueItem& item) {
+  // Local references: the callback stays alive even if the subscription is dropped in it.
+  if (auto* snap = std::get_if<SnapshotPtr>(&item)) {
+    py::object cb = shared.owner->callback_;
+    try {
+      cb(PySnapshot{*snap});
+      shared.delivered.fetch_add(1, std::memory_order_relaxed);
+    } catch (py::error_already_set& e) {
+      shared.errors.fetch_add(1, std::memory_order_relaxed);
+      e.discard_as_unraisable("gpustream subscription callback");
+    }
+    return;
+  }
+  shared.gaps.fetch_add(1, std::memory_order_relaxed);
+  py::object cb = shared.owner->on_gap_;
+  if (cb.is_none()) return;
+  try {
+    cb(std::get<Gap>(item));
+  } catch (py::error_already_set& e) {
+    shared.errors.fetch_add(1, std::memory_order_relaxed);
+    e.discard_as_unraisable("gpustream subscription on_gap callback");
   }
 }
 

@@ -30,6 +30,7 @@ class PySubscription : public Closable {
  private:
   struct Shared;
   static void run(const std::shared_ptr<Shared>& shared);
+  static void deliver(Shared& shared, QueueItem& item);
 
   std::shared_ptr<Shared> shared_;
   py::object callback_;

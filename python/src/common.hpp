@@ -8,10 +8,12 @@
 
 #include <pybind11/pybind11.h>
 
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <boost/json/value.hpp>
@@ -36,6 +38,29 @@ struct PyDevice {
   SnapshotPtr s;
   const DeviceSample* d = nullptr;
 };
+
+/// Runs f() without the GIL, for waits that a Python daemon thread may be in when the interpreter
+/// exits. Unlike py::gil_scoped_release, the GIL is taken back outside any destructor: at
+/// interpreter exit CPython ends a daemon thread that asks for the GIL (pthread_exit, a forced
+/// unwind), which must not pass through a noexcept destructor (std::terminate).
+template <typename F>
+auto without_gil(F&& f) -> decltype(f()) {
+  using R = decltype(f());
+  PyThreadState* state = PyEval_SaveThread();
+  std::exception_ptr error;
+  std::optional<std::conditional_t<std::is_void_v<R>, int, R>> result;
+  try {
+    if constexpr (std::is_void_v<R>)
+      f();
+    else
+      result.emplace(f());
+  } catch (...) {
+    error = std::current_exception();
+  }
+  PyEval_RestoreThread(state);  // outside any handler and destructor (see above)
+  if (error) std::rethrow_exception(error);
+  if constexpr (!std::is_void_v<R>) return std::move(*result);
+}
 
 /// probes/devices arguments: None, "a,b" or a list of strings.
 std::vector<std::string> string_list(const py::object& o, const char* what);

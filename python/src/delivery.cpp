@@ -128,14 +128,12 @@ PySnapshot PyStream::next() {
                                                       std::chrono::duration<double>(*timeout_))
                                                 : clock::duration::zero());
   for (;;) {
-    std::optional<QueueItem> item;
-    {
-      py::gil_scoped_release release;
+    auto item = without_gil([&] {
       auto slice = clock::duration(kWaitSlice);
       if (bounded)
         slice = std::min(slice, std::max(clock::duration::zero(), deadline - clock::now()));
-      item = queue_->pop_for(slice);
-    }
+      return queue_->pop_for(slice);
+    });
     if (item) {
       if (auto* snap = std::get_if<SnapshotPtr>(&*item)) return PySnapshot{*snap};
       gaps_.push_back(std::get<Gap>(*item));

@@ -74,13 +74,15 @@ void Hub::mark_closed() {
 
 void Hub::close_all() {
   // Owners are taken with the GIL held and dropped with it held: the last reference to a
-  // subscription may be this one, and it owns Python callbacks.
+  // subscription may be this one, and it owns Python callbacks. The list is kept: a
+  // subscription closed here from its own callback thread is joined by a later close_all (the
+  // atexit hook's), before the interpreter finalizes.
   std::vector<std::shared_ptr<Closable>> live;
   {
     std::lock_guard lock(mu_);
+    std::erase_if(items_, [](const auto& w) { return w.expired(); });
     for (auto& w : items_)
       if (auto c = w.lock()) live.push_back(std::move(c));
-    items_.clear();
   }
   {
     py::gil_scoped_release release;

@@ -61,12 +61,13 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
 
   /// Waits until connected (true) or `timeout` seconds pass / the client is closed (false).
   bool wait_connected(double timeout) {
-    py::gil_scoped_release release;
-    std::unique_lock lock(mu_);
-    return cv_.wait_for(lock, std::chrono::duration<double>(timeout), [&] {
-      return status_.state == RemoteStatus::State::connected ||
-             status_.state == RemoteStatus::State::stopped;
-    }) && status_.state == RemoteStatus::State::connected;
+    return without_gil([&] {
+      std::unique_lock lock(mu_);
+      return cv_.wait_for(lock, std::chrono::duration<double>(timeout), [&] {
+        return status_.state == RemoteStatus::State::connected ||
+               status_.state == RemoteStatus::State::stopped;
+      }) && status_.state == RemoteStatus::State::connected;
+    });
   }
 
   py::dict status() {

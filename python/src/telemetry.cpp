@@ -113,12 +113,10 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
 
   std::vector<PySnapshot> wait_for_first_samples(double timeout) {
     if (!(timeout >= 0)) throw py::value_error("timeout must be a number of seconds >= 0");
-    std::vector<SnapshotPtr> got;
-    {
-      py::gil_scoped_release release;
-      got = telemetry_->wait_for_first_samples(
+    auto got = without_gil([&] {
+      return telemetry_->wait_for_first_samples(
           std::chrono::milliseconds{std::llround(timeout * 1000.0)});
-    }
+    });
     std::vector<PySnapshot> out;
     for (auto& s : got) out.push_back({std::move(s)});
     return out;

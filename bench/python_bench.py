@@ -10,9 +10,11 @@
      - Python callback: subscribe(callback, policy="lossless", capacity=N), the callback on the
        module's delivery thread with the GIL;
      - Python stream: `for snap in stream` on the main thread.
-   Reported per snapshot, and as a ratio to the baseline.
+   Reported per snapshot as CPU time of the whole process (publisher, io thread and consumer:
+   time.process_time) and as wall time, each with its ratio to the baseline. On a loaded
+   machine read the CPU figures: wall time then mostly measures waiting for a core.
 2. Windows: `with telemetry.window("w"): pass` on a running Telemetry (simulated probe), per
-   begin+end pair, against the same adapter calls made from C++ in a loop.
+   begin+end pair, against the same adapter calls made from C++ in a loop (CPU and wall).
 
 Each figure is the median of --repeat runs. docs/benchmarks.md ("Python module") has figures.
 """
@@ -84,8 +86,22 @@ def windows(t, n):
     return time.perf_counter() - t0
 
 
+def timed(f):
+    """(wall, cpu) seconds of f(); f's own wall measure is ignored (both measured here)."""
+    c0, w0 = time.process_time(), time.perf_counter()
+    f()
+    return time.perf_counter() - w0, time.process_time() - c0
+
+
 def median(f, repeat):
-    return statistics.median(f() for _ in range(repeat))
+    runs = [timed(f) for _ in range(repeat)]
+    return (statistics.median(r[0] for r in runs), statistics.median(r[1] for r in runs))
+
+
+def line(label, value, base, unit, scale):
+    (w, c), (bw, bc) = value, base
+    ratio = "" if value is base else f"  ({c / bc:4.1f}x CPU, {w / bw:4.1f}x wall vs baseline)"
+    return f"  {label:<32} {c * scale:9.1f} {unit} CPU {w * scale:9.1f} {unit} wall{ratio}"
 
 
 def main():
@@ -102,22 +118,18 @@ def main():
     cpp = median(lambda: deliver_cpp(proto, a.n), a.repeat)
     cb = median(lambda: deliver_callback(proto, a.n), a.repeat)
     st = median(lambda: deliver_stream(proto, a.n), a.repeat)
-    print(f"delivery of {a.n} snapshots (2 GPUs each), median of {a.repeat}:")
-    print(f"  C++ queue subscriber (baseline) {cpp / a.n * 1e9:9.0f} ns/snapshot")
-    print(f"  Python callback                 {cb / a.n * 1e9:9.0f} ns/snapshot"
-          f"  ({cb / cpp:5.1f}x baseline)")
-    print(f"  Python stream iterator          {st / a.n * 1e9:9.0f} ns/snapshot"
-          f"  ({st / cpp:5.1f}x baseline)")
+    print(f"delivery of {a.n} snapshots (2 GPUs each), per snapshot, median of {a.repeat}:")
+    print(line("C++ queue subscriber (baseline)", cpp, cpp, "ns", 1e9 / a.n))
+    print(line("Python callback", cb, cpp, "ns", 1e9 / a.n))
+    print(line("Python stream iterator", st, cpp, "ns", 1e9 / a.n))
 
     with gpustream.Telemetry(probes=["simulated"], simulate=2, interval=0.05) as t:
         t.wait_for_first_samples(10)
         wc = median(lambda: t._bench_windows(a.windows), a.repeat)
         wp = median(lambda: windows(t, a.windows), a.repeat)
-    print(f"window begin+end, {a.windows} windows, median of {a.repeat}:")
-    print(f"  C++ adapter calls (baseline)    {wc / a.windows * 1e6:9.1f} us/window")
-    print(f"  Python `with t.window()`        {wp / a.windows * 1e6:9.1f} us/window"
-          f"  ({wp / wc:5.1f}x baseline)")
-
+    print(f"window begin+end, per window, {a.windows} windows, median of {a.repeat}:")
+    print(line("C++ adapter calls (baseline)", wc, wc, "us", 1e6 / a.windows))
+    print(line("Python `with t.window()`", wp, wc, "us", 1e6 / a.windows))
 
 if __name__ == "__main__":
     main()

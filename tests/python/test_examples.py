@@ -35,4 +35,4 @@ def test_python_bench_runs():
                            "--quick"], capture_output=True, text=True, timeout=120,
                           env=os.environ.copy())
     assert proc.returncode == 0, proc.stderr
-    assert "x baseline" in proc.stdout
+    assert "x CPU" in proc.stdout

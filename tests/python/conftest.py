@@ -16,9 +16,12 @@ sys.path.insert(0, os.path.join(SOURCE_DIR, "tests", "integration"))
 
 
 def env_path(name):
+    """A path ctest passes (tests/python/CMakeLists.txt); fails clearly when it is not built."""
     value = os.environ.get(name)
     if not value:
         pytest.fail(f"{name} is not set: run these tests through ctest (tests/python)")
+    if not os.path.exists(value):
+        pytest.fail(f"{name}={value} does not exist: build it first (cmake --build build)")
     return value
 
 

@@ -47,25 +47,35 @@ PySubscription::~PySubscription() {
 }
 
 void PySubscription::run(const std::shared_ptr<Shared>& shared) {
-  // One Python thread state for the thread's life (taking the GIL is then only a switch, not a
-  // thread-state creation per callback). The thread ends only after close(), which every caller
-  // makes without holding the GIL, while the interpreter is alive (the atexit hook).
-  py::gil_scoped_acquire thread_state;
-  py::gil_scoped_release wait_without_gil;
+  // One Python thread state for the thread's life: taking the GIL is then only a switch, not a
+  // thread-state creation per callback. The GIL is taken back by plain calls, never in a
+  // destructor: should the interpreter be finalizing (a subscription dropped inside its own
+  // callback just before exit, whose thread nobody joins), CPython ends the thread with a forced
+  // unwind, which may pass through these frames but not through a noexcept destructor.
+  const PyGILState_STATE gil_state = PyGILState_Ensure();
+  PyThreadState* const state = PyEval_SaveThread();
   for (;;) {
     auto item = shared->queue->pop_for(std::chrono::hours{1});
     if (!item) {
-      if (shared->queue->closed()) return;
+      if (shared->queue->closed()) break;
       continue;
     }
-    py::gil_scoped_acquire gil;
+    PyEval_RestoreThread(state);
     // Deliver what is queued now under one take of the GIL (bounded, so a flood cannot keep it).
+    bool end = false;
     for (int batch = 1;; ++batch) {
-      if (shared->owner == nullptr || shared->queue->closed()) return;
+      if (shared->owner == nullptr || shared->queue->closed()) {
+        end = true;
+        break;
+      }
       deliver(*shared, *item);
       if (batch == kMaxBatch || !(item = shared->queue->try_pop())) break;
     }
+    PyEval_SaveThread();
+    if (end) break;
   }
+  PyEval_RestoreThread(state);
+  PyGILState_Release(gil_state);  // deletes the thread state and releases the GIL
 }
 
 void PySubscription::deliver(Shared& shared, QueueItem& item) {
@@ -78,6 +88,9 @@ void PySubscription::deliver(Shared& shared, QueueItem& item) {
     } catch (py::error_already_set& e) {
       shared.errors.fetch_add(1, std::memory_order_relaxed);
       e.discard_as_unraisable("gpustream subscription callback");
+    } catch (const std::exception& e) {
+      shared.errors.fetch_add(1, std::memory_order_relaxed);
+      PyErr_WarnEx(PyExc_RuntimeWarning, e.what(), 1);
     }
     return;
   }

@@ -7,6 +7,7 @@
 #include "delivery.hpp"
 #include "gpustream/config.hpp"
 #include "gpustream/json.hpp"
+#include "gpustream/probe_stats.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
 #include "window_adapter.hpp"
@@ -221,6 +222,15 @@ void bind_telemetry(py::module_& m) {
            "Every device with at least `bytes` free, most free first.")
       .def("best_device", &PyTelemetry::best_device, py::arg("bytes"),
            "The device with the most free memory if `bytes` fit there, else None.")
+      .def(
+          "stats",
+          [](PyTelemetry& t) {
+            py::list out;
+            for (const auto& st : t.sdk().stats()) out.append(json_to_python(to_json(st)));
+            return out;
+          },
+          "Per-probe statistics (samples, failures, latency percentiles...) as dicts, in the "
+          "SDK's JSON form.")
       .def_property_readonly("probe_names", [](PyTelemetry& t) { return t.sdk().probe_names(); })
       .def_property_readonly("setup_errors", [](PyTelemetry& t) { return t.sdk().setup_errors(); })
       .def_property_readonly("interval", [](PyTelemetry& t) {

@@ -216,3 +216,11 @@ def test_bad_arguments_are_clear():
     with pytest.raises(TypeError, match="config must be"):
         gpustream.Telemetry(config=42)
     t.stop()
+
+
+def test_stats_say_what_sampling_costs(sim):
+    take(sim.stream(timeout=10), 2)
+    (stats,) = sim.stats()
+    assert stats["probe"] == "simulated"
+    assert stats["samples"] >= 2 and stats["failures"] == 0
+    assert stats["devices"] == 2

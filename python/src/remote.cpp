@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <condition_variable>
+#include <future>
 #include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -17,6 +18,10 @@
 #include "gpustream/transport/remote_subscriber.hpp"
 
 namespace gpustream::python {
+
+namespace {
+constexpr auto kCloseDeadline = std::chrono::seconds{2};
+}  // namespace
 
 class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
  public:
@@ -34,7 +39,11 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
       cv_.notify_all();
     });
     subscriber_->start();
-    thread_ = std::thread([this] { io_.run(); });
+    io_done_ = io_finished_.get_future();
+    thread_ = std::thread([this] {
+      io_.run();
+      io_finished_.set_value();
+    });
   }
 
   ~PyRemote() override { close(); }
@@ -46,9 +55,11 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
     if (!closed()) {
       mark_closed();
       py::gil_scoped_release release;
+      // stop() starts the close handshake; the io thread runs it to its end (the server sees a
+      // clean close), bounded by kCloseDeadline for a server that does not answer.
       subscriber_->stop();
       work_.reset();
-      io_.stop();
+      if (io_done_.wait_for(kCloseDeadline) == std::future_status::timeout) io_.stop();
       if (thread_.joinable()) thread_.join();
       {
         std::lock_guard lock(mu_);
@@ -96,6 +107,8 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
   std::mutex mu_;
   std::condition_variable cv_;
   RemoteStatus status_;
+  std::promise<void> io_finished_;
+  std::future<void> io_done_;
   std::thread thread_;
 };
 

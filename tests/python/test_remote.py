@@ -56,3 +56,22 @@ def test_nothing_listening_is_reported_in_the_status():
     with gpustream.connect(f"tcp://127.0.0.1:{port}") as remote:
         assert not remote.wait_connected(0.5)
         assert remote.status["state"] in ("connecting", "disconnected")
+
+
+def test_token(tmp_path):
+    from serve_helper import Server
+    token = tmp_path / "token"
+    token.write_text("s3cret-token-for-the-python-test\n")
+    token.chmod(0o600)
+    s = Server(env_path("GPUSTREAM_CLI") + " serve", "--simulate", "1", "--interval", "0.05",
+               "--listen", "127.0.0.1:0", "--token", str(token))
+    try:
+        with gpustream.connect(f"ws://{s.http}", token="wrong") as remote:
+            assert not remote.wait_connected(2)
+            assert remote.status["connections"] == 0
+        with gpustream.connect(f"ws://{s.http}",
+                               token="s3cret-token-for-the-python-test") as remote:
+            assert remote.wait_connected(10), remote.status
+            assert take(remote.stream(probes="simulated", timeout=10), 1)
+    finally:
+        s.stop()

@@ -14,6 +14,8 @@ def test_installed_module_imports_from_the_prefix(tmp_path):
                    capture_output=True, timeout=300)
     site = prefix / "lib" / "python3" / "dist-packages"
     assert (site / "gpustream" / "__init__.py").is_file()
+    (ext,) = (site / "gpustream").glob("_gpustream*.so")
+    assert ext.stat().st_size < 30 << 20, "installed with its debug information (not stripped)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = str(site)
     code = ("import gpustream\n"

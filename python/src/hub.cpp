@@ -91,25 +91,33 @@ void Hub::close_all() {
 }
 
 namespace {
-std::mutex g_live_mu;
-std::vector<std::weak_ptr<Hub>> g_live;
+struct LiveHubs {
+  std::mutex mu;
+  std::vector<std::weak_ptr<Hub>> hubs;
+};
+LiveHubs& live_hubs() {
+  static LiveHubs live;  // never destroyed before the atexit hook runs (it is a static)
+  return live;
+}
 }  // namespace
 
 void register_live(const std::shared_ptr<Hub>& hub) {
-  std::lock_guard lock(g_live_mu);
-  std::erase_if(g_live, [](const auto& w) { return w.expired(); });
-  g_live.push_back(hub);
+  auto& live = live_hubs();
+  std::lock_guard lock(live.mu);
+  std::erase_if(live.hubs, [](const auto& w) { return w.expired(); });
+  live.hubs.push_back(hub);
 }
 
 void stop_all_live() {
-  std::vector<std::shared_ptr<Hub>> live;
+  std::vector<std::shared_ptr<Hub>> hubs;
   {
-    std::lock_guard lock(g_live_mu);
-    for (auto& w : g_live)
-      if (auto h = w.lock()) live.push_back(std::move(h));
-    g_live.clear();
+    auto& live = live_hubs();
+    std::lock_guard lock(live.mu);
+    for (auto& w : live.hubs)
+      if (auto h = w.lock()) hubs.push_back(std::move(h));
+    live.hubs.clear();
   }
-  for (auto& h : live) h->shutdown();
+  for (auto& h : hubs) h->shutdown();
 }
 
 }  // namespace gpustream::python

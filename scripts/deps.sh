@@ -8,7 +8,9 @@
 #                              Zero loader (libze1), nats-server (NATS bridge test), clang +
 #                              libFuzzer (scripts/fuzz.sh), libdrm-common (amdgpu.ids: the AMD
 #                              names test reads the real table), clang-format + clang-tidy
-#                              (scripts/lint.sh), python3-pytest (the Python module's tests)
+#                              (scripts/lint.sh), python3-pytest (the Python module's tests),
+#                              dpkg-dev + file (cpack's dpkg-shlibdeps) and systemd
+#                              (systemd-analyze verify) for the .deb test
 #   scripts/deps.sh bench    — test + what the benchmarks compare against (rocm-smi, websocketpp)
 # As root it runs apt-get; otherwise it prints the one line to run and exits 1.
 # Idempotent: when everything is there it only says so.
@@ -20,7 +22,8 @@ build_pkgs=(cmake ninja-build g++ pkg-config ccache
   libspdlog-dev libfmt-dev libcli11-dev libnats-dev pybind11-dev python3-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server
-  clang libfuzzer-14-dev libdrm-common clang-format clang-tidy python3-pytest)
+  clang libfuzzer-14-dev libdrm-common clang-format clang-tidy python3-pytest
+  dpkg-dev file systemd)
 bench_pkgs=(rocm-smi)
 
 case "$profile" in

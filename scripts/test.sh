@@ -93,6 +93,9 @@ if [ ! -d tests/browser/node_modules/playwright-core ]; then
   (cd tests/browser && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error)
 fi
 
+# As root, the package test (tests/packaging/deb_test.sh) must really install the .deb with dpkg.
+if [ "$(id -u)" -eq 0 ]; then export GPUSTREAM_DEB_TEST_REQUIRE_INSTALL=1; fi
+
 step "normal build (build/)"
 configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 cmake --build build -j "$jobs"

@@ -75,7 +75,8 @@ class AmdSysfs : public ::testing::Test {
   std::shared_ptr<AmdSysfsProbe> probe() {
     return make_amd_sysfs_probe(harness_.executors(),
                                 {.paths = {.sysfs_root = tree_.path("sys"),
-                                           .procfs_root = tree_.path("proc")}});
+                                           .procfs_root = tree_.path("proc"),
+                                           .devfs_root = tree_.path("dev")}});
   }
   TempTree tree_;
   ProbeHarness harness_;
@@ -271,7 +272,8 @@ TEST_F(AmdSysfs, ClientBoundErrorDoesNotChangeWithTheCount) {
            fdinfo(static_cast<std::uint64_t>(pid), "0000:03:00.0", 1, 0));
   auto p = make_amd_sysfs_probe(harness_.executors(),
                                 {.paths = {.sysfs_root = tree_.path("sys"),
-                                           .procfs_root = tree_.path("proc")},
+                                           .procfs_root = tree_.path("proc"),
+                                           .devfs_root = tree_.path("dev")},
                                  .max_clients = 2});
   auto first = harness_.sample(*p).snapshot;
   add_fd(tree_, 104, 3, "/dev/dri/renderD128", fdinfo(104, "0000:03:00.0", 1, 0));

@@ -48,7 +48,9 @@ TEST(DrmClientTrackerWatch, SteadyStateChecksEachProcessOncePerCountPeriod) {
   Proc p;
   plain_tree(p, 1000, 600);
   p.client(5000, 1);
-  ClientTracker tr(with_signal(p));  // freshness 5 s, count pass 30 s, sweep 600 s
+  auto o = with_signal(p);
+  o.count_period = std::chrono::milliseconds(30'000);
+  ClientTracker tr(o);  // freshness 5 s, count pass 30 s, sweep 600 s
   std::int64_t now = kSecond;
   WalkStats st;
   ASSERT_EQ(tr.sample(now, &st).size(), 1u);
@@ -206,6 +208,7 @@ TEST(DrmClientTrackerWatch, GpuFdWithoutAWatchedOpenIsFoundByTheSweep) {
   plain_tree(p, 100, 10);
   auto o = with_signal(p);
   o.sweep_period = std::chrono::milliseconds(10000);
+  o.count_period = std::chrono::milliseconds(10000);
   ClientTracker tr(o);
   std::int64_t now = 0;
   tr.sample(now);
@@ -228,7 +231,7 @@ TEST(DrmClientTrackerWatch, GpuFdWithoutAWatchedOpenIsFoundByTheSweep) {
   EXPECT_GT(found_300, 0);
   EXPECT_LE(found_300, 10);
   EXPECT_EQ(events, 0u);
-  EXPECT_GT(checks, 0u);  // the fd-count pass (30 s) ran meanwhile, and found nothing for 104
+  EXPECT_GT(checks, 0u);  // the fd-count pass (10 s) ran meanwhile, and found nothing for 104
 }
 
 TEST(DrmClientTrackerWatch, ExitedClientDisappearsAtTheNextSample) {

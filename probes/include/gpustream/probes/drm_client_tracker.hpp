@@ -22,7 +22,7 @@
 //      interval of it per sample; each known pid's fd count (stat of /proc/<pid>/fd) is
 //      compared with its last scan (a full fd scan when it changed), each new pid gets a full
 //      scan, and pids it did not list in a whole cycle have exited. This finds, within
-//      `count_period` (30 s by default), a GPU fd that came without an open of a watched node
+//      `count_period` (300 s by default), a GPU fd that came without an open of a watched node
 //      (inherited across fork/exec, received over a socket: the fd count changed).
 //   4. After an open of a watched node (seen at the next sample): the same pass runs at
 //      `freshness` speed for one whole cycle from that point (without the fd-count signal, it
@@ -34,12 +34,18 @@
 //      else signals: a process that closed an fd and got a GPU fd without an open of a watched
 //      node (same fd count), or one whose namespace is past max_namespace_watches on a kernel
 //      without the fd-count signal.
+//   6. The new end of the listing (one lseek and one getdents64): procfs lists pids in
+//      ascending order, so the pids made since the last sample come after the highest seen
+//      (a generated tree on tmpfs lists newest first: before the first one seen last time).
+//      Each is fully scanned at once: a process that holds a GPU fd when it is first seen
+//      (forked from a GPU client, or a container's first process that opened its own node)
+//      is reported at the next sample. After the pid counter wraps (and on a tree whose
+//      listing order says nothing) new pids are found by the pass.
 //   A pid seen for the first time has its mount namespace read (readlink of <pid>/ns/mnt, once
 //   per pid); a namespace other than ours (and not sharing our device folder) gets a watch on
 //   its device folder while any of its pids is known, at most max_namespace_watches of them
-//   (past it: logged once; those pids are left to the fd-count pass and the sweep). The first
-//   process of a new namespace is found by the pass that first lists it (within count_period);
-//   later opens in that namespace within `freshness`.
+//   (past it: logged once; those pids are left to the fd-count pass and the sweep). So later
+//   opens in a container are reported within `freshness`.
 // Without it (no inotify, no device folder, or OpenSignal::none), every sample lists
 // procfs_root once (getdents64 into a reused 256 KiB buffer), forgets pids no longer listed,
 // scans new pids, re-reads the known clients as in 2., and
@@ -102,7 +108,7 @@ struct TrackerOptions {
   std::chrono::milliseconds sweep_period{0};
   /// With the open signal and the fd-count signal: every process's fd count is compared with
   /// its last scan once per count_period (the fd-count pass; 0: only after an open).
-  std::chrono::milliseconds count_period{30000};
+  std::chrono::milliseconds count_period{300000};
   FdCountSignal signal = FdCountSignal::automatic;
   OpenSignal open_signal = OpenSignal::automatic;
   /// Reads the fd count of `rel` (a "<pid>/fd" or "fd" path) relative to `dirfd`; -1 when it

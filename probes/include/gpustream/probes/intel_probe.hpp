@@ -87,7 +87,7 @@ struct IntelProbeOptions {
   std::chrono::milliseconds process_freshness{5000};
   /// Every process's fd count is compared once per this period (config intel.process_fd_count_ms;
   /// 0: only after an open); see drm::TrackerOptions::count_period.
-  std::chrono::milliseconds process_fd_count_period{30000};
+  std::chrono::milliseconds process_fd_count_period{300000};
   /// Every process is fully scanned once per this period (config intel.process_sweep_ms; 0: the
   /// tracker's default); see drm::TrackerOptions::sweep_period.
   std::chrono::milliseconds process_sweep{0};

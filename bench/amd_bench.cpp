@@ -10,7 +10,8 @@
 // Reproduce: build-bench/bench/amd_bench --benchmark_min_time=2
 // GPUSTREAM_BENCH_TREE=/dev/shm/amd keeps the trees (<dir>/<processes>/{sys,proc,dev}) for later
 // runs, e.g. `gpustream serve --sysfs-root /dev/shm/amd/10000/sys --procfs-root
-// /dev/shm/amd/10000/proc --devfs-root /dev/shm/amd/10000/dev`; `--benchmark_filter=none` only builds them.
+// /dev/shm/amd/10000/proc --devfs-root /dev/shm/amd/10000/dev`; `--benchmark_filter=none` only
+// builds them.
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 #include <unistd.h>

@@ -11,9 +11,9 @@ namespace gpustream {
 
 ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executors) {
   const auto* section =
-      settings::section(config, "amd", {"source", "amd_smi", "rocm_smi", "amdgpu_ids",
-                                               "process_freshness_ms", "process_fd_count_ms",
-                                               "process_sweep_ms"});
+      settings::section(config, "amd",
+                        {"source", "amd_smi", "rocm_smi", "amdgpu_ids", "process_freshness_ms",
+                         "process_fd_count_ms", "process_sweep_ms"});
   auto source = settings::string_at(section, "amd", "source").value_or("auto");
   // Checked whichever source is chosen: a bad value is an error even where it does not apply.
   const auto freshness_ms = settings::positive_at(section, "amd", "process_freshness_ms");

@@ -11,9 +11,9 @@ ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors execu
   IntelProbeOptions options;
   options.paths = config.paths;
   options.session_mode = resolve_library_session_mode(config.library_session);
-  const auto* section =
-      settings::section(config, "intel", {"level_zero_library", "process_freshness_ms",
-                                          "process_fd_count_ms", "process_sweep_ms"});
+  const auto* section = settings::section(
+      config, "intel",
+      {"level_zero_library", "process_freshness_ms", "process_fd_count_ms", "process_sweep_ms"});
   if (auto lib = settings::string_at(section, "intel", "level_zero_library",
                                           settings::Empty::allowed))  // "": no Level Zero
     options.level_zero_library = std::move(*lib);

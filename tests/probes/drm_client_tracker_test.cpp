@@ -67,7 +67,8 @@ TEST(DrmClientTracker, FreshnessIsConfigurableAndHoldsWithoutTheSignal) {
     p.process(pid, "p");
     p.fd(pid, 0, "/dev/null");
   }
-  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev(),
+  ClientTracker tr({.procfs_root = p.root(),
+                    .devfs_root = p.dev(),
                     .freshness = std::chrono::milliseconds(3000),
                     .signal = FdCountSignal::none});
   ASSERT_FALSE(tr.uses_fd_count_signal());

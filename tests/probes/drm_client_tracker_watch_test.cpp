@@ -39,7 +39,8 @@ TEST(DrmClientTrackerWatch, UsesTheDeviceFolderOfTheDevfsRoot) {
   auto elsewhere = with_signal(p);  // T/dev/dri exists, but the devfs root given is another
   elsewhere.devfs_root = p.t.dir("other-dev");
   EXPECT_FALSE(ClientTracker(elsewhere).uses_open_signal());
-  ClientTracker off({.procfs_root = p.root(), .devfs_root = p.dev(), .open_signal = OpenSignal::none});
+  ClientTracker off(
+      {.procfs_root = p.root(), .devfs_root = p.dev(), .open_signal = OpenSignal::none});
   EXPECT_FALSE(off.uses_open_signal());
 }
 
@@ -67,7 +68,7 @@ TEST(DrmClientTrackerWatch, SteadyStateChecksEachProcessOncePerCountPeriod) {
   EXPECT_GE(checks, 2 * 600u);
   EXPECT_LE(checks, 1400u);
   EXPECT_LE(most_checks, 25u);  // spread: (601 + 53) / 30 a sample, no spike
-  EXPECT_LE(most_scans, 2u);              // the sweep's share only: no count changed
+  EXPECT_LE(most_scans, 2u);    // the sweep's share only: no count changed
   EXPECT_EQ(tr.processes(), 601u);
 }
 
@@ -78,7 +79,7 @@ TEST(DrmClientTrackerWatch, SteadyStateChecksNoProcessWithoutAnOpen) {
   p.client(5000, 1);
   auto o = with_signal(p);
   o.count_period = std::chrono::milliseconds(0);  // no fd-count pass: only after an open
-  ClientTracker tr(o);  // freshness 5 s, sweep 600 s
+  ClientTracker tr(o);                            // freshness 5 s, sweep 600 s
   std::int64_t now = kSecond;
   WalkStats st;
   ASSERT_EQ(tr.sample(now, &st).size(), 1u);
@@ -149,7 +150,8 @@ TEST(DrmClientTrackerWatch, OpenOfACharacterDeviceNodeIsSeen) {
 TEST(DrmClientTrackerWatch, OpenIsFoundWithinFreshnessWithoutTheFdCount) {
   Proc p;
   plain_tree(p, 100, 40);
-  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev(),
+  ClientTracker tr({.procfs_root = p.root(),
+                    .devfs_root = p.dev(),
                     .freshness = std::chrono::milliseconds(4000),
                     .signal = FdCountSignal::none});
   ASSERT_TRUE(tr.uses_open_signal());

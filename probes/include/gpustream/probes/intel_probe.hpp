@@ -141,7 +141,8 @@ std::shared_ptr<IntelGpuProbe> make_intel_probe(ProbeExecutors executors,
 /// The registry's factory: paths from config.paths, the session mode from
 /// resolve_library_session_mode(config.library_session), and from
 /// config.probe_settings["intel"]: "level_zero_library" (string; "" disables Level Zero) and
-/// "process_freshness_ms", "process_fd_count_ms", "process_sweep_ms" (positive numbers). Throws std::invalid_argument for a setting of the wrong type.
+/// "process_freshness_ms", "process_fd_count_ms", "process_sweep_ms" (positive numbers). Throws
+/// std::invalid_argument for a setting of the wrong type.
 ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors executors);
 
 }  // namespace gpustream

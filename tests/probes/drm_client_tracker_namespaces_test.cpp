@@ -4,7 +4,13 @@
 // namespaces (see Proc::in_namespace in drm_tracker_trees.hpp: the ns link's text and a root
 // folder per namespace; the inotify watches and the opens are the kernel's). Time is driven (a
 // sample per second of `now`); nothing sleeps.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -301,6 +307,64 @@ TEST(DrmClientTrackerNamespaces, WatchesAreBoundedAndTheRestLeftToTheCountPass) 
   contained(p, 402, kNsC);
   for (int i = 0; i < 11; ++i) tr.sample(now += kSecond);
   EXPECT_EQ(tr.namespace_watches(), 2u);
+}
+
+// The real thing, where it may be done (root: CAP_SYS_ADMIN): a child process in its own mount
+// namespace, with its own /dev (a tmpfs) holding dri/renderD128, on the real /proc. The watch
+// on /proc/<child>/root/dev/dri and the open seen through it are the kernel's, nothing emulated.
+// The child is driven through pipes (blocking reads, no sleeps). Assumes no other process opens
+// a GPU node in a watched namespace meanwhile (CI machines have no GPU).
+TEST(DrmClientTrackerNamespaces, RealMountNamespaceOpenIsSeenThroughItsOwnWatch) {
+  Proc p;
+  p.devices();  // our device folder: T/dev/dri (the real /dev/dri may not exist)
+  int to_child[2], from_child[2];
+  ASSERT_EQ(::pipe2(to_child, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(from_child, O_CLOEXEC), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c = 'n';
+    if (::unshare(CLONE_NEWNS) == 0 &&
+        ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+        ::mount("gs-test-dev", "/dev", "tmpfs", 0, "size=64k") == 0 &&
+        ::mkdir("/dev/dri", 0755) == 0) {
+      const int f = ::open("/dev/dri/renderD128", O_CREAT | O_WRONLY | O_CLOEXEC, 0666);
+      if (f >= 0) {
+        ::close(f);
+        c = 'y';
+      }
+    }
+    (void)!::write(from_child[1], &c, 1);
+    if (c != 'y') ::_exit(1);
+    (void)!::read(to_child[0], &c, 1);  // go
+    const int f = ::open("/dev/dri/renderD128", O_RDONLY | O_CLOEXEC);
+    (void)!::write(from_child[1], &c, 1);
+    (void)!::read(to_child[0], &c, 1);  // exit
+    ::_exit(f >= 0 ? 0 : 1);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(from_child[0], &c, 1), 1);
+  if (c != 'y') {
+    ::waitpid(child, nullptr, 0);
+    GTEST_SKIP() << "no mount namespace of our own here (needs CAP_SYS_ADMIN)";
+  }
+  ClientTracker tr({.procfs_root = "/proc", .devfs_root = p.dev()});
+  ASSERT_TRUE(tr.uses_open_signal());
+  std::int64_t now = kSecond;
+  WalkStats st;
+  tr.sample(now, &st);
+  EXPECT_GE(tr.namespace_watches(), 1u);  // the child's (and any container's with a /dev/dri)
+  tr.sample(now += kSecond, &st);
+  EXPECT_EQ(st.open_events, 0u);
+  (void)!::write(to_child[1], "g", 1);
+  ASSERT_EQ(::read(from_child[0], &c, 1), 1);  // it has opened its node
+  tr.sample(now += kSecond, &st);
+  EXPECT_EQ(st.open_events, 1u);
+  (void)!::write(to_child[1], "x", 1);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  for (int fd : {to_child[0], to_child[1], from_child[0], from_child[1]}) ::close(fd);
 }
 
 }  // namespace

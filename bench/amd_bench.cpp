@@ -10,7 +10,8 @@
 // Reproduce: build-bench/bench/amd_bench --benchmark_min_time=2
 // GPUSTREAM_BENCH_TREE=/dev/shm/amd keeps the trees (<dir>/<processes>/{sys,proc,dev}) for later
 // runs, e.g. `gpustream serve --sysfs-root /dev/shm/amd/10000/sys --procfs-root
-// /dev/shm/amd/10000/proc`; `--benchmark_filter=none` only builds them.
+// /dev/shm/amd/10000/proc --devfs-root /dev/shm/amd/10000/dev`; `--benchmark_filter=none` only
+// builds them.
 #include <benchmark/benchmark.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -52,7 +53,8 @@ struct Tree {
     root = (keep ? fs::path(base)
                  : fs::temp_directory_path() / ("gpustream-amd-bench-" + std::to_string(::getpid()))) /
            std::to_string(processes);
-    // The device nodes beside proc/ (the DRM client tracker watches <root>/dev/dri for opens).
+    // The device nodes: <root>/dev is the tree's devfs root (the DRM client tracker watches
+    // <devfs_root>/dri for opens).
     for (const char* node : {"card0", "card1", "renderD128", "renderD129"})
       if (!fs::exists(root / "dev/dri" / node)) write(root / "dev/dri" / node, "");
     if (keep && fs::exists(root / ".complete")) return;
@@ -109,7 +111,9 @@ struct Tree {
     if (!keep) fs::remove_all(root.parent_path(), ec);
   }
   SystemPaths paths() const {
-    return {.sysfs_root = (root / "sys").string(), .procfs_root = (root / "proc").string()};
+    return {.sysfs_root = (root / "sys").string(),
+            .procfs_root = (root / "proc").string(),
+            .devfs_root = (root / "dev").string()};
   }
 };
 

@@ -4,9 +4,10 @@
 //   BM_Tracker*      drm::ClientTracker (what the AMD and Intel probes use): a steady-state
 //                    sample, one a second of driven time, after the first (full) one.
 //                    Watch: the open signal (inotify on the tree's dev/dri) and the fd-count
-//                    signal, the default on Linux >= 6.2 with a /dev/dri; Signal: the fd-count
-//                    signal alone, every pid listed each sample (no watchable device folder);
-//                    Sweep: neither (older kernels, or a tree that is not procfs).
+//                    signal, the default on Linux >= 6.2 with a /dev/dri (the fd-count pass
+//                    every 300 s); WatchNoPass: the same without the fd-count pass; Signal: the
+//                    fd-count signal alone, every pid listed each sample (no watchable device
+//                    folder); Sweep: neither (older kernels, or a tree that is not procfs).
 //   BM_SharedWalker  drm::walk_clients, the one-shot walker every sample used before (links
 //                    first, fdinfo only for DRM nodes).
 //   BM_NaiveWalker   opens and parses every fdinfo file.
@@ -17,7 +18,7 @@
 //    default: a fresh folder in $TMPDIR or /tmp, removed at exit)
 //
 // Exact system calls per sample, with strace on a kept tree: GPUSTREAM_BENCH_ONCE=<walker> (watch,
-// signal, sweep, shared, naive) runs
+// watch_nopass, signal, sweep, shared, naive) runs
 // the first sample (a tracker's full scan) plus GPUSTREAM_BENCH_SAMPLES steady samples (default
 // 0) on GPUSTREAM_BENCH_PROCS processes (default 10000; "proc" = the real /proc). The steady
 // cost is the difference of two runs divided by the sample count:
@@ -36,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -104,7 +106,7 @@ class ProcTree {
       write_file((p / "comm").string(), "proc" + std::to_string(i) + "\n");
       for (int fd = 0; fd < kFdsPerProcess; ++fd) {
         const bool drm = fd == 5 && i % every == 0;
-        const std::string target = drm ? (i % 2 ? "/dev/dri/renderD129" : "/dev/dri/card0")
+        const std::string target = drm      ? (i % 2 ? "/dev/dri/renderD129" : "/dev/dri/card0")
                                    : fd < 3 ? "/dev/pts/3"
                                             : "socket:[" + std::to_string(40000 + i * 8 + fd) + "]";
         fs::create_symlink(target, p / "fd" / std::to_string(fd));
@@ -192,14 +194,30 @@ drm::WalkOptions shared_options(int n) {
   return o;
 }
 
-enum class Mode { watch, signal, sweep };
+long env_ms(const char* name, long fallback) {
+  const char* v = std::getenv(name);
+  return v ? std::atol(v) : fallback;
+}
+
+// watch: the defaults (open signal, fd-count pass every 300 s, sweep 600 s); watch_nopass: the
+// same without the fd-count pass (what the tracker did before it: a pass only after an open).
+enum class Mode { watch, watch_nopass, signal, sweep };
 
 drm::TrackerOptions tracker_options(int n, Mode mode) {
+  const bool watch = mode == Mode::watch || mode == Mode::watch_nopass;
   return {
       .procfs_root = tree(n),
+      // The trees' devfs root: <top>/dev, beside <top>/<n> (the real /dev for the real /proc).
+      .devfs_root = n == 0 ? "/dev" : (fs::path(tree(n)).parent_path() / "dev").string(),
       .drivers = kDrivers,
+      // GPUSTREAM_BENCH_COUNT_MS / GPUSTREAM_BENCH_SWEEP_MS: other periods than the defaults.
+      .sweep_period = std::chrono::milliseconds(env_ms("GPUSTREAM_BENCH_SWEEP_MS", 0)),
+      .count_period = mode == Mode::watch_nopass ? std::chrono::milliseconds(0)
+                                                 : std::chrono::milliseconds(env_ms(
+                                                       "GPUSTREAM_BENCH_COUNT_MS",
+                                                       drm::TrackerOptions{}.count_period.count())),
       .signal = mode == Mode::sweep ? drm::FdCountSignal::none : drm::FdCountSignal::fd_dir_size,
-      .open_signal = mode == Mode::watch ? drm::OpenSignal::automatic : drm::OpenSignal::none};
+      .open_signal = watch ? drm::OpenSignal::automatic : drm::OpenSignal::none};
 }
 
 std::size_t fs_ops(const drm::WalkStats& st) {
@@ -212,7 +230,8 @@ void tracker_bench(benchmark::State& state, Mode mode) {
   const int n = static_cast<int>(state.range(0));
   drm::ClientTracker tr(tracker_options(n, mode));
   state.counters["open_signal"] = tr.uses_open_signal() ? 1 : 0;  // the real /proc: if /dev/dri
-  if (n != 0 && (mode == Mode::watch) != tr.uses_open_signal()) {
+  const bool watch = mode == Mode::watch || mode == Mode::watch_nopass;
+  if (n != 0 && watch != tr.uses_open_signal()) {
     state.SkipWithError("the open signal is not what this case needs");
     return;
   }
@@ -236,6 +255,7 @@ void tracker_bench(benchmark::State& state, Mode mode) {
 }
 
 void BM_TrackerWatch(benchmark::State& state) { tracker_bench(state, Mode::watch); }
+void BM_TrackerWatchNoPass(benchmark::State& state) { tracker_bench(state, Mode::watch_nopass); }
 void BM_TrackerSignal(benchmark::State& state) { tracker_bench(state, Mode::signal); }
 void BM_TrackerSweep(benchmark::State& state) { tracker_bench(state, Mode::sweep); }
 
@@ -271,10 +291,40 @@ BENCHMARK(BM_TrackerWatch)
     ->Arg(0)
     ->Unit(benchmark::kMicrosecond)
     ->MinTime(2.0);
-BENCHMARK(BM_TrackerSignal)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
-BENCHMARK(BM_TrackerSweep)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
-BENCHMARK(BM_SharedWalker)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
-BENCHMARK(BM_NaiveWalker)->Arg(100)->Arg(2000)->Arg(10000)->Arg(0)->Unit(benchmark::kMicrosecond)->MinTime(2.0);
+BENCHMARK(BM_TrackerWatchNoPass)
+    ->Arg(100)
+    ->Arg(2000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(2.0);
+BENCHMARK(BM_TrackerSignal)
+    ->Arg(100)
+    ->Arg(2000)
+    ->Arg(10000)
+    ->Arg(0)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(2.0);
+BENCHMARK(BM_TrackerSweep)
+    ->Arg(100)
+    ->Arg(2000)
+    ->Arg(10000)
+    ->Arg(0)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(2.0);
+BENCHMARK(BM_SharedWalker)
+    ->Arg(100)
+    ->Arg(2000)
+    ->Arg(10000)
+    ->Arg(0)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(2.0);
+BENCHMARK(BM_NaiveWalker)
+    ->Arg(100)
+    ->Arg(2000)
+    ->Arg(10000)
+    ->Arg(0)
+    ->Unit(benchmark::kMicrosecond)
+    ->MinTime(2.0);
 
 int env_int(const char* name, int fallback) {
   const char* v = std::getenv(name);
@@ -286,7 +336,8 @@ int env_int(const char* name, int fallback) {
 int main(int argc, char** argv) {
   if (const char* once = std::getenv("GPUSTREAM_BENCH_ONCE")) {  // for strace -c
     const char* procs = std::getenv("GPUSTREAM_BENCH_PROCS");
-    const int n = procs && std::string(procs) == "proc" ? 0 : env_int("GPUSTREAM_BENCH_PROCS", 10000);
+    const int n =
+        procs && std::string(procs) == "proc" ? 0 : env_int("GPUSTREAM_BENCH_PROCS", 10000);
     const int samples = env_int("GPUSTREAM_BENCH_SAMPLES", 0);
     const std::string how = once;
     std::size_t found = 0;
@@ -296,7 +347,10 @@ int main(int argc, char** argv) {
     } else if (how == "shared") {
       found = drm::walk_clients(shared_options(n)).size();
     } else {
-      const Mode mode = how == "watch" ? Mode::watch : how == "signal" ? Mode::signal : Mode::sweep;
+      const Mode mode = how == "watch"          ? Mode::watch
+                        : how == "watch_nopass" ? Mode::watch_nopass
+                        : how == "signal"       ? Mode::signal
+                                                : Mode::sweep;
       drm::ClientTracker tr(tracker_options(n, mode));
       std::int64_t now = kSecond;
       found = tr.sample(now).size();
@@ -315,8 +369,9 @@ int main(int argc, char** argv) {
     const auto d = tr.sample(2 * kSecond).size();
     const auto e = tw.sample(kSecond).size() + tw.sample(2 * kSecond).size();
     if (a != kDrmClients || b != a || c != a || d != a || e != 2 * a) {
-      std::fprintf(stderr, "%d processes: walkers disagree: shared %zu, naive %zu, tracker %zu/%zu\n",
-                   n, a, b, c, d);
+      std::fprintf(stderr,
+                   "%d processes: walkers disagree: shared %zu, naive %zu, tracker %zu/%zu\n", n, a,
+                   b, c, d);
       return 1;
     }
   }

@@ -11,11 +11,14 @@ namespace gpustream {
 
 ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executors) {
   const auto* section =
-      settings::section(config, "amd", {"source", "amd_smi", "rocm_smi", "amdgpu_ids",
-                                                    "process_freshness_ms"});
+      settings::section(config, "amd",
+                        {"source", "amd_smi", "rocm_smi", "amdgpu_ids", "process_freshness_ms",
+                         "process_fd_count_ms", "process_sweep_ms"});
   auto source = settings::string_at(section, "amd", "source").value_or("auto");
   // Checked whichever source is chosen: a bad value is an error even where it does not apply.
   const auto freshness_ms = settings::positive_at(section, "amd", "process_freshness_ms");
+  const auto fd_count_ms = settings::positive_at(section, "amd", "process_fd_count_ms");
+  const auto sweep_ms = settings::positive_at(section, "amd", "process_sweep_ms");
   const auto amd_smi = settings::string_at(section, "amd", "amd_smi");
   const auto rocm_smi = settings::string_at(section, "amd", "rocm_smi");
   const auto amdgpu_ids =
@@ -30,6 +33,8 @@ ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executo
     options.paths = config.paths;
     if (amdgpu_ids) options.amdgpu_ids = *amdgpu_ids;  // "": no lookup
     if (freshness_ms) options.process_freshness = std::chrono::milliseconds(*freshness_ms);
+    if (fd_count_ms) options.process_fd_count_period = std::chrono::milliseconds(*fd_count_ms);
+    if (sweep_ms) options.process_sweep = std::chrono::milliseconds(*sweep_ms);
     return make_amd_sysfs_probe(std::move(executors), std::move(options));
   }
   AmdProbeOptions options;

@@ -197,8 +197,11 @@ void AmdSysfsProbe::add_processes(std::vector<DeviceSample>& devices, GpuSnapsho
   if (!clients_)
     clients_ = std::make_unique<drm::ClientTracker>(
         drm::TrackerOptions{.procfs_root = options_.paths.procfs_root,
+                            .devfs_root = options_.paths.devfs_root,
                             .drivers = {"amdgpu"},
                             .freshness = options_.process_freshness,
+                            .sweep_period = options_.process_sweep,
+                            .count_period = options_.process_fd_count_period,
                             .max_clients = options_.max_clients});
   drm::WalkStats stats;
   const auto clients = clients_->sample(snap.monotonic_ns, &stats);

@@ -15,14 +15,6 @@ namespace {
 
 constexpr long kProcSuperMagic = 0x9fa0;
 
-std::string default_device_root(const std::string& procfs_root) {
-  std::string root = procfs_root;
-  while (root.size() > 1 && root.back() == '/') root.pop_back();
-  const auto slash = root.rfind('/');
-  if (slash == std::string::npos) return "dev/dri";  // "proc": relative, beside it
-  return root.substr(0, slash) + "/dev/dri";         // "/proc" -> "/dev/dri"
-}
-
 }  // namespace
 
 bool procfs_reports_fd_count(const std::string& procfs_root) {
@@ -157,9 +149,8 @@ ClientTracker::ClientTracker(TrackerOptions options) : impl_(std::make_unique<Im
   auto& o = impl_->o;
   if (o.fd_count) impl_->fd_count = o.fd_count;
   if (o.open_signal != OpenSignal::none) {
-    const std::string dir =
-        o.device_root.empty() ? default_device_root(o.procfs_root) : o.device_root;
-    impl_->watching = impl_->watch.start(dir);
+    impl_->watching = impl_->watch.start(o.devfs_root + "/dri");
+    impl_->own_ns = mount_ns(AT_FDCWD, (o.procfs_root + "/self/ns/mnt").c_str());
   }
   switch (o.signal) {
     case FdCountSignal::automatic:
@@ -200,5 +191,6 @@ bool ClientTracker::uses_fd_count_signal() const noexcept { return impl_->signal
 bool ClientTracker::uses_open_signal() const noexcept { return impl_->watching; }
 std::size_t ClientTracker::processes() const noexcept { return impl_->recs.size(); }
 std::size_t ClientTracker::kept_fds() const noexcept { return impl_->kept; }
+std::size_t ClientTracker::namespace_watches() const noexcept { return impl_->ns_active; }
 
 }  // namespace gpustream::drm

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -57,8 +58,19 @@ inline bool bound_fdinfo(Fdinfo& f) {
   return cut;
 }
 
-// kSeen: listed during the sweep's current cycle (watch mode); kGone: found exited by a scan.
-enum Flag : std::uint32_t { kClient = 1, kDenied = 2, kScheduled = 4, kSeen = 8, kGone = 16 };
+// kSeen: listed during the sweep's current cycle (watch mode); kGone: found exited by a scan or
+// a count check; kCounted: listed during the fd-count pass's current cycle (watch mode). The
+// high 16 bits: 1 + the slot of the process's watched mount namespace (0: none).
+enum Flag : std::uint32_t {
+  kClient = 1,
+  kDenied = 2,
+  kScheduled = 4,
+  kSeen = 8,
+  kGone = 16,
+  kCounted = 32
+};
+inline constexpr unsigned kNsShift = 16;
+inline constexpr std::size_t kMaxNsSlots = 0xFFFE;
 
 // One per pid listed: all the tracker keeps about a process that does not use a GPU.
 struct ProcRec {
@@ -116,6 +128,29 @@ inline ClientKey key_of(const Fdinfo& f) {
   return {f.pdev, f.client_id.has_value(), f.client_id.value_or(0)};
 }
 
+// A mount namespace other than ours whose device folder is watched; a free slot has ns == 0.
+struct NsWatch {
+  std::uint64_t ns = 0;  // the inode of its ns/mnt link's target
+  std::int32_t wd = -1;  // -1: the kernel dropped it (the folder went away)
+  std::uint32_t pids = 0;
+};
+static_assert(sizeof(NsWatch) == ClientTracker::kBytesPerNamespace);
+
+// "mnt:[4026531840]" -> 4026531840; 0 for anything else.
+inline std::uint64_t parse_ns_link(std::string_view s) {
+  if (!s.starts_with("mnt:[") || !s.ends_with("]")) return 0;
+  std::uint64_t v = 0;
+  for (char c : s.substr(5, s.size() - 6)) {
+    if (c < '0' || c > '9') return 0;
+    v = v * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return v;
+}
+
+// The mount namespace of `rel` (a "<pid>/ns/mnt" or "self/ns/mnt" link) under `dirfd`; 0 when
+// it cannot be read (not ours to see, gone, or a generated tree without the link).
+std::uint64_t mount_ns(int dirfd, const char* rel);
+
 // A process holding DRM fds of a wanted driver.
 struct ClientProc {
   int dir_fd = -1;  // kept O_DIRECTORY descriptor on <procfs>/<pid>; -1 when not kept
@@ -142,11 +177,20 @@ struct ClientTracker::Impl {
   std::int32_t check_cursor = -1, sweep_cursor = -1;
   // Watch mode (the open signal): no listing of every pid per sample; see sample_watching().
   DeviceWatch watch;
-  PidCursor pass_cur, sweep_cur;
-  bool pass_active = false, pass_need_wrap = false, pass_wrapped = false;
+  PidCursor pass_cur, sweep_cur, tail_cur;
+  off_t tail_pos = 0;          // ascending: the listing position of the highest pid seen (tail_max)
+  std::int32_t tail_max = -1;  // newest_first: the first pid of the last read
+  enum class TailOrder { none, ascending, newest_first } tail_order = TailOrder::none;
+  bool pass_active = false, pass_boost = false, pass_need_wrap = false, pass_wrapped = false;
   off_t pass_stop = 0;
   double pass_carry = 0;
   std::vector<std::int32_t> added;
+  // Other mount namespaces' device folders (watch mode); see note_namespace().
+  std::vector<NsWatch> ns_watches;
+  std::size_t ns_active = 0;
+  std::uint64_t own_ns = 0;
+  bool ns_capped_logged = false;
+  std::string ns_path;
   std::vector<char> list_buf = std::vector<char>(256 * 1024), fd_buf = std::vector<char>(32 * 1024);
   std::vector<int> drm_tmp;
   std::string text;
@@ -182,8 +226,15 @@ struct ClientTracker::Impl {
     clients.erase(it);
     if (auto* r = rec_of(pid)) r->flags &= ~kClient;
   }
+  // A process record leaves (exited, or the root was lost): its client and namespace too.
+  void forget(const ProcRec& r) {
+    if (r.flags & kClient) drop_client(r.pid);
+    release_namespace(r);
+  }
+  void release_namespace(const ProcRec& r);
   void drop_all() {
     while (!clients.empty()) drop_client(clients.begin()->first);
+    for (const auto& r : recs) release_namespace(r);
     recs.clear();
   }
 
@@ -253,9 +304,14 @@ struct ClientTracker::Impl {
     if (n >= 0 && static_cast<std::uint32_t>(n) != r.fd_count) {
       ++st->count_changes;
       schedule(r);
-    }  // n < 0: exited (found by the next listing or sweep) or not inspectable
+    } else if (n < 0 && errno == ENOENT && watching && !(r.flags & kClient)) {
+      r.flags |= kGone;  // exited (a client's exit is the kept descriptor's to tell)
+    }                    // else: not inspectable, or in listing mode (the next listing tells)
   }
+  // The fd-count pass runs on its own (every count_period) only with the fd-count signal.
+  bool periodic_pass() const { return signal && o.count_period.count() > 0; }
   void start_pass() {
+    pass_boost = true;
     if (!pass_active) {
       pass_active = true;
       pass_need_wrap = pass_wrapped = false;
@@ -276,9 +332,13 @@ struct ClientTracker::Impl {
   }
 
   void scan(ProcRec& rec);
+  void note_namespace(ProcRec& rec);
+  void new_record(std::vector<ProcRec>& into, std::int32_t pid, std::uint32_t flags);
   void sample(std::int64_t now);
   bool sample_listing(std::int64_t now);
   bool sample_watching(std::int64_t now);
+  bool start_tail();
+  bool read_tail();
 };
 
 }  // namespace gpustream::drm

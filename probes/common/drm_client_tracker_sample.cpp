@@ -1,6 +1,9 @@
 // One sample of drm::ClientTracker: with the open signal (sample_watching) or by listing every
 // pid (sample_listing). See gpustream/probes/drm_client_tracker.hpp.
+#include <sys/vfs.h>
+
 #include <algorithm>
+#include <cstddef>
 
 #include "drm_client_tracker_impl.hpp"
 
@@ -16,8 +19,14 @@ void ClientTracker::Impl::sample(std::int64_t now) {
   if (watching && !first) {
     const auto d = watch.drain(st->watch_reads);
     st->open_events = d.opens + (d.overflow ? 1 : 0);
+    for (const int wd : d.gone)  // a namespace's device folder went away with its watch
+      for (auto& w : ns_watches)
+        if (w.ns != 0 && w.wd == wd) w.wd = -1;
     if (d.lost) {
       watching = false;  // the device folder went away: list every pid each sample from now on
+      for (auto& r : recs) r.flags &= (1u << kNsShift) - 1;  // the namespaces' watches went too
+      ns_watches.clear();
+      ns_active = 0;
     } else {
       if (st->open_events) start_pass();
       if (!sample_watching(now)) return;
@@ -26,7 +35,8 @@ void ClientTracker::Impl::sample(std::int64_t now) {
   }
   if (!listed) {
     if (!sample_listing(now)) return;
-    if (watching && first && (!pass_cur.open(o.procfs_root) || !sweep_cur.open(o.procfs_root)))
+    if (watching && first &&
+        (!pass_cur.open(o.procfs_root) || !sweep_cur.open(o.procfs_root) || !start_tail()))
       watching = false;
   }
   for (const auto& r : recs)
@@ -54,19 +64,17 @@ bool ClientTracker::Impl::sample_listing(std::int64_t now) {
   for (const std::int32_t pid : pids) {
     for (; i < recs.size() && recs[i].pid < pid; ++i) {  // gone from the listing: exited
       ++st->exited;
-      if (recs[i].flags & kClient) drop_client(recs[i].pid);
+      forget(recs[i]);
     }
     if (i < recs.size() && recs[i].pid == pid) {
       next.push_back(recs[i++]);
     } else {
-      ++st->new_processes;
-      next.push_back({pid, kUnknownCount, kScheduled});
-      todo.push_back(pid);
+      new_record(next, pid, 0);
     }
   }
   for (; i < recs.size(); ++i) {
     ++st->exited;
-    if (recs[i].flags & kClient) drop_client(recs[i].pid);
+    forget(recs[i]);
   }
   recs.swap(next);
   st->processes = recs.size();
@@ -94,8 +102,69 @@ bool ClientTracker::Impl::sample_listing(std::int64_t now) {
   return true;
 }
 
-// With the open signal: the known clients, the sweep's share of the listing and, after an open
-// of a watched node, a pass over every pid spread over `freshness`; nothing else.
+// The new end of the listing: pids made since the last sample, at one lseek and one getdents64 a
+// sample. Procfs lists pids in ascending order: new pids come after the highest seen (until the
+// pid counter wraps; after that, new pids are found by the passes). A tmpfs (generated trees)
+// lists newest first: new entries come before the one that was first last time. Elsewhere (a
+// generated tree on ext4 lists in hash order) new pids wait for the passes.
+bool ClientTracker::Impl::start_tail() {
+  struct statfs fs;
+  constexpr long kProcSuperMagic = 0x9fa0, kTmpfsMagic = 0x01021994;
+  const bool known = ::statfs(o.procfs_root.c_str(), &fs) == 0;
+  tail_order = !known                                            ? TailOrder::none
+               : static_cast<long>(fs.f_type) == kProcSuperMagic ? TailOrder::ascending
+               : static_cast<long>(fs.f_type) == kTmpfsMagic     ? TailOrder::newest_first
+                                                                 : TailOrder::none;
+  if (tail_order == TailOrder::none) return true;
+  if (!tail_cur.open(o.procfs_root)) return false;
+  if (tail_order == TailOrder::newest_first) return read_tail();  // notes the first entry
+  tail_cur.next(std::size_t{1} << 24, st->getdents, [&](std::int32_t pid, off_t start) {
+    if (pid > tail_max) {
+      tail_max = pid;
+      tail_pos = start;
+    }
+    return true;
+  });
+  tail_cur.release_buffer();  // the whole listing, once: later reads are a few entries
+  return !tail_cur.failed();
+}
+
+bool ClientTracker::Impl::read_tail() {
+  switch (tail_order) {
+    case TailOrder::none:
+      return true;
+    case TailOrder::ascending:
+      tail_cur.seek(tail_pos);
+      // At most 256 new pids a sample (a 10 KiB read); the rest at the next one.
+      tail_cur.next(256, st->getdents, [&](std::int32_t pid, off_t start) {
+        if (pid > tail_max) {
+          ++st->listed;
+          tail_max = pid;
+          tail_pos = start;
+          if (!rec_of(pid)) added.push_back(pid);
+        }
+        return true;
+      });
+      return !tail_cur.failed();
+    case TailOrder::newest_first: {
+      tail_cur.rewind();
+      std::int32_t first = -1;
+      tail_cur.next(256, st->getdents, [&](std::int32_t pid, off_t) {
+        if (first < 0) first = pid;
+        if (pid == tail_max) return false;  // the newest of the last read: nothing past it is new
+        ++st->listed;
+        if (!rec_of(pid)) added.push_back(pid);
+        return true;
+      });
+      if (first >= 0) tail_max = first;
+      return !tail_cur.failed();
+    }
+  }
+  return true;
+}
+
+// With the open signal: the known clients, the fd-count pass's share of the listing (faster for
+// a cycle after an open of a watched node), the sweep's share; nothing else.
 bool ClientTracker::Impl::sample_watching(std::int64_t now) {
   todo.clear();
   added.clear();
@@ -104,13 +173,25 @@ bool ClientTracker::Impl::sample_watching(std::int64_t now) {
     if (!refresh(pid, cp))
       if (auto* r = rec_of(pid)) schedule(*r);
 
+  // The fd-count pass: every count_period with the fd-count signal, at `freshness` speed for a
+  // whole cycle after an open (then only, without the signal).
+  if (!pass_active && periodic_pass()) {
+    pass_active = true;
+    pass_carry = 0;
+    pass_cur.rewind();
+  }
   if (pass_active) {
+    const auto period = pass_boost ? ns(o.freshness) : ns(o.count_period);
     // A little over the records: new pids are listed too.
-    const auto k = due(pass_carry, recs.size() + recs.size() / 16 + 16, dt, ns(o.freshness));
+    const auto k = due(pass_carry, recs.size() + recs.size() / 16 + 16, dt, period);
     const bool end = pass_cur.next(k, st->getdents, [&](std::int32_t pid, off_t start) {
-      if (pass_wrapped && start >= pass_stop) return pass_active = false;
+      if (pass_wrapped && start >= pass_stop) {  // a whole cycle since the last open
+        pass_wrapped = pass_boost = false;
+        if (!periodic_pass()) return pass_active = false;
+      }
       ++st->listed;
       if (ProcRec* r = rec_of(pid)) {
+        r->flags |= kCounted;
         if (signal) {
           check_count(*r);
         } else {
@@ -122,12 +203,21 @@ bool ClientTracker::Impl::sample_watching(std::int64_t now) {
       return true;
     });
     if (pass_cur.failed()) return lose_root();
-    if (end && pass_need_wrap) {  // opened again during the pass: once more up to that point
-      pass_cur.rewind();
+    if (end && pass_boost && pass_need_wrap) {  // opened again: once more up to that point
       pass_need_wrap = false;
       pass_wrapped = true;
     } else if (end) {
-      pass_active = false;
+      pass_boost = false;
+      pass_active = periodic_pass();
+    }
+    if (end) {
+      pass_cur.rewind();
+      if (periodic_pass()) {  // a whole listing from its start: who it did not list has exited
+        for (auto& r : recs) {
+          if (!(r.flags & kCounted)) r.flags |= kGone;
+          r.flags &= ~kCounted;
+        }
+      }
     }
   }
 
@@ -147,12 +237,14 @@ bool ClientTracker::Impl::sample_watching(std::int64_t now) {
     std::erase_if(recs, [&](ProcRec& r) {
       if (r.flags & kSeen) return false;
       ++st->exited;
-      if (r.flags & kClient) drop_client(r.pid);
+      forget(r);
       return true;
     });
     for (auto& r : recs) r.flags &= ~kSeen;
     sweep_cur.rewind();
   }
+
+  if (!read_tail()) return lose_root();
 
   if (!added.empty()) {  // new pids: merged in and scanned now
     std::sort(added.begin(), added.end());
@@ -162,9 +254,7 @@ bool ClientTracker::Impl::sample_watching(std::int64_t now) {
     for (const std::int32_t pid : added) {
       for (; i < recs.size() && recs[i].pid < pid; ++i) next.push_back(recs[i]);
       if (i < recs.size() && recs[i].pid == pid) continue;
-      ++st->new_processes;
-      next.push_back({pid, kUnknownCount, kSeen | kScheduled});
-      todo.push_back(pid);
+      new_record(next, pid, kSeen | kCounted);
     }
     for (; i < recs.size(); ++i) next.push_back(recs[i]);
     recs.swap(next);
@@ -175,9 +265,10 @@ bool ClientTracker::Impl::sample_watching(std::int64_t now) {
       scan(*r);
       r->flags &= ~kScheduled;
     }
-  std::erase_if(recs, [&](const ProcRec& r) {  // exits found by the scans
+  std::erase_if(recs, [&](const ProcRec& r) {  // exits found by the scans and the pass
     if (!(r.flags & kGone)) return false;
     ++st->exited;
+    forget(r);
     return true;
   });
   return true;

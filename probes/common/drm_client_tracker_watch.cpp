@@ -22,7 +22,8 @@ bool DeviceWatch::start(const std::string& dir) {
   if (fd_ < 0) return false;
   // The folder, not each node: one watch covers nodes added later, and opens through the
   // /dev/dri/by-path links (they resolve to a dentry in this folder).
-  if (::inotify_add_watch(fd_, dir.c_str(), IN_OPEN | IN_ONLYDIR) < 0) {
+  wd_ = ::inotify_add_watch(fd_, dir.c_str(), IN_OPEN | IN_ONLYDIR);
+  if (wd_ < 0) {
     const int e = errno;
     stop();
     errno = e;
@@ -31,9 +32,21 @@ bool DeviceWatch::start(const std::string& dir) {
   return true;
 }
 
+int DeviceWatch::add(const std::string& dir) {
+  if (fd_ < 0) {
+    errno = EBADF;
+    return -1;
+  }
+  return ::inotify_add_watch(fd_, dir.c_str(), IN_OPEN | IN_ONLYDIR);
+}
+
+void DeviceWatch::remove(int wd) noexcept {
+  if (fd_ >= 0 && wd >= 0 && wd != wd_) ::inotify_rm_watch(fd_, wd);
+}
+
 void DeviceWatch::stop() noexcept {
   if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  fd_ = wd_ = -1;
 }
 
 DeviceWatch::Drained DeviceWatch::drain(std::size_t& calls) {
@@ -56,7 +69,13 @@ DeviceWatch::Drained DeviceWatch::drain(std::size_t& calls) {
       const std::string_view name(buf_.data() + off + sizeof ev,
                                   ::strnlen(buf_.data() + off + sizeof ev, ev.len));
       if (ev.mask & IN_Q_OVERFLOW) d.overflow = true;
-      if (ev.mask & IN_IGNORED) d.lost = true;
+      if (ev.mask & IN_IGNORED) {
+        if (ev.wd == wd_) {
+          d.lost = true;
+        } else {
+          d.gone.push_back(ev.wd);
+        }
+      }
       if ((ev.mask & IN_OPEN) && !(ev.mask & IN_ISDIR) &&
           (name.starts_with("card") || name.starts_with("renderD")))
         ++d.opens;
@@ -84,6 +103,11 @@ bool PidCursor::open(const std::string& root) {
 void PidCursor::rewind() {
   pos_ = 0;
   if (fd_ >= 0 && ::lseek(fd_, 0, SEEK_SET) != 0) failed_ = true;
+}
+
+void PidCursor::seek(off_t pos) {
+  pos_ = pos;
+  if (fd_ < 0 || ::lseek(fd_, pos, SEEK_SET) != pos) failed_ = true;
 }
 
 long PidCursor::read_chunk(std::size_t want, std::size_t& calls) {

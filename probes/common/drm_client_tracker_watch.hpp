@@ -1,15 +1,18 @@
 // drm_client_tracker_watch.hpp — the two pieces that let drm::ClientTracker skip per-process
 // work while nothing changes (private to probes/common):
 //
-//   DeviceWatch  an inotify watch (IN_OPEN) on the DRM device folder (/dev/dri): tells that
-//                some process opened card* or renderD* since the last drain, not which one.
-//                Opens through a node outside that folder (a container's own mknod) or fds
-//                received over a socket or inherited across fork never show here; the tracker's
-//                sweep finds those.
+//   DeviceWatch  an inotify watch (IN_OPEN) on the DRM device folder (/dev/dri), plus any
+//                number of added ones (other mount namespaces' device folders) on the same
+//                inotify descriptor: tells that some process opened card* or renderD* in one
+//                of them since the last drain, not which one. Fds received over a socket or
+//                inherited across fork never show here; the tracker's fd-count pass and sweep
+//                find those.
 //   PidCursor    a listing of <procfs_root> read a chunk at a time through its own descriptor,
 //                continuing where the last chunk stopped, so that a full pass over 10,000 pids
 //                can be spread over many samples. Positions are getdents64's d_off (procfs: the
-//                pid; tmpfs: the insertion index), which only grow along one listing.
+//                pid; tmpfs: the insertion index), which only grow along one listing; so the
+//                position of the highest pid read, sought again, lists the pids made since
+//                (until the pid counter wraps).
 //
 // Thread safety: none; owned by one tracker.
 #pragma once
@@ -33,18 +36,26 @@ class DeviceWatch {
   /// Watches `dir` for opens of its files; false (errno set) when inotify or the watch fails.
   bool start(const std::string& dir);
   bool active() const noexcept { return fd_ >= 0; }
+  /// The watch descriptor of the folder given to start().
+  int primary() const noexcept { return wd_; }
+  /// Adds a watch on `dir`, another device folder: its watch descriptor (the primary one, or
+  /// one added before, when `dir` is the same folder), or -1 (errno set).
+  int add(const std::string& dir);
+  /// Removes an added watch (never the primary one).
+  void remove(int wd) noexcept;
 
   struct Drained {
     std::size_t opens = 0;  // IN_OPEN events naming card* or renderD*
     bool overflow = false;  // the kernel dropped events: anything may have been opened
-    bool lost = false;      // the watch is gone (folder removed or unmounted): stop() was called
+    bool lost = false;      // the primary watch is gone (folder removed or unmounted): stopped
+    std::vector<int> gone;  // added watches the kernel dropped (their folder went away)
   };
   /// Reads every pending event (non-blocking). `calls` counts the read system calls.
   Drained drain(std::size_t& calls);
   void stop() noexcept;
 
  private:
-  int fd_ = -1;
+  int fd_ = -1, wd_ = -1;
   std::vector<char> buf_ = std::vector<char>(16 * 1024);
 };
 
@@ -59,6 +70,13 @@ class PidCursor {
   bool open(const std::string& root);
   /// Back to the start of the listing.
   void rewind();
+  /// To `pos`, a position passed to next()'s `fn` as `start` (that entry is read again).
+  void seek(off_t pos);
+  /// Frees the read buffer (after a one-off long read; it grows again as needed).
+  void release_buffer() {
+    buf_.clear();
+    buf_.shrink_to_fit();
+  }
   /// Reads on from the current position until at least `want` pids were passed to
   /// `fn(std::int32_t pid, off_t start)` (`start`: the entry's position in the listing) or the
   /// listing ended (entries read past the last one wanted are read again next time). `fn`

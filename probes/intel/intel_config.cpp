@@ -11,13 +11,18 @@ ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors execu
   IntelProbeOptions options;
   options.paths = config.paths;
   options.session_mode = resolve_library_session_mode(config.library_session);
-  const auto* section =
-      settings::section(config, "intel", {"level_zero_library", "process_freshness_ms"});
+  const auto* section = settings::section(
+      config, "intel",
+      {"level_zero_library", "process_freshness_ms", "process_fd_count_ms", "process_sweep_ms"});
   if (auto lib = settings::string_at(section, "intel", "level_zero_library",
                                           settings::Empty::allowed))  // "": no Level Zero
     options.level_zero_library = std::move(*lib);
   if (auto ms = settings::positive_at(section, "intel", "process_freshness_ms"))
     options.process_freshness = std::chrono::milliseconds(*ms);
+  if (auto ms = settings::positive_at(section, "intel", "process_fd_count_ms"))
+    options.process_fd_count_period = std::chrono::milliseconds(*ms);
+  if (auto ms = settings::positive_at(section, "intel", "process_sweep_ms"))
+    options.process_sweep = std::chrono::milliseconds(*ms);
   return make_intel_probe(std::move(executors), std::move(options));
 }
 

@@ -73,9 +73,9 @@ void add_fd(TempTree& t, int pid, int fd, std::string_view node, const std::stri
 class AmdSysfs : public ::testing::Test {
  protected:
   std::shared_ptr<AmdSysfsProbe> probe() {
-    return make_amd_sysfs_probe(harness_.executors(),
-                                {.paths = {.sysfs_root = tree_.path("sys"),
-                                           .procfs_root = tree_.path("proc")}});
+    return make_amd_sysfs_probe(harness_.executors(), {.paths = {.sysfs_root = tree_.path("sys"),
+                                                                 .procfs_root = tree_.path("proc"),
+                                                                 .devfs_root = tree_.path("dev")}});
   }
   TempTree tree_;
   ProbeHarness harness_;
@@ -269,10 +269,10 @@ TEST_F(AmdSysfs, ClientBoundErrorDoesNotChangeWithTheCount) {
   for (int pid = 100; pid < 104; ++pid)
     add_fd(tree_, pid, 3, "/dev/dri/renderD128",
            fdinfo(static_cast<std::uint64_t>(pid), "0000:03:00.0", 1, 0));
-  auto p = make_amd_sysfs_probe(harness_.executors(),
-                                {.paths = {.sysfs_root = tree_.path("sys"),
-                                           .procfs_root = tree_.path("proc")},
-                                 .max_clients = 2});
+  auto p = make_amd_sysfs_probe(harness_.executors(), {.paths = {.sysfs_root = tree_.path("sys"),
+                                                                 .procfs_root = tree_.path("proc"),
+                                                                 .devfs_root = tree_.path("dev")},
+                                                       .max_clients = 2});
   auto first = harness_.sample(*p).snapshot;
   add_fd(tree_, 104, 3, "/dev/dri/renderD128", fdinfo(104, "0000:03:00.0", 1, 0));
   auto second = harness_.sample(*p).snapshot;  // 3 over the bound instead of 2

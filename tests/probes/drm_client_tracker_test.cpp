@@ -30,7 +30,7 @@ TEST(DrmClientTracker, FindsEveryClientAmongTenThousandProcesses) {
       p.plain(pid);
     }
   }
-  ClientTracker tr({.procfs_root = p.root(), .drivers = {"amdgpu"}});
+  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev(), .drivers = {"amdgpu"}});
   WalkStats st;
   EXPECT_EQ(tr.sample(kSecond, &st).size(), 51u);
   EXPECT_EQ(st.processes, 10000u);
@@ -68,6 +68,7 @@ TEST(DrmClientTracker, FreshnessIsConfigurableAndHoldsWithoutTheSignal) {
     p.fd(pid, 0, "/dev/null");
   }
   ClientTracker tr({.procfs_root = p.root(),
+                    .devfs_root = p.dev(),
                     .freshness = std::chrono::milliseconds(3000),
                     .signal = FdCountSignal::none});
   ASSERT_FALSE(tr.uses_fd_count_signal());
@@ -112,7 +113,7 @@ TEST(DrmClientTracker, ReusedPidIsANewProcess) {
   Proc p;
   p.process(50, "old", 1000);
   p.fd(50, 3, "/dev/dri/renderD128", amdgpu_fdinfo(7, 900));
-  ClientTracker tr({.procfs_root = p.root()});
+  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev()});
   auto first = tr.sample(kSecond);
   ASSERT_EQ(first.size(), 1u);
   EXPECT_EQ(first[0].comm, "old");
@@ -136,7 +137,7 @@ TEST(DrmClientTracker, ReusedPidBeyondTheKeptDescriptorsIsToldByItsStartTime) {
     p.process(pid, "old", 1000);
     p.fd(pid, 3, "/dev/dri/renderD128", amdgpu_fdinfo(static_cast<std::uint64_t>(pid), 1));
   }
-  ClientTracker tr({.procfs_root = p.root(), .max_kept_fds = 1});
+  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev(), .max_kept_fds = 1});
   const auto first = tr.sample(kSecond);
   ASSERT_EQ(first.size(), 2u);
   EXPECT_EQ(tr.kept_fds(), 1u);
@@ -154,7 +155,7 @@ TEST(DrmClientTracker, ExitedProcessDisappearsAtTheNextSample) {
   Proc p;
   p.client(70, 1);
   p.client(71, 2);
-  ClientTracker tr({.procfs_root = p.root()});
+  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev()});
   ASSERT_EQ(tr.sample(kSecond).size(), 2u);
   EXPECT_EQ(tr.kept_fds(), 2u);
   p.t.remove("proc/70");
@@ -171,7 +172,7 @@ TEST(DrmClientTracker, ClosedGpuFdDisappearsAtTheNextSample) {
   Proc p;
   p.client(72, 1);
   p.fd(72, 0, "/dev/null");
-  ClientTracker tr({.procfs_root = p.root()});
+  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev()});
   ASSERT_EQ(tr.sample(kSecond).size(), 1u);
   p.close(72, 3);
   EXPECT_TRUE(tr.sample(2 * kSecond).empty());
@@ -184,7 +185,7 @@ TEST(DrmClientTracker, ExitsMidWalkAndMissingFdinfoNeverFail) {
   p.t.dir("proc/81/fd");  // fd link present but its fdinfo gone (closed between the two reads)
   p.t.symlink("proc/81/fd/3", "/dev/dri/renderD128");
   p.t.file("proc/82/comm", "zombie\n");  // listed, but no fd folder: exited while we looked
-  ClientTracker tr({.procfs_root = p.root()});
+  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev()});
   WalkStats st;
   const auto cs = tr.sample(kSecond, &st);
   ASSERT_EQ(cs.size(), 1u);
@@ -198,7 +199,7 @@ TEST(DrmClientTracker, PermissionDeniedSkipsProcess) {
   p.client(15, 1);
   p.client(16, 2);
   if (!p.t.unreadable_file("proc/16/fdinfo/3")) GTEST_SKIP() << gpustream::test::kRunsUnprivileged;
-  ClientTracker tr({.procfs_root = p.root()});
+  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev()});
   WalkStats st;
   const auto cs = tr.sample(kSecond, &st);
   ASSERT_EQ(cs.size(), 1u);
@@ -259,7 +260,7 @@ TEST(DrmClientTracker, SweepIsSpreadOverTheSamples) {
 TEST(DrmClientTracker, MaxClientsBoundsTheTrackedClients) {
   Proc p;
   for (int pid = 10; pid < 15; ++pid) p.client(pid, static_cast<std::uint64_t>(pid));
-  ClientTracker tr({.procfs_root = p.root(), .max_clients = 3});
+  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev(), .max_clients = 3});
   WalkStats st;
   EXPECT_EQ(tr.sample(kSecond, &st).size(), 3u);
   EXPECT_EQ(st.clients_capped, 2u);

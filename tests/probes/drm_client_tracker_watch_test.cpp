@@ -27,17 +27,49 @@ void plain_tree(Proc& p, int first, int n) {
   }
 }
 
-TEST(DrmClientTrackerWatch, UsesTheDeviceFolderBesideTheProcRoot) {
+TEST(DrmClientTrackerWatch, UsesTheDeviceFolderOfTheDevfsRoot) {
   Proc p;
   plain_tree(p, 100, 2);
   ClientTracker tr(with_signal(p));
   EXPECT_TRUE(tr.uses_open_signal());
   Proc bare;
   bare.process(5, "p");
-  ClientTracker without(with_signal(bare));  // no dev/dri beside it: lists every sample
+  ClientTracker without(with_signal(bare));  // no dri in its devfs root: lists every sample
   EXPECT_FALSE(without.uses_open_signal());
-  ClientTracker off({.procfs_root = p.root(), .open_signal = OpenSignal::none});
+  auto elsewhere = with_signal(p);  // T/dev/dri exists, but the devfs root given is another
+  elsewhere.devfs_root = p.t.dir("other-dev");
+  EXPECT_FALSE(ClientTracker(elsewhere).uses_open_signal());
+  ClientTracker off(
+      {.procfs_root = p.root(), .devfs_root = p.dev(), .open_signal = OpenSignal::none});
   EXPECT_FALSE(off.uses_open_signal());
+}
+
+TEST(DrmClientTrackerWatch, SteadyStateChecksEachProcessOncePerCountPeriod) {
+  InMemoryTmpdir in_memory;
+  Proc p;
+  plain_tree(p, 1000, 600);
+  p.client(5000, 1);
+  auto o = with_signal(p);
+  o.count_period = std::chrono::milliseconds(30'000);
+  ClientTracker tr(o);  // freshness 5 s, count pass 30 s, sweep 600 s
+  std::int64_t now = kSecond;
+  WalkStats st;
+  ASSERT_EQ(tr.sample(now, &st).size(), 1u);
+  std::size_t checks = 0, most_checks = 0, most_scans = 0;
+  for (int i = 0; i < 60; ++i) {
+    ASSERT_EQ(tr.sample(now += kSecond, &st).size(), 1u);
+    checks += st.count_checks;
+    most_checks = std::max(most_checks, st.count_checks);
+    most_scans = std::max(most_scans, st.scans);
+    EXPECT_EQ(st.open_events, 0u);
+  }
+  // Every process twice in 60 s, a little more: the pass reads ~1/16 over the processes known
+  // per period, to list new pids too.
+  EXPECT_GE(checks, 2 * 600u);
+  EXPECT_LE(checks, 1400u);
+  EXPECT_LE(most_checks, 25u);  // spread: (601 + 53) / 30 a sample, no spike
+  EXPECT_LE(most_scans, 2u);    // the sweep's share only: no count changed
+  EXPECT_EQ(tr.processes(), 601u);
 }
 
 TEST(DrmClientTrackerWatch, SteadyStateChecksNoProcessWithoutAnOpen) {
@@ -45,7 +77,9 @@ TEST(DrmClientTrackerWatch, SteadyStateChecksNoProcessWithoutAnOpen) {
   Proc p;
   plain_tree(p, 1000, 600);
   p.client(5000, 1);
-  ClientTracker tr(with_signal(p));  // freshness 5 s, sweep 600 s
+  auto o = with_signal(p);
+  o.count_period = std::chrono::milliseconds(0);  // no fd-count pass: only after an open
+  ClientTracker tr(o);                            // freshness 5 s, sweep 600 s
   std::int64_t now = kSecond;
   WalkStats st;
   ASSERT_EQ(tr.sample(now, &st).size(), 1u);
@@ -117,6 +151,7 @@ TEST(DrmClientTrackerWatch, OpenIsFoundWithinFreshnessWithoutTheFdCount) {
   Proc p;
   plain_tree(p, 100, 40);
   ClientTracker tr({.procfs_root = p.root(),
+                    .devfs_root = p.dev(),
                     .freshness = std::chrono::milliseconds(4000),
                     .signal = FdCountSignal::none});
   ASSERT_TRUE(tr.uses_open_signal());
@@ -175,6 +210,7 @@ TEST(DrmClientTrackerWatch, GpuFdWithoutAWatchedOpenIsFoundByTheSweep) {
   plain_tree(p, 100, 10);
   auto o = with_signal(p);
   o.sweep_period = std::chrono::milliseconds(10000);
+  o.count_period = std::chrono::milliseconds(10000);
   ClientTracker tr(o);
   std::int64_t now = 0;
   tr.sample(now);
@@ -197,7 +233,7 @@ TEST(DrmClientTrackerWatch, GpuFdWithoutAWatchedOpenIsFoundByTheSweep) {
   EXPECT_GT(found_300, 0);
   EXPECT_LE(found_300, 10);
   EXPECT_EQ(events, 0u);
-  EXPECT_EQ(checks, 0u);
+  EXPECT_GT(checks, 0u);  // the fd-count pass (10 s) ran meanwhile, and found nothing for 104
 }
 
 TEST(DrmClientTrackerWatch, ExitedClientDisappearsAtTheNextSample) {
@@ -296,7 +332,7 @@ TEST(DrmClientTrackerWatch, ClientsAreBoundedInCountAndBytes) {
   p.process(10, "huge");
   p.fd(10, 3, "/dev/dri/renderD128", huge);
   for (int pid = 11; pid < 15; ++pid) p.client(pid, static_cast<std::uint64_t>(pid));
-  ClientTracker tr({.procfs_root = p.root(), .max_clients = 3});
+  ClientTracker tr({.procfs_root = p.root(), .devfs_root = p.dev(), .max_clients = 3});
   WalkStats st;
   const auto cs = tr.sample(kSecond, &st);
   ASSERT_EQ(cs.size(), 3u);

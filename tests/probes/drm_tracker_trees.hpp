@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -70,12 +71,57 @@ struct Proc {
     fd(pid, n, "/dev/dri/renderD128", amdgpu_fdinfo(id, gfx_ns));
   }
   std::string root() const { return t.path("proc"); }
-  // T/dev/dri beside T/proc, with card0 and renderD128 as plain files: the tracker's default
-  // device folder for this tree, watched with inotify like the real /dev/dri.
+  // The tree's devfs root (TrackerOptions::devfs_root): T/dev.
+  std::string dev() const { return t.path("dev"); }
+  // T/dev/dri, with card0 and renderD128 as plain files: the device folder of this tree's devfs
+  // root, watched with inotify like the real /dev/dri. Also T/proc/self/ns/mnt: our mount
+  // namespace (kOwnNs).
   void devices() {
     t.file("dev/dri/card0", "");
     t.file("dev/dri/renderD128", "");
+    t.dir("proc/self/ns");
+    t.symlink("proc/self/ns/mnt", ns_link(kOwnNs));
   }
+
+  // Other mount namespaces, emulated. On procfs, <pid>/ns/mnt is a magic link whose readlink
+  // text is "mnt:[<inode>]" and <pid>/root a magic link to the process's root in its own mount
+  // namespace. Here: <pid>/ns/mnt is a dangling symlink with that same text (the tracker only
+  // reads the text), and <pid>/root a symlink to T/ns/<inode>, a folder shared by the pids of
+  // that namespace, with its own dev/dri (card0, renderD128): what a container's own mknod'ed
+  // /dev/dri is. The inotify watches on it, and the opens of its nodes, are the kernel's. What is
+  // not emulated: the kernel's path walk into another mount namespace and its permission check
+  // (ptrace read access to the pid).
+  static constexpr std::uint64_t kOwnNs = 4026531840;
+  static std::string ns_link(std::uint64_t ns) { return "mnt:[" + std::to_string(ns) + "]"; }
+  std::string ns_root(std::uint64_t ns) const { return t.path("ns/" + std::to_string(ns)); }
+  // A namespace with its own device folder (`with_devices`) or without one (no GPU given to it).
+  void mount_namespace(std::uint64_t ns, bool with_devices = true) {
+    t.dir("ns/" + std::to_string(ns));
+    if (!with_devices) return;
+    t.file("ns/" + std::to_string(ns) + "/dev/dri/card0", "");
+    t.file("ns/" + std::to_string(ns) + "/dev/dri/renderD128", "");
+  }
+  // `pid` (made with process() or client()) lives in mount namespace `ns`.
+  void in_namespace(int pid, std::uint64_t ns) {
+    const std::string base = "proc/" + std::to_string(pid);
+    t.dir(base + "/ns");
+    t.symlink(base + "/ns/mnt", ns_link(ns));
+    t.symlink(base + "/root", ns_root(ns));
+  }
+  // `pid` starts using the GPU through its namespace's own node: a DRM fd in its tree, then the
+  // open, which the kernel reports on the namespace's folder, not on T/dev/dri.
+  void opens_gpu_in(std::uint64_t ns, int pid, int n, std::uint64_t client) {
+    fd(pid, n, "/dev/dri/renderD128", amdgpu_fdinfo(client, 1));
+    open_node_in(ns);
+  }
+  void open_node_in(std::uint64_t ns) const {
+    const std::string node = ns_root(ns) + "/dev/dri/renderD128";
+    const int f = ::open(node.c_str(), O_RDWR | O_CLOEXEC);
+    if (f < 0) throw std::runtime_error("cannot open the fake node " + node);
+    ::close(f);
+  }
+  // Removes a process from the tree (it exited).
+  void exits(int pid) { t.remove("proc/" + std::to_string(pid)); }
   // What a GPU user does first: open the node (really, so the kernel reports IN_OPEN).
   void open_node(std::string_view node = "renderD128") const {
     const int fd = ::open(t.path("dev/dri/" + std::string(node)).c_str(), O_RDWR | O_CLOEXEC);
@@ -114,6 +160,13 @@ class InMemoryTmpdir {
   bool had_ = false, set_ = false;
 };
 
+// Whether the tree lists new entries at one end (tmpfs: newest first), as procfs lists new pids
+// last: the tracker then reads that end of the listing every sample (see start_tail()).
+inline bool lists_in_creation_order(const Proc& p) {
+  struct statfs fs;
+  return ::statfs(p.t.path().c_str(), &fs) == 0 && fs.f_type == 0x01021994;  // TMPFS_MAGIC
+}
+
 // What procfs's st_size says on Linux >= 6.2, for generated fd folders (ordinary directories).
 inline long count_entries(int dirfd, const char* rel) {
   const int fd = ::openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -127,7 +180,10 @@ inline long count_entries(int dirfd, const char* rel) {
 }
 
 inline TrackerOptions with_signal(const Proc& p) {
-  return {.procfs_root = p.root(), .signal = FdCountSignal::fd_dir_size, .fd_count = count_entries};
+  return {.procfs_root = p.root(),
+          .devfs_root = p.dev(),
+          .signal = FdCountSignal::fd_dir_size,
+          .fd_count = count_entries};
 }
 
 inline bool has_pid(const std::vector<Client>& cs, std::int64_t pid) {

@@ -24,6 +24,7 @@ class IntelTree {
   TempTree& tree() { return tree_; }
   std::string sys() const { return tree_.path("sys"); }
   std::string proc() const { return tree_.path("proc"); }
+  std::string dev() const { return tree_.path("dev"); }
 
   /// A PCI function with DRM nodes. `card` < 0: no card node; `render` < 0: no render node.
   /// Returns the device folder (relative to the tree root).
@@ -167,6 +168,7 @@ class IntelProbeTest : public ::testing::Test {
     IntelProbeOptions o;
     o.paths.sysfs_root = t_.sys();
     o.paths.procfs_root = t_.proc();
+    o.paths.devfs_root = t_.dev();
     o.level_zero_library = level_zero_library;
     o.monotonic_clock = [this] { return now_ns_ += clock_step_ns_; };
     return make_intel_probe(harness_.executors(), o);

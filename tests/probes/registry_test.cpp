@@ -133,15 +133,23 @@ TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
   };
   EXPECT_EQ(error_for("amd", {{"sourc", "sysfs"}}),
             "probe 'amd': amd.sourc: unknown setting (known: source, amd_smi, rocm_smi, "
-            "amdgpu_ids, process_freshness_ms)");
+            "amdgpu_ids, process_freshness_ms, process_fd_count_ms, process_sweep_ms)");
   EXPECT_EQ(error_for("amd", {{"process_freshness_ms", 0}}),
             "probe 'amd': amd.process_freshness_ms: expected a positive integer");
+  EXPECT_EQ(error_for("amd", {{"process_sweep_ms", 0}}),
+            "probe 'amd': amd.process_sweep_ms: expected a positive integer");
+  EXPECT_EQ(error_for("amd", {{"process_fd_count_ms", "30 s"}}),
+            "probe 'amd': amd.process_fd_count_ms: expected a positive integer");
   EXPECT_EQ(error_for("amd", {{"amd_smi", 7}}), "probe 'amd': amd.amd_smi: expected a non-empty string");
   EXPECT_EQ(error_for("intel", {{"process_freshness_ms", -1}}),
             "probe 'intel': intel.process_freshness_ms: expected a positive integer");
+  EXPECT_EQ(error_for("intel", {{"process_sweep_ms", -5}}),
+            "probe 'intel': intel.process_sweep_ms: expected a positive integer");
+  EXPECT_EQ(error_for("intel", {{"process_fd_count_ms", 0}}),
+            "probe 'intel': intel.process_fd_count_ms: expected a positive integer");
   EXPECT_EQ(error_for("intel", {{"level_zero", "x"}}),
             "probe 'intel': intel.level_zero: unknown setting (known: level_zero_library, "
-            "process_freshness_ms)");
+            "process_freshness_ms, process_fd_count_ms, process_sweep_ms)");
   EXPECT_EQ(error_for("host", {{"interval", 1}}),
             "probe 'host': host.interval: unknown setting (known: none)");
   EXPECT_EQ(error_for("simulated", {{"x", 1}}),

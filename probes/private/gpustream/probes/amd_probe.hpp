@@ -120,6 +120,12 @@ struct AmdSysfsProbeOptions {
   /// A process that starts using a GPU is reported within this time (config
   /// amd.process_freshness_ms); see drm::TrackerOptions::freshness.
   std::chrono::milliseconds process_freshness{5000};
+  /// Every process's fd count is compared once per this period (config amd.process_fd_count_ms;
+  /// 0: only after an open); see drm::TrackerOptions::count_period.
+  std::chrono::milliseconds process_fd_count_period{300000};
+  /// Every process is fully scanned once per this period (config amd.process_sweep_ms; 0: the
+  /// tracker's default); see drm::TrackerOptions::sweep_period.
+  std::chrono::milliseconds process_sweep{0};
   std::size_t max_clients = 4096;  // DRM clients tracked at most (the memory bound)
   /// Monotonic time of a sample in ns (engine deltas, the tracker's round robins). Default:
   /// steady_now_ns. For benchmarks and tests that drive time.

@@ -77,8 +77,11 @@ struct WalkStats {
   std::size_t new_processes = 0, scans = 0, count_checks = 0, count_changes = 0, exited = 0,
               clients_capped = 0, stats = 0, getdents = 0;
   /// ClientTracker with the open signal only: opens of watched DRM nodes seen (an overflowed
-  /// event queue counts as one), reads of the watch, pids listed by the sweep and the passes.
-  std::size_t open_events = 0, watch_reads = 0, listed = 0;
+  /// event queue counts as one), reads of the watch, pids listed by the sweep and the passes,
+  /// watches tried on other mount namespaces' device folders (inotify_add_watch calls), new
+  /// pids of a namespace left unwatched because max_namespace_watches was reached.
+  std::size_t open_events = 0, watch_reads = 0, listed = 0, watch_adds = 0,
+              namespaces_unwatched = 0;
 };
 
 struct WalkOptions {

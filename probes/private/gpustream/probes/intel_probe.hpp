@@ -85,6 +85,12 @@ struct IntelProbeOptions {
   /// A process that starts using a GPU is reported within this time (config
   /// intel.process_freshness_ms); see drm::TrackerOptions::freshness.
   std::chrono::milliseconds process_freshness{5000};
+  /// Every process's fd count is compared once per this period (config intel.process_fd_count_ms;
+  /// 0: only after an open); see drm::TrackerOptions::count_period.
+  std::chrono::milliseconds process_fd_count_period{300000};
+  /// Every process is fully scanned once per this period (config intel.process_sweep_ms; 0: the
+  /// tracker's default); see drm::TrackerOptions::sweep_period.
+  std::chrono::milliseconds process_sweep{0};
   std::size_t max_clients = 4096;  // DRM clients tracked at most (the memory bound)
   /// Monotonic time of a sample in ns (for i915 engine-ns and power deltas). Default:
   /// steady_now_ns. Must not return 0.
@@ -135,7 +141,8 @@ std::shared_ptr<IntelGpuProbe> make_intel_probe(ProbeExecutors executors,
 /// The registry's factory: paths from config.paths, the session mode from
 /// resolve_library_session_mode(config.library_session), and from
 /// config.probe_settings["intel"]: "level_zero_library" (string; "" disables Level Zero) and
-/// "process_freshness_ms" (positive number). Throws std::invalid_argument for a setting of the wrong type.
+/// "process_freshness_ms", "process_fd_count_ms", "process_sweep_ms" (positive numbers). Throws
+/// std::invalid_argument for a setting of the wrong type.
 ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors executors);
 
 }  // namespace gpustream

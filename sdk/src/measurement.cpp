@@ -154,8 +154,8 @@ struct DeviceAcc {
     // Power: the trapezoid from `before` to p1, clipped at the edge.
     if (p1.power) {
       if (before && before->power && p1.ns > before->ns) {
-        const double f = static_cast<double>(edge.ns - before->ns) /
-                         static_cast<double>(p1.ns - before->ns);
+        const double f =
+            static_cast<double>(edge.ns - before->ns) / static_cast<double>(p1.ns - before->ns);
         const double at_edge = *before->power + (*p1.power - *before->power) * f;
         begin_power = {EdgeKind::interpolated, (at_edge + *p1.power) / 2.0 * seconds(dt)};
       } else {
@@ -184,15 +184,14 @@ struct DeviceAcc {
                                                    static_cast<double>(after->ns - pn.ns)};
       } else if (counter_prev && counter_prev->counter && pn.ns > counter_prev->ns &&
                  *pn.counter >= *counter_prev->counter) {
-        const double rate = (*pn.counter - *counter_prev->counter) /
-                            static_cast<double>(pn.ns - counter_prev->ns);
+        const double rate =
+            (*pn.counter - *counter_prev->counter) / static_cast<double>(pn.ns - counter_prev->ns);
         end_counter = {EdgeKind::held, rate * static_cast<double>(dt)};
       }
     }
     if (pn.power) {
       if (after && after->power && after->ns > pn.ns) {
-        const double f =
-            static_cast<double>(dt) / static_cast<double>(after->ns - pn.ns);
+        const double f = static_cast<double>(dt) / static_cast<double>(after->ns - pn.ns);
         const double at_edge = *pn.power + (*after->power - *pn.power) * f;
         end_power = {EdgeKind::interpolated, (*pn.power + at_edge) / 2.0 * seconds(dt)};
       } else {
@@ -234,8 +233,7 @@ struct MeasurementWindow::Accumulators {
 
   void remember_before(const GpuSnapshot& s, const SubscriptionFilter& filter) {
     for (const auto& dev : s.devices)
-      if (listed(filter.devices, dev.id))
-        before[{s.probe, dev.id}] = point_of(dev, s.monotonic_ns);
+      if (listed(filter.devices, dev.id)) before[{s.probe, dev.id}] = point_of(dev, s.monotonic_ns);
   }
 
   /// A bound window's snapshot: before the begin edge it is only remembered (estimates); past
@@ -365,11 +363,16 @@ struct MeasurementWindow::Accumulators {
 
 std::string_view to_string(EdgeKind k) noexcept {
   switch (k) {
-    case EdgeKind::none: return "none";
-    case EdgeKind::sampled: return "sampled";
-    case EdgeKind::interpolated: return "interpolated";
-    case EdgeKind::held: return "held";
-    case EdgeKind::unknown: return "unknown";
+    case EdgeKind::none:
+      return "none";
+    case EdgeKind::sampled:
+      return "sampled";
+    case EdgeKind::interpolated:
+      return "interpolated";
+    case EdgeKind::held:
+      return "held";
+    case EdgeKind::unknown:
+      return "unknown";
   }
   return "unknown";
 }

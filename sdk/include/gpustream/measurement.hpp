@@ -44,9 +44,9 @@ std::string_view to_string(EdgeKind k) noexcept;
 /// One probe's answer to a request for a fresh sample (what an EdgeSampler returns).
 struct EdgeSample {
   std::string probe;
-  SnapshotPtr snapshot;        // the fresh snapshot as published (null when none came)
-  std::string error;           // empty on success; else "timeout", "stopped", ... (a code)
-  std::string message;         // the error in words
+  SnapshotPtr snapshot;         // the fresh snapshot as published (null when none came)
+  std::string error;            // empty on success; else "timeout", "stopped", ... (a code)
+  std::string message;          // the error in words
   std::int64_t latency_ns = 0;  // from the request to its answer
 
   bool ok() const noexcept { return snapshot != nullptr && error.empty(); }
@@ -101,8 +101,8 @@ struct DeviceWindowSummary {
 struct WindowSummary {
   std::int64_t begin_ns = 0;  // steady clock (same clock as GpuSnapshot::monotonic_ns)
   std::int64_t end_ns = 0;
-  std::size_t snapshots = 0;            // snapshots that went into the summary
-  std::uint64_t missed_snapshots = 0;   // lost (channel history too short to recover them)
+  std::size_t snapshots = 0;                 // snapshots that went into the summary
+  std::uint64_t missed_snapshots = 0;        // lost (channel history too short to recover them)
   std::vector<DeviceWindowSummary> devices;  // in order of first appearance
 
   // -- added with exact edges --
@@ -113,10 +113,10 @@ struct WindowSummary {
   std::vector<std::string> edge_errors;
   /// What the window itself cost.
   struct Overhead {
-    std::size_t edge_samples = 0;         // fresh samples begin() and end() asked for
-    std::size_t failed_edge_samples = 0;  // of those, how many failed or timed out
-    std::int64_t begin_latency_ns = 0;    // time begin() spent taking its edge samples
-    std::int64_t end_latency_ns = 0;      // time end() spent taking its edge samples
+    std::size_t edge_samples = 0;            // fresh samples begin() and end() asked for
+    std::size_t failed_edge_samples = 0;     // of those, how many failed or timed out
+    std::int64_t begin_latency_ns = 0;       // time begin() spent taking its edge samples
+    std::int64_t end_latency_ns = 0;         // time end() spent taking its edge samples
     std::int64_t max_sample_latency_ns = 0;  // the slowest edge sample, request to answer
     std::int64_t caller_cpu_ns = 0;  // CPU time of the calling thread(s) in begin() and end()
   } overhead;
@@ -184,7 +184,7 @@ class MeasurementWindow {
   std::int64_t begin_ns_ = 0;
   std::uint64_t last_sequence_ = 0;  // newest channel sequence taken into the window
   std::uint64_t missed_ = 0;
-  WindowSummary::Overhead overhead_;     // of begin()
+  WindowSummary::Overhead overhead_;      // of begin()
   std::vector<std::string> edge_errors_;  // of begin()
   std::unique_ptr<Accumulators> acc_;
   Subscription subscription_;  // last: destroyed (unsubscribed) first

@@ -5,6 +5,7 @@
 #include <array>
 #include <ctime>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 
 namespace gpustream {
@@ -438,29 +439,27 @@ MeasurementWindow::MeasurementWindow(SnapshotChannel& channel, EdgeSampler sampl
 
 MeasurementWindow::~MeasurementWindow() { subscription_.reset(); }
 
-void MeasurementWindow::begin() {
-  const auto cpu0 = thread_cpu_ns();
-  {
-    std::lock_guard lock(mu_);
-    acc_ = std::make_unique<Accumulators>();
-    acc_->bound = bound();
-    missed_ = 0;
-    running_ = true;
-    begin_ns_ = now_();
-    acc_->begin_call_ns = begin_ns_;
-    if (channel_) last_sequence_ = channel_->last_sequence();
-    if (!bound()) return;
-    // The stream waits until the edges are known; what arrives meanwhile is taken from the
-    // channel's history afterwards, in order.
-    edge_pending_ = true;
-    // The last point of every device before begin, for an estimate if its edge sample fails.
-    for (const auto& s : channel_->latest())
-      if (filter_.matches(*s)) acc_->remember_before(*s, filter_);
-  }
-  WindowSummary::Overhead o;
-  std::int64_t latency = 0;
-  std::vector<std::string> errors;
-  const auto edges = take_edges(sampler_, filter_, o, latency, errors, "begin");
+void MeasurementWindow::open(std::uint64_t from_sequence) {
+  std::lock_guard lock(mu_);
+  acc_ = std::make_unique<Accumulators>();
+  acc_->bound = bound();
+  missed_ = 0;
+  running_ = true;
+  begin_ns_ = now_();
+  acc_->begin_call_ns = begin_ns_;
+  if (channel_) last_sequence_ = std::min(from_sequence, channel_->last_sequence());
+  if (!bound()) return;
+  // The stream waits until the edges are known; what arrives meanwhile is taken from the
+  // channel's history afterwards, in order.
+  edge_pending_ = true;
+  // The last point of every device before begin, for an estimate if its edge sample fails.
+  for (const auto& s : channel_->latest())
+    if (s->sequence <= last_sequence_ && filter_.matches(*s)) acc_->remember_before(*s, filter_);
+}
+
+void MeasurementWindow::opened(const std::vector<EdgeSample>& edges, WindowSummary::Overhead o,
+                               std::int64_t latency_ns, std::vector<std::string> errors,
+                               std::int64_t cpu0) {
   std::lock_guard lock(mu_);
   edge_pending_ = false;
   if (!running_) return;  // end() ran meanwhile
@@ -468,27 +467,75 @@ void MeasurementWindow::begin() {
     acc_->begin_edges[e.probe] =
         e.ok() ? ProbeEdge{e.snapshot->monotonic_ns, true} : ProbeEdge{begin_ns_, false};
   overhead_ = o;
-  overhead_.begin_latency_ns = latency;
+  overhead_.begin_latency_ns = latency_ns;
   edge_errors_ = std::move(errors);
   catch_up_locked();
   overhead_.caller_cpu_ns = thread_cpu_ns() - cpu0;
 }
 
+void MeasurementWindow::begin() {
+  const auto cpu0 = thread_cpu_ns();
+  open(std::numeric_limits<std::uint64_t>::max());
+  if (!bound()) return;
+  WindowSummary::Overhead o;
+  std::int64_t latency = 0;
+  std::vector<std::string> errors;
+  const auto edges = take_edges(sampler_, filter_, o, latency, errors, "begin");
+  opened(edges, o, latency, std::move(errors), cpu0);
+}
+
+void MeasurementWindow::begin(const std::vector<EdgeSample>& edges) {
+  if (!bound())
+    throw std::logic_error("MeasurementWindow::begin(edges): the window has no sampler");
+  const auto cpu0 = thread_cpu_ns();
+  // Take the stream from just before the first edge snapshot (they are published already).
+  std::uint64_t from = std::numeric_limits<std::uint64_t>::max();
+  for (const auto& e : edges)
+    if (e.snapshot && e.snapshot->sequence > 0) from = std::min(from, e.snapshot->sequence - 1);
+  open(from);
+  WindowSummary::Overhead o;
+  std::vector<std::string> errors;
+  std::int64_t latency = 0;
+  const EdgeSampler given = [&edges](const SubscriptionFilter&) { return edges; };
+  opened(take_edges(given, filter_, o, latency, errors, "begin"), o, 0, std::move(errors), cpu0);
+}
+
+std::int64_t MeasurementWindow::closing() {
+  std::lock_guard lock(mu_);
+  if (!running_) return -1;
+  if (bound()) edge_pending_ = true;
+  return now_();
+}
+
 WindowSummary MeasurementWindow::end() {
   const auto cpu0 = thread_cpu_ns();
-  std::int64_t end_call_ns = 0;
-  {
-    std::lock_guard lock(mu_);
-    if (!running_) return {};
-    end_call_ns = now_();
-    if (bound()) edge_pending_ = true;
-  }
+  const auto end_call_ns = closing();
+  if (end_call_ns < 0) return {};
   WindowSummary::Overhead o;
   std::int64_t latency = 0;
   std::vector<std::string> errors;
   std::vector<EdgeSample> edges;
   if (bound()) edges = take_edges(sampler_, filter_, o, latency, errors, "end");
+  return closed(edges, end_call_ns, o, latency, std::move(errors), cpu0);
+}
 
+WindowSummary MeasurementWindow::end(const std::vector<EdgeSample>& edges) {
+  if (!bound()) throw std::logic_error("MeasurementWindow::end(edges): the window has no sampler");
+  const auto cpu0 = thread_cpu_ns();
+  const auto end_call_ns = closing();
+  if (end_call_ns < 0) return {};
+  WindowSummary::Overhead o;
+  std::int64_t latency = 0;
+  std::vector<std::string> errors;
+  const EdgeSampler given = [&edges](const SubscriptionFilter&) { return edges; };
+  const auto taken = take_edges(given, filter_, o, latency, errors, "end");
+  return closed(taken, end_call_ns, o, 0, std::move(errors), cpu0);
+}
+
+WindowSummary MeasurementWindow::closed(const std::vector<EdgeSample>& edges,
+                                        std::int64_t end_call_ns, const WindowSummary::Overhead& o,
+                                        std::int64_t latency_ns, std::vector<std::string> errors,
+                                        std::int64_t cpu0) {
   std::lock_guard lock(mu_);
   WindowSummary out;
   edge_pending_ = false;
@@ -508,21 +555,20 @@ WindowSummary MeasurementWindow::end() {
   out.missed_snapshots = missed_;
   if (bound()) acc_->close_all();
   out.devices = acc_->summarize();
-  if (bound()) {
-    out.exact_edges = !out.devices.empty();
-    for (const auto& d : out.devices)
-      if (d.begin_edge != EdgeKind::sampled || d.end_edge != EdgeKind::sampled)
-        out.exact_edges = false;
-    out.edge_errors = std::move(edge_errors_);
-    out.edge_errors.insert(out.edge_errors.end(), errors.begin(), errors.end());
-    out.overhead = overhead_;
-    out.overhead.edge_samples += o.edge_samples;
-    out.overhead.failed_edge_samples += o.failed_edge_samples;
-    out.overhead.max_sample_latency_ns =
-        std::max(out.overhead.max_sample_latency_ns, o.max_sample_latency_ns);
-    out.overhead.end_latency_ns = latency;
-    out.overhead.caller_cpu_ns += thread_cpu_ns() - cpu0;
-  }
+  if (!bound()) return out;
+  out.exact_edges = !out.devices.empty();
+  for (const auto& d : out.devices)
+    if (d.begin_edge != EdgeKind::sampled || d.end_edge != EdgeKind::sampled)
+      out.exact_edges = false;
+  out.edge_errors = std::move(edge_errors_);
+  out.edge_errors.insert(out.edge_errors.end(), errors.begin(), errors.end());
+  out.overhead = overhead_;
+  out.overhead.edge_samples += o.edge_samples;
+  out.overhead.failed_edge_samples += o.failed_edge_samples;
+  out.overhead.max_sample_latency_ns =
+      std::max(out.overhead.max_sample_latency_ns, o.max_sample_latency_ns);
+  out.overhead.end_latency_ns = latency_ns;
+  out.overhead.caller_cpu_ns += thread_cpu_ns() - cpu0;
   return out;
 }
 

@@ -159,6 +159,11 @@ class MeasurementWindow {
 
   void begin();
   WindowSummary end();
+  /// begin()/end() at edge samples already taken (by the caller's sampler, e.g. shared by
+  /// several windows whose edges coincide). Their snapshots must have been published to the
+  /// channel. Only for a bound window (std::logic_error otherwise).
+  void begin(const std::vector<EdgeSample>& edges);
+  WindowSummary end(const std::vector<EdgeSample>& edges);
   void add(const GpuSnapshot& s);
   bool running() const;
   bool bound() const noexcept { return static_cast<bool>(sampler_); }
@@ -173,6 +178,14 @@ class MeasurementWindow {
   void on_gap(const Gap& gap);
   void catch_up_locked();
   void take_locked(const GpuSnapshot& s);
+  /// The halves of begin()/end() around the edge sampling (which runs with no lock held).
+  void open(std::uint64_t from_sequence);
+  void opened(const std::vector<EdgeSample>& edges, WindowSummary::Overhead o,
+              std::int64_t latency_ns, std::vector<std::string> errors, std::int64_t cpu0);
+  std::int64_t closing();
+  WindowSummary closed(const std::vector<EdgeSample>& edges, std::int64_t end_call_ns,
+                       const WindowSummary::Overhead& o, std::int64_t latency_ns,
+                       std::vector<std::string> errors, std::int64_t cpu0);
 
   SnapshotChannel* channel_ = nullptr;
   EdgeSampler sampler_;

@@ -1,5 +1,6 @@
 #include "fake_nvml_scenario.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -18,10 +19,10 @@ std::string trim(const std::string& s) {
 int code_of(std::string v) {
   if (v.rfind("NVML_ERROR_", 0) == 0) v = v.substr(11);
   static const std::map<std::string, int> kCodes = {
-      {"UNINITIALIZED", 1}, {"INVALID_ARGUMENT", 2}, {"NOT_SUPPORTED", 3},
-      {"NO_PERMISSION", 4}, {"NOT_FOUND", 6},        {"INSUFFICIENT_SIZE", 7},
-      {"DRIVER_NOT_LOADED", 9}, {"TIMEOUT", 10},     {"LIBRARY_NOT_FOUND", 12},
-      {"FUNCTION_NOT_FOUND", 13}, {"GPU_IS_LOST", 15}, {"UNKNOWN", 999}};
+      {"UNINITIALIZED", 1},       {"INVALID_ARGUMENT", 2}, {"NOT_SUPPORTED", 3},
+      {"NO_PERMISSION", 4},       {"NOT_FOUND", 6},        {"INSUFFICIENT_SIZE", 7},
+      {"DRIVER_NOT_LOADED", 9},   {"TIMEOUT", 10},         {"LIBRARY_NOT_FOUND", 12},
+      {"FUNCTION_NOT_FOUND", 13}, {"GPU_IS_LOST", 15},     {"UNKNOWN", 999}};
   if (auto it = kCodes.find(v); it != kCodes.end()) return it->second;
   return std::stoi(v);
 }
@@ -83,14 +84,20 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
     return true;
   }
   static const std::map<std::string, unsigned Device::*> kUints = {
-      {"util_gpu", &Device::util_gpu},         {"util_memory", &Device::util_memory},
-      {"temperature", &Device::temperature},   {"power_mw", &Device::power_mw},
-      {"power_limit_mw", &Device::power_limit_mw}, {"clock_graphics", &Device::clock_graphics},
-      {"clock_sm", &Device::clock_sm},         {"clock_memory", &Device::clock_memory},
+      {"util_gpu", &Device::util_gpu},
+      {"util_memory", &Device::util_memory},
+      {"temperature", &Device::temperature},
+      {"power_mw", &Device::power_mw},
+      {"power_limit_mw", &Device::power_limit_mw},
+      {"clock_graphics", &Device::clock_graphics},
+      {"clock_sm", &Device::clock_sm},
+      {"clock_memory", &Device::clock_memory},
       {"fan", &Device::fan}};
   static const std::map<std::string, unsigned long long Device::*> kUlls = {
-      {"memory_total", &Device::memory_total}, {"memory_used", &Device::memory_used},
-      {"memory_reserved", &Device::memory_reserved}, {"energy_mj", &Device::energy_mj}};
+      {"memory_total", &Device::memory_total},
+      {"memory_used", &Device::memory_used},
+      {"memory_reserved", &Device::memory_reserved},
+      {"energy_mj", &Device::energy_mj}};
   if (auto it = kUints.find(key); it != kUints.end()) {
     d.*(it->second) = static_cast<unsigned>(std::stoul(v));
   } else if (auto it2 = kUlls.find(key); it2 != kUlls.end()) {
@@ -111,6 +118,15 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
     d.process_util = utils(v);
   } else if (key == "lost_after") {
     d.lost_after = std::stol(v);
+  } else if (key == "power_curve") {
+    PowerCurve c;
+    const auto a = v.find(':'), b = v.find(':', a == std::string::npos ? a : a + 1);
+    if (a == std::string::npos || b == std::string::npos) return false;
+    c.base_mw = std::stod(v.substr(0, a));
+    c.amplitude_mw = std::stod(v.substr(a + 1, b - a - 1));
+    c.period_ms = std::stod(v.substr(b + 1));
+    if (!(c.period_ms > 0)) return false;
+    d.power_curve = c;
   } else {
     return false;
   }
@@ -118,6 +134,17 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
 }
 
 }  // namespace
+
+double PowerCurve::power_mw(long long t_ns) const {
+  const double w = 2 * 3.14159265358979323846 / (period_ms * 1e-3);
+  return base_mw + amplitude_mw * std::sin(w * static_cast<double>(t_ns) * 1e-9);
+}
+
+double PowerCurve::energy_mj(long long t_ns) const {
+  const double w = 2 * 3.14159265358979323846 / (period_ms * 1e-3);
+  const double t = static_cast<double>(t_ns) * 1e-9;
+  return base_mw * t + amplitude_mw / w * (1 - std::cos(w * t));
+}
 
 Scenario parse_scenario(const std::string& text, std::string* error) {
   Scenario s;

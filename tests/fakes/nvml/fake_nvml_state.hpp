@@ -21,7 +21,7 @@ using nvmlDevice_t = nvmlDevice_st*;
 namespace fake_nvml {
 
 inline constexpr nvmlReturn_t kOk = 0, kUninitialized = 1, kInvalid = 2, kNotFound = 6,
-                              kInsufficient = 7, kLost = 15;
+                       kInsufficient = 7, kLost = 15;
 
 struct State {
   std::mutex mu;
@@ -41,7 +41,8 @@ State& state();
 inline void burn(long ns) {
   if (ns <= 0) return;
   const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
-  while (std::chrono::steady_clock::now() < end) {}
+  while (std::chrono::steady_clock::now() < end) {
+  }
 }
 
 // Common entry of every NVML function: counts, delays, checks init, applies fail.<fn>.

@@ -625,6 +625,7 @@ std::vector<WindowSummary> Telemetry::end_windows(const std::vector<std::string>
     }
   }
   std::vector<const SubscriptionFilter*> filters;
+  filters.reserve(taken.size());
   for (const auto& w : taken) filters.push_back(&w.filter);
   const auto edges = request_samples(union_of(filters));  // one shared edge sample
   std::vector<WindowSummary> out;

@@ -155,7 +155,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     armed_ = Action::none;
     switch (a) {
       case Action::tick: on_tick(); break;
-      case Action::sample: begin_sample(timer_.expiry(), false); break;
+      case Action::sample: begin_sample(timer_.expiry()); break;
       case Action::detect: begin_detect(); break;
       case Action::none: break;
     }
@@ -177,7 +177,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
       book_.overrun();  // never two in flight: skip this tick
       return;
     }
-    begin_sample(due, false);
+    begin_sample(due);
   }
 
   // After a retry succeeded: back onto the grid anchored at the retry's own due time.
@@ -268,7 +268,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
 
   // -- sampling --
 
-  void begin_sample(TimePoint due, bool on_demand) {
+  void begin_sample(TimePoint due, bool on_demand = false) {
     if (stopped()) return;
     op_ = Op::sample;
     const auto id = ++op_id_;

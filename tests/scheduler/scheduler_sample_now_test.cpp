@@ -1,8 +1,10 @@
 // Scheduler::request_sample: a fresh sample on demand that joins one in flight, leaves the
 // timer grid alone, and always completes (success, the probe's error, timeout, unavailable,
 // stopped). Time is the manual clock (scheduler_fixture.hpp).
+#include <atomic>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 
 #include "gpustream/errors.hpp"
 #include "scheduler/scheduler_fixture.hpp"
@@ -255,6 +257,32 @@ TEST_F(SchedulerTest, RequestDuringBackoffIsUnavailable) {
   ASSERT_EQ(a.calls, 1);
   EXPECT_EQ(a.ec, make_error_code(errc::probe_unavailable));
   EXPECT_EQ(probe->sample_calls(), 1u);  // not hammered
+}
+
+TEST_F(SchedulerTest, RequestsFromManyThreadsAreEachAnsweredOnce) {
+  auto probe = make_probe();
+  probe->script_sample([](std::uint64_t) { return TestProbe::ok(); });
+  scheduler().add(probe, options(100ms));
+  start();
+  constexpr int kThreads = 4, kEach = 50;
+  std::atomic<int> answered{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < kEach; ++i)
+        scheduler().request_sample("test", [&](boost::system::error_code ec, auto snap) {
+          if (ec || !snap) ++errors;
+          ++answered;
+        });
+    });
+  // The io_context runs here, on the test's thread, while the others request.
+  while (answered.load() < kThreads * kEach) poll();
+  for (auto& t : threads) t.join();
+  poll();
+  EXPECT_EQ(answered.load(), kThreads * kEach);
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(probe->max_samples_in_flight(), 1u);
+  EXPECT_LE(probe->sample_calls(), 1u + kThreads * kEach);
 }
 
 }  // namespace

@@ -206,6 +206,22 @@ TEST_F(SchedulerTest, RequestWaitsForDetectionThenJoinsTheFirstSample) {
   EXPECT_EQ(probe->sample_calls(), 1u);
 }
 
+TEST_F(SchedulerTest, RequestWaitingForADetectionThatTimesOutIsAnswered) {
+  auto probe = make_probe();
+  probe->script_detect([](std::uint64_t) -> std::optional<Detection> { return std::nullopt; });
+  probe->set_cancel_completes(false);
+  scheduler().add(probe, options(100ms, 200ms));
+  start();
+  Answer a;
+  scheduler().request_sample("test", a.handler());  // no deadline of its own
+  poll();
+  run_for(199ms);
+  EXPECT_EQ(a.calls, 0);
+  run_for(1ms);
+  ASSERT_EQ(a.calls, 1);
+  EXPECT_EQ(a.ec, make_error_code(errc::timeout));
+}
+
 TEST_F(SchedulerTest, RequestToAnUnavailableProbeCompletesAtOnce) {
   auto probe = make_probe();
   probe->script_detect([](std::uint64_t) { return TestProbe::unavailable("no driver"); });

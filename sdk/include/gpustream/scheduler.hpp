@@ -56,7 +56,8 @@
 //     object to the handler;
 //   - always completes, exactly once, on the strand: success (error_code empty, the snapshot;
 //     a partial sample with `errors` set counts as success), the probe's error (its code, the
-//     failure snapshot that was published), errc::timeout (the sample's timeout, or the
+//     failure snapshot that was published), errc::timeout (the sample's or the detection's
+//     timeout, or the
 //     request's own deadline), errc::probe_unavailable (unavailable, or backing off after
 //     failures; null snapshot), errc::stopped (the scheduler stopped; null snapshot).
 //

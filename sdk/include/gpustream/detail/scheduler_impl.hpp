@@ -204,6 +204,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
       book_.detect_timed_out();
       probe_->cancel();
       report_stats();
+      answer_waiters(make_error_code(errc::timeout), nullptr);  // no sample is coming soon
       return;  // the retry is scheduled when the late completion arrives
     }
     if (!on_demand_) disarm();  // no ticks while the timed-out sample is still out there

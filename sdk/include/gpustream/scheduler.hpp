@@ -57,9 +57,8 @@
 //   - always completes, exactly once, on the strand: success (error_code empty, the snapshot;
 //     a partial sample with `errors` set counts as success), the probe's error (its code, the
 //     failure snapshot that was published), errc::timeout (the sample's or the detection's
-//     timeout, or the
-//     request's own deadline), errc::probe_unavailable (unavailable, or backing off after
-//     failures; null snapshot), errc::stopped (the scheduler stopped; null snapshot).
+//     timeout, or the request's own deadline), errc::probe_unavailable (unavailable, or backing
+//     off after failures; null snapshot), errc::stopped (the scheduler stopped; null snapshot).
 //
 // Time: BasicScheduler<Clock, WaitTraits> runs on basic_waitable_timer<Clock, WaitTraits>; the
 // SDK uses Scheduler = BasicScheduler<steady_clock>. Tests instantiate it with a manual clock

@@ -59,6 +59,8 @@
 //     failure snapshot that was published), errc::timeout (the sample's or the detection's
 //     timeout, or the request's own deadline), errc::probe_unavailable (unavailable, or backing
 //     off after failures; null snapshot), errc::stopped (the scheduler stopped; null snapshot).
+//     Only a request with no deadline, to a probe with no timeout (0) that hangs, or one made
+//     before a start() that never comes, waits until stop(); Telemetry always gives a deadline.
 //
 // Time: BasicScheduler<Clock, WaitTraits> runs on basic_waitable_timer<Clock, WaitTraits>; the
 // SDK uses Scheduler = BasicScheduler<steady_clock>. Tests instantiate it with a manual clock

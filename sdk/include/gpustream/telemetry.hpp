@@ -48,7 +48,9 @@
 //   gpustream::WindowSummary step = t.end_window("step");   // energy over exactly the step
 // The blocking calls (sample_now, request_samples, begin_window, end_window) wait at most their
 // timeout; on the Telemetry's own io thread (a callback) they do not wait: every probe is
-// answered "would_block" and window edges are estimated.
+// answered "would_block" and window edges are estimated. With a caller's io_context, do not
+// make them on a thread running it: nothing would run the samples, and they would wait their
+// whole timeout and answer "timeout".
 #pragma once
 
 #include <chrono>

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gpustream needs, if any are missing.
-#   scripts/deps.sh build    — compiler, CMake, Boost 1.81, spdlog, CLI11, libnats (NATS bridge)
+#   scripts/deps.sh build    — compiler, CMake, Boost 1.81, spdlog, CLI11, libnats (NATS bridge),
+#                              pybind11 + python3-dev (the Python module)
 #   scripts/deps.sh test     — build + GoogleTest, Google Benchmark, nlohmann-json (bench only),
 #                              and the real parts the integration tests drive: Prometheus,
 #                              python3-websockets, Chromium + Node.js (browser test), the Level
 #                              Zero loader (libze1), nats-server (NATS bridge test), clang +
 #                              libFuzzer (scripts/fuzz.sh), libdrm-common (amdgpu.ids: the AMD
 #                              names test reads the real table), clang-format + clang-tidy
-#                              (scripts/lint.sh)
+#                              (scripts/lint.sh), python3-pytest (the Python module's tests)
 #   scripts/deps.sh bench    — test + what the benchmarks compare against (rocm-smi, websocketpp)
 # As root it runs apt-get; otherwise it prints the one line to run and exits 1.
 # Idempotent: when everything is there it only says so.
@@ -16,10 +17,10 @@ set -euo pipefail
 profile="${1:-build}"
 build_pkgs=(cmake ninja-build g++ pkg-config ccache
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libspdlog-dev libfmt-dev libcli11-dev libnats-dev)
+  libspdlog-dev libfmt-dev libcli11-dev libnats-dev pybind11-dev python3-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server
-  clang libfuzzer-14-dev libdrm-common clang-format clang-tidy)
+  clang libfuzzer-14-dev libdrm-common clang-format clang-tidy python3-pytest)
 bench_pkgs=(rocm-smi)
 
 case "$profile" in

@@ -1,0 +1,175 @@
+// gpustream.connect(url): snapshots of a remote `gpustream serve` (RemoteSubscriber, with
+// reconnect and resume) behind the same latest()/subscribe()/stream() surface as a Telemetry.
+//
+// The connection runs on an io_context and a thread of its own. Each snapshot received is
+// published into a local SnapshotChannel (so subscriptions and streams get the same policies as
+// local ones); that channel numbers them again, so `sequence` is the client's own gap-free count,
+// not the server's (see docs/python.md).
+#include <pybind11/stl.h>
+
+#include <condition_variable>
+#include <future>
+#include <thread>
+
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+
+#include "delivery.hpp"
+#include "gpustream/transport/remote_subscriber.hpp"
+
+namespace gpustream::python {
+
+namespace {
+constexpr auto kCloseDeadline = std::chrono::seconds{2};
+}  // namespace
+
+class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
+ public:
+  explicit PyRemote(RemoteSubscriberOptions options)
+      : work_(boost::asio::make_work_guard(io_)),
+        channel_(io_.get_executor()),
+        subscriber_(std::make_unique<RemoteSubscriber>(io_.get_executor(), std::move(options))) {
+    subscriber_->on_snapshot([this](const SnapshotPtr& s) { channel_.publish(*s); });
+    subscriber_->on_gap([this](const Gap&) { server_gaps_.fetch_add(1); });
+    subscriber_->on_status([this](const RemoteStatus& st) {
+      {
+        std::lock_guard lock(mu_);
+        status_ = st;
+      }
+      cv_.notify_all();
+    });
+    subscriber_->start();
+    io_done_ = io_finished_.get_future();
+    thread_ = std::thread([this] {
+      io_.run();
+      io_finished_.set_value();
+    });
+  }
+
+  ~PyRemote() override { close(); }
+
+  SnapshotChannel& channel() override { return channel_; }
+  void shutdown() override { close(); }
+
+  void close() {
+    if (!closed()) {
+      mark_closed();
+      py::gil_scoped_release release;
+      // stop() starts the close handshake; the io thread runs it to its end (the server sees a
+      // clean close), bounded by kCloseDeadline for a server that does not answer.
+      subscriber_->stop();
+      work_.reset();
+      if (io_done_.wait_for(kCloseDeadline) == std::future_status::timeout) io_.stop();
+      if (thread_.joinable()) thread_.join();
+      {
+        std::lock_guard lock(mu_);
+        status_.state = RemoteStatus::State::stopped;
+      }
+      cv_.notify_all();
+    }
+    close_all();
+  }
+
+  /// Waits until connected (true) or `timeout` seconds pass / the client is closed (false).
+  bool wait_connected(double timeout) {
+    return without_gil([&] {
+      std::unique_lock lock(mu_);
+      return cv_.wait_for(lock, std::chrono::duration<double>(timeout), [&] {
+        return status_.state == RemoteStatus::State::connected ||
+               status_.state == RemoteStatus::State::stopped;
+      }) && status_.state == RemoteStatus::State::connected;
+    });
+  }
+
+  py::dict status() {
+    RemoteStatus st;
+    {
+      std::lock_guard lock(mu_);
+      st = status_;
+    }
+    py::dict d;
+    d["state"] = std::string(to_string(st.state));
+    d["reason"] = st.reason;
+    d["attempts"] = st.attempts;
+    const auto c = subscriber_->counters();
+    d["connections"] = c.connections;
+    d["snapshots"] = c.snapshots;
+    d["server_gaps"] = server_gaps_.load();
+    return d;
+  }
+
+ private:
+  boost::asio::io_context io_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  SnapshotChannel channel_;
+  std::unique_ptr<RemoteSubscriber> subscriber_;  // after channel_: destroyed first
+  std::atomic<std::uint64_t> server_gaps_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  RemoteStatus status_;
+  std::promise<void> io_finished_;
+  std::future<void> io_done_;
+  std::thread thread_;
+};
+
+void bind_remote(py::module_& m) {
+  py::class_<PyRemote, std::shared_ptr<PyRemote>>(
+      m, "RemoteClient",
+      "Snapshots from a running `gpustream serve` (see gpustream.connect). A context manager; "
+      "close() ends the connection and every subscription and stream.")
+      .def("close", &PyRemote::close)
+      .def("__enter__", [](const std::shared_ptr<PyRemote>& r) { return r; })
+      .def("__exit__",
+           [](PyRemote& r, const py::args&) {
+             r.close();
+             return false;
+           })
+      .def_property_readonly("closed", &PyRemote::closed)
+      .def("wait_connected", &PyRemote::wait_connected, py::arg("timeout") = 5.0,
+           "True once connected; False after `timeout` seconds or when closed.")
+      .def_property_readonly("status", &PyRemote::status)
+      .def(
+          "latest",
+          [](PyRemote& r) {
+            std::vector<PySnapshot> out;
+            for (auto& s : r.channel().latest()) out.push_back({std::move(s)});
+            return out;
+          },
+          "The newest snapshot received of each probe.")
+      .def(
+          "subscribe",
+          [](PyRemote& r, const py::object& callback, const std::string& policy,
+             const py::object& probes, const py::object& devices, long long capacity,
+             const py::object& on_gap) {
+            return subscribe_on(r, callback, policy, probes, devices, capacity, on_gap);
+          },
+          GPUSTREAM_PY_SUBSCRIBE_ARGS)
+      .def(
+          "stream",
+          [](PyRemote& r, const py::object& probes, const py::object& devices,
+             const py::object& timeout, const std::string& policy, long long capacity) {
+            return stream_on(r, probes, devices, timeout, policy, capacity);
+          },
+          GPUSTREAM_PY_STREAM_ARGS);
+
+  m.def(
+      "connect",
+      [](const std::string& url, const py::object& token, const py::object& probes,
+         const py::object& devices) {
+        RemoteSubscriberOptions o;
+        o.url = url;
+        if (!token.is_none()) o.token = token.cast<std::string>();
+        o.probes = string_list(probes, "probes");
+        o.devices = string_list(devices, "devices");
+        validate_remote_url(o.url);  // std::invalid_argument -> ValueError
+        auto r = std::make_shared<PyRemote>(std::move(o));
+        register_live(r);
+        return r;
+      },
+      py::arg("url"), py::arg("token") = py::none(), py::arg("probes") = py::none(),
+      py::arg("devices") = py::none(),
+      "Connects to `gpustream serve` at ws://HOST:PORT[/PATH] or tcp://HOST:PORT; reconnects "
+      "and resumes by itself until close().");
+}
+
+}  // namespace gpustream::python

@@ -1,0 +1,118 @@
+// Window summaries, my_process() and the planner's answers as Python objects.
+#include <pybind11/stl.h>
+
+#include "common.hpp"
+#include "gpustream/measurement.hpp"
+#include "gpustream/planner.hpp"
+
+namespace gpustream::python {
+
+namespace {
+
+py::str name_of(std::string_view s) { return py::str(s.data(), s.size()); }
+
+template <typename E>
+py::object opt_name(const std::optional<E>& e) {
+  if (!e) return py::none();
+  return name_of(to_string(*e));
+}
+
+py::dict metric_summaries(const DeviceWindowSummary& d) {
+  py::dict out;
+  for (const auto& [metric, s] : d.metrics) out[name_of(to_string(metric))] = s;
+  return out;
+}
+
+}  // namespace
+
+void bind_summary(py::module_& m) {
+  py::class_<MetricSummary>(m, "MetricSummary", "min/max/mean/last of one metric over a window.")
+      .def_readonly("min", &MetricSummary::min)
+      .def_readonly("max", &MetricSummary::max)
+      .def_readonly("mean", &MetricSummary::mean)
+      .def_readonly("last", &MetricSummary::last)
+      .def_readonly("count", &MetricSummary::count)
+      .def_property_readonly("source",
+                             [](const MetricSummary& s) { return name_of(to_string(s.source)); })
+      .def("__repr__", [](const MetricSummary& s) {
+        return "<gpustream.MetricSummary min " + std::to_string(s.min) + " mean " +
+               std::to_string(s.mean) + " max " + std::to_string(s.max) + " (" +
+               std::to_string(s.count) + " readings)>";
+      });
+
+  py::class_<DeviceWindowSummary>(m, "DeviceWindow", "One device over a window.")
+      .def_readonly("device_id", &DeviceWindowSummary::device_id)
+      .def_readonly("probe", &DeviceWindowSummary::probe)
+      .def_readonly("samples", &DeviceWindowSummary::samples)
+      .def_property_readonly("metrics", &metric_summaries, "{metric: MetricSummary}")
+      .def_readonly("energy_joules", &DeviceWindowSummary::energy_joules)
+      .def_property_readonly("energy_kind",
+                             [](const DeviceWindowSummary& d) { return opt_name(d.energy_kind); })
+      .def_readonly("energy_counter_resets", &DeviceWindowSummary::energy_counter_resets);
+
+  py::class_<WindowSummary>(m, "WindowSummary")
+      .def_readonly("begin_ns", &WindowSummary::begin_ns)
+      .def_readonly("end_ns", &WindowSummary::end_ns)
+      .def_property_readonly(
+          "duration",
+          [](const WindowSummary& s) { return static_cast<double>(s.end_ns - s.begin_ns) / 1e9; },
+          "Seconds between begin and end.")
+      .def_readonly("snapshots", &WindowSummary::snapshots)
+      .def_readonly("missed_snapshots", &WindowSummary::missed_snapshots)
+      .def_readonly("devices", &WindowSummary::devices)
+      .def_property_readonly(
+          "energy",
+          [](const WindowSummary& s) {
+            py::dict out;
+            for (const auto& d : s.devices)
+              if (d.energy_joules) out[py::str(d.device_id)] = *d.energy_joules;
+            return out;
+          },
+          "{device_id: joules} of the devices whose energy is known.")
+      .def(
+          "device",
+          [](const WindowSummary& s, const std::string& id) -> py::object {
+            if (const auto* d = s.find(id)) return py::cast(*d);
+            return py::none();
+          },
+          py::arg("id"));
+
+  py::class_<DeviceFit>(m, "DeviceFit", "A device where the requested bytes fit.")
+      .def_readonly("device_id", &DeviceFit::device_id)
+      .def_readonly("name", &DeviceFit::name)
+      .def_readonly("probe", &DeviceFit::probe)
+      .def_property_readonly("vendor",
+                             [](const DeviceFit& f) { return name_of(to_string(f.vendor)); })
+      .def_readonly("free_bytes", &DeviceFit::free_bytes)
+      .def_property_readonly("source",
+                             [](const DeviceFit& f) { return name_of(to_string(f.source)); })
+      .def("__repr__", [](const DeviceFit& f) {
+        return "<gpustream.DeviceFit " + f.device_id + " '" + f.name + "', " +
+               std::to_string(f.free_bytes) + " bytes free>";
+      });
+
+  py::class_<MyDeviceUsage>(m, "MyDeviceUsage", "This process on one device.")
+      .def_readonly("probe", &MyDeviceUsage::probe)
+      .def_readonly("device_id", &MyDeviceUsage::device_id)
+      .def_property_readonly("vendor",
+                             [](const MyDeviceUsage& u) { return name_of(to_string(u.vendor)); })
+      .def_readonly("index", &MyDeviceUsage::index)
+      .def_readonly("name", &MyDeviceUsage::name)
+      .def_readonly("gpu_memory_bytes", &MyDeviceUsage::gpu_memory_bytes)
+      .def_readonly("exact", &MyDeviceUsage::exact)
+      .def_readonly("gpu_utilization_percent", &MyDeviceUsage::gpu_utilization_percent)
+      .def_property_readonly("absent", [](const MyDeviceUsage& u) { return opt_name(u.absent); })
+      .def_readonly("reason", &MyDeviceUsage::reason)
+      .def_readonly("device_memory_used_bytes", &MyDeviceUsage::device_memory_used_bytes)
+      .def_readonly("device_memory_total_bytes", &MyDeviceUsage::device_memory_total_bytes)
+      .def_readonly("device_memory_free_bytes", &MyDeviceUsage::device_memory_free_bytes)
+      .def_readonly("sampled_monotonic_ns", &MyDeviceUsage::sampled_monotonic_ns);
+
+  py::class_<MyProcessUsage>(m, "MyProcess", "This process's RSS and GPU memory per device.")
+      .def_readonly("pid", &MyProcessUsage::pid)
+      .def_readonly("host_rss_bytes", &MyProcessUsage::host_rss_bytes)
+      .def_readonly("devices", &MyProcessUsage::devices)
+      .def_readonly("errors", &MyProcessUsage::errors);
+}
+
+}  // namespace gpustream::python

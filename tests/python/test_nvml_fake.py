@@ -1,0 +1,57 @@
+"""The module over a real vendor path: the NVIDIA probe against the fake libnvidia-ml.so.1
+(tests/fakes/nvml), driven by a scenario file the test writes and rewrites."""
+import os
+
+import pytest
+
+import gpustream
+from conftest import env_path, wait_for
+
+GiB = 1 << 30
+
+
+def scenario(path, used0, used1, my_bytes):
+    pid = os.getpid()
+    path.write_text(f"""devices=2
+device.0.memory_total={16 * GiB}
+device.0.memory_used={used0}
+device.0.compute={pid}:{my_bytes}
+device.1.memory_total={16 * GiB}
+device.1.memory_used={used1}
+device.1.compute=
+""")
+
+
+@pytest.fixture
+def nvml(tmp_path, monkeypatch):
+    path = tmp_path / "scenario.txt"
+    scenario(path, 2 * GiB, 10 * GiB, 123456789)
+    monkeypatch.setenv("GPUSTREAM_FAKE_NVML_SCENARIO", str(path))
+    # lazy: NVML is initialised before each sample, so the fake reads the scenario again
+    config = {"nvidia": {"library": env_path("GPUSTREAM_FAKE_NVML")}, "library_session": "lazy"}
+    with gpustream.Telemetry(probes=["nvidia"], interval=0.05, config=config) as t:
+        assert t.wait_for_first_samples(10)
+        yield t, path
+
+
+def test_snapshot_and_my_process_from_nvml(nvml):
+    t, _ = nvml
+    snap = t.latest("nvidia")[0]
+    assert [d.vendor for d in snap.devices] == ["nvidia", "nvidia"]
+    d0 = snap.devices[0]
+    assert d0.metrics["memory_used_bytes"] == 2 * GiB
+    assert d0.reading("memory_used_bytes").source == "nvml"
+    mine = {d.device_id: d for d in t.my_process().devices}
+    assert mine[d0.id].gpu_memory_bytes == 123456789 and mine[d0.id].exact
+    assert mine[snap.devices[1].id].gpu_memory_bytes == 0
+
+
+def test_best_device_follows_changes(nvml):
+    t, path = nvml
+    first = t.best_device(4 * GiB)
+    assert first.device_id == t.latest()[0].devices[0].id
+    assert t.best_device(15 * GiB) is None
+    scenario(path, 12 * GiB, 1 * GiB, 0)  # device 0 fills up, device 1 frees memory
+    other = t.latest()[0].devices[1].id
+    wait_for(t, lambda: t.best_device(4 * GiB).device_id == other, "the planner to move")
+    assert [f.device_id for f in t.fits(4 * GiB)] == [other]

@@ -1,0 +1,77 @@
+"""gpustream.connect() against a real `gpustream serve` on a loopback port."""
+import pytest
+
+import gpustream
+from conftest import env_path, take
+
+
+@pytest.fixture(scope="module")
+def server():
+    from serve_helper import Server  # tests/integration/serve_helper.py
+    s = Server(env_path("GPUSTREAM_CLI") + " serve", "--simulate", "2", "--interval", "0.05",
+               "--listen", "127.0.0.1:0", "--tcp", "127.0.0.1:0")
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("scheme", ["ws", "tcp"])
+def test_connect_streams_and_subscribes(server, scheme):
+    address = server.http if scheme == "ws" else server.tcp
+    with gpustream.connect(f"{scheme}://{address}") as remote:
+        assert remote.wait_connected(10), remote.status
+        snaps = take(remote.stream(probes="simulated", timeout=10), 3)
+        assert len(snaps) == 3
+        assert all(s.probe == "simulated" and len(s.devices) == 2 for s in snaps)
+        assert snaps[0].to_dict()["schema"] == "gpustream/1"
+        got = []
+        with remote.subscribe(got.append, policy="latest", probes=["simulated"]):
+            take(remote.stream(probes="simulated", timeout=10), 3)
+        assert got and all(s.probe == "simulated" for s in got)
+        assert "simulated" in [s.probe for s in remote.latest()]
+        assert remote.status["state"] == "connected"
+    assert remote.closed
+    with pytest.raises(RuntimeError, match="stopped"):
+        remote.stream()
+
+
+def test_stream_ends_when_the_client_closes(server):
+    remote = gpustream.connect(f"ws://{server.http}", probes=["simulated"])
+    stream = remote.stream(timeout=10)
+    assert take(stream, 1)
+    remote.close()
+    assert take(stream, 1) == []
+
+
+def test_bad_url_is_a_value_error():
+    with pytest.raises(ValueError, match="http"):
+        gpustream.connect("http://127.0.0.1:1")
+
+
+def test_nothing_listening_is_reported_in_the_status():
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with gpustream.connect(f"tcp://127.0.0.1:{port}") as remote:
+        assert not remote.wait_connected(0.5)
+        assert remote.status["state"] in ("connecting", "disconnected")
+
+
+def test_token(tmp_path):
+    from serve_helper import Server
+    token = tmp_path / "token"
+    token.write_text("s3cret-token-for-the-python-test\n")
+    token.chmod(0o600)
+    s = Server(env_path("GPUSTREAM_CLI") + " serve", "--simulate", "1", "--interval", "0.05",
+               "--listen", "127.0.0.1:0", "--token", str(token))
+    try:
+        with gpustream.connect(f"ws://{s.http}", token="wrong") as remote:
+            assert not remote.wait_connected(2)
+            assert remote.status["connections"] == 0
+        with gpustream.connect(f"ws://{s.http}",
+                               token="s3cret-token-for-the-python-test") as remote:
+            assert remote.wait_connected(10), remote.status
+            assert take(remote.stream(probes="simulated", timeout=10), 1)
+    finally:
+        s.stop()

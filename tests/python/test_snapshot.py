@@ -1,0 +1,65 @@
+"""Snapshots as Python objects: attribute access and to_dict() == the SDK's gpustream/1 JSON."""
+import json
+
+import pytest
+
+import gpustream
+
+
+def test_to_dict_is_exactly_the_sdk_json_document(sim):
+    for snap in sim.latest():
+        # to_json() is the SDK's text encoder (the wire form); to_dict() comes from its value
+        # encoder: both must give the same document, key order included.
+        doc = json.loads(snap.to_json())
+        assert snap.to_dict() == doc
+        assert list(snap.to_dict().keys()) == list(doc.keys())
+        assert doc["schema"] == "gpustream/1"
+        assert [d.to_dict() for d in snap.devices] == doc["devices"]
+
+
+def test_attributes_match_the_json_document(sim):
+    snap = sim.latest("simulated")[0]
+    doc = snap.to_dict()
+    assert snap.probe == doc["probe"] == "simulated"
+    assert snap.sequence == doc["sequence"]
+    assert len(snap.devices) == 2
+    for dev, jdev in zip(snap.devices, doc["devices"]):
+        assert dev.id == jdev["id"]
+        assert dev.name == jdev["name"]
+        assert dev.vendor == "simulated"
+        assert snap.device(dev.id).id == dev.id
+        # metrics/absent are the document's own maps; reading() adds the source
+        assert dev.metrics == jdev["metrics"]
+        assert dev.absent == jdev["absent"]
+        for name, value in dev.metrics.items():
+            assert dev.reading(name).source == jdev["sources"][name]
+            assert dev[name] == value
+        # absent metrics are absent, with their reason, never 0
+        for name, reason in dev.absent.items():
+            assert name not in dev.metrics
+            r = dev.reading(name)
+            assert not r and r.value is None and r.reason == reason
+            with pytest.raises(KeyError, match="absent"):
+                dev[name]
+        assert [p.pid for p in dev.processes] == [p["pid"] for p in jdev["processes"]]
+    assert snap.device("no-such-device") is None
+
+
+def test_byte_counts_are_ints_as_in_the_document(sim):
+    dev = sim.latest()[0].devices[0]
+    assert isinstance(dev.metrics["memory_total_bytes"], int)
+    assert isinstance(dev.metrics["power_watts"], float)
+
+
+def test_unknown_metric_is_a_clear_value_error(sim):
+    dev = sim.latest()[0].devices[0]
+    with pytest.raises(ValueError, match=r"unknown metric 'power' \(known: .*power_watts"):
+        dev.reading("power")
+
+
+def test_snapshot_from_json_round_trip_and_errors(sim):
+    snap = sim.latest()[0]
+    again = gpustream.snapshot_from_json(snap.to_json())
+    assert again.to_dict() == snap.to_dict()
+    with pytest.raises(gpustream.JsonError, match=r"\$"):
+        gpustream.snapshot_from_json('{"schema": "gpustream/1", "probe": 3}')

@@ -1,0 +1,50 @@
+"""telemetry.window(name): summaries with energy per device and min/max/mean per metric."""
+import pytest
+
+from conftest import take
+
+
+def test_window_has_energy_and_metric_summaries(sim):
+    with sim.window("step") as w:
+        take(sim.stream(timeout=10), 5)  # the "work": five sampling intervals
+    s = w.summary
+    assert s.snapshots >= 2 and s.duration > 0
+    assert len(s.devices) == 2
+    for d in s.devices:
+        assert d.energy_joules > 0
+        assert d.energy_kind == "counter"
+        assert w.energy[d.device_id] == d.energy_joules
+        p = d.metrics["power_watts"]
+        # mean is sum / count in the SDK: it may pass max by an ulp when every reading is equal
+        assert p.min <= p.max and p.mean == pytest.approx(min(max(p.mean, p.min), p.max))
+        assert p.count == d.samples
+        assert "temperature_celsius" in d.metrics
+        assert "fan_rpm" not in d.metrics  # absent in every sample: not summarized
+    doc = s.to_dict()
+    assert doc["devices"][0]["metrics"]["power_watts"]["max"] == s.devices[0].metrics[
+        "power_watts"].max
+
+
+def test_named_windows_overlap(sim):
+    with sim.window("epoch") as epoch:
+        with sim.window("step") as step:
+            take(sim.stream(timeout=10), 3)
+        take(sim.stream(timeout=10), 3)
+    assert epoch.summary.snapshots > step.summary.snapshots
+    for dev_id, joules in step.energy.items():
+        assert epoch.energy[dev_id] > joules
+
+
+def test_window_filter_and_errors(sim):
+    dev = sim.latest()[0].devices[1].id
+    with sim.window("one", devices=[dev]) as w:
+        take(sim.stream(timeout=10), 3)
+    assert [d.device_id for d in w.devices] == [dev]
+    with sim.window("dup"):
+        with pytest.raises(ValueError, match="window 'dup' is already open"):
+            with sim.window("dup"):
+                pass
+    with pytest.raises(ValueError, match="no window 'never' is open"):
+        sim._end_window("never")
+    with pytest.raises(RuntimeError, match="has not ended"):
+        sim.window("x").energy

@@ -77,7 +77,10 @@ GpuSnapshot node_snapshot() {
     ps.gpu_memory_bytes = 536870912ull + 12582912ull * static_cast<unsigned>(p);
     ps.gpu_utilization_percent = 5.0 + (p % 17) * 4.25;
     ps.host_rss_bytes = 4294967296ull + 65536ull * static_cast<unsigned>(p);
-    if (p % 4 == 0) ps.container_id = "containerd-7f3a9c" + std::to_string(p);
+    if (p % 4 == 0)
+      ps.container = ProcessContainer{"containerd", std::string(64, "0123456789abcdef"[p % 16]), "", ""};
+    else
+      ps.container_absent = ContainerAbsent::host;
     s.devices[static_cast<std::size_t>(p % kGpus)].processes.push_back(std::move(ps));
   }
   HostSample h;
@@ -228,7 +231,16 @@ njson nl_snapshot(const GpuSnapshot& s) {
                   {"host_rss_bytes", nl_optional(p.host_rss_bytes)},
                   {"per_process_exact", p.per_process_exact},
                   {"engines", nl_engines(p.engines)}};
-      if (!p.container_id.empty()) po["container_id"] = p.container_id;
+      if (p.container) {
+        nlohmann::json c = nlohmann::json::object();
+        if (!p.container->runtime.empty()) c["runtime"] = p.container->runtime;
+        if (!p.container->id.empty()) c["id"] = p.container->id;
+        if (!p.container->pod_uid.empty()) c["pod_uid"] = p.container->pod_uid;
+        if (!p.container->qos.empty()) c["qos"] = p.container->qos;
+        po["container"] = std::move(c);
+      } else if (p.container_absent != ContainerAbsent::not_collected) {
+        po["container_absent"] = std::string(to_string(p.container_absent));
+      }
       procs.push_back(std::move(po));
     }
     o["processes"] = std::move(procs);
@@ -325,7 +337,17 @@ GpuSnapshot nl_decode(const njson& doc) {
       p.gpu_utilization_percent = nl_opt<double>(pj, "gpu_utilization_percent");
       p.host_rss_bytes = nl_opt<std::uint64_t>(pj, "host_rss_bytes");
       p.per_process_exact = pj.at("per_process_exact").get<bool>();
-      p.container_id = nl_opt<std::string>(pj, "container_id").value_or("");
+      if (const auto c = pj.find("container"); c != pj.end()) {
+        ProcessContainer pc;
+        pc.runtime = c->value("runtime", "");
+        pc.id = c->value("id", "");
+        pc.pod_uid = c->value("pod_uid", "");
+        pc.qos = c->value("qos", "");
+        p.container = std::move(pc);
+      } else if (const auto a = pj.find("container_absent"); a != pj.end()) {
+        p.container_absent =
+            container_absent_from_string(a->get<std::string>()).value_or(ContainerAbsent::not_collected);
+      }
       p.engines = nl_engines_from(pj.at("engines"));
       d.processes.push_back(std::move(p));
     }

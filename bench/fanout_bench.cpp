@@ -135,7 +135,8 @@ GpuSnapshot make_big_snapshot() {
     ps.gpu_memory_bytes = 4ull << 30;
     ps.gpu_utilization_percent = 87.5;
     ps.host_rss_bytes = 12ull << 30;
-    ps.container_id = "4f1c2b9d8e7a6f5c4b3a29180716253443526170819a0b1c2d3e4f5a6b7c8d9e";
+    ps.container = ProcessContainer{
+        "containerd", "4f1c2b9d8e7a6f5c4b3a29180716253443526170819a0b1c2d3e4f5a6b7c8d9e", "", ""};
     ps.engines.push_back(EngineSample{"compute", Reading::of(80, Source::nvml)});
     s.devices[static_cast<std::size_t>(p % kGpus)].processes.push_back(ps);
     host.processes.push_back(HostProcess{ps.pid, ps.name, ps.host_rss_bytes});

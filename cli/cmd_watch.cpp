@@ -64,7 +64,7 @@ int run_connected_watch(const Config& config, const WatchOptions& o) {
   limits.count = o.count > 0 ? static_cast<std::uint64_t>(o.count) : 0;
   limits.duration = std::chrono::milliseconds(static_cast<long>(o.duration_seconds * 1000));
   Output out = Output::standard_output();
-  Printer printer(o.json, !o.json && ::isatty(out.fd()) != 0);
+  Printer printer(o.json, !o.json && ::isatty(out.fd()) != 0, o.container);
   std::atomic<bool> stop{false};
   RemoteWatchHandlers h;
   h.on_snapshot = [&](const GpuSnapshot& s) {
@@ -100,7 +100,7 @@ int run_watch(Config config, const WatchOptions& o) {
     return kExitFailure;
   }
   const bool json = o.json || recording;
-  Printer printer(json, !json && ::isatty(out.fd()) != 0);
+  Printer printer(json, !json && ::isatty(out.fd()) != 0, o.container);
 
   Telemetry t(config, probe_factory());
   SubscribeOptions so;

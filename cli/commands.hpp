@@ -23,6 +23,7 @@ struct WatchOptions {
   std::string output_file;  // record: JSON lines into this file
   std::string connect;      // watch --connect tcp://HOST:PORT | ws://HOST:PORT/ws
   std::string token_file;   // bearer token for --connect
+  std::string container;    // watch --container ID: only that container's processes
 };
 struct ReplayOptions {
   std::string file;

@@ -61,6 +61,12 @@ int main(int argc, char** argv) {
                     "Watch a running `gpustream serve`: tcp://HOST:PORT or ws://HOST:PORT/ws "
                     "(reconnects and resumes by sequence)");
   watch->add_option("--token-file", watch_o.token_file, "Bearer token for --connect");
+  watch->add_option("--container", watch_o.container,
+                    "Only the processes of this container (a prefix of its id, at least 4 "
+                    "characters, or a Kubernetes pod UID) and the GPUs they use")
+      ->check([](const std::string& v) {
+        return v.size() >= 4 ? std::string{} : std::string("give at least 4 characters of the id");
+      });
 
   auto* record = app.add_subcommand("record", "Record snapshots to FILE (JSON lines)");
   add_common_options(*record, common);

@@ -8,7 +8,34 @@
 
 namespace gpustream::cli {
 
+bool in_container(const ProcessSample& p, std::string_view selector) {
+  if (!p.container || selector.empty()) return false;
+  const auto& c = *p.container;
+  if (selector.size() >= 4 && c.id.size() >= selector.size() &&
+      std::string_view(c.id).substr(0, selector.size()) == selector)
+    return true;
+  return !c.pod_uid.empty() && c.pod_uid == selector;
+}
+
+GpuSnapshot only_container(const GpuSnapshot& s, std::string_view selector) {
+  GpuSnapshot out = s;
+  out.devices.clear();
+  for (const auto& d : s.devices) {
+    DeviceSample kept = d;
+    kept.processes.clear();
+    for (const auto& p : d.processes)
+      if (in_container(p, selector)) kept.processes.push_back(p);
+    if (!kept.processes.empty()) out.devices.push_back(std::move(kept));
+  }
+  return out;
+}
+
 std::string Printer::render(const GpuSnapshot& s) {
+  if (container_.empty()) return render_one(s);
+  return render_one(only_container(s, container_));
+}
+
+std::string Printer::render_one(const GpuSnapshot& s) {
   if (json_) return to_json_string(s) + "\n";
   latest_[s.probe] = s;
   std::vector<const GpuSnapshot*> ptrs;

@@ -14,14 +14,27 @@ namespace gpustream::cli {
 /// What one snapshot adds to the output: a JSON line, or the whole table again.
 class Printer {
  public:
-  Printer(bool json, bool tty) : json_(json), tty_(tty) {}
+  /// `container`: when not empty, only the processes of that container are shown (a prefix of
+  /// its id, or its Kubernetes pod UID), and only the devices they use (watch --container).
+  Printer(bool json, bool tty, std::string container = {})
+      : json_(json), tty_(tty), container_(std::move(container)) {}
   std::string render(const GpuSnapshot& s);
 
  private:
+  std::string render_one(const GpuSnapshot& s);
   bool json_;
   bool tty_;
+  std::string container_;
   std::map<std::string, GpuSnapshot> latest_;  // for the table: newest per probe
 };
+
+/// Whether the process runs in the container `selector` names: a prefix (at least 4 characters)
+/// of its container id, or its pod UID.
+bool in_container(const ProcessSample& p, std::string_view selector);
+
+/// `s` with only the processes of the container `selector` names, and only the devices that
+/// have one of them.
+GpuSnapshot only_container(const GpuSnapshot& s, std::string_view selector);
 
 /// "gpustream: missed N snapshots (REASON)" on stderr.
 void print_gap(const Gap& gap);

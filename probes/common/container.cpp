@@ -163,7 +163,7 @@ std::optional<ContainerInfo> container_from_cgroup_path(std::string_view path) {
 ContainerResult parse_cgroup(std::string_view text) {
   ContainerResult result;
   if (text.size() > kMaxCgroupText) {
-    result.absent = ContainerAbsence::malformed;
+    result.absent = ContainerAbsent::malformed;
     return result;
   }
   bool any_line = false;
@@ -178,7 +178,7 @@ ContainerResult parse_cgroup(std::string_view text) {
     const std::size_t first = line.find(':');
     const std::size_t second = first == std::string_view::npos ? first : line.find(':', first + 1);
     if (second == std::string_view::npos) {
-      result.absent = ContainerAbsence::malformed;
+      result.absent = ContainerAbsent::malformed;
       return result;
     }
     any_line = true;
@@ -189,27 +189,15 @@ ContainerResult parse_cgroup(std::string_view text) {
     }
   }
   if (!any_line) {
-    result.absent = ContainerAbsence::malformed;
+    result.absent = ContainerAbsent::malformed;
     return result;
   }
   // Host services live in system.slice/user.slice/init.scope (the runtimes' own daemons too:
   // docker.service, containerd.service). A path with a runtime's or the kubelet's mark that no
   // shape above matched is `unrecognized`, not `host`.
-  result.absent = ContainerAbsence::host;
-  if (mentions_container(text)) result.absent = ContainerAbsence::unrecognized;
+  result.absent = ContainerAbsent::host;
+  if (mentions_container(text)) result.absent = ContainerAbsent::unrecognized;
   return result;
-}
-
-std::string_view to_string(ContainerAbsence a) noexcept {
-  switch (a) {
-    case ContainerAbsence::host:
-      return "host";
-    case ContainerAbsence::unrecognized:
-      return "unrecognized";
-    case ContainerAbsence::malformed:
-      return "malformed";
-  }
-  return "unrecognized";
 }
 
 }  // namespace gpustream::probes

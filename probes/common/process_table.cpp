@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "gpustream/model.hpp"
+#include "gpustream/probes/container.hpp"
 
 namespace gpustream::proc {
 namespace {
@@ -137,6 +138,33 @@ void ProcessTable::read_name(std::int64_t pid, Entry& e,
   std::string_view name(buf, static_cast<std::size_t>(n));
   while (!name.empty() && (name.back() == '\n' || name.back() == '\r')) name.remove_suffix(1);
   e.info.name = std::string(name);
+  read_container(pid, e);
+}
+
+void ProcessTable::read_container(std::int64_t pid, Entry& e) {
+  e.info.container.reset();
+  e.info.container_absent = ContainerAbsent::not_collected;
+  char path[48];
+  if (!pid_path(path, pid, "cgroup")) return;
+  const int fd = open_at(dir_, path);
+  if (fd < 0) {
+    if (errno == EACCES || errno == EPERM) e.info.container_absent = ContainerAbsent::no_permission;
+    return;  // gone: the process's other reads say so
+  }
+  // A real file is a few hundred bytes (v2) to ~2 KiB (v1 with long Kubernetes paths); longer
+  // text is cut at its last full line.
+  cgroup_buf_.resize(kCgroupReadMax);
+  const auto n = read_at_start(fd, cgroup_buf_.data(), cgroup_buf_.size());
+  ::close(fd);
+  if (n <= 0) return;
+  std::string_view text(cgroup_buf_.data(), static_cast<std::size_t>(n));
+  if (static_cast<std::size_t>(n) == cgroup_buf_.size()) {
+    const auto last = text.rfind('\n');
+    text = last == std::string_view::npos ? std::string_view{} : text.substr(0, last + 1);
+  }
+  auto result = probes::parse_cgroup(text);
+  e.info.container = std::move(result.container);
+  e.info.container_absent = e.info.container ? ContainerAbsent::not_collected : result.absent;
 }
 
 void ProcessTable::refresh(std::int64_t pid, Entry& e, std::chrono::steady_clock::time_point now) {
@@ -198,6 +226,8 @@ void ProcessTable::fill(std::span<DeviceSample> devices) {
       const auto& info = infos[i++];
       if (p.name.empty()) p.name = info.name;
       p.host_rss_bytes = info.rss_bytes;
+      p.container = info.container;
+      p.container_absent = info.container_absent;
     }
   }
 }

@@ -125,6 +125,15 @@ void bind_snapshot(py::module_& m) {
       .def_property_readonly("utilization_percent",
                              [](const EngineSample& e) { return e.utilization_percent.get(); });
 
+  py::class_<ProcessContainer>(m, "Container", "The container a process runs in.")
+      .def_readonly("runtime", &ProcessContainer::runtime)
+      .def_readonly("id", &ProcessContainer::id)
+      .def_readonly("pod_uid", &ProcessContainer::pod_uid)
+      .def_readonly("qos", &ProcessContainer::qos)
+      .def("__repr__", [](const ProcessContainer& c) {
+        return "<gpustream.Container " + c.runtime + " " + c.id.substr(0, 12) + ">";
+      });
+
   py::class_<ProcessSample>(m, "Process", "A process using a device.")
       .def_readonly("pid", &ProcessSample::pid)
       .def_readonly("name", &ProcessSample::name)
@@ -132,7 +141,16 @@ void bind_snapshot(py::module_& m) {
       .def_readonly("gpu_utilization_percent", &ProcessSample::gpu_utilization_percent)
       .def_readonly("host_rss_bytes", &ProcessSample::host_rss_bytes)
       .def_readonly("per_process_exact", &ProcessSample::per_process_exact)
-      .def_readonly("container_id", &ProcessSample::container_id)
+      .def_readonly("container", &ProcessSample::container)
+      .def_property_readonly(
+          "container_absent",
+          [](const ProcessSample& p) -> py::object {
+            if (p.container || p.container_absent == ContainerAbsent::not_collected)
+              return py::none();
+            return py::str(std::string(to_string(p.container_absent)));
+          },
+          "Why `container` is None: host, unrecognized, malformed, no_permission; None when "
+          "there is a container or the probe did not look.")
       .def_readonly("engines", &ProcessSample::engines)
       .def("__repr__", [](const ProcessSample& p) {
         return "<gpustream.Process " + std::to_string(p.pid) + " '" + p.name + "'>";

@@ -48,7 +48,23 @@ void bind_summary(py::module_& m) {
       .def_readonly("energy_joules", &DeviceWindowSummary::energy_joules)
       .def_property_readonly("energy_kind",
                              [](const DeviceWindowSummary& d) { return opt_name(d.energy_kind); })
-      .def_readonly("energy_counter_resets", &DeviceWindowSummary::energy_counter_resets);
+      .def_readonly("energy_counter_resets", &DeviceWindowSummary::energy_counter_resets)
+      .def_property_readonly(
+          "begin_edge", [](const DeviceWindowSummary& d) { return std::string(to_string(d.begin_edge)); },
+          "How the begin edge was obtained: sampled, interpolated, held, unknown (none: channel-only)")
+      .def_property_readonly(
+          "end_edge", [](const DeviceWindowSummary& d) { return std::string(to_string(d.end_edge)); })
+      .def_readonly("begin_edge_ns", &DeviceWindowSummary::begin_edge_ns)
+      .def_readonly("end_edge_ns", &DeviceWindowSummary::end_edge_ns)
+      .def_readonly("estimated_joules", &DeviceWindowSummary::estimated_joules);
+
+  py::class_<WindowSummary::Overhead>(m, "WindowOverhead", "What the window itself cost.")
+      .def_readonly("edge_samples", &WindowSummary::Overhead::edge_samples)
+      .def_readonly("failed_edge_samples", &WindowSummary::Overhead::failed_edge_samples)
+      .def_readonly("begin_latency_ns", &WindowSummary::Overhead::begin_latency_ns)
+      .def_readonly("end_latency_ns", &WindowSummary::Overhead::end_latency_ns)
+      .def_readonly("max_sample_latency_ns", &WindowSummary::Overhead::max_sample_latency_ns)
+      .def_readonly("caller_cpu_ns", &WindowSummary::Overhead::caller_cpu_ns);
 
   py::class_<WindowSummary>(m, "WindowSummary")
       .def_readonly("begin_ns", &WindowSummary::begin_ns)
@@ -60,6 +76,11 @@ void bind_summary(py::module_& m) {
       .def_readonly("snapshots", &WindowSummary::snapshots)
       .def_readonly("missed_snapshots", &WindowSummary::missed_snapshots)
       .def_readonly("devices", &WindowSummary::devices)
+      .def_readonly("name", &WindowSummary::name)
+      .def_readonly("exact_edges", &WindowSummary::exact_edges,
+                    "True when every device's both edges are fresh samples")
+      .def_readonly("edge_errors", &WindowSummary::edge_errors)
+      .def_readonly("overhead", &WindowSummary::overhead)
       .def_property_readonly(
           "energy",
           [](const WindowSummary& s) {

@@ -96,7 +96,6 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
       mark_closed();
       {
         py::gil_scoped_release release;
-        windows_.clear();
         telemetry_->stop();
       }
     }

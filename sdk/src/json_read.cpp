@@ -205,7 +205,24 @@ ProcessSample process_from(const json::value& v, const Path& at) {
       [&](const json::value& x) { return as_double(x, at / "gpu_utilization_percent"); });
   p.host_rss_bytes = u64("host_rss_bytes");
   p.per_process_exact = as_bool(need(o, "per_process_exact", at), at / "per_process_exact");
-  if (const auto* c = maybe(o, "container_id")) p.container_id = as_string(*c, at / "container_id");
+  if (const auto* c = maybe(o, "container")) {
+    const Path cp = at / "container";
+    const auto& co = as_object(*c, cp);
+    ProcessContainer pc;
+    const auto part = [&](std::string_view key, std::string& out) {
+      if (const auto* v = maybe(co, key)) out = as_string(*v, cp / key);
+    };
+    part("runtime", pc.runtime);
+    part("id", pc.id);
+    part("pod_uid", pc.pod_uid);
+    part("qos", pc.qos);
+    p.container = std::move(pc);
+  } else if (const auto* a = maybe(o, "container_absent")) {
+    const Path ap = at / "container_absent";
+    const auto reason = container_absent_from_string(as_string(*a, ap));
+    // A reason added by a newer producer reads as "not collected", as unknown metrics do.
+    p.container_absent = reason.value_or(ContainerAbsent::not_collected);
+  }
   if (const auto* e = maybe(o, "engines")) p.engines = engines_from(*e, at / "engines");
   return p;
 }

@@ -90,7 +90,16 @@ json::object process_json(const ProcessSample& p) {
   o.emplace("gpu_utilization_percent", optional_number(p.gpu_utilization_percent, p.name));
   o.emplace("host_rss_bytes", optional_integer(p.host_rss_bytes));
   o.emplace("per_process_exact", p.per_process_exact);
-  if (!p.container_id.empty()) o.emplace("container_id", text(p.container_id));
+  if (p.container) {
+    json::object c;
+    if (!p.container->runtime.empty()) c.emplace("runtime", text(p.container->runtime));
+    if (!p.container->id.empty()) c.emplace("id", text(p.container->id));
+    if (!p.container->pod_uid.empty()) c.emplace("pod_uid", text(p.container->pod_uid));
+    if (!p.container->qos.empty()) c.emplace("qos", text(p.container->qos));
+    o.emplace("container", std::move(c));
+  } else if (p.container_absent != ContainerAbsent::not_collected) {
+    o.emplace("container_absent", to_string(p.container_absent));
+  }
   o.emplace("engines", engines_json(p.engines));
   return o;
 }

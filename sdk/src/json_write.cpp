@@ -232,9 +232,26 @@ void write_process(Writer& w, const ProcessSample& p) {
   w.raw(",\"host_rss_bytes\":");
   w.optional_integer(p.host_rss_bytes);
   w.raw(p.per_process_exact ? ",\"per_process_exact\":true" : ",\"per_process_exact\":false");
-  if (!p.container_id.empty()) {
-    w.raw(",\"container_id\":");
-    w.string(p.container_id);
+  if (p.container) {
+    // Only the known parts: an empty string is left out.
+    w.raw(",\"container\":{");
+    bool first = true;
+    for (const auto& [key, value] : {std::pair<std::string_view, const std::string*>{"runtime", &p.container->runtime},
+                                     {"id", &p.container->id},
+                                     {"pod_uid", &p.container->pod_uid},
+                                     {"qos", &p.container->qos}}) {
+      if (value->empty()) continue;
+      w.raw(first ? "\"" : ",\"");
+      w.raw(key);
+      w.raw("\":");
+      w.string(*value);
+      first = false;
+    }
+    w.raw('}');
+  } else if (p.container_absent != ContainerAbsent::not_collected) {
+    w.raw(",\"container_absent\":\"");
+    w.raw(to_string(p.container_absent));
+    w.raw('"');
   }
   w.raw(",\"engines\":");
   write_engines(w, p.engines);

@@ -3,10 +3,49 @@
 
 #include <algorithm>
 #include <array>
+#include <ctime>
 #include <limits>
+#include <stdexcept>
+#include <utility>
 
 namespace gpustream {
 namespace {
+
+/// CPU time of the calling thread, ns (0 where the clock is missing).
+std::int64_t thread_cpu_ns() noexcept {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+/// One device's energy-relevant readings at one instant.
+struct Point {
+  std::int64_t ns = 0;
+  std::optional<double> counter;  // energy_joules
+  std::optional<double> power;    // power_watts
+};
+
+Point point_of(const DeviceSample& d, std::int64_t ns) {
+  Point p;
+  p.ns = ns;
+  if (const Reading& e = d.metrics[Metric::energy_joules]) p.counter = e.value();
+  if (const Reading& w = d.metrics[Metric::power_watts]) p.power = w.value();
+  return p;
+}
+
+double seconds(std::int64_t ns) { return static_cast<double>(ns) * 1e-9; }
+
+/// One edge of one probe in a bound window.
+struct ProbeEdge {
+  std::int64_t ns = 0;   // the edge instant
+  bool sampled = false;  // a fresh sample is the edge; else ns is the call time
+};
+
+/// The estimate for one energy method at one edge: joules added, and how.
+struct EdgeEstimate {
+  EdgeKind kind = EdgeKind::unknown;
+  double joules = 0;
+};
 
 template <typename T>
 bool listed(const std::vector<T>& v, const T& x) {
@@ -48,6 +87,11 @@ struct DeviceAcc {
   double last_power = 0;
   double integrated_joules = 0;
   std::size_t power_intervals = 0;
+  // Edges (bound windows only).
+  std::optional<Point> first, last, after;  // after: first point past an estimated end edge
+  std::optional<Point> counter_prev;        // the counter reading before `last`'s
+  bool begin_sampled = false;
+  EdgeEstimate begin_counter, begin_power, end_counter, end_power;
 
   void add_energy(const DeviceSample& d) {
     const Reading& e = d.metrics[Metric::energy_joules];
@@ -81,6 +125,81 @@ struct DeviceAcc {
     last_power_ns = monotonic_ns;
     last_power = p.value();
   }
+
+  void add_point(const Point& p) {
+    if (last && last->counter && p.counter) counter_prev = last;
+    if (!first) first = p;
+    last = p;
+  }
+
+  /// The begin edge, once the first in-window point is known. `before`: the device's last
+  /// point before the edge instant (for an estimated edge).
+  void open(const ProbeEdge& edge, const std::optional<Point>& before) {
+    const Point& p1 = *first;
+    if (edge.sampled && p1.ns == edge.ns) {
+      begin_sampled = true;
+      begin_counter = begin_power = EdgeEstimate{EdgeKind::sampled, 0};
+      return;
+    }
+    const std::int64_t dt = p1.ns - edge.ns;
+    if (dt <= 0) {
+      begin_counter = begin_power = EdgeEstimate{EdgeKind::interpolated, 0};
+      return;
+    }
+    // Counter: the share of the increase from `before` to p1 that falls after the edge.
+    if (before && before->counter && p1.counter && p1.ns > before->ns &&
+        *p1.counter >= *before->counter)
+      begin_counter = {EdgeKind::interpolated, (*p1.counter - *before->counter) *
+                                                   static_cast<double>(dt) /
+                                                   static_cast<double>(p1.ns - before->ns)};
+    // Power: the trapezoid from `before` to p1, clipped at the edge.
+    if (p1.power) {
+      if (before && before->power && p1.ns > before->ns) {
+        const double f =
+            static_cast<double>(edge.ns - before->ns) / static_cast<double>(p1.ns - before->ns);
+        const double at_edge = *before->power + (*p1.power - *before->power) * f;
+        begin_power = {EdgeKind::interpolated, (at_edge + *p1.power) / 2.0 * seconds(dt)};
+      } else {
+        begin_power = {EdgeKind::held, *p1.power * seconds(dt)};
+      }
+    }
+  }
+
+  /// The end edge: nothing to add when the last point is the end edge sample; else from the
+  /// last point to the edge instant, interpolated towards `after` or held.
+  void close(const ProbeEdge& edge) {
+    const Point& pn = *last;
+    if (edge.sampled && pn.ns == edge.ns) {
+      end_counter = end_power = EdgeEstimate{EdgeKind::sampled, 0};
+      return;
+    }
+    const std::int64_t dt = edge.ns - pn.ns;
+    if (dt <= 0) {
+      end_counter = end_power = EdgeEstimate{EdgeKind::interpolated, 0};
+      return;
+    }
+    if (pn.counter) {
+      if (after && after->counter && after->ns > pn.ns && *after->counter >= *pn.counter) {
+        end_counter = {EdgeKind::interpolated, (*after->counter - *pn.counter) *
+                                                   static_cast<double>(dt) /
+                                                   static_cast<double>(after->ns - pn.ns)};
+      } else if (counter_prev && counter_prev->counter && pn.ns > counter_prev->ns &&
+                 *pn.counter >= *counter_prev->counter) {
+        const double rate =
+            (*pn.counter - *counter_prev->counter) / static_cast<double>(pn.ns - counter_prev->ns);
+        end_counter = {EdgeKind::held, rate * static_cast<double>(dt)};
+      }
+    }
+    if (pn.power) {
+      if (after && after->power && after->ns > pn.ns) {
+        const double f = static_cast<double>(dt) / static_cast<double>(after->ns - pn.ns);
+        const double at_edge = *pn.power + (*after->power - *pn.power) * f;
+        end_power = {EdgeKind::interpolated, (*pn.power + at_edge) / 2.0 * seconds(dt)};
+      } else {
+        end_power = {EdgeKind::held, *pn.power * seconds(dt)};
+      }
+    }
+  }
 };
 
 }  // namespace
@@ -88,6 +207,56 @@ struct DeviceAcc {
 struct MeasurementWindow::Accumulators {
   std::vector<DeviceAcc> devices;
   std::size_t snapshots = 0;
+
+  // Bound windows: the edges of each probe, and each device's last point before its begin
+  // edge (for an estimated begin). A probe without an entry uses the call times, estimated.
+  bool bound = false;
+  std::int64_t begin_call_ns = 0;
+  std::int64_t end_call_ns = 0;
+  bool closing = false;  // the end edges are set: points past them are left out
+  std::map<std::string, ProbeEdge, std::less<>> begin_edges, end_edges;
+  std::map<std::pair<std::string, std::string>, Point> before;
+
+  ProbeEdge begin_edge(const std::string& probe) const {
+    const auto it = begin_edges.find(probe);
+    return it != begin_edges.end() ? it->second : ProbeEdge{begin_call_ns, false};
+  }
+  ProbeEdge end_edge(const std::string& probe) const {
+    const auto it = end_edges.find(probe);
+    return it != end_edges.end() ? it->second : ProbeEdge{end_call_ns, false};
+  }
+
+  DeviceAcc* find(const std::string& probe, const std::string& id) {
+    for (auto& d : devices)
+      if (d.device_id == id && d.probe == probe) return &d;
+    return nullptr;
+  }
+
+  void remember_before(const GpuSnapshot& s, const SubscriptionFilter& filter) {
+    for (const auto& dev : s.devices)
+      if (listed(filter.devices, dev.id)) before[{s.probe, dev.id}] = point_of(dev, s.monotonic_ns);
+  }
+
+  /// A bound window's snapshot: before the begin edge it is only remembered (estimates); past
+  /// an end edge it is left out (or remembered as `after` for an estimated end).
+  void add_bound(const GpuSnapshot& s, const SubscriptionFilter& filter) {
+    const ProbeEdge b = begin_edge(s.probe);
+    if (s.monotonic_ns < b.ns) {
+      remember_before(s, filter);
+      return;
+    }
+    if (closing) {
+      const ProbeEdge e = end_edge(s.probe);
+      if (s.monotonic_ns > e.ns) {
+        if (e.sampled) return;
+        for (const auto& dev : s.devices)
+          if (DeviceAcc* acc = find(s.probe, dev.id); acc && !acc->after)
+            acc->after = point_of(dev, s.monotonic_ns);
+        return;
+      }
+    }
+    add(s, filter);
+  }
 
   DeviceAcc& device(const std::string& probe, const std::string& id) {
     for (auto& d : devices)
@@ -110,7 +279,21 @@ struct MeasurementWindow::Accumulators {
       }
       acc.add_energy(dev);
       acc.add_power(dev, s.monotonic_ns);
+      if (bound) {
+        acc.add_point(point_of(dev, s.monotonic_ns));
+        if (acc.samples == 1) {
+          const auto it = before.find({s.probe, dev.id});
+          acc.open(begin_edge(s.probe),
+                   it != before.end() ? std::optional<Point>(it->second) : std::nullopt);
+        }
+      }
     }
+  }
+
+  /// Sets every device's end edge (bound windows), once the stream up to end() is in.
+  void close_all() {
+    for (auto& acc : devices)
+      if (acc.last) acc.close(end_edge(acc.probe));
   }
 
   std::vector<DeviceWindowSummary> summarize() const {
@@ -127,6 +310,11 @@ struct MeasurementWindow::Accumulators {
         d.metrics[static_cast<Metric>(i)] = MetricSummary{
             m.min, m.max, m.sum / static_cast<double>(m.count), m.last, m.count, m.source};
       }
+      d.energy_counter_resets = acc.counter_resets;
+      if (bound) {
+        summarize_bound(acc, d);
+        continue;
+      }
       if (acc.counter_intervals > 0) {
         d.energy_joules = acc.counter_joules;
         d.energy_kind = acc.counter_kind;
@@ -134,11 +322,61 @@ struct MeasurementWindow::Accumulators {
         d.energy_joules = acc.integrated_joules;
         d.energy_kind = EnergyKind::integrated;
       }
-      d.energy_counter_resets = acc.counter_resets;
     }
     return out;
   }
+
+  /// Energy and edges of a bound window's device: the counter when both its edges are known,
+  /// else power integrated over the edges, else whichever has readings (edges then say
+  /// `unknown`).
+  void summarize_bound(const DeviceAcc& acc, DeviceWindowSummary& d) const {
+    const ProbeEdge b = begin_edge(acc.probe);
+    const ProbeEdge e = end_edge(acc.probe);
+    d.begin_edge_ns = acc.begin_sampled ? acc.first->ns : b.ns;
+    d.end_edge_ns = acc.end_counter.kind == EdgeKind::sampled ? acc.last->ns : e.ns;
+    const auto known = [](const EdgeEstimate& x) { return x.kind != EdgeKind::unknown; };
+    const bool has_counter = acc.first && acc.first->counter;
+    const bool has_power = acc.first && acc.first->power;
+    const bool counter_ok = has_counter && known(acc.begin_counter) && known(acc.end_counter);
+    const bool power_ok = has_power && known(acc.begin_power) && known(acc.end_power);
+    const auto use = [&](double body, const EdgeEstimate& x, const EdgeEstimate& y,
+                         EnergyKind kind) {
+      d.energy_joules = body + x.joules + y.joules;
+      d.estimated_joules = x.joules + y.joules;
+      d.energy_kind = kind;
+      d.begin_edge = x.kind;
+      d.end_edge = y.kind;
+    };
+    if (counter_ok) {
+      use(acc.counter_joules, acc.begin_counter, acc.end_counter, acc.counter_kind);
+    } else if (power_ok) {
+      use(acc.integrated_joules, acc.begin_power, acc.end_power, EnergyKind::integrated);
+    } else if (acc.counter_intervals > 0) {
+      use(acc.counter_joules, EdgeEstimate{}, EdgeEstimate{}, acc.counter_kind);
+    } else if (acc.power_intervals > 0) {
+      use(acc.integrated_joules, EdgeEstimate{}, EdgeEstimate{}, EnergyKind::integrated);
+    } else {
+      d.begin_edge = acc.begin_counter.kind;
+      d.end_edge = acc.end_counter.kind;
+    }
+  }
 };
+
+std::string_view to_string(EdgeKind k) noexcept {
+  switch (k) {
+    case EdgeKind::none:
+      return "none";
+    case EdgeKind::sampled:
+      return "sampled";
+    case EdgeKind::interpolated:
+      return "interpolated";
+    case EdgeKind::held:
+      return "held";
+    case EdgeKind::unknown:
+      return "unknown";
+  }
+  return "unknown";
+}
 
 const MetricSummary* DeviceWindowSummary::find(Metric m) const {
   auto it = metrics.find(m);
@@ -151,11 +389,45 @@ const DeviceWindowSummary* WindowSummary::find(std::string_view device_id) const
   return nullptr;
 }
 
+namespace {
+
+/// Runs the sampler (no lock held) and records what it cost.
+std::vector<EdgeSample> take_edges(const EdgeSampler& sampler, const SubscriptionFilter& filter,
+                                   WindowSummary::Overhead& o, std::int64_t& latency_ns,
+                                   std::vector<std::string>& errors, const char* edge) {
+  const auto t0 = steady_now_ns();
+  std::vector<EdgeSample> edges;
+  try {
+    edges = sampler(filter);
+  } catch (const std::exception& e) {
+    errors.push_back(std::string("sampler: ") + edge + ": threw: " + e.what());
+  }
+  latency_ns = steady_now_ns() - t0;
+  for (const auto& e : edges) {
+    ++o.edge_samples;
+    o.max_sample_latency_ns = std::max(o.max_sample_latency_ns, e.latency_ns);
+    if (e.ok()) continue;
+    ++o.failed_edge_samples;
+    errors.push_back(e.probe + ": " + edge + ": " + (e.error.empty() ? "no snapshot" : e.error) +
+                     (e.message.empty() ? "" : ": " + e.message));
+  }
+  return edges;
+}
+
+}  // namespace
+
 MeasurementWindow::MeasurementWindow(SubscriptionFilter filter)
     : filter_(std::move(filter)), acc_(std::make_unique<Accumulators>()) {}
 
 MeasurementWindow::MeasurementWindow(SnapshotChannel& channel, SubscriptionFilter filter)
-    : channel_(&channel), filter_(std::move(filter)), acc_(std::make_unique<Accumulators>()) {
+    : MeasurementWindow(channel, EdgeSampler{}, std::move(filter)) {}
+
+MeasurementWindow::MeasurementWindow(SnapshotChannel& channel, EdgeSampler sampler,
+                                     SubscriptionFilter filter)
+    : channel_(&channel),
+      sampler_(std::move(sampler)),
+      filter_(std::move(filter)),
+      acc_(std::make_unique<Accumulators>()) {
   SubscribeOptions options;
   options.filter = filter_;
   options.policy = Backpressure::lossless;
@@ -167,27 +439,142 @@ MeasurementWindow::MeasurementWindow(SnapshotChannel& channel, SubscriptionFilte
 
 MeasurementWindow::~MeasurementWindow() { subscription_.reset(); }
 
-void MeasurementWindow::begin() {
+void MeasurementWindow::open(std::uint64_t from_sequence) {
   std::lock_guard lock(mu_);
   acc_ = std::make_unique<Accumulators>();
+  acc_->bound = bound();
   missed_ = 0;
   running_ = true;
-  begin_ns_ = steady_now_ns();
-  if (channel_) last_sequence_ = channel_->last_sequence();
+  begin_ns_ = now_();
+  acc_->begin_call_ns = begin_ns_;
+  if (channel_) last_sequence_ = std::min(from_sequence, channel_->last_sequence());
+  if (!bound()) return;
+  // The stream waits until the edges are known; what arrives meanwhile is taken from the
+  // channel's history afterwards, in order.
+  edge_pending_ = true;
+  // The last point of every device before begin, for an estimate if its edge sample fails.
+  for (const auto& s : channel_->latest())
+    if (s->sequence <= last_sequence_ && filter_.matches(*s)) acc_->remember_before(*s, filter_);
+}
+
+void MeasurementWindow::opened(const std::vector<EdgeSample>& edges, WindowSummary::Overhead o,
+                               std::int64_t latency_ns, std::vector<std::string> errors,
+                               std::int64_t cpu0) {
+  std::lock_guard lock(mu_);
+  edge_pending_ = false;
+  if (!running_) return;  // end() ran meanwhile
+  for (const auto& e : edges)
+    acc_->begin_edges[e.probe] =
+        e.ok() ? ProbeEdge{e.snapshot->monotonic_ns, true} : ProbeEdge{begin_ns_, false};
+  overhead_ = o;
+  overhead_.begin_latency_ns = latency_ns;
+  edge_errors_ = std::move(errors);
+  catch_up_locked();
+  overhead_.caller_cpu_ns = thread_cpu_ns() - cpu0;
+}
+
+void MeasurementWindow::begin() {
+  const auto cpu0 = thread_cpu_ns();
+  open(std::numeric_limits<std::uint64_t>::max());
+  if (!bound()) return;
+  WindowSummary::Overhead o;
+  std::int64_t latency = 0;
+  std::vector<std::string> errors;
+  const auto edges = take_edges(sampler_, filter_, o, latency, errors, "begin");
+  opened(edges, o, latency, std::move(errors), cpu0);
+}
+
+void MeasurementWindow::begin(const std::vector<EdgeSample>& edges) {
+  if (!bound())
+    throw std::logic_error("MeasurementWindow::begin(edges): the window has no sampler");
+  const auto cpu0 = thread_cpu_ns();
+  // Take the stream from just before the first edge snapshot (they are published already).
+  std::uint64_t from = std::numeric_limits<std::uint64_t>::max();
+  for (const auto& e : edges)
+    if (e.snapshot && e.snapshot->sequence > 0) from = std::min(from, e.snapshot->sequence - 1);
+  open(from);
+  WindowSummary::Overhead o;
+  std::vector<std::string> errors;
+  std::int64_t latency = 0;
+  const EdgeSampler given = [&edges](const SubscriptionFilter&) { return edges; };
+  opened(take_edges(given, filter_, o, latency, errors, "begin"), o, 0, std::move(errors), cpu0);
+}
+
+std::int64_t MeasurementWindow::closing() {
+  std::lock_guard lock(mu_);
+  if (!running_) return -1;
+  if (bound()) edge_pending_ = true;
+  return now_();
 }
 
 WindowSummary MeasurementWindow::end() {
+  const auto cpu0 = thread_cpu_ns();
+  const auto end_call_ns = closing();
+  if (end_call_ns < 0) return {};
+  WindowSummary::Overhead o;
+  std::int64_t latency = 0;
+  std::vector<std::string> errors;
+  std::vector<EdgeSample> edges;
+  if (bound()) edges = take_edges(sampler_, filter_, o, latency, errors, "end");
+  return closed(edges, end_call_ns, o, latency, std::move(errors), cpu0);
+}
+
+WindowSummary MeasurementWindow::end(const std::vector<EdgeSample>& edges) {
+  if (!bound()) throw std::logic_error("MeasurementWindow::end(edges): the window has no sampler");
+  const auto cpu0 = thread_cpu_ns();
+  const auto end_call_ns = closing();
+  if (end_call_ns < 0) return {};
+  WindowSummary::Overhead o;
+  std::int64_t latency = 0;
+  std::vector<std::string> errors;
+  const EdgeSampler given = [&edges](const SubscriptionFilter&) { return edges; };
+  const auto taken = take_edges(given, filter_, o, latency, errors, "end");
+  return closed(taken, end_call_ns, o, 0, std::move(errors), cpu0);
+}
+
+WindowSummary MeasurementWindow::closed(const std::vector<EdgeSample>& edges,
+                                        std::int64_t end_call_ns, const WindowSummary::Overhead& o,
+                                        std::int64_t latency_ns, std::vector<std::string> errors,
+                                        std::int64_t cpu0) {
   std::lock_guard lock(mu_);
   WindowSummary out;
+  edge_pending_ = false;
   if (!running_) return out;
+  if (bound()) {
+    acc_->end_call_ns = end_call_ns;
+    for (const auto& e : edges)
+      acc_->end_edges[e.probe] =
+          e.ok() ? ProbeEdge{e.snapshot->monotonic_ns, true} : ProbeEdge{end_call_ns, false};
+    acc_->closing = true;
+  }
   catch_up_locked();
   running_ = false;
   out.begin_ns = begin_ns_;
-  out.end_ns = steady_now_ns();
+  out.end_ns = bound() ? end_call_ns : now_();
   out.snapshots = acc_->snapshots;
   out.missed_snapshots = missed_;
+  if (bound()) acc_->close_all();
   out.devices = acc_->summarize();
+  if (!bound()) return out;
+  out.exact_edges = !out.devices.empty();
+  for (const auto& d : out.devices)
+    if (d.begin_edge != EdgeKind::sampled || d.end_edge != EdgeKind::sampled)
+      out.exact_edges = false;
+  out.edge_errors = std::move(edge_errors_);
+  out.edge_errors.insert(out.edge_errors.end(), errors.begin(), errors.end());
+  out.overhead = overhead_;
+  out.overhead.edge_samples += o.edge_samples;
+  out.overhead.failed_edge_samples += o.failed_edge_samples;
+  out.overhead.max_sample_latency_ns =
+      std::max(out.overhead.max_sample_latency_ns, o.max_sample_latency_ns);
+  out.overhead.end_latency_ns = latency_ns;
+  out.overhead.caller_cpu_ns += thread_cpu_ns() - cpu0;
   return out;
+}
+
+void MeasurementWindow::set_clock(std::function<std::int64_t()> now_ns) {
+  std::lock_guard lock(mu_);
+  now_ = now_ns ? std::move(now_ns) : std::function<std::int64_t()>(&steady_now_ns);
 }
 
 bool MeasurementWindow::running() const {
@@ -197,20 +584,28 @@ bool MeasurementWindow::running() const {
 
 void MeasurementWindow::add(const GpuSnapshot& s) {
   std::lock_guard lock(mu_);
-  if (running_ && filter_.matches(s)) acc_->add(s, filter_);
+  if (running_ && filter_.matches(s)) take_locked(s);
+}
+
+void MeasurementWindow::take_locked(const GpuSnapshot& s) {
+  if (acc_->bound)
+    acc_->add_bound(s, filter_);
+  else
+    acc_->add(s, filter_);
 }
 
 void MeasurementWindow::on_snapshot(const SnapshotPtr& s) {
   std::lock_guard lock(mu_);
-  if (!running_ || s->sequence <= last_sequence_) return;  // before begin(), or caught up
+  // Before begin(), caught up already, or waiting for edges (taken from history afterwards).
+  if (!running_ || edge_pending_ || s->sequence <= last_sequence_) return;
   last_sequence_ = s->sequence;
-  acc_->add(*s, filter_);
+  take_locked(*s);
 }
 
 void MeasurementWindow::on_gap(const Gap&) {
   // The subscription overflowed: take what was lost from the channel's history instead.
   std::lock_guard lock(mu_);
-  if (running_) catch_up_locked();
+  if (running_ && !edge_pending_) catch_up_locked();
 }
 
 void MeasurementWindow::catch_up_locked() {
@@ -222,7 +617,7 @@ void MeasurementWindow::catch_up_locked() {
     last_sequence_ = gap->after_sequence + gap->missed;
   }
   for (const auto& s : rest) {
-    if (filter_.matches(*s)) acc_->add(*s, filter_);
+    if (filter_.matches(*s)) take_locked(*s);
     last_sequence_ = s->sequence;
   }
 }

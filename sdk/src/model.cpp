@@ -36,6 +36,9 @@ constexpr std::array<std::string_view, kMetricCount> kMetrics{
 constexpr std::array<std::string_view, 2> kEnergyKinds{"counter", "integrated"};
 constexpr std::array<std::string_view, 3> kPowerStates{"unknown", "active", "suspended"};
 constexpr std::array<std::string_view, 2> kPowerKinds{"instant", "average"};
+constexpr std::array<std::string_view, 5> kContainerAbsents{"not_collected", "host", "unrecognized",
+                                                            "malformed", "no_permission"};
+static_assert(kContainerAbsents.size() == static_cast<std::size_t>(ContainerAbsent::no_permission) + 1);
 
 static_assert(kAbsences.size() == static_cast<std::size_t>(Absence::not_collected) + 1);
 static_assert(kVendors.size() == static_cast<std::size_t>(Vendor::simulated) + 1);
@@ -49,6 +52,7 @@ std::string_view to_string(Metric m) noexcept { return name_of(m, kMetrics); }
 std::string_view to_string(EnergyKind k) noexcept { return name_of(k, kEnergyKinds); }
 std::string_view to_string(PowerState p) noexcept { return name_of(p, kPowerStates); }
 std::string_view to_string(PowerKind k) noexcept { return name_of(k, kPowerKinds); }
+std::string_view to_string(ContainerAbsent a) noexcept { return name_of(a, kContainerAbsents); }
 
 std::optional<Vendor> vendor_from_string(std::string_view s) noexcept {
   return parse_of<Vendor>(s, kVendors);
@@ -70,6 +74,9 @@ std::optional<PowerState> power_state_from_string(std::string_view s) noexcept {
 }
 std::optional<PowerKind> power_kind_from_string(std::string_view s) noexcept {
   return parse_of<PowerKind>(s, kPowerKinds);
+}
+std::optional<ContainerAbsent> container_absent_from_string(std::string_view s) noexcept {
+  return parse_of<ContainerAbsent>(s, kContainerAbsents);
 }
 
 BadReadingAccess::BadReadingAccess(Absence reason, Source source)

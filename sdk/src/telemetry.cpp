@@ -3,14 +3,18 @@
 #include <algorithm>
 #include <condition_variable>
 #include <future>
+#include <map>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "gpustream/detail/scheduler_book.hpp"
+#include "gpustream/errors.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/scheduler.hpp"
 #include "gpustream/work_pool.hpp"
@@ -62,6 +66,15 @@ struct Telemetry::Impl {
   bool fallback_pending = false;
   std::set<std::string> awaiting_detection;
   std::size_t gpu_devices = 0;
+
+  // Named windows. windows_mu is never held while sampling.
+  struct NamedWindow {
+    SubscriptionFilter filter;
+    std::unique_ptr<MeasurementWindow> window;
+  };
+  mutable std::mutex windows_mu;
+  std::map<std::string, NamedWindow, std::less<>> windows;  // guarded by windows_mu
+  LogOnce window_errors;
 
   Impl(Config c, ProbeFactory f, boost::asio::any_io_executor ex,
        std::unique_ptr<boost::asio::io_context> own)
@@ -236,9 +249,31 @@ Telemetry::Telemetry(Config config, ProbeFactory factory) {
 }
 
 Telemetry::Telemetry(Config config, ProbeFactory factory, boost::asio::any_io_executor io)
-    : impl_((apply_process_settings(config),
-             std::make_unique<Impl>(std::move(config), std::move(factory), std::move(io),
-                                    nullptr))) {}
+    : impl_((
+          apply_process_settings(config),
+          std::make_unique<Impl>(std::move(config), std::move(factory), std::move(io), nullptr))) {}
+
+namespace {
+
+/// A window-name mistake: logged once per kind of mistake (the names are the caller's, so the
+/// set of keys stays bounded), then thrown.
+[[noreturn]] void window_error(LogOnce& once, const char* kind, const std::string& what) {
+  if (once.first(kind)) logger()->warn("{} (logged once)", what);
+  throw std::invalid_argument(what);
+}
+
+/// The probes of several filters: all when one of them names none.
+SubscriptionFilter union_of(const std::vector<const SubscriptionFilter*>& filters) {
+  SubscriptionFilter u;
+  for (const auto* f : filters) {
+    if (f->probes.empty()) return {};
+    for (const auto& p : f->probes)
+      if (std::find(u.probes.begin(), u.probes.end(), p) == u.probes.end()) u.probes.push_back(p);
+  }
+  return u;
+}
+
+}  // namespace
 
 Telemetry::~Telemetry() {
   if (!impl_) return;
@@ -293,10 +328,11 @@ void Telemetry::start() {
     if (im.stop_requested) return;  // stop() was called meanwhile (e.g. by the factory)
 
     im.scheduler = std::make_unique<Scheduler>(
-        im.io,
+        im.io, Scheduler::PublishShared{},
         [ch = &im.channel](GpuSnapshot s) {
-          for (auto& d : s.devices) derive_metrics(d);  // free memory where only total/used is known
-          ch->publish(std::move(s));
+          for (auto& d : s.devices)
+            derive_metrics(d);  // free memory where only total/used is known
+          return ch->publish(std::move(s));
         },
         [impl = &im](const ProbeStats& s) { impl->on_stats(s); });
     for (const auto& p : im.probes)
@@ -388,6 +424,245 @@ std::optional<DeviceFit> Telemetry::best_device(std::uint64_t bytes) const {
 
 MyProcessUsage Telemetry::my_process() const {
   return my_process_usage(impl_->channel.latest(), impl_->config.paths.procfs_root);
+}
+
+// ---- sampling now ----
+
+void Telemetry::request_sample(SubscriptionFilter filter, std::chrono::milliseconds timeout,
+                               std::function<void(std::vector<EdgeSample>)> done) {
+  Impl& im = *impl_;
+  Scheduler* sched = nullptr;
+  bool stopping = false;
+  {
+    std::lock_guard lock(im.mu);
+    sched = im.scheduler.get();
+    stopping = im.stop_requested;
+  }
+  std::vector<std::string> names;
+  if (sched) {
+    for (auto& name : sched->probe_names()) {
+      if (!filter.probes.empty() &&
+          std::find(filter.probes.begin(), filter.probes.end(), name) == filter.probes.end())
+        continue;
+      if (!filter.devices.empty()) {
+        // Only probes that (as far as is known) see one of the devices.
+        if (const auto latest = im.channel.latest(name); latest && !latest->devices.empty()) {
+          const bool sees = std::any_of(
+              latest->devices.begin(), latest->devices.end(), [&](const DeviceSample& d) {
+                return std::find(filter.devices.begin(), filter.devices.end(), d.id) !=
+                       filter.devices.end();
+              });
+          if (!sees) continue;
+        }
+      }
+      names.push_back(std::move(name));
+    }
+  }
+  if (names.empty()) {
+    if (done) done({});
+    return;
+  }
+  if (stopping || sched->stopped()) {
+    // Nothing samples any more (and the io thread may be gone): answer at once.
+    std::vector<EdgeSample> out;
+    for (auto& n : names) {
+      EdgeSample e;
+      e.probe = std::move(n);
+      e.error = "stopped";
+      e.message = "the telemetry was stopped";
+      out.push_back(std::move(e));
+    }
+    if (done) done(std::move(out));
+    return;
+  }
+  struct Pending {
+    std::mutex mu;
+    std::vector<EdgeSample> results;
+    std::size_t left = 0;
+    std::function<void(std::vector<EdgeSample>)> done;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->results.resize(names.size());
+  pending->left = names.size();
+  pending->done = std::move(done);
+  const auto requested = steady_now_ns();
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    pending->results[i].probe = names[i];
+    auto answer = [pending, i, requested](boost::system::error_code ec, SnapshotPtr snap) {
+      std::function<void(std::vector<EdgeSample>)> finish;
+      std::vector<EdgeSample> results;
+      {
+        std::lock_guard lock(pending->mu);
+        EdgeSample& r = pending->results[i];
+        r.latency_ns = steady_now_ns() - requested;
+        if (ec) {
+          r.error = detail::error_code_name(ec);
+          r.message = ec.message();
+          if (snap && !snap->errors.empty()) r.message += ": " + snap->errors.front().message;
+        }
+        r.snapshot = std::move(snap);
+        if (--pending->left == 0) {
+          finish = std::move(pending->done);
+          results = std::move(pending->results);
+        }
+      }
+      if (finish) finish(std::move(results));  // user code, no lock held
+    };
+    try {
+      sched->request_sample(names[i], answer, timeout);
+    } catch (const std::exception& e) {  // the probe is gone (cannot happen: names are its own)
+      answer(make_error_code(errc::probe_unavailable), nullptr);
+      logger()->error("request_sample {}: {}", names[i], e.what());
+    }
+  }
+}
+
+std::vector<EdgeSample> Telemetry::request_samples(const SubscriptionFilter& filter,
+                                                   std::chrono::milliseconds timeout) {
+  struct Wait {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<std::vector<EdgeSample>> results;
+  };
+  auto wait = std::make_shared<Wait>();
+  if (impl_->on_own_io_thread()) {
+    // Waiting here would block the thread that takes the samples.
+    std::vector<EdgeSample> out;
+    for (const auto& name : probe_names()) {
+      if (!filter.probes.empty() &&
+          std::find(filter.probes.begin(), filter.probes.end(), name) == filter.probes.end())
+        continue;
+      EdgeSample e;
+      e.probe = name;
+      e.error = "would_block";
+      e.message = "sampling now was asked on the io thread that takes the samples";
+      out.push_back(std::move(e));
+    }
+    return out;
+  }
+  request_sample(filter, timeout, [wait](std::vector<EdgeSample> r) {
+    {
+      std::lock_guard lock(wait->mu);
+      wait->results = std::move(r);
+    }
+    wait->cv.notify_all();
+  });
+  std::unique_lock lock(wait->mu);
+  // Each request ends by its own deadline on the io thread; the margin covers a busy io thread.
+  const auto margin = std::chrono::milliseconds{100} + timeout / 10;
+  if (wait->cv.wait_for(lock, timeout + margin, [&] { return wait->results.has_value(); }))
+    return std::move(*wait->results);
+  lock.unlock();
+  // The io thread did not answer in time (it is stuck): report every probe as late.
+  std::vector<EdgeSample> out;
+  for (const auto& name : probe_names()) {
+    if (!filter.probes.empty() &&
+        std::find(filter.probes.begin(), filter.probes.end(), name) == filter.probes.end())
+      continue;
+    EdgeSample e;
+    e.probe = name;
+    e.error = "timeout";
+    e.message = "the io thread did not answer within " + std::to_string(timeout.count()) + " ms";
+    e.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout + margin).count();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<SnapshotPtr> Telemetry::sample_now(std::chrono::milliseconds timeout) {
+  std::vector<SnapshotPtr> out;
+  for (auto& e : request_samples({}, timeout))
+    if (e.ok()) out.push_back(std::move(e.snapshot));
+  return out;
+}
+
+EdgeSampler Telemetry::edge_sampler(std::chrono::milliseconds timeout) {
+  return [this, timeout](const SubscriptionFilter& f) { return request_samples(f, timeout); };
+}
+
+// ---- named windows ----
+
+void Telemetry::begin_window(const std::string& name, SubscriptionFilter filter) {
+  Impl& im = *impl_;
+  if (name.empty())
+    window_error(im.window_errors, "empty", "begin_window: the window name is empty");
+  MeasurementWindow* window = nullptr;
+  {
+    std::lock_guard lock(im.windows_mu);
+    if (im.windows.count(name) > 0)
+      window_error(im.window_errors, "duplicate",
+                   "begin_window: window '" + name + "' is already open");
+    auto w = std::make_unique<MeasurementWindow>(im.channel, edge_sampler(), filter);
+    window = w.get();
+    im.windows.emplace(name, Impl::NamedWindow{std::move(filter), std::move(w)});
+  }
+  // Sampling runs with no lock held. The window stays in the map (owned there) until
+  // end_window takes it out; a concurrent end_window of the same name waits for nothing and
+  // gets an empty window (begin() notices and stops).
+  window->begin();
+}
+
+WindowSummary Telemetry::end_window(const std::string& name) {
+  auto summaries = end_windows({name});
+  return std::move(summaries.front());
+}
+
+std::vector<WindowSummary> Telemetry::end_windows(const std::vector<std::string>& names) {
+  Impl& im = *impl_;
+  std::vector<Impl::NamedWindow> taken;
+  {
+    std::lock_guard lock(im.windows_mu);
+    std::set<std::string> seen;
+    for (const auto& n : names) {
+      if (!seen.insert(n).second)
+        window_error(im.window_errors, "twice", "end_windows: window '" + n + "' is listed twice");
+      if (im.windows.count(n) == 0)
+        window_error(im.window_errors, "unknown", "end_window: no open window named '" + n + "'");
+    }
+    for (const auto& n : names) {
+      auto node = im.windows.extract(n);
+      taken.push_back(std::move(node.mapped()));
+    }
+  }
+  std::vector<const SubscriptionFilter*> filters;
+  filters.reserve(taken.size());
+  for (const auto& w : taken) filters.push_back(&w.filter);
+  const auto edges = request_samples(union_of(filters));  // one shared edge sample
+  std::vector<WindowSummary> out;
+  out.reserve(taken.size());
+  for (std::size_t i = 0; i < taken.size(); ++i) {
+    out.push_back(taken[i].window->end(edges));
+    out.back().name = names[i];
+  }
+  return out;
+}
+
+WindowSummary Telemetry::next_window(const std::string& name) {
+  Impl& im = *impl_;
+  Impl::NamedWindow old;
+  MeasurementWindow* next = nullptr;
+  {
+    std::lock_guard lock(im.windows_mu);
+    auto it = im.windows.find(name);
+    if (it == im.windows.end())
+      window_error(im.window_errors, "unknown", "next_window: no open window named '" + name + "'");
+    old = std::move(it->second);
+    auto w = std::make_unique<MeasurementWindow>(im.channel, edge_sampler(), old.filter);
+    next = w.get();
+    it->second = Impl::NamedWindow{old.filter, std::move(w)};
+  }
+  const auto edges = request_samples(old.filter);  // the boundary: one sample for both
+  auto summary = old.window->end(edges);
+  summary.name = name;
+  next->begin(edges);
+  return summary;
+}
+
+std::vector<std::string> Telemetry::open_windows() const {
+  std::lock_guard lock(impl_->windows_mu);
+  std::vector<std::string> out;
+  for (const auto& [name, w] : impl_->windows) out.push_back(name);
+  return out;
 }
 
 }  // namespace gpustream

@@ -148,7 +148,7 @@ TEST(JsonDecodeErrors, OptionalKeysMayBeLeftOutOrNull) {
     device0(o).erase(key);
   device0(o)["energy_kind"] = nullptr;
   device0(o)["power_kind"] = nullptr;
-  for (const char* key : {"container_id", "engines"}) process0(o).erase(key);
+  for (const char* key : {"container", "container_absent", "engines"}) process0(o).erase(key);
   GpuSnapshot s = snapshot_from_json(doc);
   EXPECT_EQ(s.monotonic_ns, 0);
   EXPECT_FALSE(s.host);

@@ -46,7 +46,11 @@ inline DeviceSample rich_device(int index) {
     if (p != 2) ps.gpu_utilization_percent = 12.5 * (p + 1);
     if (p != 1) ps.host_rss_bytes = 2147483648ull + p;
     ps.per_process_exact = p != 2;
-    if (p == 1) ps.container_id = "docker-3f9a1c";
+    if (p == 1)
+      ps.container = ProcessContainer{"containerd",
+                                      "3f9a1c2b7d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd",
+                                      "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "burstable"};
+    if (p == 2) ps.container_absent = ContainerAbsent::host;
     if (p == 0)
       ps.engines = {{"compute", Reading::of(55.5, Source::fdinfo)},
                     {"copy", Reading::missing(Absence::stale, Source::fdinfo)}};

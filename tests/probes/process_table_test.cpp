@@ -97,3 +97,79 @@ TEST_F(ProcessTableTest, AnEmptyBatchClosesEveryDescriptor) {
 
 }  // namespace
 }  // namespace gpustream
+
+namespace gpustream {
+namespace {
+
+class ProcessTableContainerTest : public ::testing::Test {
+ protected:
+  void process(int pid, const std::string& cgroup) {
+    const std::string dir = "proc/" + std::to_string(pid) + "/";
+    tree_.file(dir + "comm", "worker\n");
+    tree_.file(dir + "statm", "900 25 1 1 0 1 0\n");
+    if (!cgroup.empty()) tree_.file(dir + "cgroup", cgroup);
+  }
+  test::TempTree tree_;
+};
+
+const std::string kContainerId = "4f1c2b9d8e7a6f5c4b3a29180716253443526170819a0b1c2d3e4f5a6b7c8d9e";
+
+TEST_F(ProcessTableContainerTest, EachProcessCarriesItsContainerOrWhyItHasNone) {
+  process(10, "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+              "5b1c2d3e_4f50_6172_8394_a5b6c7d8e9f0.slice/cri-containerd-" +
+                  kContainerId + ".scope\n");
+  process(11, "0::/system.slice/ssh.service\n");
+  process(12, "garbage without colons\n");
+  process(13, "");  // no cgroup file (the process went away between reads)
+  std::vector<DeviceSample> devices(1);
+  for (int pid : {10, 11, 12, 13}) devices[0].processes.push_back({.pid = pid});
+  proc::ProcessTable table(tree_.path("proc"));
+  table.fill(devices);
+  const auto& p = devices[0].processes;
+  ASSERT_TRUE(p[0].container.has_value());
+  EXPECT_EQ(*p[0].container, (ProcessContainer{"containerd", kContainerId,
+                                                "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "burstable"}));
+  EXPECT_FALSE(p[1].container.has_value());
+  EXPECT_EQ(p[1].container_absent, ContainerAbsent::host);
+  EXPECT_EQ(p[2].container_absent, ContainerAbsent::malformed);
+  EXPECT_FALSE(p[3].container.has_value());
+  EXPECT_EQ(p[3].container_absent, ContainerAbsent::not_collected);
+}
+
+TEST_F(ProcessTableContainerTest, AReplacedProcessGetsItsOwnContainerNotItsPredecessors) {
+  // The same pid, first in a docker container, then (a new process) on the host: its cgroup is
+  // read again with its name, so the new process never shows the old container.
+  process(20, "0::/system.slice/docker-" + kContainerId + ".scope\n");
+  auto now = std::chrono::steady_clock::time_point{};
+  proc::ProcessTable table(tree_.path("proc"), [&] { return now; });
+  std::vector<DeviceSample> devices(1);
+  devices[0].processes.push_back({.pid = 20});
+  table.fill(devices);
+  ASSERT_TRUE(devices[0].processes[0].container.has_value());
+  EXPECT_EQ(devices[0].processes[0].container->runtime, "docker");
+
+  std::filesystem::remove_all(tree_.path("proc/20"));
+  process(20, "0::/user.slice/user-1000.slice/session-2.scope\n");
+  now += proc::ProcessTable::kDefaultNameRefresh;  // a generated tree has no ESRCH: the refresh
+  devices[0].processes[0] = {.pid = 20};
+  table.fill(devices);
+  EXPECT_FALSE(devices[0].processes[0].container.has_value());
+  EXPECT_EQ(devices[0].processes[0].container_absent, ContainerAbsent::host);
+}
+
+TEST_F(ProcessTableContainerTest, AHugeCgroupFileIsReadUpToTheBound) {
+  // Thousands of v1 hierarchies: only the first 8 KiB are read; a container named there is
+  // found, and the memory used does not grow with the file.
+  std::string text = "12:memory:/docker/" + kContainerId + "\n";
+  while (text.size() < (1u << 20)) text += "99:name=x:/" + std::string(200, 'a') + "\n";
+  process(30, text);
+  std::vector<DeviceSample> devices(1);
+  devices[0].processes.push_back({.pid = 30});
+  proc::ProcessTable table(tree_.path("proc"));
+  table.fill(devices);
+  ASSERT_TRUE(devices[0].processes[0].container.has_value());
+  EXPECT_EQ(devices[0].processes[0].container->id, kContainerId);
+}
+
+}  // namespace
+}  // namespace gpustream

@@ -44,7 +44,24 @@ def test_window_filter_and_errors(sim):
         with pytest.raises(ValueError, match="window 'dup' is already open"):
             with sim.window("dup"):
                 pass
-    with pytest.raises(ValueError, match="no window 'never' is open"):
+    with pytest.raises(ValueError, match="no open window named 'never'"):
         sim._end_window("never")
     with pytest.raises(RuntimeError, match="has not ended"):
         sim.window("x").energy
+
+
+def test_a_window_with_no_sample_inside_still_has_exact_edges(sim):
+    # Nothing happens between begin and end: the edges are fresh samples of their own, so the
+    # window has both edges and energy even though no periodic sample fell inside it.
+    with sim.window("instant") as w:
+        pass
+    s = w.summary
+    assert s.name == "instant"
+    assert s.exact_edges
+    assert s.edge_errors == []
+    assert s.overhead.edge_samples >= 2 and s.overhead.failed_edge_samples == 0
+    for d in s.devices:
+        assert d.begin_edge == "sampled" and d.end_edge == "sampled"
+        assert d.end_edge_ns >= d.begin_edge_ns
+        assert d.energy_joules is not None and d.energy_joules >= 0
+        assert d.estimated_joules == 0

@@ -189,12 +189,20 @@
       const nullable = (v, fmt, what) => (v == null
         ? cell('—', 'num absent', what + ': not reported by the source')
         : cell(fmt(v), 'num'));
+      // The process's container (docs/protocol.md, "Containers"), for the name's tooltip.
+      const containerText = (p) => {
+        const c = p.container;
+        if (!c) return '';
+        let t = ' · ' + (c.runtime || 'container') + (c.id ? ' ' + c.id.slice(0, 12) : '');
+        if (c.pod_uid) t += ' · pod ' + c.pod_uid + (c.qos ? ' (' + c.qos + ')' : '');
+        return t;
+      };
       const rows = sorted.map((p) => {
         const tr = document.createElement('tr');
         tr.append(
           cell(String(p.pid), 'num'),
           cell(p.name || '?', 'name',
-            (p.name || '') + (p.container_id ? ' · container ' + p.container_id : '')),
+            (p.name || '') + containerText(p)),
           nullable(p.gpu_memory_bytes, fmtBytes, 'GPU memory'),
           nullable(p.gpu_utilization_percent, (v) => v.toFixed(0) + ' %' +
             (p.per_process_exact === false ? '*' : ''), 'GPU utilization'),

@@ -4,9 +4,17 @@
 //   window.begin();
 //   run_the_workload();
 //   WindowSummary s = window.end();   // min/max/mean/last per metric, energy, per device
+//
+// Exact edges: bound to a sampler (Telemetry::request_samples, or any callable that samples
+// now), begin() and end() each take a fresh sample of every windowed probe, so each device's
+// window runs from its begin edge sample to its end edge sample and covers exactly the code
+// between the two calls:
+//
+//   MeasurementWindow window(telemetry.channel(), telemetry.edge_sampler());
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +27,34 @@
 #include "gpustream/model.hpp"
 
 namespace gpustream {
+
+/// How one edge of a device's window was obtained.
+enum class EdgeKind : std::uint8_t {
+  none,          // a channel-only window: not adjusted (energy spans first to last sample)
+  sampled,       // a fresh sample taken by begin()/end() (or the one in flight it joined)
+  interpolated,  // estimated: the edge sample failed; the value at the edge instant is
+                 // interpolated between the samples on either side of it
+  held,          // estimated: the edge sample failed and only one side had a sample: its power
+                 // (or the counter's last rate) is held constant up to the edge
+  unknown,       // the edge sample failed and nothing allows an estimate
+};
+
+std::string_view to_string(EdgeKind k) noexcept;
+
+/// One probe's answer to a request for a fresh sample (what an EdgeSampler returns).
+struct EdgeSample {
+  std::string probe;
+  SnapshotPtr snapshot;         // the fresh snapshot as published (null when none came)
+  std::string error;            // empty on success; else "timeout", "stopped", ... (a code)
+  std::string message;          // the error in words
+  std::int64_t latency_ns = 0;  // from the request to its answer
+
+  bool ok() const noexcept { return snapshot != nullptr && error.empty(); }
+};
+
+/// Takes a fresh sample of every probe `filter` selects, now, and returns one EdgeSample per
+/// probe. Must return in bounded time (a failed or late sample is an EdgeSample with `error`).
+using EdgeSampler = std::function<std::vector<EdgeSample>(const SubscriptionFilter& filter)>;
 
 /// Statistics of one metric over the present readings in a window (absent readings do not
 /// count: no zeros). `source` is the source of the last reading.
@@ -48,6 +84,17 @@ struct DeviceWindowSummary {
   /// the counter's new value — the energy since the reset, a lower bound — never a negative.
   std::size_t energy_counter_resets = 0;
 
+  // -- edges (windows bound to a sampler; `none` otherwise) --
+  /// How the energy's begin and end were obtained (of the method energy_kind names).
+  EdgeKind begin_edge = EdgeKind::none;
+  EdgeKind end_edge = EdgeKind::none;
+  /// The device's window, steady clock ns: its edge samples' monotonic_ns when `sampled`, else
+  /// the begin()/end() call times. 0 for a channel-only window.
+  std::int64_t begin_edge_ns = 0;
+  std::int64_t end_edge_ns = 0;
+  /// Joules of energy_joules that are estimated (the interpolated or held edge intervals).
+  double estimated_joules = 0;
+
   const MetricSummary* find(Metric m) const;
 };
 
@@ -57,6 +104,22 @@ struct WindowSummary {
   std::size_t snapshots = 0;            // snapshots that went into the summary
   std::uint64_t missed_snapshots = 0;   // lost (channel history too short to recover them)
   std::vector<DeviceWindowSummary> devices;  // in order of first appearance
+
+  // -- added with exact edges --
+  std::string name;  // the window's name (named windows), else empty
+  /// Every device's both edges are `sampled`: the energy covers exactly [begin, end].
+  bool exact_edges = false;
+  /// One line per edge sample that failed: "<probe>: begin: <error>: <message>".
+  std::vector<std::string> edge_errors;
+  /// What the window itself cost.
+  struct Overhead {
+    std::size_t edge_samples = 0;            // fresh samples begin() and end() asked for
+    std::size_t failed_edge_samples = 0;     // of those, how many failed or timed out
+    std::int64_t begin_latency_ns = 0;       // time begin() spent taking its edge samples
+    std::int64_t end_latency_ns = 0;         // time end() spent taking its edge samples
+    std::int64_t max_sample_latency_ns = 0;  // the slowest edge sample, request to answer
+    std::int64_t caller_cpu_ns = 0;  // CPU time of the calling thread(s) in begin() and end()
+  } overhead;
 
   const DeviceWindowSummary* find(std::string_view device_id) const;
 };
@@ -70,35 +133,72 @@ struct WindowSummary {
 /// non-empty, which metrics are summarized. add() feeds snapshots directly (it applies the
 /// filter too); it is ignored outside begin()/end().
 ///
+/// Bound to a sampler too, begin() and end() first take a fresh edge sample of each probe (no
+/// lock is held while the sampler runs). A probe's snapshots taken before its begin edge or
+/// after its end edge are left out. Energy comes from the energy counter's readings at the two
+/// edge samples (plus the increases between); where only power exists, the trapezoids span
+/// exactly [begin edge, end edge]. When an edge sample fails or times out, that edge is the
+/// begin()/end() call time and its energy is estimated (EdgeKind::interpolated from the samples
+/// on either side, else `held`), counted in estimated_joules and named in edge_errors.
+/// begin() and end() then return later by the edge samples' latency (WindowSummary::overhead).
+///
 /// Thread safety: all members may be called from any thread. The channel must outlive the
-/// window. begin() restarts the window; end() stops it. Destroying it unsubscribes.
+/// window. begin() restarts the window; end() stops it. Destroying it unsubscribes. Do not call
+/// begin()/end() of a bound window on the thread that runs the sampling (the io thread): the
+/// sampler would wait for itself (Telemetry's sampler answers at once there, edges estimated).
 class MeasurementWindow {
  public:
   /// A window fed only through add().
   explicit MeasurementWindow(SubscriptionFilter filter = {});
   explicit MeasurementWindow(SnapshotChannel& channel, SubscriptionFilter filter = {});
+  /// With exact edges: `sampler` is called by begin() and end() (a null sampler: channel-only).
+  MeasurementWindow(SnapshotChannel& channel, EdgeSampler sampler, SubscriptionFilter filter = {});
   ~MeasurementWindow();
   MeasurementWindow(const MeasurementWindow&) = delete;
   MeasurementWindow& operator=(const MeasurementWindow&) = delete;
 
   void begin();
   WindowSummary end();
+  /// begin()/end() at edge samples already taken (by the caller's sampler, e.g. shared by
+  /// several windows whose edges coincide). Their snapshots must have been published to the
+  /// channel. Only for a bound window (std::logic_error otherwise).
+  void begin(const std::vector<EdgeSample>& edges);
+  WindowSummary end(const std::vector<EdgeSample>& edges);
   void add(const GpuSnapshot& s);
   bool running() const;
+  bool bound() const noexcept { return static_cast<bool>(sampler_); }
+  /// The clock of begin()/end() call times, ns; it must be the clock of the snapshots'
+  /// monotonic_ns (default: steady_now_ns). For probes on an injected clock (tests). Call
+  /// before begin().
+  void set_clock(std::function<std::int64_t()> now_ns);
 
  private:
   struct Accumulators;
   void on_snapshot(const SnapshotPtr& s);
   void on_gap(const Gap& gap);
   void catch_up_locked();
+  void take_locked(const GpuSnapshot& s);
+  /// The halves of begin()/end() around the edge sampling (which runs with no lock held).
+  void open(std::uint64_t from_sequence);
+  void opened(const std::vector<EdgeSample>& edges, WindowSummary::Overhead o,
+              std::int64_t latency_ns, std::vector<std::string> errors, std::int64_t cpu0);
+  std::int64_t closing();
+  WindowSummary closed(const std::vector<EdgeSample>& edges, std::int64_t end_call_ns,
+                       const WindowSummary::Overhead& o, std::int64_t latency_ns,
+                       std::vector<std::string> errors, std::int64_t cpu0);
 
   SnapshotChannel* channel_ = nullptr;
+  EdgeSampler sampler_;
   SubscriptionFilter filter_;
   mutable std::mutex mu_;
   bool running_ = false;
+  bool edge_pending_ = false;  // begin()/end() is taking edge samples: the stream waits
+  std::function<std::int64_t()> now_{&steady_now_ns};
   std::int64_t begin_ns_ = 0;
   std::uint64_t last_sequence_ = 0;  // newest channel sequence taken into the window
   std::uint64_t missed_ = 0;
+  WindowSummary::Overhead overhead_;      // of begin()
+  std::vector<std::string> edge_errors_;  // of begin()
   std::unique_ptr<Accumulators> acc_;
   Subscription subscription_;  // last: destroyed (unsubscribed) first
 };

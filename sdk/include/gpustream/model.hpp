@@ -190,6 +190,28 @@ struct EngineSample {
 };
 
 /// A process using a device.
+/// The container a process runs in, from its /proc/<pid>/cgroup (docs/protocol.md,
+/// "Containers"). Empty strings are unknown parts.
+struct ProcessContainer {
+  std::string runtime;  // "docker", "containerd", "cri-o", "podman"; "kubernetes" when the
+                        // kubelet's path does not name the runtime, or only the pod is known
+  std::string id;       // the container id (64 hex digits); empty when only the pod is known
+  std::string pod_uid;  // Kubernetes pod UID; empty outside Kubernetes
+  std::string qos;      // Kubernetes QoS class: "guaranteed", "burstable", "besteffort"
+  friend bool operator==(const ProcessContainer&, const ProcessContainer&) = default;
+};
+
+/// Why ProcessSample::container is unset (the `container_absent` wire values).
+enum class ContainerAbsent : std::uint8_t {
+  not_collected,  // the probe did not look (no /proc of the process, e.g. a remote tool)
+  host,           // the process runs in the host's cgroups, in no container
+  unrecognized,   // a container runtime's mark that no known path shape matched
+  malformed,      // /proc/<pid>/cgroup was not in the cgroup format
+  no_permission,  // /proc/<pid>/cgroup could not be read
+};
+std::string_view to_string(ContainerAbsent a) noexcept;
+std::optional<ContainerAbsent> container_absent_from_string(std::string_view s) noexcept;
+
 struct ProcessSample {
   std::int64_t pid = 0;
   std::string name;
@@ -198,7 +220,9 @@ struct ProcessSample {
   std::optional<std::uint64_t> host_rss_bytes;
   /// false when the source only gives a device-wide figure (e.g. nvidia-smi fallback).
   bool per_process_exact = true;
-  std::string container_id;  // cgroup/container id, empty when unknown
+  /// The process's container; unset with `container_absent` saying why.
+  std::optional<ProcessContainer> container;
+  ContainerAbsent container_absent = ContainerAbsent::not_collected;
   std::vector<EngineSample> engines;
   friend bool operator==(const ProcessSample&, const ProcessSample&) = default;
 };

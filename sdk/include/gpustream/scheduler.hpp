@@ -18,18 +18,18 @@
 //      failures the next try is a detection instead of a sample. A successful sample resets
 //      the backoff and resumes the interval grid;
 //   6. clamps an interval below probe->min_interval() to it, and logs a warning once per
-//      distinct minimum when the probe is found available (not for an absent source). min_interval() is read in add() and again after every successful
-//      detection, since a probe's minimum can depend on what detection found (the NVIDIA probe
-//      falling back from NVML to nvidia-smi); the requested interval is kept and applied again
-//      when the minimum drops.
+//      distinct minimum when the probe is found available (not for an absent source).
+//      min_interval() is read in add() and again after every successful detection, since a probe's
+//      minimum can depend on what detection found (the NVIDIA probe falling back from NVML to
+//      nvidia-smi); the requested interval is kept and applied again when the minimum drops.
 //
 // What is published: every sample that completes without an error code (a partial sample whose
 // `errors` are set included), with `probe`, times and `sample_duration_ns` filled in when the
 // probe left them 0/empty. A failed or timed-out sample is published too, as a snapshot with no
 // devices and `errors` saying what happened (code "timeout" for a timeout), so subscribers see
 // the failure rather than silence; each distinct error (device, code, message) is logged once
-// (LogOnce, per probe) until a successful sample no longer reports it. Detection results are not published; they reach the stats callback
-// and stats().
+// (LogOnce, per probe) until a successful sample no longer reports it. Detection results are not
+// published; they reach the stats callback and stats().
 //
 // Threading: all per-probe work runs on a strand of the io executor; probe completions are
 // posted to it. The publish sink and the stats callback are called on that strand, never under
@@ -43,6 +43,25 @@
 // strand is idle) that happens before stop() returns, otherwise the io_context must run a little
 // longer for it. The destructor calls stop(). The io_context must outlive the Scheduler.
 //
+// Sampling on demand (request_sample): takes a fresh sample of one probe now, for a caller that
+// needs a reading at an exact moment (a measurement window's edges). It
+//   - joins the sample already in flight for that probe instead of starting a second one (the
+//     joined sample may have started shortly before the request);
+//   - leaves the timer grid alone: the next tick stays due at its grid time; a tick that comes
+//     while an on-demand sample runs is served by that sample (not an overrun); an on-demand
+//     sample that fails is counted and published but starts no backoff;
+//   - while the probe is being detected (or before start()), waits for the first sample after an
+//     available detection;
+//   - publishes its snapshot like any other (subscribers see it) and hands the published
+//     object to the handler;
+//   - always completes, exactly once, on the strand: success (error_code empty, the snapshot;
+//     a partial sample with `errors` set counts as success), the probe's error (its code, the
+//     failure snapshot that was published), errc::timeout (the sample's or the detection's
+//     timeout, or the request's own deadline), errc::probe_unavailable (unavailable, or backing
+//     off after failures; null snapshot), errc::stopped (the scheduler stopped; null snapshot).
+//     Only a request with no deadline, to a probe with no timeout (0) that hangs, or one made
+//     before a start() that never comes, waits until stop(); Telemetry always gives a deadline.
+//
 // Time: BasicScheduler<Clock, WaitTraits> runs on basic_waitable_timer<Clock, WaitTraits>; the
 // SDK uses Scheduler = BasicScheduler<steady_clock>. Tests instantiate it with a manual clock
 // (include gpustream/detail/scheduler_impl.hpp for the member definitions).
@@ -53,11 +72,13 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/wait_traits.hpp>
+#include <boost/system/error_code.hpp>
 
 #include "gpustream/config.hpp"
 #include "gpustream/model.hpp"
@@ -88,8 +109,18 @@ class BasicScheduler {
   /// Called with that probe's stats after every sample (success, failure or timeout) and every
   /// detection (available, unavailable or timed out).
   using StatsFn = std::function<void(const ProbeStats&)>;
+  /// A publish sink that returns the object it published (SnapshotChannel::publish), so that
+  /// request_sample hands callers the very snapshot subscribers got (same sequence number).
+  using PublishSharedFn = std::function<std::shared_ptr<const GpuSnapshot>(GpuSnapshot)>;
+  /// Tag selecting the PublishSharedFn constructor.
+  struct PublishShared {};
+  /// Completion of request_sample; see the class comment.
+  using SampleNowHandler =
+      std::function<void(boost::system::error_code, std::shared_ptr<const GpuSnapshot>)>;
 
   BasicScheduler(boost::asio::any_io_executor io, PublishFn publish, StatsFn on_stats = {});
+  BasicScheduler(boost::asio::any_io_executor io, PublishShared, PublishSharedFn publish,
+                 StatsFn on_stats = {});
   ~BasicScheduler();
 
   BasicScheduler(const BasicScheduler&) = delete;
@@ -108,6 +139,16 @@ class BasicScheduler {
   void stop() noexcept;
 
   bool stopped() const noexcept;
+
+  /// Takes a fresh sample of probe `probe` now (see the class comment); `handler` is called
+  /// once, on the strand. `deadline` > 0 bounds the wait for this request alone (errc::timeout
+  /// when it passes; the sample itself goes on); 0 relies on the probe's sample timeout.
+  /// Throws std::invalid_argument when no probe of that name was added. Thread-safe.
+  void request_sample(std::string_view probe, SampleNowHandler handler,
+                      std::chrono::milliseconds deadline = std::chrono::milliseconds{0});
+
+  /// Names of the probes added, in order. Thread-safe.
+  std::vector<std::string> probe_names() const;
 
   /// One entry per probe, in the order they were added. Thread-safe.
   std::vector<ProbeStats> stats() const;

@@ -39,6 +39,18 @@
 //     call is allowed there.
 //   - a probe factory called by start() runs on the thread that called start(); if it calls
 //     stop(), start() builds nothing more and returns.
+//
+// Sampling now and exact windows (docs/embedding.md, "Measurement windows"):
+//   auto fresh = t.sample_now();            // a fresh snapshot of every running probe
+//   t.begin_window("epoch");
+//   t.begin_window("step");
+//   train_step();
+//   gpustream::WindowSummary step = t.end_window("step");   // energy over exactly the step
+// The blocking calls (sample_now, request_samples, begin_window, end_window) wait at most their
+// timeout; on the Telemetry's own io thread (a callback) they do not wait: every probe is
+// answered "would_block" and window edges are estimated. With a caller's io_context, do not
+// make them on a thread running it: nothing would run the samples, and they would wait their
+// whole timeout and answer "timeout".
 #pragma once
 
 #include <chrono>
@@ -52,6 +64,7 @@
 
 #include "gpustream/channel.hpp"
 #include "gpustream/config.hpp"
+#include "gpustream/measurement.hpp"
 #include "gpustream/planner.hpp"
 #include "gpustream/probe.hpp"
 #include "gpustream/probe_stats.hpp"
@@ -110,6 +123,48 @@ class Telemetry {
   /// processes contributes; a device whose probe cannot (Apple's unified memory, rocm-smi, a
   /// refused NVML call) is listed with `absent` and the reason. Thread-safe; no sampling.
   MyProcessUsage my_process() const;
+
+  // -- sampling now --
+
+  /// How long the blocking calls below wait for fresh samples by default.
+  static constexpr std::chrono::milliseconds kSampleNowTimeout{2000};
+
+  /// Asks every running probe `filter` selects (filter.probes, empty = all; with
+  /// filter.devices, only probes whose latest snapshot lists one of them, or that have none
+  /// yet) for a fresh sample now (Scheduler::request_sample: joins a sample in flight, leaves
+  /// the timer grid alone; the snapshots are published to channel() as usual). `done` is called
+  /// once, on the io thread, with one EdgeSample per probe, when all have answered; each request
+  /// is bounded by `timeout` (a late one answers "timeout"). Before start() or with no probe it
+  /// is called at once with none. Thread-safe.
+  void request_sample(SubscriptionFilter filter, std::chrono::milliseconds timeout,
+                      std::function<void(std::vector<EdgeSample>)> done);
+  /// The blocking form: returns within about `timeout`.
+  std::vector<EdgeSample> request_samples(const SubscriptionFilter& filter = {},
+                                          std::chrono::milliseconds timeout = kSampleNowTimeout);
+  /// The fresh snapshots of every running probe (those that answered in time, in probe order).
+  std::vector<SnapshotPtr> sample_now(std::chrono::milliseconds timeout = kSampleNowTimeout);
+  /// request_samples as an EdgeSampler, for a MeasurementWindow of one's own. The Telemetry
+  /// must outlive the sampler.
+  EdgeSampler edge_sampler(std::chrono::milliseconds timeout = kSampleNowTimeout);
+
+  // -- named windows (as Zeus's begin_window/end_window) --
+
+  /// Opens window `name` over the probes and devices `filter` selects: takes a fresh edge
+  /// sample (MeasurementWindow with exact edges). Windows may overlap and nest. Throws
+  /// std::invalid_argument for an empty name or one already open.
+  void begin_window(const std::string& name, SubscriptionFilter filter = {});
+  /// Closes window `name` at a fresh edge sample and returns its summary (name set). Throws
+  /// std::invalid_argument for a name that is not open.
+  WindowSummary end_window(const std::string& name);
+  /// Closes several windows at one shared edge sample (one request per probe, not one per
+  /// window); summaries in the order given. Throws std::invalid_argument, closing none, when a
+  /// name is not open or listed twice.
+  std::vector<WindowSummary> end_windows(const std::vector<std::string>& names);
+  /// Closes `name` and opens it again at the same edge sample: consecutive windows (steps of a
+  /// loop) that tile time exactly, with one sample per boundary.
+  WindowSummary next_window(const std::string& name);
+  /// Names of the open windows, sorted.
+  std::vector<std::string> open_windows() const;
 
  private:
   struct Impl;

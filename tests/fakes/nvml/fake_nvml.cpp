@@ -11,7 +11,8 @@
 //
 // Test controls (not NVML, in fake_nvml_state.cpp): gpustreamFakeNvmlCount(what),
 // gpustreamFakeNvmlReset(), gpustreamFakeNvmlLastSeen(device), gpustreamFakeNvmlBlock(on),
-// gpustreamFakeNvmlReload().
+// gpustreamFakeNvmlReload(), gpustreamFakeNvmlSetTimeNs(ns) (the time of power_curve).
+#include <cmath>
 #include <cstdio>
 
 #include "fake_nvml_state.hpp"
@@ -266,7 +267,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device, nvmlTemperatu
 
 EXPORT nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned* mw) {
   DEVICE_CALL("nvmlDeviceGetPowerUsage");
-  *mw = d->power_mw;
+  *mw = d->power_curve ? static_cast<unsigned>(std::lround(d->power_curve->power_mw(c.st.time_ns)))
+                       : d->power_mw;
   return kOk;
 }
 
@@ -281,6 +283,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
                                                         unsigned long long* mj) {
   DEVICE_CALL("nvmlDeviceGetTotalEnergyConsumption");
   *mj = d->energy_mj;
+  if (d->power_curve) *mj += std::llround(d->power_curve->energy_mj(c.st.time_ns));
   return kOk;
 }
 #endif

@@ -1,5 +1,6 @@
 #include "fake_nvml_scenario.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -111,6 +112,15 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
     d.process_util = utils(v);
   } else if (key == "lost_after") {
     d.lost_after = std::stol(v);
+  } else if (key == "power_curve") {
+    PowerCurve c;
+    const auto a = v.find(':'), b = v.find(':', a == std::string::npos ? a : a + 1);
+    if (a == std::string::npos || b == std::string::npos) return false;
+    c.base_mw = std::stod(v.substr(0, a));
+    c.amplitude_mw = std::stod(v.substr(a + 1, b - a - 1));
+    c.period_ms = std::stod(v.substr(b + 1));
+    if (!(c.period_ms > 0)) return false;
+    d.power_curve = c;
   } else {
     return false;
   }
@@ -118,6 +128,17 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
 }
 
 }  // namespace
+
+double PowerCurve::power_mw(long long t_ns) const {
+  const double w = 2 * 3.14159265358979323846 / (period_ms * 1e-3);
+  return base_mw + amplitude_mw * std::sin(w * static_cast<double>(t_ns) * 1e-9);
+}
+
+double PowerCurve::energy_mj(long long t_ns) const {
+  const double w = 2 * 3.14159265358979323846 / (period_ms * 1e-3);
+  const double t = static_cast<double>(t_ns) * 1e-9;
+  return base_mw * t + amplitude_mw / w * (1 - std::cos(w * t));
+}
 
 Scenario parse_scenario(const std::string& text, std::string* error) {
   Scenario s;

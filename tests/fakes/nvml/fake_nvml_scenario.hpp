@@ -17,7 +17,14 @@
 //                              energy_mj, clock_graphics, clock_sm, clock_memory, fan,
 //                              clock_reasons, compute=pid:bytes|na,..., graphics=...,
 //                              process_util=pid:sm:mem,..., fail.<function>=CODE,
-//                              lost_after=N (after N calls on it in one session: GPU_IS_LOST)
+//                              lost_after=N (after N calls on it in one session: GPU_IS_LOST),
+//                              power_curve=BASE_MW:AMPLITUDE_MW:PERIOD_MS (below)
+//
+// A known power curve (power_curve): the device draws P(t) = BASE + AMPLITUDE * sin(2π t /
+// PERIOD) mW, t the fake's own time, set by the test with gpustreamFakeNvmlSetTimeNs(ns) (0
+// until then); nvmlDeviceGetPowerUsage answers P(t) and nvmlDeviceGetTotalEnergyConsumption
+// answers energy_mj + E(t), E(t) = ∫₀ᵗ P exactly (mW·s = mJ, rounded to 1 mJ), so the energy
+// between two instants is known (FakePowerCurve::energy_mj in fake_nvml_scenario.hpp).
 //
 // CODE: a name such as NOT_SUPPORTED, NO_PERMISSION, GPU_IS_LOST, UNKNOWN (with or without the
 // NVML_ERROR_ prefix), or a number.
@@ -42,6 +49,12 @@ struct ProcessUtil {
   unsigned mem = 0;
 };
 
+struct PowerCurve {
+  double base_mw = 0, amplitude_mw = 0, period_ms = 1000;
+  double power_mw(long long t_ns) const;   // P(t)
+  double energy_mj(long long t_ns) const;  // ∫₀ᵗ P, mJ
+};
+
 struct Device {
   std::string uuid, name, pci;
   unsigned long long memory_total = 0, memory_used = 0, memory_reserved = 0;
@@ -52,6 +65,7 @@ struct Device {
   std::vector<ProcessUtil> process_util;
   std::map<std::string, int> fail;  // function -> return code
   std::optional<long> lost_after;
+  std::optional<PowerCurve> power_curve;
 };
 
 struct Scenario {

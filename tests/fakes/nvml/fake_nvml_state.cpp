@@ -55,3 +55,8 @@ EXPORT int gpustreamFakeNvmlReload(void) {
   return 0;
 }
 
+EXPORT void gpustreamFakeNvmlSetTimeNs(long long ns) {
+  auto& st = state();
+  std::lock_guard lock(st.mu);
+  st.time_ns = ns;
+}

@@ -33,6 +33,7 @@ struct State {
   std::map<unsigned, long> device_calls;  // slot -> calls this session
   std::map<unsigned, unsigned long long> util_tick, last_seen;
   bool blocked = false;
+  long long time_ns = 0;  // the fake's time for power curves (gpustreamFakeNvmlSetTimeNs)
 };
 
 State& state();

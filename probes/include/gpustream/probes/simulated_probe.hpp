@@ -23,6 +23,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +46,23 @@ struct SimulatedProbeOptions {
   std::function<std::int64_t()> monotonic_clock;
   /// Wall-clock time of a sample, in ns since the Unix epoch. Default: wall_now_ns.
   std::function<std::int64_t()> wall_clock;
+
+  /// A known power curve, for tests and benchmarks of energy measurement. When set, every
+  /// device reports power_watts = P(t) = base_watts + amplitude_watts * sin(2π t / period), t
+  /// the sample's monotonic time in seconds, and (with energy_counter) an energy counter that
+  /// reads exactly E(t) = ∫₀ᵗ P (closed form, not trapezoids between samples), so the energy
+  /// between any two instants is E(t1) - E(t0) whatever the sampling. Without energy_counter
+  /// the counter is absent (unsupported): a power-only device.
+  struct KnownPower {
+    double base_watts = 200;
+    double amplitude_watts = 50;
+    std::chrono::nanoseconds period{std::chrono::seconds{10}};  // > 0
+    bool energy_counter = true;
+
+    double power_at(std::int64_t t_ns) const noexcept;   // W
+    double energy_at(std::int64_t t_ns) const noexcept;  // J since t = 0
+  };
+  std::optional<KnownPower> known_power;
 };
 
 class SimulatedProbe final : public BlockingProbe {

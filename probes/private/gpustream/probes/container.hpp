@@ -24,26 +24,18 @@
 #include <string>
 #include <string_view>
 
+#include "gpustream/model.hpp"
+
 namespace gpustream::probes {
 
-struct ContainerInfo {
-  std::string runtime;  // "docker", "containerd", "cri-o", "podman"; "kubernetes" when only
-                        // the pod is known (a pod-level cgroup, e.g. the pause process)
-  std::string id;       // the container id (64 hex digits), empty when only the pod is known
-  std::string pod_uid;  // Kubernetes pod UID (8-4-4-4-12), empty outside Kubernetes
-  std::string qos;      // "guaranteed", "burstable", "besteffort"; empty outside Kubernetes
+/// The container (gpustream::ProcessContainer, model.hpp).
+using ContainerInfo = ProcessContainer;
 
-  bool operator==(const ContainerInfo&) const = default;
-};
-
-/// Why a process has no container: it runs in the host's cgroups (`host`), or its cgroup path
-/// is one this parser does not recognise (`unrecognized`), or the file is not in the cgroup
-/// format (`malformed`).
-enum class ContainerAbsence { host, unrecognized, malformed };
-
+/// A container, or why there is none: `host` (the host's cgroups), `unrecognized` (a runtime's
+/// or the kubelet's mark that no shape above matches), `malformed` (not the cgroup format).
 struct ContainerResult {
   std::optional<ContainerInfo> container;
-  ContainerAbsence absent = ContainerAbsence::host;  // meaningful only without `container`
+  ContainerAbsent absent = ContainerAbsent::host;  // meaningful only without `container`
 };
 
 /// Parses the text of /proc/<pid>/cgroup. At most the first 64 KiB are read; longer text is
@@ -52,8 +44,5 @@ ContainerResult parse_cgroup(std::string_view text);
 
 /// Parses one cgroup path ("/kubepods.slice/..."); nullopt when it names no container or pod.
 std::optional<ContainerInfo> container_from_cgroup_path(std::string_view path);
-
-/// "host", "unrecognized", "malformed".
-std::string_view to_string(ContainerAbsence a) noexcept;
 
 }  // namespace gpustream::probes

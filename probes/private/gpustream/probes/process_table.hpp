@@ -13,6 +13,9 @@
 // gone the read fails (ESRCH), even when the pid has been reused, and the entry is dropped and
 // opened afresh, so a reused pid never shows its predecessor's name.
 //
+// Containers come from <procfs_root>/<pid>/cgroup (gpustream/probes/container.hpp), read with
+// the name (first sight, a replaced process, every name_refresh): at most 8 KiB of it.
+//
 // Names come from <procfs_root>/<pid>/comm (the kernel's command name, up to 15 characters, as
 // status's "Name:"). They are read when a pid is first seen or its process was replaced, and
 // again once `name_refresh` has passed: exec and prctl(PR_SET_NAME) rename a process without
@@ -36,15 +39,17 @@
 #include <unordered_map>
 #include <vector>
 
-namespace gpustream {
-struct DeviceSample;
-}
+#include "gpustream/model.hpp"
 
 namespace gpustream::proc {
 
 struct ProcInfo {
   std::string name;                        // empty when unknown
   std::optional<std::uint64_t> rss_bytes;  // absent when unknown
+  /// From <pid>/cgroup (gpustream/probes/container.hpp), read with the name; unset with the
+  /// reason in container_absent.
+  std::optional<ProcessContainer> container;
+  ContainerAbsent container_absent = ContainerAbsent::not_collected;
 };
 
 /// RSS in bytes from the text of a statm file; absent when unparsable or when the process has
@@ -95,6 +100,9 @@ class ProcessTable {
   /// Reads statm through e.fd, else through a new descriptor (kept while under max_open).
   Found read_rss(std::int64_t pid, Entry& e);
   void read_name(std::int64_t pid, Entry& e, std::chrono::steady_clock::time_point now);
+  void read_container(std::int64_t pid, Entry& e);
+  static constexpr std::size_t kCgroupReadMax = 8192;
+  std::string cgroup_buf_;  // reused by read_container
   void refresh(std::int64_t pid, Entry& e, std::chrono::steady_clock::time_point now);
 
   const std::string root_;

@@ -13,13 +13,21 @@
 // `op_` is what is in flight (at most one: a detection or a sample), `op_id_` tells a current
 // completion from a stale one, `timer_gen_` a current timer expiry from a stale one (a
 // cancelled timer whose handler was already queued still runs with success).
+//
+// On demand (request_sample): `waiters_` are the requests waiting for the next sample result;
+// each sample completion (or timeout) answers all of them. `on_demand_` marks a sample started
+// by a request rather than by a tick: it leaves the grid and the backoff alone, and a tick that
+// comes while it runs adopts it (clears the flag) instead of counting an overrun.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <exception>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include <boost/asio/basic_waitable_timer.hpp>
 #include <boost/asio/dispatch.hpp>
@@ -35,13 +43,15 @@ namespace gpustream {
 
 template <class Clock, class WaitTraits>
 struct BasicScheduler<Clock, WaitTraits>::Shared {
-  Shared(boost::asio::any_io_executor io, PublishFn p, StatsFn s)
+  Shared(boost::asio::any_io_executor io, PublishFn p, PublishSharedFn ps, StatsFn s)
       : strand(boost::asio::make_strand(std::move(io))),
         publish(std::move(p)),
+        publish_shared(std::move(ps)),
         on_stats(std::move(s)) {}
 
   boost::asio::strand<boost::asio::any_io_executor> strand;
   const PublishFn publish;
+  const PublishSharedFn publish_shared;
   const StatsFn on_stats;
   std::atomic<bool> stopped{false};
 };
@@ -58,11 +68,15 @@ class BasicScheduler<Clock, WaitTraits>::Entry
         timeout_timer_(shared_->strand) {}
 
   ProbeStats stats() const { return book_.snapshot(); }
+  const std::string& name() const noexcept { return book_.name(); }
   void mark_stopped() { book_.stop(); }
 
   // ---- everything below runs on the strand ----
 
-  void start() { begin_detect(); }
+  void start() {
+    started_ = true;
+    begin_detect();
+  }
 
   void stop_on_strand() noexcept {
     try {
@@ -72,11 +86,41 @@ class BasicScheduler<Clock, WaitTraits>::Entry
       logger()->error("probe {}: cancelling its timers: {}", book_.name(), e.what());
     }
     if (op_ != Op::none) probe_->cancel();  // the late completion is dropped (stopped)
+    answer_waiters(make_error_code(errc::stopped), nullptr);
+  }
+
+  /// A request_sample, on the strand: join, start, wait for detection, or answer at once.
+  void request(SampleNowHandler handler, std::chrono::milliseconds deadline) {
+    if (stopped()) {
+      answer(handler, make_error_code(errc::stopped), nullptr);
+      return;
+    }
+    if (op_ == Op::sample && timed_out_) {
+      // The timed-out sample has not returned yet; never two in flight.
+      answer(handler, make_error_code(errc::timeout), nullptr);
+      return;
+    }
+    if (op_ == Op::sample || op_ == Op::detect || !started_) {
+      add_waiter(std::move(handler), deadline);  // joins the sample in flight or the next one
+      return;
+    }
+    if (!available_) {  // unavailable, or backing off after failures
+      answer(handler, make_error_code(errc::probe_unavailable), nullptr);
+      return;
+    }
+    add_waiter(std::move(handler), deadline);
+    begin_sample(sample_due_, /*on_demand=*/true);
   }
 
  private:
   using Timer = boost::asio::basic_waitable_timer<Clock, WaitTraits, boost::asio::any_io_executor>;
   using TimePoint = typename Clock::time_point;
+  using SnapPtr = std::shared_ptr<const GpuSnapshot>;
+  struct Waiter {
+    std::uint64_t id = 0;
+    SampleNowHandler handler;
+    std::unique_ptr<Timer> deadline;  // null: no deadline of its own
+  };
   enum class Op : std::uint8_t { none, detect, sample };
   enum class Action : std::uint8_t { none, tick, sample, detect };
 
@@ -122,6 +166,13 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     const auto plan = detail::plan_next_tick(ns(due), ns(Clock::now()), interval());
     if (plan.skipped > 0) book_.missed(plan.skipped);
     arm(tp(plan.next), Action::tick);
+    if (op_ == Op::sample && on_demand_ && !timed_out_) {
+      // An on-demand sample is running: it serves as this tick's sample (not an overrun). From
+      // here on it is a periodic sample (a failure backs off as usual).
+      on_demand_ = false;
+      sample_due_ = due;
+      return;
+    }
     if (op_ != Op::none) {
       book_.overrun();  // never two in flight: skip this tick
       return;
@@ -153,12 +204,13 @@ class BasicScheduler<Clock, WaitTraits>::Entry
       book_.detect_timed_out();
       probe_->cancel();
       report_stats();
+      answer_waiters(make_error_code(errc::timeout), nullptr);  // no sample is coming soon
       return;  // the retry is scheduled when the late completion arrives
     }
-    disarm();  // no ticks while the timed-out sample is still out there
+    if (!on_demand_) disarm();  // no ticks while the timed-out sample is still out there
     auto snap = book_.sample_timed_out();
     probe_->cancel();
-    deliver(std::move(snap));
+    deliver(std::move(snap), make_error_code(errc::timeout));
   }
 
   // -- detection --
@@ -197,13 +249,19 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     if (op_ != Op::detect || id != op_id_) return;  // a second call of the handler
     op_ = Op::none;
     timeout_timer_.cancel();
-    if (stopped()) return;
+    if (stopped()) {
+      answer_waiters(make_error_code(errc::stopped), nullptr);
+      return;
+    }
     if (!timed_out_ && d.available) {
       book_.detected_available(*probe_, d);  // may change interval(): a new grid starts here
-      arm(Clock::now(), Action::tick);  // first sample at once
+      available_ = true;
+      arm(Clock::now(), Action::tick);  // first sample at once (waiters join it)
       report_stats();
       return;
     }
+    available_ = false;
+    answer_waiters(make_error_code(errc::probe_unavailable), nullptr);
     if (!timed_out_) book_.detected_unavailable(d.reason);
     arm(Clock::now() + book_.unavailable_backoff(), Action::detect);
     if (!timed_out_) report_stats();  // a timed-out detection was reported when it timed out
@@ -211,12 +269,13 @@ class BasicScheduler<Clock, WaitTraits>::Entry
 
   // -- sampling --
 
-  void begin_sample(TimePoint due) {
+  void begin_sample(TimePoint due, bool on_demand = false) {
     if (stopped()) return;
     op_ = Op::sample;
     const auto id = ++op_id_;
     timed_out_ = false;
-    sample_due_ = due;
+    on_demand_ = on_demand;
+    if (!on_demand) sample_due_ = due;  // an on-demand sample keeps the grid's anchor
     sample_start_ = Clock::now();
     arm_timeout(id);
     auto self = this->shared_from_this();
@@ -246,24 +305,32 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     if (op_ != Op::sample || id != op_id_) return;  // a second call of the handler
     op_ = Op::none;
     timeout_timer_.cancel();
-    if (stopped()) return;
+    if (stopped()) {
+      answer_waiters(make_error_code(errc::stopped), nullptr);
+      return;
+    }
     if (timed_out_) {
       // Already counted and published as a timeout; the result is dropped. Only now may the
-      // next try be scheduled (never two in flight).
-      schedule_after_failure();
+      // next try be scheduled (never two in flight). An on-demand sample leaves the grid alone.
+      if (!on_demand_) schedule_after_failure();
+      on_demand_ = false;
       return;
     }
     const auto latency =
         std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sample_start_).count();
+    const bool on_demand = std::exchange(on_demand_, false);
     if (!ec) {
       book_.sample_ok(snap, latency);
+      available_ = true;
       if (armed_ != Action::tick) resume_ticking();
+    } else if (on_demand) {
+      book_.sample_failed(snap, ec, latency);  // counted and published; the grid goes on
     } else {
       disarm();
       book_.sample_failed(snap, ec, latency);
       schedule_after_failure();
     }
-    deliver(std::move(snap));
+    deliver(std::move(snap), ec);
   }
 
   void schedule_after_failure() {
@@ -272,23 +339,82 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     const auto k = book_.options().failures_before_redetect;
     const bool redetect = k > 0 && n > 0 && n % k == 0;
     book_.backing_off(delay);
+    available_ = false;  // requests are answered probe_unavailable until a sample succeeds
     arm(Clock::now() + delay, redetect ? Action::detect : Action::sample);
   }
 
   // -- user code: called last, after every state change, never under a lock --
 
-  void deliver(GpuSnapshot snap) {
-    if (stopped()) return;
-    if (shared_->publish) {
-      try {
+  void deliver(GpuSnapshot snap, boost::system::error_code ec) {
+    if (stopped()) {
+      answer_waiters(make_error_code(errc::stopped), nullptr);
+      return;
+    }
+    SnapPtr published;
+    try {
+      if (shared_->publish_shared) {
+        published = shared_->publish_shared(std::move(snap));
+      } else if (shared_->publish) {
+        // A plain sink: waiters get a copy of what it was given (no sequence number).
+        if (!waiters_.empty()) published = std::make_shared<const GpuSnapshot>(snap);
         shared_->publish(std::move(snap));
-      } catch (const std::exception& e) {
-        logger()->error("probe {}: the publish sink threw: {}", book_.name(), e.what());
-      } catch (...) {
-        logger()->error("probe {}: the publish sink threw", book_.name());
       }
+    } catch (const std::exception& e) {
+      logger()->error("probe {}: the publish sink threw: {}", book_.name(), e.what());
+    } catch (...) {
+      logger()->error("probe {}: the publish sink threw", book_.name());
     }
     report_stats();
+    answer_waiters(ec, published);
+  }
+
+  // -- request_sample's waiters --
+
+  void add_waiter(SampleNowHandler handler, std::chrono::milliseconds deadline) {
+    Waiter w;
+    w.id = ++waiter_id_;
+    w.handler = std::move(handler);
+    if (deadline > std::chrono::milliseconds::zero()) {
+      w.deadline = std::make_unique<Timer>(shared_->strand);
+      w.deadline->expires_after(deadline);
+      w.deadline->async_wait(
+          [self = this->shared_from_this(), id = w.id](boost::system::error_code ec) {
+            if (!ec) self->on_waiter_deadline(id);
+          });
+    }
+    waiters_.push_back(std::move(w));
+  }
+
+  void on_waiter_deadline(std::uint64_t id) {
+    const auto it = std::find_if(waiters_.begin(), waiters_.end(),
+                                 [id](const Waiter& w) { return w.id == id; });
+    if (it == waiters_.end()) return;  // already answered
+    auto handler = std::move(it->handler);
+    waiters_.erase(it);
+    answer(handler, make_error_code(errc::timeout), nullptr);
+  }
+
+  /// Answers every waiter (state changes are done: this calls user code).
+  void answer_waiters(boost::system::error_code ec, const SnapPtr& snap) {
+    if (waiters_.empty()) return;
+    auto waiters = std::move(waiters_);
+    waiters_.clear();
+    for (auto& w : waiters) {
+      if (w.deadline) w.deadline->cancel();
+      answer(w.handler, ec, snap);
+    }
+  }
+
+  void answer(const SampleNowHandler& handler, boost::system::error_code ec,
+              const SnapPtr& snap) noexcept {
+    if (!handler) return;
+    try {
+      handler(ec, snap);
+    } catch (const std::exception& e) {
+      logger()->error("probe {}: a request_sample handler threw: {}", book_.name(), e.what());
+    } catch (...) {
+      logger()->error("probe {}: a request_sample handler threw", book_.name());
+    }
   }
 
   void report_stats() {
@@ -316,12 +442,24 @@ class BasicScheduler<Clock, WaitTraits>::Entry
   std::uint64_t timer_gen_ = 0;
   TimePoint sample_due_{};
   TimePoint sample_start_{};
+  bool started_ = false;    // start() ran
+  bool available_ = false;  // detected available and not backing off after failures
+  bool on_demand_ = false;  // the sample in flight was started by request_sample
+  std::vector<Waiter> waiters_;
+  std::uint64_t waiter_id_ = 0;
 };
 
 template <class Clock, class WaitTraits>
 BasicScheduler<Clock, WaitTraits>::BasicScheduler(boost::asio::any_io_executor io,
                                                   PublishFn publish, StatsFn on_stats)
-    : shared_(std::make_shared<Shared>(std::move(io), std::move(publish), std::move(on_stats))) {}
+    : shared_(std::make_shared<Shared>(std::move(io), std::move(publish), PublishSharedFn{},
+                                       std::move(on_stats))) {}
+
+template <class Clock, class WaitTraits>
+BasicScheduler<Clock, WaitTraits>::BasicScheduler(boost::asio::any_io_executor io, PublishShared,
+                                                  PublishSharedFn publish, StatsFn on_stats)
+    : shared_(std::make_shared<Shared>(std::move(io), PublishFn{}, std::move(publish),
+                                       std::move(on_stats))) {}
 
 template <class Clock, class WaitTraits>
 BasicScheduler<Clock, WaitTraits>::~BasicScheduler() {
@@ -380,6 +518,33 @@ void BasicScheduler<Clock, WaitTraits>::stop() noexcept {
 template <class Clock, class WaitTraits>
 bool BasicScheduler<Clock, WaitTraits>::stopped() const noexcept {
   return shared_->stopped.load();
+}
+
+template <class Clock, class WaitTraits>
+void BasicScheduler<Clock, WaitTraits>::request_sample(std::string_view probe,
+                                                       SampleNowHandler handler,
+                                                       std::chrono::milliseconds deadline) {
+  std::shared_ptr<Entry> entry;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& e : entries_)
+      if (e->name() == probe) entry = e;
+  }
+  if (!entry)
+    throw std::invalid_argument("Scheduler::request_sample: no probe named '" + std::string(probe) +
+                                "'");
+  boost::asio::post(shared_->strand, [entry, handler = std::move(handler), deadline]() mutable {
+    entry->request(std::move(handler), deadline);
+  });
+}
+
+template <class Clock, class WaitTraits>
+std::vector<std::string> BasicScheduler<Clock, WaitTraits>::probe_names() const {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> out;
+  out.reserve(entries_.size());
+  for (const auto& e : entries_) out.push_back(e->name());
+  return out;
 }
 
 template <class Clock, class WaitTraits>

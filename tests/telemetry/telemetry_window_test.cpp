@@ -1,0 +1,164 @@
+// Telemetry's sampling now and named windows: sample_now, begin_window/end_window (overlapping,
+// nested), end_windows and next_window sharing one edge sample, name mistakes. The probe is the
+// simulated one with a known power curve on a clock the test sets (no sleeps: each blocking call
+// waits only for its own fresh sample).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpustream/probes/simulated_probe.hpp"
+#include "gpustream/telemetry.hpp"
+
+namespace gpustream {
+namespace {
+
+using namespace std::chrono_literals;
+constexpr std::int64_t kMs = 1'000'000;
+
+class TelemetryWindowTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    Config c;
+    c.interval = std::chrono::milliseconds{60000};  // the grid stays out of the way
+    c.sample_timeout = std::chrono::milliseconds{10000};
+    auto clock = clock_;
+    auto curve = curve_;
+    telemetry_ = std::make_unique<Telemetry>(
+        c, [clock, curve](const Config&, const ProbeExecutors& ex, std::vector<std::string>&) {
+          SimulatedProbeOptions o;
+          o.devices = 2;
+          o.monotonic_clock = [clock] { return clock->load(); };
+          o.known_power = curve;
+          return std::vector<ProbePtr>{make_simulated_probe(ex, o)};
+        });
+    telemetry_->start();
+    ASSERT_EQ(telemetry_->wait_for_first_samples(10s).size(), 1u);
+  }
+  void TearDown() override { telemetry_->stop(); }
+
+  void set_ms(std::int64_t ms) { clock_->store(kBase + ms * kMs); }
+  double truth(std::int64_t ms0, std::int64_t ms1) const {
+    return curve_.energy_at(kBase + ms1 * kMs) - curve_.energy_at(kBase + ms0 * kMs);
+  }
+  static void expect_energy(const WindowSummary& s, double truth) {
+    ASSERT_EQ(s.devices.size(), 2u) << s.name;
+    EXPECT_TRUE(s.exact_edges) << s.name;
+    for (const auto& d : s.devices) {
+      EXPECT_EQ(d.begin_edge, EdgeKind::sampled);
+      EXPECT_EQ(d.end_edge, EdgeKind::sampled);
+      EXPECT_NEAR(d.energy_joules.value_or(-1), truth, 1e-6 * truth) << s.name;
+    }
+  }
+
+  static constexpr std::int64_t kBase = 1'000'000'000'000;  // 1000 s: never 0
+  std::shared_ptr<std::atomic<std::int64_t>> clock_ =
+      std::make_shared<std::atomic<std::int64_t>>(kBase);
+  SimulatedProbeOptions::KnownPower curve_{200, 100, std::chrono::seconds{1}, true};
+  std::unique_ptr<Telemetry> telemetry_;
+};
+
+TEST_F(TelemetryWindowTest, SampleNowReturnsAFreshPublishedSnapshot) {
+  const auto before = telemetry_->channel().last_sequence();
+  set_ms(5);
+  const auto fresh = telemetry_->sample_now();
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_GT(fresh[0]->sequence, before);
+  EXPECT_EQ(fresh[0]->monotonic_ns, kBase + 5 * kMs);              // taken now
+  EXPECT_EQ(telemetry_->channel().latest("simulated"), fresh[0]);  // published like any other
+
+  const auto detailed = telemetry_->request_samples({{"nope"}, {}, {}});
+  EXPECT_TRUE(detailed.empty());  // the filter selects no probe
+}
+
+TEST_F(TelemetryWindowTest, NamedWindowsOverlapAndNest) {
+  set_ms(0);
+  telemetry_->begin_window("epoch");
+  set_ms(10);
+  telemetry_->begin_window("step");
+  set_ms(60);  // a 50 ms step
+  const auto step = telemetry_->end_window("step");
+  set_ms(70);
+  telemetry_->begin_window("other");
+  set_ms(10070);  // a 10 s window
+  const auto other = telemetry_->end_window("other");
+  set_ms(10100);
+  const auto epoch = telemetry_->end_window("epoch");
+
+  EXPECT_EQ(step.name, "step");
+  expect_energy(step, truth(10, 60));
+  expect_energy(other, truth(70, 10070));
+  expect_energy(epoch, truth(0, 10100));
+  EXPECT_EQ(epoch.overhead.edge_samples, 2u);
+  EXPECT_TRUE(telemetry_->open_windows().empty());
+}
+
+TEST_F(TelemetryWindowTest, NameMistakesAreClearErrors) {
+  EXPECT_THROW(telemetry_->end_window("never"), std::invalid_argument);
+  EXPECT_THROW(telemetry_->begin_window(""), std::invalid_argument);
+  telemetry_->begin_window("a");
+  EXPECT_THROW(telemetry_->begin_window("a"), std::invalid_argument);
+  EXPECT_THROW(telemetry_->end_windows({"a", "a"}), std::invalid_argument);
+  EXPECT_THROW(telemetry_->end_windows({"a", "never"}), std::invalid_argument);
+  EXPECT_EQ(telemetry_->open_windows(), std::vector<std::string>{"a"});  // none was closed
+  telemetry_->end_window("a");
+  telemetry_->begin_window("a");  // the name is free again
+  EXPECT_NO_THROW(telemetry_->end_window("a"));
+  try {
+    telemetry_->end_window("a");
+    FAIL() << "no exception";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "end_window: no open window named 'a'");
+  }
+}
+
+TEST_F(TelemetryWindowTest, CoincidingEdgesShareOneSample) {
+  set_ms(0);
+  telemetry_->begin_window("a");
+  telemetry_->begin_window("b");
+  set_ms(40);
+  const auto seq = telemetry_->channel().last_sequence();
+  const auto both = telemetry_->end_windows({"a", "b"});
+  EXPECT_EQ(telemetry_->channel().last_sequence(), seq + 1);  // one sample for both
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].name, "a");
+  EXPECT_EQ(both[1].name, "b");
+  expect_energy(both[0], truth(0, 40));
+  expect_energy(both[1], truth(0, 40));
+  EXPECT_EQ(both[0].devices[0].end_edge_ns, both[1].devices[0].end_edge_ns);
+}
+
+TEST_F(TelemetryWindowTest, NextWindowTilesStepsWithOneSamplePerBoundary) {
+  set_ms(0);
+  telemetry_->begin_window("step");
+  double total = 0;
+  for (int i = 1; i <= 5; ++i) {
+    set_ms(50 * i);
+    const auto seq = telemetry_->channel().last_sequence();
+    const auto s = telemetry_->next_window("step");
+    EXPECT_EQ(telemetry_->channel().last_sequence(), seq + 1);
+    expect_energy(s, truth(50 * (i - 1), 50 * i));
+    total += s.devices[0].energy_joules.value_or(0);
+  }
+  telemetry_->end_window("step");
+  EXPECT_NEAR(total, truth(0, 250), 1e-6 * total);  // no gap, no overlap between steps
+}
+
+TEST_F(TelemetryWindowTest, AfterStopEdgesAreEstimatedAndSaySo) {
+  set_ms(0);
+  telemetry_->begin_window("w");
+  telemetry_->stop();
+  const auto s = telemetry_->end_window("w");
+  EXPECT_FALSE(s.exact_edges);
+  ASSERT_EQ(s.edge_errors.size(), 1u);
+  EXPECT_EQ(s.edge_errors[0].rfind("simulated: end: stopped", 0), 0u) << s.edge_errors[0];
+  EXPECT_EQ(s.overhead.failed_edge_samples, 1u);
+  EXPECT_TRUE(telemetry_->sample_now().empty());
+}
+
+}  // namespace
+}  // namespace gpustream

@@ -1,14 +1,17 @@
 // gpustream serve — the Telemetry's channel behind a transport::Server, until a signal.
 #include <algorithm>
+#include <array>
+#include <charconv>
 #include <csignal>
+#include <cstdint>
 #include <iostream>
 #include <memory>
 #include <string_view>
 #include <utility>
+#include <variant>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
-#include <boost/json/serialize.hpp>
 
 #include "commands.hpp"
 #include "gpustream/log.hpp"
@@ -146,11 +149,11 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
       {"max_subscribes", "--max-subscribes"},
       {"nats", "--nats"},
   };
-  const auto* section = config.probe_settings.if_contains(kServeSection);
+  const auto* section = config.probe_settings.section(kServeSection);
   if (!section) return;
-  for (const auto& kv : section->as_object()) {
-    const std::string_view key = kv.key();
-    const auto& value = kv.value();
+  for (const auto& entry : *section) {
+    const std::string_view key = entry.first;  // not a structured binding: the lambda uses it
+    const SettingValue& value = entry.second;
     const auto* row = std::find_if(std::begin(kKeys), std::end(kKeys),
                                    [&](const auto& k) { return k.first == key; });
     const std::string name = "serve." + std::string(key);
@@ -170,15 +173,20 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
     if (opt->count() > 0) continue;  // the command line wins
     // The value goes through the flag's own parser and checks, as if it had been typed.
     std::vector<std::string> texts;
-    const auto text_of = [&](const boost::json::value& v) {
-      if (v.is_string()) return std::string(v.get_string());
-      if (v.is_number()) return boost::json::serialize(v);
+    const auto text_of = [&](const auto& v) {
+      if (const auto* s = std::get_if<std::string>(&v)) return *s;
+      if (const auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+      if (const auto* d = std::get_if<double>(&v)) {
+        std::array<char, 64> buf{};
+        const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), *d);
+        return std::string(buf.data(), r.ptr);
+      }
       throw ConfigError("config key '" + name + "': expected a string or a number");
     };
-    if (value.is_array()) {
-      for (const auto& e : value.get_array()) texts.push_back(text_of(e));
+    if (const auto* list = value.if_list()) {
+      for (const auto& e : *list) texts.push_back(text_of(e));
     } else {
-      texts.push_back(text_of(value));
+      texts.push_back(text_of(value.value()));
     }
     try {
       for (auto& t : texts) opt->add_result(std::move(t));

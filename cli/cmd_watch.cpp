@@ -8,9 +8,9 @@
 #include <poll.h>
 #include <unistd.h>
 
-#include <cstring>
 #include <iostream>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 
 #include "commands.hpp"
@@ -22,6 +22,7 @@
 #include "gpustream/transport/remote_subscriber.hpp"
 #include "options.hpp"
 #include "output.hpp"
+#include "remote_watch.hpp"
 #include "stream.hpp"
 #include "token_file.hpp"
 
@@ -41,7 +42,7 @@ int watch_exit_code(const Output& out, int code) {
 class StopWatcher {
  public:
   StopWatcher(const Output& out, std::atomic<bool>& stop)
-      : thread_([&out, &stop](std::stop_token st) {
+      : thread_([&out, &stop](const std::stop_token& st) {
           while (!st.stop_requested() && !stop.load()) {
             if (g_interrupted.load() || out.reader_gone()) stop.store(true);
             pollfd p{out.fd(), 0, 0};
@@ -88,13 +89,14 @@ int run_connected_watch(const Config& config, const WatchOptions& o) {
 
 }  // namespace
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the signature every command has
 int run_watch(Config config, const WatchOptions& o) {
   if (!o.connect.empty()) return run_connected_watch(config, o);
   const bool recording = !o.output_file.empty();
   Output out = recording ? Output::create_file(o.output_file) : Output::standard_output();
   if (!out.open()) {
     std::cerr << "gpustream: cannot open '" << o.output_file
-              << "' for writing: " << std::strerror(out.error()) << "\n";
+              << "' for writing: " << std::generic_category().message(out.error()) << "\n";
     return kExitFailure;
   }
   const bool json = o.json || recording;

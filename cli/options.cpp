@@ -6,7 +6,6 @@
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <boost/json/object.hpp>
 
 #include "gpustream/log.hpp"
 #include "gpustream/probes/registry.hpp"
@@ -71,9 +70,7 @@ Config make_config(const CommonOptions& o) {
     for (const auto& f : row.flags) {
       const auto it = o.probe_paths.find(std::string(f.flag));
       if (it == o.probe_paths.end() || it->second.empty()) continue;
-      auto& section = c.probe_settings[row.section];
-      if (!section.is_object()) section = boost::json::object{};
-      section.as_object()[f.key] = it->second;
+      c.probe_settings.set(row.section, f.key, it->second);
     }
   }
   if (!set_log_level(c.log_level)) throw ConfigError("unknown log level '" + c.log_level + "'");

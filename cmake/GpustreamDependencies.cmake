@@ -13,8 +13,9 @@ if(GPUSTREAM_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
   find_package(nlohmann_json 3 QUIET)
 endif()
-find_package(CLI11 REQUIRED)
-
+if(GPUSTREAM_BUILD_CLI)
+  find_package(CLI11 REQUIRED)
+endif()
 # The Python module (python/, `import gpustream`): built by default whenever pybind11 (Debian
 # pybind11-dev) and Python's headers (python3-dev) are found, as the NATS bridge is with libnats.
 # The interpreter is Debian's /usr/bin/python3 when it exists (a python3 earlier on PATH, e.g.

@@ -4,16 +4,27 @@
 #   # in another project:
 #   find_package(gpustream REQUIRED)          # CMAKE_PREFIX_PATH=/opt/gpustream
 #   target_link_libraries(app PRIVATE gpustream::sdk gpustream::probes)
+#   # or: pkg-config --cflags --libs --static gpustream  (PKG_CONFIG_PATH=/opt/gpustream/lib/pkgconfig)
+#
+# The headers installed are each target's PUBLIC_HEADER list (sdk/, probes/ and
+# transport/CMakeLists.txt name them one by one; nothing is installed by a directory glob):
+# include/gpustream/ (with the generated version.hpp), include/gpustream/probes/,
+# include/gpustream/transport/. The private headers (sdk/private, probes/private) never are.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS gpustream_sdk gpustream_probes gpustream_transport
-  EXPORT gpustreamTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(DIRECTORY sdk/include/ probes/include/ transport/include/
-  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.hpp")
+foreach(_pair "gpustream_sdk:gpustream" "gpustream_probes:gpustream/probes"
+    "gpustream_transport:gpustream/transport")
+  string(REPLACE ":" ";" _pair "${_pair}")
+  list(GET _pair 0 _target)
+  list(GET _pair 1 _dir)
+  install(TARGETS ${_target}
+    EXPORT gpustreamTargets
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+    PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${_dir}
+    INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endforeach()
 if(TARGET gpustream)
   install(TARGETS gpustream RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
@@ -47,3 +58,20 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/gpustreamConfigVersion.cm
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/gpustreamConfig.cmake
   ${PROJECT_BINARY_DIR}/gpustreamConfigVersion.cmake DESTINATION ${GPUSTREAM_CMAKE_DIR})
+
+# pkg-config: gpustream.pc, relocatable (prefix from ${pcfiledir}). The libraries are static, so
+# `pkg-config --libs --static gpustream` adds the libraries they use (Libs.private), named
+# directly rather than through Requires.private, so that --cflags stays just the include
+# directory (no spdlog or fmt definitions for a program that uses neither). Boost ships no .pc.
+set(GPUSTREAM_PC_LIBS_PRIVATE "-lboost_json -lboost_url -lspdlog -lfmt")
+if(GPUSTREAM_NATS_PROVIDER STREQUAL "pkg-config")
+  string(APPEND GPUSTREAM_PC_LIBS_PRIVATE " -lnats")
+endif()
+string(APPEND GPUSTREAM_PC_LIBS_PRIVATE " -pthread")
+foreach(_lib IN LISTS CMAKE_DL_LIBS)
+  string(APPEND GPUSTREAM_PC_LIBS_PRIVATE " -l${_lib}")
+endforeach()
+file(RELATIVE_PATH GPUSTREAM_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
+string(REGEX REPLACE "/$" "" GPUSTREAM_PC_TO_PREFIX "${GPUSTREAM_PC_TO_PREFIX}")
+configure_file(cmake/gpustream.pc.in ${PROJECT_BINARY_DIR}/gpustream.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/gpustream.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

@@ -1,10 +1,13 @@
-# Build options. Each can be set with -D on the cmake command line. Tests, benchmarks, examples
-# and install rules default to ON only when gpustream is the top-level project; as a subproject
-# (add_subdirectory, FetchContent) the parent builds the libraries it links and installs what it
-# chooses (set GPUSTREAM_INSTALL=ON to install gpustream with it).
+# Build options. Each can be set with -D on the cmake command line. Tests, benchmarks, examples,
+# the CLI and install rules default to ON only when gpustream is the top-level project; as a
+# subproject (add_subdirectory, FetchContent) the parent builds the libraries it links and
+# installs what it chooses (set GPUSTREAM_INSTALL=ON to install gpustream with it). CLI11 is
+# looked for only when the CLI is built.
 option(GPUSTREAM_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
 option(GPUSTREAM_BUILD_BENCHMARKS "Build the Google Benchmark programs" ${PROJECT_IS_TOP_LEVEL})
 option(GPUSTREAM_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
+option(GPUSTREAM_BUILD_CLI "Build the gpustream command-line tool (needs CLI11)"
+  ${PROJECT_IS_TOP_LEVEL})
 option(GPUSTREAM_INSTALL "Generate install rules and the find_package(gpustream) package"
   ${PROJECT_IS_TOP_LEVEL})
 option(GPUSTREAM_INSTALL_DEBUG_INFO

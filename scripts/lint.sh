@@ -78,10 +78,12 @@ if (( do_format )); then
       status=1
     fi
   else
-    # Only the changed lines of the changed files.
-    fmt_args=(-p1 -binary "$clang_format")
+    # Only the changed lines of the changed files. The pathspec is the folders, not the file
+    # list: a renamed file's old path must be in it for git to see a rename (an unchanged
+    # moved file has no changed lines) rather than a new file (every line "changed").
+    fmt_args=(-p1 -binary "$clang_format" -iregex '.*\.(cpp|hpp|h|cc)')
     (( fix )) && fmt_args+=(-i)
-    out=$(git diff -U0 --no-color "${diff_args[@]}" -- "${files[@]}" | "$clang_format_diff" "${fmt_args[@]}" || true)
+    out=$(git diff -U0 -M --no-color "${diff_args[@]}" -- "${dirs[@]}" | "$clang_format_diff" "${fmt_args[@]}" || true)
     if [[ -n "$out" ]]; then
       printf '%s\n' "$out"
       (( fix )) || { echo "lint.sh: clang-format wants the changes above (scripts/lint.sh --fix)"; status=1; }

@@ -2,6 +2,7 @@
 #include <string_view>
 #include <utility>
 
+#include "gpustream/log.hpp"
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/power.hpp"
 #include "gpustream/subprocess.hpp"

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "gpustream/log.hpp"
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/drm_client_tracker.hpp"
 #include "gpustream/probes/drm_fdinfo.hpp"

@@ -12,12 +12,11 @@ namespace {
 
 }  // namespace
 
-const boost::json::object* section(const Config& config, std::string_view name,
-                                   std::initializer_list<std::string_view> known) {
-  const auto* v = config.probe_settings.if_contains(name);
-  if (!v) return nullptr;
-  if (!v->is_object()) bad(name, {}, "expected an object of settings");
-  for (const auto& [key, value] : v->get_object()) {
+const ProbeSettings::Section* section(const Config& config, std::string_view name,
+                                      std::initializer_list<std::string_view> known) {
+  const auto* s = config.probe_settings.section(name);
+  if (!s) return nullptr;
+  for (const auto& [key, value] : *s) {
     bool ok = false;
     for (auto k : known) ok = ok || k == key;
     if (ok) continue;
@@ -25,26 +24,37 @@ const boost::json::object* section(const Config& config, std::string_view name,
     for (auto k : known) list += (list.empty() ? "" : ", ") + std::string(k);
     bad(name, key, "unknown setting (known: " + (list.empty() ? "none" : list) + ")");
   }
-  return &v->get_object();
+  return s;
 }
 
-std::optional<std::string> string_at(const boost::json::object* section, std::string_view name,
+namespace {
+
+const SettingValue* find(const ProbeSettings::Section* section, std::string_view key) {
+  if (!section) return nullptr;
+  const auto it = section->find(key);
+  return it == section->end() ? nullptr : &it->second;
+}
+
+}  // namespace
+
+std::optional<std::string> string_at(const ProbeSettings::Section* section, std::string_view name,
                                      std::string_view key, Empty empty) {
-  const auto* v = section ? section->if_contains(key) : nullptr;
+  const auto* v = find(section, key);
   if (!v) return std::nullopt;
-  if (!v->is_string()) bad(name, key, empty == Empty::allowed ? "expected a string"
-                                                               : "expected a non-empty string");
-  if (v->get_string().empty() && empty == Empty::rejected)
-    bad(name, key, "expected a non-empty string");
-  return std::string(v->get_string());
+  const auto* s = v->if_string();
+  if (!s)
+    bad(name, key, empty == Empty::allowed ? "expected a string" : "expected a non-empty string");
+  if (s->empty() && empty == Empty::rejected) bad(name, key, "expected a non-empty string");
+  return *s;
 }
 
-std::optional<std::int64_t> positive_at(const boost::json::object* section, std::string_view name,
-                                        std::string_view key) {
-  const auto* v = section ? section->if_contains(key) : nullptr;
+std::optional<std::int64_t> positive_at(const ProbeSettings::Section* section,
+                                        std::string_view name, std::string_view key) {
+  const auto* v = find(section, key);
   if (!v) return std::nullopt;
-  if (!v->is_int64() || v->get_int64() <= 0) bad(name, key, "expected a positive integer");
-  return v->get_int64();
+  const auto* n = v->if_int();
+  if (!n || *n <= 0) bad(name, key, "expected a positive integer");
+  return *n;
 }
 
 }  // namespace gpustream::settings

@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "gpustream/log.hpp"
 #include "gpustream/probes/readers.hpp"
 #include "gpustream/probes/settings.hpp"
 

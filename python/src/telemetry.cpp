@@ -6,6 +6,7 @@
 
 #include "delivery.hpp"
 #include "gpustream/config.hpp"
+#include "gpustream/config_json.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/probe_stats.hpp"
 #include "gpustream/probes/registry.hpp"

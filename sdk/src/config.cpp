@@ -5,8 +5,12 @@
 #include <fstream>
 #include <sstream>
 
+#include <boost/json/array.hpp>
+#include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
 #include <boost/json/value.hpp>
+
+#include "gpustream/config_json.hpp"
 
 #include "gpustream/logging.hpp"
 
@@ -66,7 +70,71 @@ std::string unknown_key_message(const ConfigSections& sections) {
   return out + ")";
 }
 
+std::optional<SettingValue::Scalar> scalar_from_json(const boost::json::value& v) {
+  if (v.is_string()) return std::string(v.get_string());
+  if (v.is_bool()) return v.get_bool();
+  if (v.is_int64()) return v.get_int64();
+  if (v.is_uint64()) {
+    if (v.get_uint64() <= static_cast<std::uint64_t>(INT64_MAX))
+      return static_cast<std::int64_t>(v.get_uint64());
+    return static_cast<double>(v.get_uint64());
+  }
+  if (v.is_double()) return v.get_double();
+  return std::nullopt;
+}
+
+boost::json::value scalar_to_json(const SettingValue::Scalar& s) {
+  return std::visit([](const auto& x) { return boost::json::value(x); }, s);
+}
+
 }  // namespace
+
+ProbeSettings::Section settings_section_from_json(const boost::json::object& section,
+                                                  std::string_view section_name) {
+  ProbeSettings::Section out;
+  for (const auto& [k, v] : section) {
+    const std::string key(k);  // a named copy: a lambda cannot capture a structured binding
+    const std::string name = std::string(section_name) + "." + key;
+    if (auto s = scalar_from_json(v)) {
+      std::visit([&](auto& x) { out.insert_or_assign(key, SettingValue(std::move(x))); }, *s);
+    } else if (v.is_array()) {
+      SettingValue::List list;
+      for (const auto& e : v.get_array()) {
+        auto es = scalar_from_json(e);
+        if (!es) fail(name, "expected an array of strings, numbers or true/false");
+        list.push_back(std::move(*es));
+      }
+      out.insert_or_assign(std::string(k), SettingValue(std::move(list)));
+    } else {
+      fail(name, "expected a string, a number, true/false or an array of them");
+    }
+  }
+  return out;
+}
+
+boost::json::object to_json(const ProbeSettings& settings) {
+  boost::json::object out;
+  for (const auto& [name, section] : settings) {
+    boost::json::object o;
+    for (const auto& [key, value] : section) {
+      if (const auto* list = value.if_list()) {
+        boost::json::array a;
+        for (const auto& e : *list) a.push_back(scalar_to_json(e));
+        o[key] = std::move(a);
+      } else if (const auto* str = value.if_string()) {
+        o[key] = *str;
+      } else if (const auto* i = value.if_int()) {
+        o[key] = *i;
+      } else if (const auto* d = value.if_double()) {
+        o[key] = *d;
+      } else if (const auto* b = value.if_bool()) {
+        o[key] = *b;
+      }
+    }
+    out[name] = std::move(o);
+  }
+  return out;
+}
 
 Config config_from_json(const boost::json::value& v, Config c, const ConfigSections& sections) {
   if (!v.is_object()) throw ConfigError("config: expected a JSON object at the top level");
@@ -125,7 +193,7 @@ Config config_from_json(const boost::json::value& v, Config c, const ConfigSecti
         fail(key, "expected trace, debug, info, warn, error, critical or off");
     } else if (sections.empty() ? val.is_object() : is_section(sections, key)) {
       if (!val.is_object()) fail(key, "expected an object of settings");
-      c.probe_settings[key] = val;
+      c.probe_settings[key] = settings_section_from_json(val.get_object(), key);
     } else {
       fail(key, unknown_key_message(sections));
     }

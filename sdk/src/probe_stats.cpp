@@ -7,6 +7,8 @@
 
 #include <boost/json/object.hpp>
 
+#include "gpustream/json.hpp"
+
 namespace gpustream {
 namespace {
 

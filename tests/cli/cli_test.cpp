@@ -134,6 +134,22 @@ TEST(Cli, ServeReadsItsConfigSectionAndTheFlagWins) {
   EXPECT_NE(r.err.find("'serve.listne': unknown key"), std::string::npos) << r.err;
 }
 
+// The serve section's values reach the flags whatever their JSON type: lists, fractional seconds.
+TEST(Cli, ServeConfigTakesListsAndFractionalSeconds) {
+  TempDir t;
+  t.write("ok.json", R"({"serve": {"listen": "off", "idle_timeout_seconds": 2.5,)"
+                     R"( "allow_origins": ["http://a.example", "http://b.example"]}})");
+  auto r = run("serve --config " + (t.path() / "ok.json").string());
+  EXPECT_EQ(r.exit_code, 2);  // every value accepted; then "off" leaves nothing to serve
+  EXPECT_NE(r.err.find("nothing to serve"), std::string::npos) << r.err;
+
+  t.write("bool.json", R"({"serve": {"allow_origins": [true]}})");
+  r = run("serve --config " + (t.path() / "bool.json").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("'serve.allow_origins': expected a string or a number"), std::string::npos)
+      << r.err;
+}
+
 TEST(Cli, AMisspeltProbeSettingIsAUsageError) {
   TempDir t;
   t.write("typo.json", R"({"probes": ["simulated"], "amd": {"sourc": "sysfs"}})");

@@ -307,9 +307,9 @@ TEST(AmdFactory, SourceSetting) {
   ProbeHarness h;
   Config c;
   EXPECT_TRUE(make_amd_probe_from_config(c, h.executors()));
-  c.probe_settings["amd"] = boost::json::object{{"source", "sysfs"}};
+  c.probe_settings["amd"] = ProbeSettings::Section{{"source", "sysfs"}};
   EXPECT_EQ(make_amd_probe_from_config(c, h.executors())->name(), "amd");
-  c.probe_settings["amd"] = boost::json::object{{"source", "nvml"}};
+  c.probe_settings["amd"] = ProbeSettings::Section{{"source", "nvml"}};
   EXPECT_THROW(make_amd_probe_from_config(c, h.executors()), std::invalid_argument);
 }
 

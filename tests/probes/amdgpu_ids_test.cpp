@@ -119,12 +119,12 @@ TEST_F(AmdNames, ConfigSettingNamesTheTable) {
   Config config;
   config.paths = {.sysfs_root = tree_.path("sys"), .procfs_root = tree_.path("proc")};
   config.probe_settings["amd"] =
-      boost::json::object{{"source", "sysfs"}, {"amdgpu_ids", tree_.file("amdgpu.ids", kIds)}};
+      ProbeSettings::Section{{"source", "sysfs"}, {"amdgpu_ids", tree_.file("amdgpu.ids", kIds)}};
   auto p = make_amd_probe_from_config(config, harness_.executors());
   auto d = harness_.detect(*p);
   ASSERT_EQ(d.devices.size(), 1u);
   EXPECT_EQ(d.devices[0].name, "AMD Radeon RX 7900 XTX");
-  config.probe_settings["amd"].as_object()["amdgpu_ids"] = 3;
+  config.probe_settings.set("amd", "amdgpu_ids", 3);
   EXPECT_THROW(make_amd_probe_from_config(config, harness_.executors()), std::invalid_argument);
 }
 

@@ -162,10 +162,10 @@ TEST_F(IntelSysfsTest, XeIntegratedWithoutHwmonReportsClockOnly) {
 TEST_F(IntelSysfsTest, RegistryBuildsTheProbeFromConfig) {
   Config c;
   c.paths.sysfs_root = t_.sys();
-  c.probe_settings["intel"] = boost::json::object{{"level_zero_library", ""}};
+  c.probe_settings["intel"] = ProbeSettings::Section{{"level_zero_library", ""}};
   auto p = make_intel_probe_from_config(c, harness_.executors());
   EXPECT_EQ(p->name(), "intel");
-  c.probe_settings["intel"] = boost::json::object{{"level_zero_library", 3}};
+  c.probe_settings["intel"] = ProbeSettings::Section{{"level_zero_library", 3}};
   EXPECT_THROW(make_intel_probe_from_config(c, harness_.executors()), std::invalid_argument);
 }
 

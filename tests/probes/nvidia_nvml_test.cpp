@@ -367,9 +367,10 @@ TEST_F(NvmlProbeTest, EachDistinctErrorIsLoggedOnce) {
 
 TEST_F(NvmlProbeTest, ConfigSettingsReachTheProbe) {
   Config config;
-  config.probe_settings["nvidia"] = boost::json::object{
-      {"library", "/opt/nv/libnvidia-ml.so.1"}, {"nvidia_smi", "/opt/nv/nvidia-smi"},
-      {"use", "nvidia-smi"}, {"nvidia_smi_timeout_ms", 1500}};
+  config.probe_settings["nvidia"] = ProbeSettings::Section{{"library", "/opt/nv/libnvidia-ml.so.1"},
+                                                           {"nvidia_smi", "/opt/nv/nvidia-smi"},
+                                                           {"use", "nvidia-smi"},
+                                                           {"nvidia_smi_timeout_ms", 1500}};
   config.paths.procfs_root = "/host/proc";
   config.library_session = LibrarySessionMode::lazy;
   const auto o = nvidia_options_from_config(config);
@@ -380,9 +381,9 @@ TEST_F(NvmlProbeTest, ConfigSettingsReachTheProbe) {
   EXPECT_EQ(o.paths.procfs_root, "/host/proc");
   EXPECT_EQ(o.library_session, LibrarySessionMode::lazy);
 
-  config.probe_settings["nvidia"] = boost::json::object{{"libary", "x"}};
+  config.probe_settings["nvidia"] = ProbeSettings::Section{{"libary", "x"}};
   EXPECT_THROW(nvidia_options_from_config(config), std::invalid_argument);
-  config.probe_settings["nvidia"] = boost::json::object{{"use", "cuda"}};
+  config.probe_settings["nvidia"] = ProbeSettings::Section{{"use", "cuda"}};
   EXPECT_THROW(nvidia_options_from_config(config), std::invalid_argument);
 }
 

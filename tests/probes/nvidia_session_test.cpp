@@ -307,14 +307,14 @@ TEST_F(NvmlSessionTest, RegistryBuildsTheNvidiaProbeFromConfig) {
   Config config;
   config.probes = {"nvidia"};
   config.probe_settings["nvidia"] =
-      boost::json::object{{"library", nvml_.path()}, {"use", "nvml"}};
+      ProbeSettings::Section{{"library", nvml_.path()}, {"use", "nvml"}};
   auto set = make_probes(config, harness_.executors());
   ASSERT_TRUE(set.errors.empty());
   ASSERT_EQ(set.probes.size(), 1u);
   EXPECT_EQ(set.probes[0]->name(), "nvidia");
   EXPECT_TRUE(harness_.detect(*set.probes[0]).available);
 
-  config.probe_settings["nvidia"] = boost::json::object{{"bogus", 1}};
+  config.probe_settings["nvidia"] = ProbeSettings::Section{{"bogus", 1}};
   set = make_probes(config, harness_.executors());
   ASSERT_EQ(set.errors.size(), 1u);
   EXPECT_NE(set.errors[0].find("nvidia.bogus"), std::string::npos) << set.errors[0];

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "gpustream/config_json.hpp"
 #include "gpustream/probes/simulated_probe.hpp"
 #include "probe_harness.hpp"
 #include "support/temp_tree.hpp"
@@ -122,7 +123,7 @@ TEST(Registry, HostProbeGetsPathsAndWatchedPidsFromConfig) {
 
 TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
   ProbeHarness h;
-  const auto error_for = [&](const char* probe, boost::json::value section) {
+  const auto error_for = [&](const char* probe, ProbeSettings::Section section) {
     Config c;
     c.probes = {probe};
     c.probe_settings[probe] = std::move(section);
@@ -151,8 +152,8 @@ TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
             "process_freshness_ms, process_fd_count_ms, process_sweep_ms)");
   EXPECT_EQ(error_for("host", {{"interval", 1}}),
             "probe 'host': host.interval: unknown setting (known: none)");
-  EXPECT_EQ(error_for("simulated", boost::json::value("x")),
-            "probe 'simulated': simulated: expected an object of settings");
+  EXPECT_EQ(error_for("simulated", {{"x", 1}}),
+            "probe 'simulated': simulated.x: unknown setting (known: none)");
 }
 
 TEST(Registry, EachRowsKindSectionAndFlagsAreWhatItsProbeAndConfigUse) {
@@ -171,7 +172,8 @@ TEST(Registry, EachRowsKindSectionAndFlagsAreWhatItsProbeAndConfigUse) {
       EXPECT_FALSE(f.help.empty()) << f.flag;
       // A flag's key is a setting its probe accepts: a bad value is reported for that key
       // (a misspelt or unknown key would say "unknown setting").
-      c.probe_settings[row.section] = boost::json::object{{f.key, 7}};
+      c.probe_settings.erase(row.section);
+      c.probe_settings.set(row.section, f.key, 7);
       const auto bad = make_probes(c, h.executors());
       ASSERT_EQ(bad.errors.size(), 1u) << f.flag;
       EXPECT_EQ(bad.errors[0].find("unknown setting"), std::string::npos) << bad.errors[0];

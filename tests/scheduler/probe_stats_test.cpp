@@ -2,6 +2,7 @@
 // Scheduler reports for latencies driven on the manual clock.
 #include <boost/json.hpp>
 
+#include "gpustream/json.hpp"
 #include "gpustream/probe_stats.hpp"
 #include "scheduler/scheduler_fixture.hpp"
 

@@ -10,6 +10,7 @@
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/config.hpp"
+#include "gpustream/config_json.hpp"
 #include "gpustream/telemetry.hpp"
 
 namespace gpustream {
@@ -141,7 +142,8 @@ TEST(ConfigValidation, SectionsAreTheCallersNotTheSdks) {
   // No sections given: any object is a section, kept for its owner to check.
   auto c = config_from_json(boost::json::parse(R"({"myprobe": {"path": "/x"}, "simulate": 1})"));
   ASSERT_TRUE(c.probe_settings.contains("myprobe"));
-  EXPECT_EQ(c.probe_settings.at("myprobe").at("path").as_string(), "/x");
+  ASSERT_NE(c.probe_settings.get("myprobe", "path"), nullptr);
+  EXPECT_EQ(*c.probe_settings.get("myprobe", "path")->if_string(), "/x");
   // ...but a scalar under an unknown key is still a typo of a top-level key.
   try {
     config_from_json(boost::json::parse(R"({"simulat": 2})"));

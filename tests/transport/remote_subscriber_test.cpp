@@ -1,5 +1,6 @@
 // RemoteSubscriber against the real Server (tests/transport/harness.hpp): both framings,
-// filters, resume after a server restart, gaps, tokens, stop, and run_remote_watch.
+// filters, resume after a server restart, gaps, tokens, stop, and the CLI's run_remote_watch
+// (cli/remote_watch.hpp).
 #include "gpustream/transport/remote_subscriber.hpp"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "harness.hpp"
+#include "remote_watch.hpp"
 
 namespace gpustream::transport::test {
 namespace {

@@ -1,7 +1,9 @@
 // gpustream/config.hpp — everything a Telemetry instance can be told, with sensible defaults.
 //
 // A Config comes from code, from a JSON file (load_config), and from command-line flags layered
-// on top. Unknown keys in a file are an error (a typo must not be silently ignored).
+// on top. Unknown keys in a file are an error (a typo must not be silently ignored). This header
+// needs only the standard library and Asio; the JSON form (config_from_json) is in
+// gpustream/config_json.hpp.
 #pragma once
 
 #include <chrono>
@@ -13,10 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include <boost/json/object.hpp>
-
 #include "gpustream/library_session.hpp"
 #include "gpustream/probe.hpp"
+#include "gpustream/probe_settings.hpp"
 
 namespace gpustream {
 
@@ -56,10 +57,10 @@ struct Config {
   std::vector<std::int64_t> watch_pids;
   /// Snapshots kept for resume by sequence number.
   std::size_t history = 1024;
-  /// Named sections of settings that belong to a part outside the SDK, each a JSON object: a
-  /// probe's (e.g. {"nvidia": {"library": "..."}}, the registry row says which section is whose)
-  /// or the transport's ("serve"). The SDK stores them; their owners check them.
-  boost::json::object probe_settings;
+  /// Named sections of settings that belong to a part outside the SDK: a probe's (e.g.
+  /// probe_settings.set("nvidia", "library", "..."); the registry row says which section is
+  /// whose) or the transport's ("serve"). The SDK stores them; their owners check them.
+  ProbeSettings probe_settings;
   /// Level of the SDK's log lines, set when a Telemetry is constructed: "trace", "debug",
   /// "info", "warn", "error", "critical" or "off". Empty: leave it as it is (warn unless the
   /// host program set another with gpustream/logging.hpp). The CLI uses "info".
@@ -83,10 +84,8 @@ void validate_config(const Config& config);
 /// (the CLI adds the transport's "serve").
 using ConfigSections = std::vector<std::string>;
 
-/// Parses a JSON config document. Throws ConfigError naming the bad key.
-Config config_from_json(const boost::json::value& v, Config base = {},
-                        const ConfigSections& sections = {});
-/// Reads and parses a JSON config file. Throws ConfigError (missing file, bad JSON, bad key).
+/// Reads and parses a JSON config file (the format: config_from_json in
+/// gpustream/config_json.hpp). Throws ConfigError (missing file, bad JSON, bad key).
 Config load_config(const std::string& path, Config base = {}, const ConfigSections& sections = {});
 
 }  // namespace gpustream

@@ -26,6 +26,7 @@
 #include <string_view>
 
 #include "gpustream/model.hpp"
+#include "gpustream/probe_stats.hpp"
 
 namespace gpustream {
 
@@ -41,6 +42,9 @@ class JsonError : public std::runtime_error {
 boost::json::value to_json(const GpuSnapshot& snapshot);
 boost::json::value to_json(const DeviceSample& device);
 boost::json::value to_json(const HostSample& host);
+/// A probe's stats (gpustream/probe_stats.hpp): keys as the field names, durations with their
+/// unit in the key, absent latencies as null.
+boost::json::value to_json(const ProbeStats& stats);
 
 /// Serialized snapshot, no trailing newline.
 std::string to_json_string(const GpuSnapshot& snapshot);

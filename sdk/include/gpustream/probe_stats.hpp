@@ -3,7 +3,8 @@
 // ProbeStats is a plain value: the Scheduler fills one per probe (Scheduler::stats(), and the
 // stats callback after every sample), so users can see what telemetry costs them. Latency
 // percentiles cover a bounded window of the most recent samples (LatencyWindow); they are
-// absent (std::nullopt, JSON null) until a sample has completed, never 0.
+// absent (std::nullopt, JSON null) until a sample has completed, never 0. The JSON form,
+// to_json(ProbeStats), is in gpustream/json.hpp.
 //
 // Thread safety: ProbeStats is a value, copy it freely. LatencyWindow is not synchronized; its
 // owner (the Scheduler) guards it.
@@ -16,8 +17,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <boost/json/value.hpp>
 
 namespace gpustream {
 
@@ -61,10 +60,6 @@ struct ProbeStats {
   std::string last_error;  // most recent failure, in words; kept after recovery
   std::size_t devices = 0;  // devices in the last successful sample (or the last detection)
 };
-
-/// JSON form (keys as the field names, durations with their unit in the key, absent
-/// latencies as null).
-boost::json::value to_json(const ProbeStats& stats);
 
 /// The most recent `capacity` latencies, and nearest-rank percentiles over them.
 class LatencyWindow {

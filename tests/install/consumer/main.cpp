@@ -1,4 +1,5 @@
 // Uses the installed SDK: one simulated GPU, wait for its first snapshot, print what it saw.
+#include <cstring>
 #include <iostream>
 
 #include <gpustream/logging.hpp>
@@ -6,10 +7,16 @@
 #include <gpustream/json.hpp>
 #include <gpustream/probes/registry.hpp>
 #include <gpustream/telemetry.hpp>
+#include <gpustream/version.hpp>
 
 int run_own_asio();  // own_asio.cpp: the consumer's own Asio code
 
 int main() {
+  if (std::strcmp(gpustream::kVersionString, EXPECTED_VERSION) != 0) {
+    std::cerr << "consumer: version.hpp says " << gpustream::kVersionString
+              << ", the package config " << EXPECTED_VERSION << "\n";
+    return 1;
+  }
   if (run_own_asio() != 1) {
     std::cerr << "consumer: its own io_service did not run its handler\n";
     return 1;
@@ -27,7 +34,7 @@ int main() {
     return 1;
   }
   const auto json = gpustream::to_json_string(*snaps[0]);
-  std::cout << "consumer: ok devices=" << snaps[0]->devices.size() << " bytes=" << json.size()
-            << "\n";
+  std::cout << "consumer: ok version=" << GPUSTREAM_VERSION_STRING
+            << " devices=" << snaps[0]->devices.size() << " bytes=" << json.size() << "\n";
   return 0;
 }

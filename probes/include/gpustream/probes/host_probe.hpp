@@ -29,7 +29,7 @@
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/config.hpp"
-#include "gpustream/log.hpp"
+#include "gpustream/log_once.hpp"
 
 namespace gpustream {
 

@@ -11,26 +11,24 @@
 #include <string>
 #include <string_view>
 
-#include <boost/json/object.hpp>
-
 #include "gpustream/config.hpp"
 
 namespace gpustream::settings {
 
-/// The section's object, or null when the config has none. Throws std::invalid_argument when it
-/// is not an object or has a key outside `known`.
-const boost::json::object* section(const Config& config, std::string_view name,
-                                   std::initializer_list<std::string_view> known);
+/// The section, or null when the config has none. Throws std::invalid_argument when it has a
+/// key outside `known`.
+const ProbeSettings::Section* section(const Config& config, std::string_view name,
+                                      std::initializer_list<std::string_view> known);
 
 enum class Empty { rejected, allowed };
 
 /// The string at `key`, absent when not set. Throws std::invalid_argument for another type, or
 /// for "" unless `empty` is allowed (where "" means something, e.g. "do not use it").
-std::optional<std::string> string_at(const boost::json::object* section, std::string_view name,
+std::optional<std::string> string_at(const ProbeSettings::Section* section, std::string_view name,
                                      std::string_view key, Empty empty = Empty::rejected);
 
 /// The positive integer at `key`, absent when not set. Throws std::invalid_argument otherwise.
-std::optional<std::int64_t> positive_at(const boost::json::object* section, std::string_view name,
-                                        std::string_view key);
+std::optional<std::int64_t> positive_at(const ProbeSettings::Section* section,
+                                        std::string_view name, std::string_view key);
 
 }  // namespace gpustream::settings

@@ -2,7 +2,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "gpustream/transport/remote_subscriber.hpp"
+#include "remote_watch.hpp"
 
 namespace gpustream {
 

@@ -36,7 +36,7 @@
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/config.hpp"
-#include "gpustream/log.hpp"
+#include "gpustream/log_once.hpp"
 #include "gpustream/probes/counter_rate.hpp"
 #include "gpustream/probes/process_table.hpp"
 #include "gpustream/probes/readers.hpp"

@@ -6,17 +6,15 @@
 // not registered with spdlog (the host's spdlog::set_level does not change it). Its level is
 // warn until set_log_level or a Telemetry with Config::log_level says otherwise. A host program
 // that registered its own spdlog logger named "gpustream" before first use gets the lines in
-// that logger's sinks by default.
-// LogOnce remembers which keys it has already logged, so a failure that repeats every tick is
-// logged once (and again only after it cleared and came back). Thread-safe.
+// that logger's sinks by default. LogOnce is in gpustream/log_once.hpp (standard library only).
 #pragma once
 
 #include <memory>
-#include <mutex>
-#include <set>
 #include <string>
 
 #include <spdlog/spdlog.h>
+
+#include "gpustream/log_once.hpp"
 
 namespace gpustream {
 
@@ -25,31 +23,5 @@ std::shared_ptr<spdlog::logger> logger();
 /// Sets the level of the gpustream logger from a name (see log_level_from_string).
 /// Returns false for an unknown name.
 bool set_log_level(const std::string& level);
-
-class LogOnce {
- public:
-  /// True the first time `key` is seen (since the last clear(key)).
-  bool first(const std::string& key) {
-    std::lock_guard lock(mu_);
-    return seen_.insert(key).second;
-  }
-  void clear(const std::string& key) {
-    std::lock_guard lock(mu_);
-    seen_.erase(key);
-  }
-  void clear_all() {
-    std::lock_guard lock(mu_);
-    seen_.clear();
-  }
-  /// Forgets every key not in `keep` (the problems that are over).
-  void retain(const std::set<std::string>& keep) {
-    std::lock_guard lock(mu_);
-    std::erase_if(seen_, [&](const std::string& k) { return !keep.contains(k); });
-  }
-
- private:
-  std::mutex mu_;
-  std::set<std::string> seen_;
-};
 
 }  // namespace gpustream

@@ -43,7 +43,7 @@
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/config.hpp"
 #include "gpustream/library_session.hpp"
-#include "gpustream/log.hpp"
+#include "gpustream/log_once.hpp"
 #include "gpustream/probes/drm_client_tracker.hpp"
 #include "gpustream/probes/drm_fdinfo.hpp"
 #include "gpustream/probes/process_table.hpp"

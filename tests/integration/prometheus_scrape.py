@@ -1,5 +1,8 @@
 """A real Prometheus scrapes `gpustream serve` every second; its HTTP API must then return the
-gpustream series with the expected labels. Exit 0 on success, 1 with a FAIL line otherwise."""
+gpustream series with the expected labels, and the series recorded by the shipped rules
+(examples/prometheus/gpustream.rules.yml, which Prometheus loads here as a user would). The
+shipped examples/prometheus/*.yml also pass `promtool check`. Exit 0 on success, 1 with a FAIL
+line otherwise."""
 import json
 import os
 import shutil
@@ -14,6 +17,22 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_helper import Server, fail, free_port, parse_args, require_executable  # noqa: E402
 
 PROMETHEUS = "/usr/bin/prometheus"
+PROMTOOL = "/usr/bin/promtool"
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                        "prometheus")
+RULES = os.path.abspath(os.path.join(EXAMPLES, "gpustream.rules.yml"))
+RECORDED = ("gpustream:gpu_memory_used:ratio", "instance:gpustream_gpu_power_watts:sum",
+            "instance:gpustream_gpu_memory_free_bytes:max")
+
+
+def promtool_checks():
+    require_executable(PROMTOOL, "prometheus")
+    for args in (["check", "rules", RULES],
+                 ["check", "config", os.path.join(EXAMPLES, "prometheus.yml")]):
+        r = subprocess.run([PROMTOOL, *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            fail(f"promtool {' '.join(args)}:\n{r.stdout}{r.stderr}")
+    print("promtool: the shipped rules and config are valid", flush=True)
 
 
 def query(port, expr):
@@ -31,6 +50,7 @@ def query(port, expr):
 def main():
     args = parse_args()
     require_executable(PROMETHEUS, "prometheus")
+    promtool_checks()
     server = Server(args.serve, "--simulate", "2", "--listen", "127.0.0.1:0", "--interval", "0.2")
     tmp = tempfile.mkdtemp(prefix="gpustream-prom-")
     prom = None
@@ -40,6 +60,8 @@ def main():
             f.write(f"""global:
   scrape_interval: 1s
   evaluation_interval: 1s
+rule_files:
+  - "{RULES}"
 scrape_configs:
   - job_name: gpustream
     scrape_interval: 1s
@@ -92,6 +114,19 @@ scrape_configs:
         ratio = max(float(s["value"][1]) for s in query(port, "gpustream_gpu_utilization_ratio"))
         if not 0 <= ratio <= 1:
             fail(f"utilization ratio out of 0..1: {ratio}")
+        # The shipped recording rules, evaluated every second: each records a series.
+        deadline = time.monotonic() + 30
+        missing = list(RECORDED)
+        while missing and time.monotonic() < deadline:
+            missing = [r for r in missing if not query(port, r)]
+            if missing:
+                time.sleep(0.5)
+        if missing:
+            fail(f"recording rules produced no series for {missing}")
+        used = query(port, "gpustream:gpu_memory_used:ratio")
+        if len(used) < 2 or not all(0 <= float(s["value"][1]) <= 1 for s in used):
+            fail(f"gpustream:gpu_memory_used:ratio: expected 2 series in 0..1, got {used}")
+        print("recorded:", ", ".join(RECORDED), flush=True)
         print("PASS: Prometheus scraped gpustream with the expected series and labels", flush=True)
     finally:
         if prom is not None and prom.poll() is None:

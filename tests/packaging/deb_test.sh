@@ -7,7 +7,7 @@
 #      postinst);
 #   3. `systemd-analyze verify` on the unit as installed;
 #   4. as root, when no gpustream package is installed already: `dpkg -i`, `gpustream list`
-#      from /usr/bin, /etc/gpustream/config.json created, `gpustream serve --config` with that
+#      from /usr/bin, /etc/gpustream/config.json created, pkg-config finds the installed version, `gpustream serve --config` with that
 #      file answering /api/v1/snapshot, `dpkg -r` (binary gone, config kept), `dpkg -P` (config
 #      gone). Otherwise (not root, or a gpustream package the test must not touch): the package
 #      is unpacked with dpkg-deb into a scratch root and its binary run from there; the output
@@ -58,6 +58,8 @@ for f in /usr/bin/gpustream /usr/lib/systemd/system/gpustream.service \
 done
 grep -q '^/usr/lib/.*/cmake/gpustream/gpustreamConfig.cmake$\|^/usr/lib/cmake/gpustream/gpustreamConfig.cmake$' \
   "$work/files" || fail "the CMake package is not in the package"
+grep -q '^/usr/lib/\(.*/\)\?pkgconfig/gpustream.pc$' "$work/files" || fail "gpustream.pc is not in the package"
+grep -q '^/usr/include/gpustream/version.hpp$' "$work/files" || fail "gpustream/version.hpp is not in the package"
 if grep -v '^/usr\(/\|$\)' "$work/files" | grep -v '^/$' | grep -q .; then
   grep -v '^/usr\(/\|$\)' "$work/files" | grep -v '^/$' >&2
   fail "files outside /usr"
@@ -79,6 +81,27 @@ if command -v systemd-analyze > /dev/null; then
 else
   fail "systemd-analyze is missing (Debian package systemd)"
 fi
+
+# The shipped Kubernetes manifest (examples/kubernetes/daemonset.yaml): valid YAML, host PID
+# namespace and CAP_SYS_PTRACE (what attribution needs), and every flag it passes to serve is one
+# the packaged binary knows.
+manifest="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/examples/kubernetes/daemonset.yaml"
+"$work/root/usr/bin/gpustream" serve --help > "$work/serve-help.txt"
+/usr/bin/python3 - "$manifest" "$work/serve-help.txt" <<'PY' || fail "examples/kubernetes/daemonset.yaml"
+import sys, yaml
+d = yaml.safe_load(open(sys.argv[1]))
+help_text = open(sys.argv[2]).read()
+spec = d["spec"]["template"]["spec"]
+assert d["kind"] == "DaemonSet" and spec["hostPID"] is True, "not a hostPID DaemonSet"
+c = spec["containers"][0]
+assert "SYS_PTRACE" in c["securityContext"]["capabilities"]["add"], "no SYS_PTRACE"
+args = c["args"]
+assert args[0] == "serve", args
+for a in args[1:]:
+    if a.startswith("--"):
+        assert a in help_text, f"gpustream serve has no flag {a}"
+print("deb_test: the Kubernetes manifest's serve flags are the package's")
+PY
 
 serve_check() {  # serve_check BINARY CONFIG: serve answers /api/v1/snapshot, then stops
   local bin="$1" cfg="$2" port
@@ -109,6 +132,9 @@ if [ "$(id -u)" -eq 0 ] && ! dpkg-query -W -f='${Status}' gpustream 2> /dev/null
     fail "gpustream list failed"
   grep -q simulated "$work/list.out" || { cat "$work/list.out"; fail "gpustream list shows no simulated probe"; }
   [ -f /etc/gpustream/config.json ] || fail "postinst did not create /etc/gpustream/config.json"
+  version="$(dpkg-deb -f "$deb" Version)"
+  [ "$(pkg-config --modversion gpustream)" = "$version" ] ||
+    fail "pkg-config --modversion gpustream is not the package's $version"
   serve_check /usr/bin/gpustream /etc/gpustream/config.json
   echo "deb_test: gpustream list and serve --config /etc/gpustream/config.json: ok"
   if grep -q '^/usr/lib/python3/dist-packages/gpustream/__init__.py$' "$work/files"; then

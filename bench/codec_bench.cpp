@@ -78,7 +78,8 @@ GpuSnapshot node_snapshot() {
     ps.gpu_utilization_percent = 5.0 + (p % 17) * 4.25;
     ps.host_rss_bytes = 4294967296ull + 65536ull * static_cast<unsigned>(p);
     if (p % 4 == 0)
-      ps.container = ProcessContainer{"containerd", std::string(64, "0123456789abcdef"[p % 16]), "", ""};
+      ps.container =
+          ProcessContainer{"containerd", std::string(64, "0123456789abcdef"[p % 16]), "", ""};
     else
       ps.container_absent = ContainerAbsent::host;
     s.devices[static_cast<std::size_t>(p % kGpus)].processes.push_back(std::move(ps));
@@ -345,8 +346,8 @@ GpuSnapshot nl_decode(const njson& doc) {
         pc.qos = c->value("qos", "");
         p.container = std::move(pc);
       } else if (const auto a = pj.find("container_absent"); a != pj.end()) {
-        p.container_absent =
-            container_absent_from_string(a->get<std::string>()).value_or(ContainerAbsent::not_collected);
+        p.container_absent = container_absent_from_string(a->get<std::string>())
+                                 .value_or(ContainerAbsent::not_collected);
       }
       p.engines = nl_engines_from(pj.at("engines"));
       d.processes.push_back(std::move(p));

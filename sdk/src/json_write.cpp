@@ -236,10 +236,11 @@ void write_process(Writer& w, const ProcessSample& p) {
     // Only the known parts: an empty string is left out.
     w.raw(",\"container\":{");
     bool first = true;
-    for (const auto& [key, value] : {std::pair<std::string_view, const std::string*>{"runtime", &p.container->runtime},
-                                     {"id", &p.container->id},
-                                     {"pod_uid", &p.container->pod_uid},
-                                     {"qos", &p.container->qos}}) {
+    for (const auto& [key, value] :
+         {std::pair<std::string_view, const std::string*>{"runtime", &p.container->runtime},
+          {"id", &p.container->id},
+          {"pod_uid", &p.container->pod_uid},
+          {"qos", &p.container->qos}}) {
       if (value->empty()) continue;
       w.raw(first ? "\"" : ",\"");
       w.raw(key);

@@ -38,7 +38,8 @@ constexpr std::array<std::string_view, 3> kPowerStates{"unknown", "active", "sus
 constexpr std::array<std::string_view, 2> kPowerKinds{"instant", "average"};
 constexpr std::array<std::string_view, 5> kContainerAbsents{"not_collected", "host", "unrecognized",
                                                             "malformed", "no_permission"};
-static_assert(kContainerAbsents.size() == static_cast<std::size_t>(ContainerAbsent::no_permission) + 1);
+static_assert(kContainerAbsents.size() ==
+              static_cast<std::size_t>(ContainerAbsent::no_permission) + 1);
 
 static_assert(kAbsences.size() == static_cast<std::size_t>(Absence::not_collected) + 1);
 static_assert(kVendors.size() == static_cast<std::size_t>(Vendor::simulated) + 1);

@@ -47,9 +47,9 @@ inline DeviceSample rich_device(int index) {
     if (p != 1) ps.host_rss_bytes = 2147483648ull + p;
     ps.per_process_exact = p != 2;
     if (p == 1)
-      ps.container = ProcessContainer{"containerd",
-                                      "3f9a1c2b7d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd",
-                                      "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "burstable"};
+      ps.container = ProcessContainer{
+          "containerd", "3f9a1c2b7d4e5f60718293a4b5c6d7e8f90123456789abcdef0123456789abcd",
+          "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "burstable"};
     if (p == 2) ps.container_absent = ContainerAbsent::host;
     if (p == 0)
       ps.engines = {{"compute", Reading::of(55.5, Source::fdinfo)},

@@ -115,9 +115,10 @@ class ProcessTableContainerTest : public ::testing::Test {
 const std::string kContainerId = "4f1c2b9d8e7a6f5c4b3a29180716253443526170819a0b1c2d3e4f5a6b7c8d9e";
 
 TEST_F(ProcessTableContainerTest, EachProcessCarriesItsContainerOrWhyItHasNone) {
-  process(10, "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
-              "5b1c2d3e_4f50_6172_8394_a5b6c7d8e9f0.slice/cri-containerd-" +
-                  kContainerId + ".scope\n");
+  process(10,
+          "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+          "5b1c2d3e_4f50_6172_8394_a5b6c7d8e9f0.slice/cri-containerd-" +
+              kContainerId + ".scope\n");
   process(11, "0::/system.slice/ssh.service\n");
   process(12, "garbage without colons\n");
   process(13, "");  // no cgroup file (the process went away between reads)
@@ -127,8 +128,9 @@ TEST_F(ProcessTableContainerTest, EachProcessCarriesItsContainerOrWhyItHasNone) 
   table.fill(devices);
   const auto& p = devices[0].processes;
   ASSERT_TRUE(p[0].container.has_value());
-  EXPECT_EQ(*p[0].container, (ProcessContainer{"containerd", kContainerId,
-                                                "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "burstable"}));
+  EXPECT_EQ(*p[0].container,
+            (ProcessContainer{"containerd", kContainerId, "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0",
+                              "burstable"}));
   EXPECT_FALSE(p[1].container.has_value());
   EXPECT_EQ(p[1].container_absent, ContainerAbsent::host);
   EXPECT_EQ(p[2].container_absent, ContainerAbsent::malformed);

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 
+#include "gpustream/detail/json_parse.hpp"
 #include "gpustream/json.hpp"
 
 namespace gpustream {
@@ -119,18 +120,34 @@ std::string excerpt(std::string_view text, std::size_t at) {
 
 }  // namespace
 
-json::value parse_json(std::string_view text, json::storage_ptr sp) {
-  json::basic_parser<ExactHandler> p{json::parse_options{}};
+namespace detail {
+
+json::value parse_json_bounded(std::string_view text, json::storage_ptr sp, std::size_t max_depth,
+                               error_code& ec, std::size_t& consumed) {
+  json::parse_options opts;
+  opts.max_depth = max_depth;
+  json::basic_parser<ExactHandler> p{opts};
   p.handler().stack().reset(std::move(sp));
+  ec = {};
+  consumed = p.write_some(false, text.data(), text.size(), ec);
+  if (!ec && consumed < text.size()) ec = json::error::extra_data;
+  if (ec) return nullptr;
+  return p.handler().stack().release();
+}
+
+}  // namespace detail
+
+json::value parse_json(std::string_view text, json::storage_ptr sp) {
   error_code ec;
-  const std::size_t n = p.write_some(false, text.data(), text.size(), ec);
-  if (!ec && n < text.size()) ec = json::error::extra_data;
+  std::size_t n = 0;
+  json::value v =
+      detail::parse_json_bounded(text, std::move(sp), json::parse_options{}.max_depth, ec, n);
   if (ec) {
     throw JsonError("invalid JSON at byte " + std::to_string(n) + " of " +
                     std::to_string(text.size()) + " (near `" + excerpt(text, n) +
                     "`): " + ec.message());
   }
-  return p.handler().stack().release();
+  return v;
 }
 
 GpuSnapshot snapshot_from_json_string(std::string_view text) {

@@ -525,8 +525,9 @@ std::vector<EdgeSample> Telemetry::request_samples(const SubscriptionFilter& fil
     std::optional<std::vector<EdgeSample>> results;
   };
   auto wait = std::make_shared<Wait>();
-  if (impl_->on_own_io_thread()) {
-    // Waiting here would block the thread that takes the samples.
+  // Every probe the filter selects, answered with `error` without sampling.
+  const auto unanswered = [&](const char* error, const std::string& message,
+                              std::int64_t latency_ns) {
     std::vector<EdgeSample> out;
     for (const auto& name : probe_names()) {
       if (!filter.probes.empty() &&
@@ -534,11 +535,17 @@ std::vector<EdgeSample> Telemetry::request_samples(const SubscriptionFilter& fil
         continue;
       EdgeSample e;
       e.probe = name;
-      e.error = "would_block";
-      e.message = "sampling now was asked on the io thread that takes the samples";
+      e.error = error;
+      e.message = message;
+      e.latency_ns = latency_ns;
       out.push_back(std::move(e));
     }
     return out;
+  };
+  if (impl_->on_own_io_thread()) {
+    // Waiting here would block the thread that takes the samples.
+    return unanswered("would_block",
+                      "sampling now was asked on the io thread that takes the samples", 0);
   }
   request_sample(filter, timeout, [wait](std::vector<EdgeSample> r) {
     {
@@ -554,19 +561,9 @@ std::vector<EdgeSample> Telemetry::request_samples(const SubscriptionFilter& fil
     return std::move(*wait->results);
   lock.unlock();
   // The io thread did not answer in time (it is stuck): report every probe as late.
-  std::vector<EdgeSample> out;
-  for (const auto& name : probe_names()) {
-    if (!filter.probes.empty() &&
-        std::find(filter.probes.begin(), filter.probes.end(), name) == filter.probes.end())
-      continue;
-    EdgeSample e;
-    e.probe = name;
-    e.error = "timeout";
-    e.message = "the io thread did not answer within " + std::to_string(timeout.count()) + " ms";
-    e.latency_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout + margin).count();
-    out.push_back(std::move(e));
-  }
-  return out;
+  return unanswered(
+      "timeout", "the io thread did not answer within " + std::to_string(timeout.count()) + " ms",
+      std::chrono::duration_cast<std::chrono::nanoseconds>(timeout + margin).count());
 }
 
 std::vector<SnapshotPtr> Telemetry::sample_now(std::chrono::milliseconds timeout) {

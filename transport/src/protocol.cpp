@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 
+#include "gpustream/detail/json_parse.hpp"
 #include "gpustream/json.hpp"
 
 namespace gpustream::transport {
@@ -136,11 +137,12 @@ void append_escaped(std::string& out, std::string_view raw) {
 
 ClientMessage parse_client_message(std::string_view text) {
   if (!is_valid_utf8(text)) bad("not valid UTF-8 (messages are UTF-8 JSON text)");
-  json::error_code ec;
-  json::parse_options opts;
-  opts.max_depth = 16;
+  // Exact doubles (Boost 1.81's own parse can be an ulp off), so that what a client sent is
+  // what `subscribed` echoes and encode_subscribe gives back (fuzz/targets/client_message.cpp).
   json::monotonic_resource mr;
-  const json::value v = json::parse(json::string_view(text.data(), text.size()), ec, &mr, opts);
+  json::error_code ec;
+  std::size_t consumed = 0;
+  const json::value v = detail::parse_json_bounded(text, &mr, 16, ec, consumed);
   if (ec) bad("not valid JSON: " + ec.message());
   const auto* o = v.if_object();
   if (!o) bad("expected a JSON object");

@@ -74,6 +74,7 @@ transport::ServerOptions server_options(const ServeOptions& o) {
   l.write_timeout = millis(o.write_timeout_seconds);
   l.send_queue_messages = o.send_queue;
   l.max_subscribes_per_connection = o.max_subscribes;
+  so.metrics_processes = o.metrics_processes;
   return so;
 }
 
@@ -125,6 +126,10 @@ void add_serve_options(CLI::App& sub, ServeOptions& o) {
   sub.add_option("--max-subscribes", o.max_subscribes,
                  "Subscribe messages allowed per connection (default 64)")
       ->check(CLI::Range(1, 1000000));
+  sub.add_option("--metrics-processes", o.metrics_processes,
+                 "Per-process series on /metrics (GPU memory and utilization per process, with "
+                 "pid, process and container labels), at most N samples; 0: none (default)")
+      ->check(CLI::Range(0, 100000));
   sub.add_option("--nats", o.nats,
                  "Also publish every snapshot to the NATS server at URL (e.g. "
                  "nats://127.0.0.1:4222) on gpustream.<host>.<probe>");
@@ -148,6 +153,7 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
       {"send_queue", "--send-queue"},
       {"max_subscribes", "--max-subscribes"},
       {"nats", "--nats"},
+      {"metrics_processes", "--metrics-processes"},
   };
   const auto* section = config.probe_settings.section(kServeSection);
   if (!section) return;

@@ -30,6 +30,7 @@ struct ServeOptions {
   std::size_t send_queue = 64;
   std::size_t max_subscribes = 64;
   std::string nats;  // NATS server URL for the bridge (gpustream.<host>.<probe>); empty: none
+  std::size_t metrics_processes = 0;  // per-process /metrics samples at most; 0: none
 };
 
 /// Registers the serve flags on `sub` (the common flags are added separately).
@@ -39,9 +40,9 @@ void add_serve_options(CLI::App& sub, ServeOptions& o);
 /// "token_file", "allow_origins", "allow_hosts", "max_connections", "max_http_connections",
 /// "max_connections_per_address", "tcp_idle_timeout_seconds", "max_message_bytes",
 /// "handshake_timeout_seconds", "idle_timeout_seconds", "write_timeout_seconds", "send_queue",
-/// "max_subscribes", "nats"), checked like the flag; a flag given on the command line wins.
-/// Throws ConfigError for an unknown key or a bad value. Call after `sub` has parsed; the values
-/// land in the ServeOptions that add_serve_options bound to `sub`.
+/// "max_subscribes", "nats", "metrics_processes"), checked like the flag; a flag given on the
+/// command line wins. Throws ConfigError for an unknown key or a bad value. Call after `sub` has
+/// parsed; the values land in the ServeOptions that add_serve_options bound to `sub`.
 void apply_serve_config(const Config& config, CLI::App& sub);
 
 /// Runs until SIGINT/SIGTERM, then stops cleanly (close frames, flush) and returns 0. Prints

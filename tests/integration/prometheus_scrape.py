@@ -51,7 +51,8 @@ def main():
     args = parse_args()
     require_executable(PROMETHEUS, "prometheus")
     promtool_checks()
-    server = Server(args.serve, "--simulate", "2", "--listen", "127.0.0.1:0", "--interval", "0.2")
+    server = Server(args.serve, "--simulate", "2", "--listen", "127.0.0.1:0", "--interval", "0.2",
+                    "--metrics-processes", "100")
     tmp = tempfile.mkdtemp(prefix="gpustream-prom-")
     prom = None
     try:
@@ -127,6 +128,14 @@ scrape_configs:
         if len(used) < 2 or not all(0 <= float(s["value"][1]) <= 1 for s in used):
             fail(f"gpustream:gpu_memory_used:ratio: expected 2 series in 0..1, got {used}")
         print("recorded:", ", ".join(RECORDED), flush=True)
+        # --metrics-processes: per-process series with pid and process labels, none omitted.
+        procs = query(port, "gpustream_gpu_process_memory_bytes") or []
+        if not procs or not all(s["metric"].get("pid") and s["metric"].get("process") for s in procs):
+            fail(f"gpustream_gpu_process_memory_bytes: expected series with pid/process, got {procs}")
+        omitted = query(port, "gpustream_gpu_process_series_omitted") or []
+        if not omitted or omitted[0]["value"][1] != "0":
+            fail(f"gpustream_gpu_process_series_omitted: expected 0, got {omitted}")
+        print(f"per-process series: {len(procs)}", flush=True)
         print("PASS: Prometheus scraped gpustream with the expected series and labels", flush=True)
     finally:
         if prom is not None and prom.poll() is None:

@@ -119,7 +119,8 @@ ServerCounters busy_counters() {
 
 TEST(TransportPrometheus, PromtoolAcceptsProbesWithStatsAndErrorsAndServerCounters) {
   auto counters = busy_counters();
-  expect_promtool_clean(render_prometheus(snapshots_with_errors(), stats_of_every_kind(), &counters));
+  expect_promtool_clean(
+      render_prometheus(snapshots_with_errors(), stats_of_every_kind(), &counters));
 }
 
 TEST(TransportPrometheus, PromtoolAcceptsEachPartAlone) {
@@ -131,8 +132,7 @@ TEST(TransportPrometheus, PromtoolAcceptsEachPartAlone) {
 
 TEST(TransportPrometheus, SampleLatencyIsASummaryOfQuantiles) {
   const auto text = render_prometheus({}, stats_of_every_kind(), nullptr);
-  EXPECT_NE(text.find("# TYPE gpustream_probe_sample_latency_seconds summary\n"),
-            std::string::npos)
+  EXPECT_NE(text.find("# TYPE gpustream_probe_sample_latency_seconds summary\n"), std::string::npos)
       << text;
   EXPECT_NE(text.find("gpustream_probe_sample_latency_seconds{probe=\"sim\",quantile=\"0.99\"} "
                       "0.003\n"),
@@ -152,6 +152,88 @@ TEST(TransportPrometheus, PromtoolRefusesAGaugeWithAQuantileLabel) {
   const auto r = promtool_check(
       "# HELP x_seconds A gauge.\n# TYPE x_seconds gauge\nx_seconds{quantile=\"0.5\"} 1\n");
   EXPECT_NE(r.exit_code, 0) << r.output;
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
+// Two GPUs, three processes: one in a containerd container, one whose pod only is known, one
+// on the host without a utilization figure.
+std::vector<SnapshotPtr> snapshot_with_processes() {
+  GpuSnapshot s;
+  s.probe = "amd";
+  s.devices.resize(2);
+  for (int i = 0; i < 2; ++i) {
+    s.devices[i].id = "gpu" + std::to_string(i);
+    s.devices[i].vendor = Vendor::amd;
+    s.devices[i].name = "Radeon";
+  }
+  ProcessSample a;
+  a.pid = 100;
+  a.name = "trainer \"a\"";
+  a.gpu_memory_bytes = 1024;
+  a.gpu_utilization_percent = 50;
+  a.container = ProcessContainer{"containerd", std::string(64, 'a'), "", ""};
+  ProcessSample b;
+  b.pid = 200;
+  b.name = "conmon";
+  b.gpu_memory_bytes = 2048;
+  b.container =
+      ProcessContainer{"kubernetes", "", "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "burstable"};
+  ProcessSample c;
+  c.pid = 300;
+  c.name = "xorg";
+  c.gpu_memory_bytes = 4096;
+  c.container_absent = ContainerAbsent::host;
+  s.devices[0].processes = {a, b};
+  s.devices[1].processes = {c};
+  return {std::make_shared<const GpuSnapshot>(std::move(s))};
+}
+
+TEST(TransportPrometheus, ProcessSeriesAreOptIn) {
+  const auto text = render_prometheus(snapshot_with_processes(), {}, nullptr);
+  EXPECT_EQ(text.find("gpustream_gpu_process_"), std::string::npos) << text;
+}
+
+TEST(TransportPrometheus, ProcessSeriesCarryPidNameAndContainer) {
+  const auto text = render_prometheus(snapshot_with_processes(), {}, nullptr, {100});
+  EXPECT_NE(text.find("gpustream_gpu_process_memory_bytes{device=\"gpu0\",vendor=\"amd\","
+                      "probe=\"amd\",name=\"Radeon\",pid=\"100\",process=\"trainer \\\"a\\\"\","
+                      "container=\"" +
+                      std::string(64, 'a') + "\"} 1024\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpustream_gpu_process_utilization_ratio{device=\"gpu0\",vendor=\"amd\","
+                      "probe=\"amd\",name=\"Radeon\",pid=\"100\",process=\"trainer \\\"a\\\"\","
+                      "container=\"" +
+                      std::string(64, 'a') + "\"} 0.5\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid=\"200\",process=\"conmon\","
+                      "container=\"pod/5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0\"} 2048\n"),
+            std::string::npos)
+      << text;
+  // A host process has no container label; no utilization series without a figure.
+  EXPECT_NE(text.find("pid=\"300\",process=\"xorg\"} 4096\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pid=\"300\",process=\"xorg\"} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpustream_gpu_process_series_omitted 0\n"), std::string::npos) << text;
+  expect_promtool_clean(text);
+}
+
+TEST(TransportPrometheus, ProcessSeriesAreBoundedAndTheRestCounted) {
+  // Four samples exist (memory x3, utilization x1); a bound of 2 writes 2 and counts 2.
+  const auto text = render_prometheus(snapshot_with_processes(), {}, nullptr, {2});
+  std::size_t samples = 0;
+  for (std::size_t at = 0; (at = text.find("\ngpustream_gpu_process_", at)) != std::string::npos;
+       ++at) {
+    if (text.compare(at + 1, 36, "gpustream_gpu_process_series_omitted") != 0) ++samples;
+  }
+  EXPECT_EQ(samples, 2u) << text;
+  EXPECT_NE(text.find("gpustream_gpu_process_series_omitted 2\n"), std::string::npos) << text;
+  expect_promtool_clean(text);
 }
 
 }  // namespace

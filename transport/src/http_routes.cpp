@@ -129,7 +129,8 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
   if (path == "/metrics") {
     const auto counters = hub.counters();
     return text_response(req, http::status::ok,
-                         render_prometheus(hub.channel().latest(), hub.probe_stats(), &counters),
+                         render_prometheus(hub.channel().latest(), hub.probe_stats(), &counters,
+                                           {hub.options().metrics_processes}),
                          kPrometheusContentType);
   }
   if (path == "/api/v1/snapshot")

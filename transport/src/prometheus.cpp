@@ -173,6 +173,51 @@ void devices(Exposition& e, const GpuSnapshot& s) {
   }
 }
 
+// The container label of a process: its id, else its pod; empty when unknown.
+std::string container_label(const ProcessSample& p) {
+  if (!p.container) return {};
+  if (!p.container->id.empty()) return p.container->id;
+  if (!p.container->pod_uid.empty()) return "pod/" + p.container->pod_uid;
+  return {};
+}
+
+void processes(Exposition& e, const std::vector<SnapshotPtr>& latest, std::size_t max_series) {
+  const auto memory = e.family("gpustream_gpu_process_memory_bytes", "gauge",
+                               "GPU memory a process uses on the device.");
+  const auto util = e.family("gpustream_gpu_process_utilization_ratio", "gauge",
+                             "Share of the device a process used (0..1).");
+  std::size_t written = 0;
+  std::uint64_t omitted = 0;
+  const auto put = [&](std::size_t family, const Labels& l, double v) {
+    if (written < max_series) {
+      e.sample(family, l, v);
+      ++written;
+    } else {
+      ++omitted;
+    }
+  };
+  for (const auto& s : latest) {
+    if (!s) continue;
+    for (const auto& d : s->devices) {
+      for (const auto& p : d.processes) {
+        if (!p.gpu_memory_bytes && !p.gpu_utilization_percent) continue;
+        Labels l{{"device", d.id},
+                 {"vendor", std::string(to_string(d.vendor))},
+                 {"probe", s->probe},
+                 {"name", d.name},
+                 {"pid", std::to_string(p.pid)},
+                 {"process", p.name}};
+        if (auto c = container_label(p); !c.empty()) l.emplace_back("container", std::move(c));
+        if (p.gpu_memory_bytes) put(memory, l, static_cast<double>(*p.gpu_memory_bytes));
+        if (p.gpu_utilization_percent) put(util, l, *p.gpu_utilization_percent / 100);
+      }
+    }
+  }
+  e.sample(e.family("gpustream_gpu_process_series_omitted", "gauge",
+                    "Per-process samples left out by the --metrics-processes bound."),
+           Labels{}, omitted);
+}
+
 void host(Exposition& e, const GpuSnapshot& s) {
   if (!s.host) return;
   const auto& h = *s.host;
@@ -319,11 +364,12 @@ std::string escape_label_value(std::string_view v) {
 }
 
 std::string render_prometheus(const std::vector<SnapshotPtr>& latest,
-                              const std::vector<ProbeStats>& stats,
-                              const ServerCounters* counters) {
+                              const std::vector<ProbeStats>& stats, const ServerCounters* counters,
+                              const PrometheusOptions& options) {
   Exposition e;
   for (const auto& s : latest)
     if (s) devices(e, *s);
+  if (options.max_process_series > 0) processes(e, latest, options.max_process_series);
   for (const auto& s : latest)
     if (s) host(e, *s);
   for (const auto& s : latest)

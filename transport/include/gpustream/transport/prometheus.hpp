@@ -23,9 +23,20 @@ namespace gpustream::transport {
 inline constexpr std::string_view kPrometheusContentType =
     "text/plain; version=0.0.4; charset=utf-8";
 
+/// Per-process series (opt-in: one series per GPU process and device is a cardinality the
+/// operator must choose): gpustream_gpu_process_memory_bytes and
+/// gpustream_gpu_process_utilization_ratio with the device's labels plus `pid`, `process` (its
+/// name) and, when known, `container` (the container id; `pod/<uid>` when only the Kubernetes
+/// pod is known). At most `max_process_series` samples in all; the rest are counted in
+/// gpustream_gpu_process_series_omitted.
+struct PrometheusOptions {
+  std::size_t max_process_series = 0;  // 0: no per-process series
+};
+
 /// `counters` may be null (no server families then).
 std::string render_prometheus(const std::vector<SnapshotPtr>& latest,
-                              const std::vector<ProbeStats>& stats, const ServerCounters* counters);
+                              const std::vector<ProbeStats>& stats, const ServerCounters* counters,
+                              const PrometheusOptions& options = {});
 
 /// A label value escaped for the exposition format (\\, \", \n).
 std::string escape_label_value(std::string_view v);

@@ -94,6 +94,8 @@ struct ServerOptions {
   /// oldest sequence is evicted first when either is exceeded.
   std::size_t encoded_cache = 256;
   std::size_t encoded_cache_bytes = 32 * 1024 * 1024;
+  /// Per-process series on /metrics, at most this many samples; 0: none (PrometheusOptions).
+  std::size_t metrics_processes = 0;
 };
 
 /// The server's own counters (monotonic except the *_open gauges).

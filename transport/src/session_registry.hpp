@@ -28,7 +28,7 @@ enum class ConnKind { http, websocket, tcp };
 class Connection {
  public:
   using Clock = std::chrono::steady_clock;
-  Connection(ConnKind kind, boost::asio::ip::address peer) : kind_(kind), peer_(peer) {}
+  Connection(ConnKind kind, boost::asio::ip::address peer) : kind_(kind), peer_(std::move(peer)) {}
   virtual ~Connection() = default;
   /// graceful: finish what is queued, then close (WebSocket close frame). Otherwise abort.
   virtual void shutdown(bool graceful) = 0;

@@ -4,6 +4,11 @@
 # installs what it chooses (set GPUSTREAM_INSTALL=ON to install gpustream with it). CLI11 is
 # looked for only when the CLI is built.
 option(GPUSTREAM_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
+# OFF: the GoogleTest suites (tests/<folder>/) stay configured (their compile commands are in
+# compile_commands.json for clang-tidy) but are not built by default nor registered with ctest;
+# the other tests (integration, browser, Python, install, package, docs) still are. The full
+# test command builds the suites once, in the sanitizer build, not twice (scripts/test.sh).
+option(GPUSTREAM_TEST_SUITES "Build and register the GoogleTest suites" ON)
 option(GPUSTREAM_BUILD_BENCHMARKS "Build the Google Benchmark programs" ${PROJECT_IS_TOP_LEVEL})
 option(GPUSTREAM_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
 option(GPUSTREAM_BUILD_CLI "Build the gpustream command-line tool (needs CLI11)"

@@ -3,12 +3,16 @@
 # command and the only thing .ci/run calls.
 #
 #   1. installs missing Debian packages (scripts/deps.sh test)
-#   2. normal build (RelWithDebInfo) + every test, benchmarks built and smoke-run once
-#   3. AddressSanitizer + UndefinedBehaviorSanitizer build + every test
+#   2. normal build (RelWithDebInfo) + the tests that need an uninstrumented build (integration
+#      with real Prometheus/NATS/Chromium, Python module, install, .deb, docs), benchmarks built
+#      and smoke-run once; then lint
+#   3. AddressSanitizer + UndefinedBehaviorSanitizer build + every test, the GoogleTest suites
+#      included (they are compiled once, here, not in both builds: half the normal build's time)
 #   4. ThreadSanitizer build + the channel and scheduler tests
 #   5. the fuzz targets (clang + libFuzzer, build-fuzz/), 12 s each (scripts/fuzz.sh)
 #
-# Options:  --quick   step 2 only (for a fast edit-test loop)
+# Options:  --quick   step 2 only, with the GoogleTest suites built and run in build/ too
+#                     (for a fast edit-test loop, no sanitizer)
 #           --jobs N  parallel jobs (default: nproc)
 # Build trees: build/ (normal), build-asan/, build-tsan/, build-fuzz/. ccache is used when present.
 set -euo pipefail
@@ -97,7 +101,11 @@ fi
 if [ "$(id -u)" -eq 0 ]; then export GPUSTREAM_DEB_TEST_REQUIRE_INSTALL=1; fi
 
 step "normal build (build/)"
-configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# The GoogleTest suites run in the sanitizer build (step 3); --quick has no step 3, so it runs
+# them here.
+suites=OFF
+if [ "$quick" -eq 1 ]; then suites=ON; fi
+configure build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSTREAM_TEST_SUITES=$suites
 cmake --build build -j "$jobs"
 step "tests (build/)"
 run_ctest build

@@ -251,6 +251,15 @@ void BM_CopyPerSubscriberBaseline(benchmark::State& state) {
   report(state, total, n, delivered);
 }
 
+// What publish adds for the channel's byte bounds: approx_bytes of the same snapshot, once per
+// publish (compare with BM_ChannelFanout/1).
+void BM_ApproxBytes(benchmark::State& state) {
+  const GpuSnapshot& s = big_snapshot();
+  for (auto _ : state) benchmark::DoNotOptimize(approx_bytes(s));
+  state.counters["bytes"] = static_cast<double>(approx_bytes(s));
+}
+
+BENCHMARK(BM_ApproxBytes);
 BENCHMARK(BM_ChannelFanout)->Arg(1)->Arg(64)->Arg(1024)->UseManualTime();
 BENCHMARK(BM_CopyPerSubscriberBaseline)->Arg(1)->Arg(64)->Arg(1024)->UseManualTime();
 BENCHMARK(BM_ChannelFanoutStrandExecutors)->Arg(64)->UseManualTime();

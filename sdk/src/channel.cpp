@@ -24,6 +24,12 @@ std::vector<std::shared_ptr<detail::Subscriber>>& wake_list() {
   return list;
 }
 
+/// History entries evicted by a publish, released after unlocking; a stack like wake_list().
+std::vector<SnapshotPtr>& evicted_list() {
+  thread_local std::vector<SnapshotPtr> list;
+  return list;
+}
+
 }  // namespace
 
 std::string_view to_string(Backpressure p) noexcept {
@@ -73,8 +79,10 @@ void ChannelState::add(const std::shared_ptr<Subscriber>& sub,
       const std::uint64_t missed = from + 1 < oldest ? oldest - from - 1 : 0;
       wake = sub->start_after(from, missed);
       for (std::size_t i = 0; i < history_size_; ++i) {
-        const SnapshotPtr& h = history_[(history_head_ + i) % history_.size()];
-        if (h->sequence > from && sub->filter().matches(*h)) wake = sub->offer(h) || wake;
+        const std::size_t slot = (history_head_ + i) % history_.size();
+        const SnapshotPtr& h = history_[slot];
+        if (h->sequence > from && sub->filter().matches(*h))
+          wake = sub->offer(h, history_entry_bytes_[slot]) || wake;
       }
     }
     subscribers_.push_back(sub);
@@ -95,8 +103,10 @@ void ChannelState::remove(const Subscriber* sub) {
 
 }  // namespace detail
 
-SnapshotChannel::SnapshotChannel(boost::asio::any_io_executor ex, std::size_t history_capacity)
-    : state_(std::make_shared<detail::ChannelState>(std::move(ex), history_capacity)) {}
+SnapshotChannel::SnapshotChannel(boost::asio::any_io_executor ex, std::size_t history_capacity,
+                                 std::size_t history_max_bytes)
+    : state_(std::make_shared<detail::ChannelState>(std::move(ex), history_capacity,
+                                                    history_max_bytes)) {}
 
 SnapshotChannel::~SnapshotChannel() {
   std::vector<std::shared_ptr<detail::Subscriber>> subs;
@@ -109,10 +119,12 @@ SnapshotChannel::~SnapshotChannel() {
 
 SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
   auto snap = std::make_shared<GpuSnapshot>(std::move(s));
-  SnapshotPtr evicted;   // the oldest history entry, released after unlocking
+  const std::size_t bytes = approx_bytes(*snap);
   SnapshotPtr replaced;  // the previous latest of this probe
   auto& wake = wake_list();
   const std::size_t mark = wake.size();
+  auto& evicted = evicted_list();  // oldest history entries, released after unlocking
+  const std::size_t evicted_mark = evicted.size();
   {
     auto& st = *state_;
     std::lock_guard lock(st.mu_);
@@ -120,13 +132,21 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
     SnapshotPtr ptr = snap;
     if (!st.history_.empty()) {
       const std::size_t cap = st.history_.size();
-      if (st.history_size_ < cap) {
-        st.history_[(st.history_head_ + st.history_size_) % cap] = ptr;
-        ++st.history_size_;
-      } else {
-        evicted = std::exchange(st.history_[st.history_head_], ptr);
+      auto evict_oldest = [&] {
+        evicted.push_back(std::move(st.history_[st.history_head_]));
+        st.history_bytes_ -= st.history_entry_bytes_[st.history_head_];
         st.history_head_ = (st.history_head_ + 1) % cap;
-      }
+        --st.history_size_;
+      };
+      // The byte bound first (keeping room for this one), then the count.
+      while (st.history_size_ > 0 && st.history_bytes_ + bytes > st.history_max_bytes_)
+        evict_oldest();
+      if (st.history_size_ == cap) evict_oldest();
+      const std::size_t slot = (st.history_head_ + st.history_size_) % cap;
+      st.history_[slot] = ptr;
+      st.history_entry_bytes_[slot] = bytes;
+      st.history_bytes_ += bytes;
+      ++st.history_size_;
     }
     auto it = std::find_if(st.latest_.begin(), st.latest_.end(),
                            [&](const SnapshotPtr& l) { return l->probe == ptr->probe; });
@@ -135,8 +155,9 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
     else
       st.latest_.push_back(ptr);
     for (const auto& sub : st.subscribers_)
-      if (sub->filter().matches(*ptr) && sub->offer(ptr)) wake.push_back(sub);
+      if (sub->filter().matches(*ptr) && sub->offer(ptr, bytes)) wake.push_back(sub);
   }
+  evicted.erase(evicted.begin() + static_cast<std::ptrdiff_t>(evicted_mark), evicted.end());
   // Index-based: wake() may run a nested publish on this thread, which uses the list above us.
   for (std::size_t i = mark; i < wake.size(); ++i) {
     auto sub = std::move(wake[i]);
@@ -156,7 +177,7 @@ Subscription SnapshotChannel::subscribe(SubscribeOptions options,
   return Subscription(std::move(sub), state_);
 }
 
-std::shared_ptr<SnapshotQueue> SnapshotChannel::subscribe_queue(SubscribeOptions options) {
+std::shared_ptr<SnapshotQueue> SnapshotChannel::subscribe_queue(const SubscribeOptions& options) {
   auto sub = std::make_shared<detail::Subscriber>(options);
   state_->add(sub, options.since);
   return std::shared_ptr<SnapshotQueue>(new SnapshotQueue(std::move(sub), state_));
@@ -208,6 +229,20 @@ std::size_t SnapshotChannel::subscriber_count() const {
 }
 
 std::size_t SnapshotChannel::history_capacity() const noexcept { return state_->history_.size(); }
+
+std::size_t SnapshotChannel::history_max_bytes() const noexcept {
+  return state_->history_max_bytes_;
+}
+
+std::size_t SnapshotChannel::history_size() const {
+  std::lock_guard lock(state_->mu_);
+  return state_->history_size_;
+}
+
+std::size_t SnapshotChannel::history_bytes() const {
+  std::lock_guard lock(state_->mu_);
+  return state_->history_bytes_;
+}
 
 const std::string& SnapshotChannel::instance() const noexcept { return state_->instance_; }
 

@@ -66,15 +66,17 @@ class SlotAllocator {
 /// One queued snapshot. `missed_before` snapshots were lost just before it (a Gap to report).
 struct Pending {
   SnapshotPtr snap;
+  std::size_t bytes = 0;  // approx_bytes(*snap)
   std::uint64_t missed_before = 0;
   GapReason reason = GapReason::dropped_slow_subscriber;
 };
 
-/// Fixed-capacity FIFO, allocated once.
+/// Fixed-capacity FIFO, allocated once. Counts the bytes of what it holds.
 class PendingRing {
  public:
   explicit PendingRing(std::size_t capacity) : buf_(capacity) {}
   std::size_t size() const noexcept { return size_; }
+  std::size_t bytes() const noexcept { return bytes_; }
   bool empty() const noexcept { return size_ == 0; }
   bool full() const noexcept { return size_ == buf_.size(); }
   Pending& at(std::size_t i) noexcept { return buf_[(head_ + i) % buf_.size()]; }
@@ -88,6 +90,7 @@ class PendingRing {
   std::vector<Pending> buf_;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
+  std::size_t bytes_ = 0;
 };
 
 /// One subscriber: a callback subscriber (with an executor) or a queue.
@@ -106,8 +109,9 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   /// Resume bookkeeping before any offer: the stream continues after `since`, and `missed`
   /// sequence numbers are gone from the history. True when the caller must call wake().
   bool start_after(std::uint64_t since, std::uint64_t missed_from_history);
-  /// Queues `s` under the policy. True when the caller must call wake() (after unlocking).
-  bool offer(const SnapshotPtr& s);
+  /// Queues `s` (approx_bytes `bytes`) under the policy. True when the caller must call wake()
+  /// (after unlocking).
+  bool offer(const SnapshotPtr& s, std::size_t bytes);
 
   // --- any thread, no channel lock ---
   void wake();
@@ -122,6 +126,7 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   bool active() const;
   bool closed() const;
   std::size_t size() const;
+  std::size_t bytes() const;
   std::uint64_t dropped() const noexcept { return dropped_.load(std::memory_order_relaxed); }
   std::uint64_t lost() const noexcept { return lost_.load(std::memory_order_relaxed); }
 
@@ -134,11 +139,16 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   void run_delivery();
   std::optional<QueueItem> take_locked();
   void add_missed_locked(std::uint64_t n, GapReason why);
+  /// With mu_ held: no room for one more snapshot of `bytes` (count or byte bound reached).
+  bool full_for_locked(std::size_t bytes) const noexcept;
+  /// With mu_ held, drop_oldest: drops the oldest queued snapshot, carrying its gap forward.
+  void drop_oldest_locked();
   void invoke(QueueItem& item) noexcept;
 
   const SubscriptionFilter filter_;
   const Backpressure policy_;
   const std::size_t capacity_;
+  const std::size_t max_bytes_;
   const bool queue_mode_;
   boost::asio::any_io_executor executor_;
   SnapshotFn on_snapshot_;  // touched only by the delivering thread, or when none runs
@@ -165,8 +175,13 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
 /// The channel's shared state; Subscription and SnapshotQueue keep a weak_ptr to it.
 class ChannelState {
  public:
-  ChannelState(boost::asio::any_io_executor ex, std::size_t history_capacity)
-      : ex_(std::move(ex)), history_(history_capacity), instance_(new_instance_id()) {}
+  ChannelState(boost::asio::any_io_executor ex, std::size_t history_capacity,
+               std::size_t history_max_bytes)
+      : ex_(std::move(ex)),
+        history_(history_capacity),
+        history_entry_bytes_(history_capacity),
+        history_max_bytes_(history_max_bytes),
+        instance_(new_instance_id()) {}
 
   static std::string new_instance_id();
 
@@ -178,6 +193,9 @@ class ChannelState {
   std::vector<SnapshotPtr> history_;  // ring of history_.size() slots
   std::size_t history_head_ = 0;      // index of the oldest
   std::size_t history_size_ = 0;
+  std::vector<std::size_t> history_entry_bytes_;  // approx_bytes of each slot's snapshot
+  std::size_t history_bytes_ = 0;
+  const std::size_t history_max_bytes_;
   std::vector<SnapshotPtr> latest_;   // newest per probe
   std::uint64_t last_sequence_ = 0;
   const std::string instance_;

@@ -24,6 +24,7 @@ std::string_view to_string(GapReason r) noexcept {
 }
 
 void PendingRing::push_back(Pending p) noexcept {
+  bytes_ += p.bytes;
   buf_[(head_ + size_) % buf_.size()] = std::move(p);
   ++size_;
 }
@@ -32,10 +33,12 @@ Pending PendingRing::pop_front() noexcept {
   Pending p = std::move(buf_[head_]);
   head_ = (head_ + 1) % buf_.size();
   --size_;
+  bytes_ -= p.bytes;
   return p;
 }
 
 void PendingRing::erase(std::size_t i) noexcept {
+  bytes_ -= at(i).bytes;
   for (std::size_t k = i; k + 1 < size_; ++k) at(k) = std::move(at(k + 1));
   at(size_ - 1) = Pending{};
   --size_;
@@ -51,6 +54,7 @@ Subscriber::Subscriber(const SubscribeOptions& o, boost::asio::any_io_executor e
     : filter_(o.filter),
       policy_(o.policy),
       capacity_(std::max<std::size_t>(1, o.capacity)),
+      max_bytes_(o.max_bytes),
       queue_mode_(false),
       executor_(std::move(ex)),
       on_snapshot_(std::move(on_snap)),
@@ -61,6 +65,7 @@ Subscriber::Subscriber(const SubscribeOptions& o)
     : filter_(o.filter),
       policy_(o.policy),
       capacity_(std::max<std::size_t>(1, o.capacity)),
+      max_bytes_(o.max_bytes),
       queue_mode_(true),
       ring_(capacity_) {}
 
@@ -80,7 +85,27 @@ bool Subscriber::start_after(std::uint64_t since, std::uint64_t missed_from_hist
   return true;
 }
 
-bool Subscriber::offer(const SnapshotPtr& s) {
+bool Subscriber::full_for_locked(std::size_t bytes) const noexcept {
+  if (ring_.full()) return true;
+  // A queue always takes one snapshot, however large: an empty one is never full.
+  return !ring_.empty() && (ring_.bytes() > max_bytes_ || bytes > max_bytes_ - ring_.bytes());
+}
+
+void Subscriber::drop_oldest_locked() {
+  Pending old = ring_.pop_front();
+  dropped_.fetch_add(1, std::memory_order_relaxed);
+  const std::uint64_t carry = old.missed_before + 1;
+  const GapReason why = old.missed_before > 0 ? old.reason : GapReason::dropped_slow_subscriber;
+  if (ring_.empty()) {
+    add_missed_locked(carry, why);
+  } else {
+    Pending& front = ring_.front();
+    if (front.missed_before == 0) front.reason = why;
+    front.missed_before += carry;
+  }
+}
+
+bool Subscriber::offer(const SnapshotPtr& s, std::size_t bytes) {
   std::lock_guard lock(mu_);
   if (!active_) return false;
   switch (policy_) {
@@ -92,36 +117,23 @@ bool Subscriber::offer(const SnapshotPtr& s) {
           break;
         }
       }
-      if (ring_.full()) {  // more probes than capacity
+      while (full_for_locked(bytes)) {  // more probes than capacity, or than max_bytes holds
         ring_.pop_front();
         dropped_.fetch_add(1, std::memory_order_relaxed);
       }
       break;
     case Backpressure::drop_oldest:
-      if (ring_.full()) {
-        Pending old = ring_.pop_front();
-        dropped_.fetch_add(1, std::memory_order_relaxed);
-        const std::uint64_t carry = old.missed_before + 1;
-        const GapReason why =
-            old.missed_before > 0 ? old.reason : GapReason::dropped_slow_subscriber;
-        if (ring_.empty()) {
-          add_missed_locked(carry, why);
-        } else {
-          Pending& front = ring_.front();
-          if (front.missed_before == 0) front.reason = why;
-          front.missed_before += carry;
-        }
-      }
+      while (full_for_locked(bytes)) drop_oldest_locked();
       break;
     case Backpressure::lossless:
-      if (ring_.full()) {
+      if (full_for_locked(bytes)) {
         lost_.fetch_add(1, std::memory_order_relaxed);
         add_missed_locked(1, GapReason::lossless);
-        return false;  // the queue is full, so its consumer has already been woken
+        return false;  // the queue holds something, so its consumer has already been woken
       }
       break;
   }
-  ring_.push_back(Pending{s, pending_missed_, pending_reason_});
+  ring_.push_back(Pending{s, bytes, pending_missed_, pending_reason_});
   pending_missed_ = 0;
   if (queue_mode_) return waiters_ > 0;
   if (scheduled_) return false;
@@ -284,6 +296,11 @@ std::size_t Subscriber::size() const {
   return ring_.size();
 }
 
+std::size_t Subscriber::bytes() const {
+  std::lock_guard lock(mu_);
+  return ring_.bytes();
+}
+
 }  // namespace detail
 
 // --- Subscription ---
@@ -341,6 +358,7 @@ void SnapshotQueue::close() {
 
 bool SnapshotQueue::closed() const { return sub_->closed(); }
 std::size_t SnapshotQueue::size() const { return sub_->size(); }
+std::size_t SnapshotQueue::bytes() const { return sub_->bytes(); }
 std::uint64_t SnapshotQueue::dropped() const { return sub_->dropped(); }
 std::uint64_t SnapshotQueue::lost() const { return sub_->lost(); }
 

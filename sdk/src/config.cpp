@@ -17,6 +17,9 @@
 namespace gpustream {
 namespace {
 
+constexpr std::int64_t kMinHistoryBytes = std::int64_t{64} << 10;
+constexpr std::int64_t kMaxHistoryBytes = std::int64_t{1} << 40;
+
 [[noreturn]] void fail(const std::string& key, const std::string& what) {
   throw ConfigError("config key '" + key + "': " + what);
 }
@@ -63,7 +66,7 @@ std::string unknown_key_message(const ConfigSections& sections) {
       "unknown key (the SDK's keys: probes, simulate, simulate_when_no_gpu, seed, "
       "interval_seconds, probe_intervals_seconds, sample_timeout_seconds, "
       "backoff_initial_seconds, backoff_max_seconds, sysfs_root, procfs_root, "
-      "devfs_root, watch_pids, history, library_session, log_level";
+      "devfs_root, watch_pids, history, history_max_bytes, library_session, log_level";
   if (sections.empty()) return out + "; or a section of settings, which is an object)";
   out += "; sections: ";
   for (std::size_t i = 0; i < sections.size(); ++i) out += (i ? ", " : "") + sections[i];
@@ -183,6 +186,11 @@ Config config_from_json(const boost::json::value& v, Config c, const ConfigSecti
       const auto n = as_int(val, key);
       if (n < 1 || n > 1'000'000) fail(key, "expected 1..1000000");
       c.history = static_cast<std::size_t>(n);
+    } else if (key == "history_max_bytes") {
+      const auto n = as_int(val, key);
+      if (n < kMinHistoryBytes || n > kMaxHistoryBytes)
+        fail(key, "expected 65536..1099511627776 (64 KiB..1 TiB)");
+      c.history_max_bytes = static_cast<std::size_t>(n);
     } else if (key == "library_session") {
       const auto mode = parse_library_session_mode(as_string(val, key));
       if (!mode) fail(key, "expected \"persistent\" or \"lazy\"");
@@ -216,6 +224,10 @@ void validate_config(const Config& c) {
   positive("backoff_initial_seconds", c.backoff_initial);
   positive("backoff_max_seconds", c.backoff_max);
   if (c.history < 1) fail("history", "expected 1..1000000, got 0");
+  if (c.history_max_bytes < static_cast<std::size_t>(kMinHistoryBytes) ||
+      c.history_max_bytes > static_cast<std::size_t>(kMaxHistoryBytes))
+    fail("history_max_bytes", "expected 65536..1099511627776 (64 KiB..1 TiB), got " +
+                                  std::to_string(c.history_max_bytes));
   for (const auto pid : c.watch_pids)
     if (pid <= 0) fail("watch_pids", "pids are positive integers, got " + std::to_string(pid));
   if (!c.log_level.empty() && !log_level_from_string(c.log_level))

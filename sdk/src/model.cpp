@@ -1,6 +1,7 @@
 #include "gpustream/model.hpp"
 
 #include <algorithm>
+#include <type_traits>
 
 namespace gpustream {
 namespace {
@@ -100,6 +101,68 @@ void derive_metrics(DeviceSample& d) noexcept {
   const auto& used = d.metrics[Metric::memory_used_bytes];
   if (free || !total || !used) return;
   free = Reading::of(std::max(0.0, total.value() - used.value()), Source::derived);
+}
+
+namespace {
+
+// What a string owns beyond its own object: the buffer, when it is not the small-string one.
+std::size_t heap_of(const std::string& s) noexcept {
+  static const std::size_t kInline = std::string().capacity();
+  return s.capacity() > kInline ? s.capacity() + 1 : 0;
+}
+
+template <typename T>
+std::size_t buffer_of(const std::vector<T>& v) noexcept {
+  return v.capacity() * sizeof(T);
+}
+
+template <typename K, typename V>
+std::size_t map_heap_of(const std::map<K, V>& m) noexcept {
+  // A red-black tree node: colour + three links, then the pair.
+  constexpr std::size_t kNode = 4 * sizeof(void*) + sizeof(typename std::map<K, V>::value_type);
+  std::size_t n = m.size() * kNode;
+  for (const auto& [k, v] : m) {
+    if constexpr (std::is_same_v<K, std::string>) n += heap_of(k);
+    if constexpr (std::is_same_v<V, std::string>) n += heap_of(v);
+  }
+  return n;
+}
+
+std::size_t heap_of(const std::vector<EngineSample>& engines) noexcept {
+  std::size_t n = buffer_of(engines);
+  for (const auto& e : engines) n += heap_of(e.name);
+  return n;
+}
+
+std::size_t heap_of(const ProcessSample& p) noexcept {
+  std::size_t n = heap_of(p.name) + heap_of(p.engines);
+  if (p.container)
+    n += heap_of(p.container->runtime) + heap_of(p.container->id) + heap_of(p.container->pod_uid) +
+         heap_of(p.container->qos);
+  return n;
+}
+
+std::size_t heap_of(const DeviceSample& d) noexcept {
+  std::size_t n = heap_of(d.id) + heap_of(d.name) + heap_of(d.pci_bus_id) +
+                  buffer_of(d.throttle_reasons) + heap_of(d.engines) + buffer_of(d.processes) +
+                  map_heap_of(d.attributes);
+  for (const auto& t : d.throttle_reasons) n += heap_of(t);
+  for (const auto& p : d.processes) n += heap_of(p);
+  return n;
+}
+
+}  // namespace
+
+std::size_t approx_bytes(const GpuSnapshot& s) noexcept {
+  std::size_t n =
+      sizeof(GpuSnapshot) + heap_of(s.probe) + buffer_of(s.devices) + buffer_of(s.errors);
+  for (const auto& d : s.devices) n += heap_of(d);
+  for (const auto& e : s.errors) n += heap_of(e.code) + heap_of(e.message) + heap_of(e.device);
+  if (s.host) {
+    n += buffer_of(s.host->processes) + map_heap_of(s.host->metrics);
+    for (const auto& p : s.host->processes) n += heap_of(p.name);
+  }
+  return n;
 }
 
 std::int64_t wall_now_ns() noexcept {

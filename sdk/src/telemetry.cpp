@@ -83,7 +83,7 @@ struct Telemetry::Impl {
         own_io(std::move(own)),
         io(std::move(ex)),
         pool(2),
-        channel(io, config.history) {}
+        channel(io, config.history, config.history_max_bytes) {}
 
   bool on_own_io_thread() const noexcept { return own_io && t_io_thread_of == this; }
 

@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
-#include <boost/json/parse.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/json/parse.hpp>
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/config.hpp"
@@ -100,6 +101,9 @@ TEST(ConfigValidation, EachFieldIsNamed) {
   c.history = 0;
   expect_named(c, "history");
   c = {};
+  c.history_max_bytes = 1000;
+  expect_named(c, "history_max_bytes");
+  c = {};
   c.watch_pids = {12, 0};
   expect_named(c, "watch_pids");
   c = {};
@@ -135,6 +139,16 @@ TEST(ConfigValidation, TheConfigFileUsesTheSameBound) {
   }
   EXPECT_EQ(config_from_json(boost::json::parse(R"({"simulate": 64})")).simulate, 64);
   EXPECT_THROW(config_from_json(boost::json::parse(R"({"log_level": "loud"})")), ConfigError);
+}
+
+TEST(ConfigValidation, HistoryBytesReachTheChannel) {
+  EXPECT_EQ(Config{}.history_max_bytes, kDefaultHistoryMaxBytes);
+  const auto c = config_from_json(boost::json::parse(R"({"history_max_bytes": 1048576})"));
+  EXPECT_EQ(c.history_max_bytes, 1048576u);
+  EXPECT_THROW(config_from_json(boost::json::parse(R"({"history_max_bytes": 4096})")), ConfigError);
+  boost::asio::io_context io;
+  Telemetry t(c, known_names_factory(std::make_shared<std::atomic<int>>(0)), io.get_executor());
+  EXPECT_EQ(t.channel().history_max_bytes(), 1048576u);
 }
 
 // The SDK knows no probe names: sections are whatever the caller says they are.

@@ -27,7 +27,9 @@ namespace gpustream {
 
 using SnapshotPtr = std::shared_ptr<const GpuSnapshot>;
 
-/// What happens when a subscriber falls behind (its queue holds `capacity` snapshots).
+/// What happens when a subscriber falls behind (its queue holds `capacity` snapshots, or
+/// `max_bytes` of them: a queue is full when either bound is reached; it always takes at least
+/// one snapshot, however large).
 ///  - latest:      keep only the newest snapshot per probe; replaced ones count in dropped().
 ///                 No Gap is reported (a planner only wants the present).
 ///  - drop_oldest: keep the newest `capacity`; the oldest is dropped, counted in dropped(), and
@@ -74,6 +76,8 @@ struct SubscribeOptions {
   SubscriptionFilter filter;
   Backpressure policy = Backpressure::drop_oldest;
   std::size_t capacity = 64;  // queue bound for this subscriber (at least 1)
+  /// Byte bound of this subscriber's queue (approx_bytes of what it holds).
+  std::size_t max_bytes = kDefaultSubscriberMaxBytes;
   /// Resume: first deliver the history with sequence > *since, in order, then live snapshots,
   /// with neither a gap nor a duplicate between them. A Gap("history_too_old") comes first when
   /// the history no longer reaches back to *since + 1.
@@ -140,6 +144,8 @@ class SnapshotQueue {
   bool closed() const;
   /// Snapshots waiting (a pending Gap is not counted).
   std::size_t size() const;
+  /// approx_bytes of the snapshots waiting.
+  std::size_t bytes() const;
   std::uint64_t dropped() const;
   std::uint64_t lost() const;
 
@@ -161,7 +167,10 @@ class SnapshotQueue {
 /// executor runs them. The executor must outlive pending deliveries, as usual with Asio.
 class SnapshotChannel {
  public:
-  explicit SnapshotChannel(boost::asio::any_io_executor ex, std::size_t history_capacity = 1024);
+  /// The history keeps the newest `history_capacity` snapshots, fewer when they exceed
+  /// `history_max_bytes` (approx_bytes; at least the newest one is kept). 0 capacity: none.
+  explicit SnapshotChannel(boost::asio::any_io_executor ex, std::size_t history_capacity = 1024,
+                           std::size_t history_max_bytes = kDefaultHistoryMaxBytes);
   ~SnapshotChannel();
   SnapshotChannel(const SnapshotChannel&) = delete;
   SnapshotChannel& operator=(const SnapshotChannel&) = delete;
@@ -174,7 +183,7 @@ class SnapshotChannel {
                          std::function<void(const SnapshotPtr&)> on_snapshot,
                          std::function<void(const Gap&)> on_gap = {});
   /// Unsubscribe with SnapshotQueue::close() or by dropping the last shared_ptr.
-  std::shared_ptr<SnapshotQueue> subscribe_queue(SubscribeOptions options);
+  std::shared_ptr<SnapshotQueue> subscribe_queue(const SubscribeOptions& options);
 
   /// The newest snapshot of each probe, in order of the probes' first publication.
   std::vector<SnapshotPtr> latest() const;
@@ -187,6 +196,10 @@ class SnapshotChannel {
   std::uint64_t last_sequence() const;
   std::size_t subscriber_count() const;
   std::size_t history_capacity() const noexcept;
+  std::size_t history_max_bytes() const noexcept;
+  /// How many snapshots, and how many bytes of them, the history holds now.
+  std::size_t history_size() const;
+  std::size_t history_bytes() const;
   /// A random id of this channel's sequence space (16 hex digits), fixed for its lifetime. A
   /// remote client that sees it change knows the sequence numbers started again (a restarted
   /// server), even when the new ones have already passed the client's own.

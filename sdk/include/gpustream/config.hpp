@@ -57,6 +57,8 @@ struct Config {
   std::vector<std::int64_t> watch_pids;
   /// Snapshots kept for resume by sequence number.
   std::size_t history = 1024;
+  /// ... and at most this many bytes of them (approx_bytes; the newest is always kept).
+  std::size_t history_max_bytes = kDefaultHistoryMaxBytes;
   /// Named sections of settings that belong to a part outside the SDK: a probe's (e.g.
   /// probe_settings.set("nvidia", "library", "..."); the registry row says which section is
   /// whose) or the transport's ("serve"). The SDK stores them; their owners check them.

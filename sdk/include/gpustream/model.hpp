@@ -297,6 +297,20 @@ struct GpuSnapshot {
   const DeviceSample* find_device(std::string_view id) const noexcept;
 };
 
+/// The memory a snapshot holds, in bytes: the object and everything it owns (vector and string
+/// buffers beyond the small-string buffer, map nodes). An estimate that never undercounts the
+/// heap a copy of the snapshot allocates by much (tests/model/snapshot_bytes_test.cpp measures
+/// it); the channel's byte bounds (history, subscriber queues) count snapshots with it.
+/// O(devices + processes + engines); a field added to the model that owns memory is counted here.
+std::size_t approx_bytes(const GpuSnapshot& snapshot) noexcept;
+
+/// Default byte bounds of the channel (gpustream/channel.hpp), in approx_bytes of the snapshots
+/// held. Snapshots are shared, not copied: these bound what a history or a subscriber's queue
+/// can keep alive, so a host with thousands of GPU processes (snapshots of megabytes) cannot
+/// grow the process by gigabytes.
+inline constexpr std::size_t kDefaultHistoryMaxBytes = std::size_t{64} << 20;     // 64 MiB
+inline constexpr std::size_t kDefaultSubscriberMaxBytes = std::size_t{32} << 20;  // 32 MiB
+
 /// Fills what gpustream derives from a device's other metrics, from present inputs only:
 /// memory_free_bytes = memory_total_bytes − memory_used_bytes (not below 0), Source::derived,
 /// when the probe did not report free memory itself. Telemetry applies it to every snapshot

@@ -20,8 +20,7 @@ void check_amd(const Context& c) {
   add_tool_finding(c, p, "amd_smi", amd_smi, o.amd_source == "amd-smi", fix_smi);
   const auto rocm_smi = machine::tool_version({o.rocm_smi, "--version"}, o.tool_timeout);
   add_tool_finding(c, p, "rocm_smi", rocm_smi, o.amd_source == "rocm-smi", fix_rocm);
-  if (!sysfs_source && o.amd_source == "auto" &&
-      amd_smi.state != machine::ToolVersion::State::ok &&
+  if (!sysfs_source && o.amd_source == "auto" && amd_smi.state != machine::ToolVersion::State::ok &&
       machine::module_loaded(o.paths.sysfs_root, "amdgpu"))
     c.add(p, "source", Status::blocker,
           "amdgpu is loaded but sysfs shows no amdgpu device and amd-smi does not answer: the "

@@ -40,8 +40,8 @@ void check_host(const detail::Context& c) {
   if (auto text = readers::read_file(meminfo, machine::kMaxViewFileBytes)) {
     const auto mem = parse_meminfo(*text);
     if (mem.total_bytes)
-      c.add(p, "meminfo", Status::ok, meminfo + " is readable (MemTotal " +
-                                         std::to_string(*mem.total_bytes >> 20) + " MiB)");
+      c.add(p, "meminfo", Status::ok,
+            meminfo + " is readable (MemTotal " + std::to_string(*mem.total_bytes >> 20) + " MiB)");
     else
       c.add(p, "meminfo", Status::blocker, meminfo + " has no MemTotal line: not a Linux /proc?",
             "point --procfs-root at the host's /proc");
@@ -100,8 +100,7 @@ void check_host(const detail::Context& c) {
       !std::filesystem::exists(join_path(paths.devfs_root, "nvidiactl"))) {
     c.add(p, "container_devices", Status::warn,
           "no DRM node under " + join_path(paths.sysfs_root, "class/drm") + " and no " +
-              join_path(paths.devfs_root, "nvidiactl") +
-              " in this container: no GPU was passed in",
+              join_path(paths.devfs_root, "nvidiactl") + " in this container: no GPU was passed in",
           "docker run --device /dev/dri -v /sys:/host/sys:ro ... (NVIDIA: --gpus all with the "
           "NVIDIA container runtime); see docs/operations.md, \"Docker\"");
   }
@@ -126,10 +125,14 @@ Status worst(const Report& r, const std::string& probe) {
 
 std::string_view to_string(Status s) noexcept {
   switch (s) {
-    case Status::ok: return "ok";
-    case Status::info: return "info";
-    case Status::warn: return "warn";
-    case Status::blocker: return "blocker";
+    case Status::ok:
+      return "ok";
+    case Status::info:
+      return "info";
+    case Status::warn:
+      return "warn";
+    case Status::blocker:
+      return "blocker";
   }
   return "info";
 }
@@ -137,8 +140,8 @@ std::string_view to_string(Status s) noexcept {
 bool Report::fully_readable() const noexcept { return count(Status::blocker) == 0; }
 
 std::size_t Report::count(Status s) const noexcept {
-  return static_cast<std::size_t>(std::count_if(
-      findings.begin(), findings.end(), [s](const Finding& f) { return f.status == s; }));
+  return static_cast<std::size_t>(std::count_if(findings.begin(), findings.end(),
+                                                [s](const Finding& f) { return f.status == s; }));
 }
 
 namespace detail {
@@ -151,10 +154,10 @@ std::optional<std::string> Context::env(std::string_view name) const {
   return std::string(v);
 }
 
-void Context::add(std::string_view probe, std::string_view check, Status status,
-                  std::string detail, std::string fix) const {
-  out.push_back({std::string(probe), std::string(check), status, std::move(detail),
-                 std::move(fix)});
+void Context::add(std::string_view probe, std::string_view check, Status status, std::string detail,
+                  std::string fix) const {
+  out.push_back(
+      {std::string(probe), std::string(check), status, std::move(detail), std::move(fix)});
 }
 
 }  // namespace detail
@@ -175,7 +178,8 @@ Options options_from_config(const Config& config) {
     if (auto v = settings::string_at(amd, "amd", "source")) o.amd_source = *v;
   }
   if (const auto* intel = config.probe_settings.section("intel")) {
-    if (auto v = settings::string_at(intel, "intel", "level_zero_library", settings::Empty::allowed))
+    if (auto v =
+            settings::string_at(intel, "intel", "level_zero_library", settings::Empty::allowed))
       o.level_zero_library = *v;
   }
   if (const auto* apple = config.probe_settings.section("apple")) {
@@ -209,12 +213,18 @@ Report run(const Options& options) {
     report.probes.emplace_back(name);
     const auto before = report.findings.size();
     try {
-      if (name == "nvidia") detail::check_nvidia(c);
-      else if (name == "amd") detail::check_amd(c);
-      else if (name == "intel") detail::check_intel(c);
-      else if (name == "apple") detail::check_apple(c);
-      else if (name == "host") check_host(c);
-      else if (name == kSimulatedProbe) check_simulated(c);
+      if (name == "nvidia")
+        detail::check_nvidia(c);
+      else if (name == "amd")
+        detail::check_amd(c);
+      else if (name == "intel")
+        detail::check_intel(c);
+      else if (name == "apple")
+        detail::check_apple(c);
+      else if (name == "host")
+        check_host(c);
+      else if (name == kSimulatedProbe)
+        check_simulated(c);
     } catch (const std::exception& e) {  // a check never takes the others down
       c.add(name, "doctor", Status::warn, std::string("this check failed: ") + e.what());
     }

@@ -27,7 +27,8 @@ std::size_t check_drm_devices(const Context& c, std::string_view probe,
 
   if (!loaded.empty()) {
     std::string l;
-    for (const auto& d : loaded) l += (l.empty() ? "" : ", ") + join_path(paths.sysfs_root, "module/" + d);
+    for (const auto& d : loaded)
+      l += (l.empty() ? "" : ", ") + join_path(paths.sysfs_root, "module/" + d);
     c.add(probe, "driver", Status::ok, "kernel driver loaded (" + l + ")");
   } else if (!devices.empty()) {
     c.add(probe, "driver", Status::ok,
@@ -80,7 +81,8 @@ std::size_t check_drm_devices(const Context& c, std::string_view probe,
               " = suspended): its metrics are absent (reason `suspended`) until it wakes; "
               "gpustream does not wake it",
           "nothing, if that is wanted; to keep it awake: echo on | sudo tee "
-          "/sys/bus/pci/devices/" + bus + "/power/control");
+          "/sys/bus/pci/devices/" +
+              bus + "/power/control");
   }
 
   // Per-process attribution reads every process's /proc/<pid>/fdinfo: another user's needs

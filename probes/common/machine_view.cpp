@@ -44,10 +44,14 @@ std::optional<std::uint32_t> first_number(std::string_view fields, std::size_t i
 
 std::string mode_string(mode_t m) {
   std::string s = S_ISCHR(m) ? "c" : S_ISBLK(m) ? "b" : S_ISDIR(m) ? "d" : "-";
-  const std::array<std::pair<mode_t, char>, 9> bits{{{S_IRUSR, 'r'}, {S_IWUSR, 'w'},
-                                                     {S_IXUSR, 'x'}, {S_IRGRP, 'r'},
-                                                     {S_IWGRP, 'w'}, {S_IXGRP, 'x'},
-                                                     {S_IROTH, 'r'}, {S_IWOTH, 'w'},
+  const std::array<std::pair<mode_t, char>, 9> bits{{{S_IRUSR, 'r'},
+                                                     {S_IWUSR, 'w'},
+                                                     {S_IXUSR, 'x'},
+                                                     {S_IRGRP, 'r'},
+                                                     {S_IWGRP, 'w'},
+                                                     {S_IXGRP, 'x'},
+                                                     {S_IROTH, 'r'},
+                                                     {S_IWOTH, 'w'},
                                                      {S_IXOTH, 'x'}}};
   for (const auto& [bit, c] : bits) s += (m & bit) ? c : '-';
   return s;
@@ -84,7 +88,11 @@ bool valid_utf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
     const auto c = static_cast<unsigned char>(s[i]);
-    std::size_t n = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
+    std::size_t n = c < 0x80           ? 1
+                    : (c >> 5) == 0x6  ? 2
+                    : (c >> 4) == 0xe  ? 3
+                    : (c >> 3) == 0x1e ? 4
+                                       : 0;
     if (n == 0 || i + n > s.size()) return false;
     for (std::size_t k = 1; k < n; ++k)
       if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2) return false;
@@ -235,8 +243,8 @@ ToolVersion tool_version(std::vector<std::string> argv, std::chrono::millisecond
   if (ec == boost::system::errc::no_such_file_or_directory ||
       ec == boost::system::errc::permission_denied) {
     v.state = ToolVersion::State::missing;
-    v.detail = ec == boost::system::errc::no_such_file_or_directory ? "not found"
-                                                                     : "not executable";
+    v.detail =
+        ec == boost::system::errc::no_such_file_or_directory ? "not found" : "not executable";
     return v;
   }
   if (r.timed_out || ec == boost::system::errc::timed_out) {

@@ -54,8 +54,8 @@ void check_intel(const Context& c) {
           devices > 0 ? install : "");
     return;
   }
-  const bool has_zes = lib->symbol("zesInit") && lib->symbol("zesDriverGet") &&
-                       lib->symbol("zesDeviceGet");
+  const bool has_zes =
+      lib->symbol("zesInit") && lib->symbol("zesDriverGet") && lib->symbol("zesDeviceGet");
   std::string file;
   const void* any = lib->symbol("zeInit") ? lib->symbol("zeInit") : lib->symbol("zesInit");
   const std::string file_version = machine::library_file_version(any, &file);
@@ -79,7 +79,7 @@ void check_intel(const Context& c) {
       c.add(p, "zes_enable_sysman", Status::ok,
             "this loader has no zesInit and ZES_ENABLE_SYSMAN=1 is set");
     } else {
-      c.add(p, "zes_enable_sysman", Status::warn,
+      c.add(p, "zes_enable_sysman", devices > 0 ? Status::warn : Status::info,
             "this loader has no zesInit: Sysman answers only when ZES_ENABLE_SYSMAN=1 is in the "
             "environment before zeInit (the gpustream command sets it for itself; a program "
             "embedding the SDK must have it)",

@@ -46,8 +46,8 @@ NvmlResult check_nvml(const Context& c, bool hardware) {
   try {
     api = nvml::Api::load(*lib);
   } catch (const DynamicLibraryError& e) {
-    c.add(p, "nvml", hardware ? Status::blocker : Status::warn,
-          "NVML unusable: " + e.message(), fix);
+    c.add(p, "nvml", hardware ? Status::blocker : Status::warn, "NVML unusable: " + e.message(),
+          fix);
     return res;
   }
   std::string file;
@@ -63,12 +63,14 @@ NvmlResult check_nvml(const Context& c, bool hardware) {
         rc_fix = "sudo modprobe nvidia   # or install the NVIDIA driver";
         break;
       case 4:  // NO_PERMISSION
-        rc_fix = "let this user open /dev/nvidia* (options nvidia NVreg_DeviceFileMode=0666 in "
-                 "/etc/modprobe.d/nvidia.conf, then reload the module), or run as root";
+        rc_fix =
+            "let this user open /dev/nvidia* (options nvidia NVreg_DeviceFileMode=0666 in "
+            "/etc/modprobe.d/nvidia.conf, then reload the module), or run as root";
         break;
       case 18:  // LIB_RM_VERSION_MISMATCH
-        rc_fix = "reboot (or reload the nvidia module) so that the kernel module and "
-                 "libnvidia-ml are the same driver version";
+        rc_fix =
+            "reboot (or reload the nvidia module) so that the kernel module and "
+            "libnvidia-ml are the same driver version";
         break;
       default:
         rc_fix = "check `dmesg | grep -i nvrm` and the NVIDIA driver installation";
@@ -136,12 +138,13 @@ void check_nvidia(const Context& c) {
     else
       c.add(p, "device_nodes", Status::blocker, n + " cannot be opened: " + a.why,
             "options nvidia NVreg_DeviceFileMode=0666   # in /etc/modprobe.d/nvidia.conf, then "
-            "reload the module (or: " + std::string(kGroupFix) + ")");
+            "reload the module (or: " +
+                std::string(kGroupFix) + ")");
   }
 
   const auto nvml = check_nvml(c, hardware);
-  const auto smi = machine::tool_version({c.options.nvidia_smi, "--version"},
-                                         c.options.tool_timeout);
+  const auto smi =
+      machine::tool_version({c.options.nvidia_smi, "--version"}, c.options.tool_timeout);
   // nvidia-smi matters when NVML does not answer on a machine that has NVIDIA hardware.
   const bool needed = !nvml.usable && hardware;
   add_tool_finding(c, p, "nvidia_smi", smi, needed,

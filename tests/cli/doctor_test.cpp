@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <string>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "cli_test_util.hpp"
 
@@ -43,8 +43,8 @@ TempDir make_machine(int uid, bool ptrace) {
 
 std::string flags(const TempDir& t) {
   return "--probes amd,host --sysfs-root " + t.file("sys") + " --procfs-root " + t.file("proc") +
-         " --devfs-root " + t.file("dev") + " --amd-smi " + t.file("no/amd-smi") +
-         " --rocm-smi " + t.file("no/rocm-smi");
+         " --devfs-root " + t.file("dev") + " --amd-smi " + t.file("no/amd-smi") + " --rocm-smi " +
+         t.file("no/rocm-smi");
 }
 
 TEST(CliDoctor, ExitZeroWhenNothingBlocks) {

@@ -9,16 +9,16 @@
 #include <map>
 #include <string>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "amd_fake_cli.hpp"
 #include "gpustream/dynamic_library.hpp"
 #include "gpustream/probes/apple_probe.hpp"
 #include "gpustream/probes/machine_view.hpp"
-#include "gpustream_fake_paths.hpp"
 #include "gpustream_fake_level_zero_paths.hpp"
 #include "gpustream_fake_macmon_paths.hpp"
+#include "gpustream_fake_paths.hpp"
 #include "nvidia_fakes.hpp"
 #include "support/temp_tree.hpp"
 
@@ -454,6 +454,12 @@ TEST(Doctor, LegacyLevelZeroLoaderNeedsZesEnableSysman) {
   EXPECT_EQ(find(r, "intel", "zes_enable_sysman", Status::warn), nullptr) << dump(r);
   EXPECT_NE(find(r, "intel", "zes_enable_sysman", Status::ok), nullptr);
 
+  Machine no_gpu;  // without an Intel GPU it is only information
+  no_gpu.options.probes = {"intel"};
+  no_gpu.options.level_zero_library = fakes::kFakeLevelZeroLegacy;
+  r = no_gpu.run();
+  EXPECT_NE(find(r, "intel", "zes_enable_sysman", Status::info), nullptr) << dump(r);
+
   m.env.clear();
   m.options.level_zero_library = fakes::kFakeLevelZero;  // has zesInit: no such need
   r = m.run();
@@ -496,9 +502,8 @@ TEST(Doctor, OversizedStatusFileIsNotReadWhole) {
   Machine m;
   m.options.probes = {"host"};
   // Worst input: a status file larger than the bound.
-  m.tree().file("proc/self/status",
-                "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n" +
-                    std::string(machine::kMaxViewFileBytes + 1, 'x'));
+  m.tree().file("proc/self/status", "Uid:\t0\t0\t0\t0\nGid:\t0\t0\t0\t0\n" +
+                                        std::string(machine::kMaxViewFileBytes + 1, 'x'));
   const auto r = m.run();
   EXPECT_NE(find(r, "host", "identity", Status::warn), nullptr) << dump(r);
 }

@@ -31,8 +31,8 @@ enum class Status : std::uint8_t { ok, info, warn, blocker };
 std::string_view to_string(Status s) noexcept;
 
 struct Finding {
-  std::string probe;   // "nvidia", "amd", "intel", "apple", "host", "simulated"
-  std::string check;   // "nvml", "render_node_access", ... (stable names, docs/operations.md)
+  std::string probe;  // "nvidia", "amd", "intel", "apple", "host", "simulated"
+  std::string check;  // "nvml", "render_node_access", ... (stable names, docs/operations.md)
   Status status = Status::info;
   std::string detail;  // what was looked for and found
   std::string fix;     // a command or config line; "" when there is nothing to do
@@ -55,9 +55,9 @@ struct Options {
   std::string nvidia_smi = "nvidia-smi";
   std::string amd_smi = "amd-smi";
   std::string rocm_smi = "rocm-smi";
-  std::string amd_source = "auto";          // amd.source
+  std::string amd_source = "auto";                       // amd.source
   std::string level_zero_library = "libze_loader.so.1";  // "": Level Zero disabled
-  std::string macmon;                        // "": not configured (read only on macOS)
+  std::string macmon;                                    // "": not configured (read only on macOS)
   int simulate = 0;
   /// Each tool's version run is killed after this long.
   std::chrono::milliseconds tool_timeout{3000};

@@ -31,13 +31,13 @@ inline constexpr int kCapSysPtrace = 19;
 
 /// The identity of the process that reads the machine, from <procfs>/self/status.
 struct Identity {
-  bool known = false;        // the status file was read and had Uid/Gid lines
-  std::int64_t pid = 0;      // its Pid line
-  std::uint32_t uid = 0;     // effective uid
-  std::uint32_t gid = 0;     // effective gid
-  std::vector<std::uint32_t> groups;  // supplementary groups
+  bool known = false;                    // the status file was read and had Uid/Gid lines
+  std::int64_t pid = 0;                  // its Pid line
+  std::uint32_t uid = 0;                 // effective uid
+  std::uint32_t gid = 0;                 // effective gid
+  std::vector<std::uint32_t> groups;     // supplementary groups
   std::optional<std::uint64_t> cap_eff;  // CapEff bit mask
-  bool is_self = false;      // the status is this very process's (pid == getpid())
+  bool is_self = false;                  // the status is this very process's (pid == getpid())
 
   bool root() const noexcept { return known && uid == 0; }
   bool has_cap(int cap) const noexcept {
@@ -109,8 +109,8 @@ struct ToolVersion {
 
 /// Runs `argv` once with `timeout` and at most `max_output_bytes` of output kept. The version is
 /// the first printable line with a "<digits>.<digits>" token (and containing `key` when given,
-/// else any such line): "NVIDIA-SMI version  : 550.54.14". Output with control bytes or without such a line is
-/// `garbage`. Never throws.
+/// else any such line): "NVIDIA-SMI version  : 550.54.14". Output with control bytes or without
+/// such a line is `garbage`. Never throws.
 ToolVersion tool_version(std::vector<std::string> argv, std::chrono::milliseconds timeout,
                          std::string_view key = {}, std::size_t max_output_bytes = 16 * 1024);
 

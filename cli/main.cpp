@@ -89,12 +89,12 @@ int main(int argc, char** argv) {
   add_serve_options(*serve, serve_o);
 
   auto* doctor = app.add_subcommand(
-      "doctor",
-      "For each probe: what it looked for and found, what blocks it, and the exact fix");
+      "doctor", "For each probe: what it looked for and found, what blocks it, and the exact fix");
   add_common_options(*doctor, common, false);
-  doctor->add_flag("--json", doctor_o.json,
-                   "One JSON document {schema: \"gpustream-doctor/1\", fully_readable, blockers, "
-                   "warnings, probes:[{probe,status}], findings:[{probe,check,status,detail,fix}]}");
+  doctor->add_flag(
+      "--json", doctor_o.json,
+      "One JSON document {schema: \"gpustream-doctor/1\", fully_readable, blockers, "
+      "warnings, probes:[{probe,status}], findings:[{probe,check,status,detail,fix}]}");
   doctor
       ->add_option("--tool-timeout", doctor_o.tool_timeout_seconds,
                    "Seconds each vendor tool's version run may take before it is killed "

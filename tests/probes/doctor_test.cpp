@@ -152,6 +152,34 @@ TEST(Doctor, RenderNodeOutsideTheGroupIsABlockerWithTheUsermodFix) {
   EXPECT_TRUE(r.fully_readable()) << dump(r);
 }
 
+TEST(Doctor, RenderNodeMissingFromDevIsAWarning) {
+  Machine m;
+  m.options.probes = {"amd"};
+  m.gpu("0000:03:00.0", "amdgpu", 0);
+  m.tree().remove("dev/dri");  // sysfs has the GPU, /dev/dri was not passed in
+  auto r = m.run();
+  const auto* f = find(r, "amd", "render_node_access", Status::warn);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->fix.find("--device /dev/dri"), std::string::npos);
+  m.gpu("0000:03:00.0", "amdgpu", 0);
+  r = m.run();
+  EXPECT_EQ(find(r, "amd", "render_node_access", Status::warn), nullptr) << dump(r);
+}
+
+TEST(Doctor, AmdgpuLoadedWithoutSysfsDevicesOrAmdSmiHasNoSource) {
+  Machine m;
+  m.options.probes = {"amd"};
+  m.tree().dir("sys/module/amdgpu");  // e.g. a container without the host's /sys/class/drm
+  auto r = m.run();
+  const auto* f = find(r, "amd", "source", Status::blocker);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->fix.find("--sysfs-root"), std::string::npos);
+  m.gpu("0000:03:00.0", "amdgpu", 0);  // sysfs shows it: the fast path works
+  r = m.run();
+  EXPECT_EQ(find(r, "amd", "source"), nullptr) << dump(r);
+  EXPECT_TRUE(r.fully_readable()) << dump(r);
+}
+
 TEST(Doctor, OtherUsersFdinfoNeedsRootOrCapSysPtrace) {
   Machine m;
   m.options.probes = {"intel"};
@@ -259,6 +287,7 @@ TEST(Doctor, NvmlVersionsAreReadAfterInitFromTheFakeLibrary) {
   EXPECT_NE(f->detail.find("driver 535.183.01-fake"), std::string::npos) << f->detail;
   EXPECT_NE(f->detail.find("2 GPU(s)"), std::string::npos) << f->detail;
   EXPECT_EQ(nvml.count("init"), nvml.count("shutdown"));  // released again
+  EXPECT_EQ(find(r, "nvidia", "fallback"), nullptr);      // NVML answers: no fallback
   EXPECT_TRUE(r.fully_readable()) << dump(r);
 }
 
@@ -307,6 +336,22 @@ TEST(Doctor, NvidiaModuleWithoutDeviceNodesIsABlocker) {
   r = m.run();
   EXPECT_EQ(find(r, "nvidia", "device_nodes", Status::blocker), nullptr) << dump(r);
   EXPECT_NE(find(r, "nvidia", "device_nodes", Status::ok), nullptr);
+}
+
+TEST(Doctor, NvidiaNodeTheReaderCannotOpenIsABlocker) {
+  Machine m;
+  m.options.probes = {"nvidia"};
+  m.tree().dir("sys/module/nvidia");
+  const auto node = m.tree().file("dev/nvidia0", "");
+  ::chmod(node.c_str(), 0660);
+  m.identity(1000, {}, 0);
+  auto r = m.run();
+  const auto* f = find(r, "nvidia", "device_nodes", Status::blocker);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->fix.find("NVreg_DeviceFileMode=0666"), std::string::npos);
+  m.identity(1000, {my_gid()}, 0);
+  r = m.run();
+  EXPECT_EQ(find(r, "nvidia", "device_nodes", Status::blocker), nullptr) << dump(r);
 }
 
 TEST(Doctor, NvidiaSmiFallbackReportsItsVersionAndTheFallback) {

@@ -128,6 +128,8 @@ int main(int argc, char** argv) {
 
   try {
     if (*replay) return run_replay(replay_o);
+    // The doctor's report says everything; the libraries' info lines would only interleave.
+    if (*doctor && common.log_level.empty()) common.log_level = "warn";
     const auto config = make_config(common);
     if (*list) return run_list(config, list_o);
     if (*doctor) return run_doctor(config, doctor_o);

@@ -207,7 +207,7 @@ Report run(const Options& options) {
     wanted.emplace_back(kSimulatedProbe);
   }
   detail::Context c{options, machine::read_identity(options.paths.procfs_root),
-                    machine::drm_nodes(options.paths.sysfs_root), report.findings};
+                    machine::drm_nodes(options.paths.sysfs_root), report.findings, report.pending};
   for (auto name : known_probe_names()) {  // registry order
     if (std::find(wanted.begin(), wanted.end(), name) == wanted.end()) continue;
     report.probes.emplace_back(name);

@@ -2,6 +2,7 @@
 // vendor folder has its check_<probe>(Context&); common/doctor.cpp runs them in registry order.
 #pragma once
 
+#include <future>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -19,6 +20,8 @@ struct Context {
   machine::Identity identity;
   std::vector<machine::DrmNode> drm;
   std::vector<Finding>& out;
+  /// Work left running after its timeout (Report::pending).
+  std::vector<std::shared_future<void>>& pending;
 
   std::optional<std::string> env(std::string_view name) const;
   void add(std::string_view probe, std::string_view check, Status status, std::string detail,

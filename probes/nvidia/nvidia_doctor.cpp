@@ -2,7 +2,10 @@
 // probe's own function table, initialized once, versions read after init, shut down again) and
 // the nvidia-smi fallback.
 #include <filesystem>
+#include <future>
+#include <memory>
 #include <optional>
+#include <thread>
 
 #include "common/doctor_checks.hpp"
 #include "gpustream/dynamic_library.hpp"
@@ -102,6 +105,43 @@ NvmlResult check_nvml(const Context& c, bool hardware) {
   return res;
 }
 
+/// check_nvml on its own thread, waited for at most options.tool_timeout: an NVML call cannot be
+/// interrupted, so one that hangs (a stuck driver) is left running, with the library kept open,
+/// and its completion is handed to the caller (Report::pending).
+NvmlResult check_nvml_bounded(const Context& c, bool hardware) {
+  struct Work {
+    Options options;
+    machine::Identity identity;
+    std::vector<Finding> findings;
+    NvmlResult result;
+  };
+  auto work = std::make_shared<Work>(Work{c.options, c.identity, {}, {}});
+  std::promise<void> finished;
+  std::shared_future<void> done = finished.get_future().share();
+  std::thread([work, hardware, finished = std::move(finished)]() mutable {
+    std::vector<std::shared_future<void>> unused;
+    const Context local{work->options, work->identity, {}, work->findings, unused};
+    try {
+      work->result = check_nvml(local, hardware);
+    } catch (const std::exception& e) {
+      local.add(p, "nvml", Status::warn, std::string("this check failed: ") + e.what());
+    }
+    finished.set_value();
+  }).detach();
+  if (done.wait_for(c.options.tool_timeout) != std::future_status::ready) {
+    c.add(p, "nvml", hardware ? Status::blocker : Status::warn,
+          c.options.nvml_library + ": NVML did not answer within " +
+              std::to_string(c.options.tool_timeout.count()) +
+              " ms (a call such as nvmlInit is stuck; it is left to finish)",
+          "check `dmesg | grep -i nvrm` (a GPU that fell off the bus, a stuck driver); then "
+          "reload the nvidia module or reboot");
+    c.pending.push_back(std::move(done));
+    return {};
+  }
+  for (auto& f : work->findings) c.out.push_back(std::move(f));
+  return work->result;
+}
+
 }  // namespace
 
 void check_nvidia(const Context& c) {
@@ -142,7 +182,7 @@ void check_nvidia(const Context& c) {
                 std::string(kGroupFix) + ")");
   }
 
-  const auto nvml = check_nvml(c, hardware);
+  const auto nvml = check_nvml_bounded(c, hardware);
   const auto smi =
       machine::tool_version({c.options.nvidia_smi, "--version"}, c.options.tool_timeout);
   // nvidia-smi matters when NVML does not answer on a machine that has NVIDIA hardware.

@@ -315,6 +315,26 @@ TEST(Doctor, NvmlInitFailureWithTheDriverPresentIsABlockerWithItsFix) {
   EXPECT_TRUE(r.fully_readable()) << dump(r);
 }
 
+TEST(Doctor, HungNvmlIsReportedWithinTheTimeoutAndLeftToFinish) {
+  test::FakeNvml nvml;
+  nvml.scenario("devices=1\n");
+  Machine m;
+  m.options.probes = {"nvidia"};
+  m.options.nvml_library = fakes::kFakeNvml;
+  m.options.tool_timeout = std::chrono::milliseconds{200};
+  m.tree().dir("sys/module/nvidia");
+  nvml.block(true);  // every NVML call now waits until released: nvmlInit hangs
+  const auto r = m.run();
+  const auto* f = find(r, "nvidia", "nvml", Status::blocker);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->detail.find("did not answer within 200 ms"), std::string::npos) << f->detail;
+  ASSERT_EQ(r.pending.size(), 1U);
+  nvml.block(false);
+  r.pending[0].wait();  // the abandoned check finishes and releases NVML
+  EXPECT_EQ(nvml.count("init"), 1);
+  EXPECT_EQ(nvml.count("shutdown"), 1);
+}
+
 TEST(Doctor, MissingNvmlWithoutNvidiaHardwareIsOnlyInformation) {
   Machine m;
   m.options.probes = {"nvidia"};

@@ -11,12 +11,13 @@
 //
 // Thread safety: run_doctor is reentrant apart from the vendor libraries' own process-wide
 // init (NVML, Level Zero: do not run it beside a probe using them with different paths).
-// Cancellation: none; every step is bounded (tools by `tool_timeout`).
+// Cancellation: none; every step is bounded (tools and NVML by `tool_timeout`).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <optional>
 #include <string>
@@ -41,6 +42,10 @@ struct Finding {
 struct Report {
   std::vector<std::string> probes;  // the probes examined, in registry order
   std::vector<Finding> findings;    // grouped by probe, in that order
+  /// Vendor calls that did not answer within Options::tool_timeout and were left running on
+  /// their own thread (an NVML call cannot be interrupted). Each becomes ready when its call
+  /// returns; a program that goes on after the report may wait on them.
+  std::vector<std::shared_future<void>> pending;
   bool fully_readable() const noexcept;
   std::size_t count(Status s) const noexcept;
 };
@@ -59,7 +64,8 @@ struct Options {
   std::string level_zero_library = "libze_loader.so.1";  // "": Level Zero disabled
   std::string macmon;                                    // "": not configured (read only on macOS)
   int simulate = 0;
-  /// Each tool's version run is killed after this long.
+  /// Each tool's version run is killed after this long; NVML's init, version and count calls
+  /// are waited for this long.
   std::chrono::milliseconds tool_timeout{3000};
   /// The environment as the program had it when it started (ZES_ENABLE_SYSMAN, container,
   /// KUBERNETES_SERVICE_HOST). Unset: the current environment.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <string>
 
 #include "gpustream/config.hpp"
@@ -25,6 +26,13 @@ struct WatchOptions {
   std::string token_file;   // bearer token for --connect
   std::string container;    // watch --container ID: only that container's processes
 };
+struct DoctorOptions {
+  bool json = false;
+  double tool_timeout_seconds = 3.0;  // each vendor tool's version run
+  /// The environment variables the doctor reads, as they were when the program started (main
+  /// sets ZES_ENABLE_SYSMAN for itself).
+  std::map<std::string, std::string> environment;
+};
 struct ReplayOptions {
   std::string file;
   bool json = false;
@@ -35,6 +43,8 @@ int run_list(const Config& config, const ListOptions& o);
 int run_snapshot(Config config, const SnapshotOptions& o);
 int run_watch(Config config, const WatchOptions& o);
 int run_replay(const ReplayOptions& o);
+/// Exit code 0 when nothing blocks reading every GPU found, 1 when something does.
+int run_doctor(const Config& config, const DoctorOptions& o);
 
 /// Detects every probe the config names (or all known probes); used by list and by
 /// --simulate-if-no-gpu. Each entry: probe name, detection (or the reason it could not be built).

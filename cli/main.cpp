@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "gpustream/probes/doctor.hpp"
 #include "options.hpp"
 #include "serve.hpp"
 
@@ -24,6 +25,8 @@ extern "C" void on_signal(int) { g_interrupted.store(true); }
 
 int main(int argc, char** argv) {
   using namespace gpustream::cli;
+  DoctorOptions doctor_o;
+  doctor_o.environment = gpustream::doctor::environment_snapshot();  // before setenv below
   // Level Zero loaders without zesInit (Debian 12's libze1 1.8.x) enable Sysman only through
   // this variable, which zeInit reads; it must be set before any thread exists.
   // NOLINTNEXTLINE(concurrency-mt-unsafe): no other thread exists yet.
@@ -85,6 +88,25 @@ int main(int argc, char** argv) {
   add_common_options(*serve, common);
   add_serve_options(*serve, serve_o);
 
+  auto* doctor = app.add_subcommand(
+      "doctor", "For each probe: what it looked for and found, what blocks it, and the exact fix");
+  add_common_options(*doctor, common, false);
+  doctor->add_flag(
+      "--json", doctor_o.json,
+      "One JSON document {schema: \"gpustream-doctor/1\", fully_readable, blockers, "
+      "warnings, probes:[{probe,status}], findings:[{probe,check,status,detail,fix}]}");
+  doctor
+      ->add_option("--tool-timeout", doctor_o.tool_timeout_seconds,
+                   "Seconds each vendor tool's version run may take before it is killed "
+                   "(default 3)")
+      ->check(CLI::Range(0.05, 60.0));
+  doctor->footer(
+      "Statuses: ok, info, warn (degraded or worth knowing), blocker (a GPU, or part of what "
+      "gpustream reads of it, cannot be read until the fix is applied).\n"
+      "Exit code: 0 when no finding is a blocker (every GPU found can be read fully), 1 when "
+      "one is, 2 for a usage error. Read-only: nothing is changed, nothing is sampled. See "
+      "docs/operations.md, \"Diagnosing a machine: gpustream doctor\".");
+
   auto* replay = app.add_subcommand("replay", "Print a recording made by `gpustream record`");
   replay->add_option("file", replay_o.file, "Recording (JSON lines)")->required()
       ->check(CLI::ExistingFile);
@@ -106,8 +128,11 @@ int main(int argc, char** argv) {
 
   try {
     if (*replay) return run_replay(replay_o);
+    // The doctor's report says everything; the libraries' info lines would only interleave.
+    if (*doctor && common.log_level.empty()) common.log_level = "warn";
     const auto config = make_config(common);
     if (*list) return run_list(config, list_o);
+    if (*doctor) return run_doctor(config, doctor_o);
     if (*snapshot) return run_snapshot(config, snap_o);
     if (*watch) return run_watch(config, watch_o);
     if (*record) return run_watch(config, record_o);

@@ -6,6 +6,8 @@
 //   void fake_ze_set_tick(int tick)            selects the tick-th value of every list
 //   int  fake_ze_init_calls(void)              how many times zeInit/zesInit were called
 //
+// zeDriverGetApiVersion answers 1.17 (ZE_MAKE_VERSION(1, 17)).
+//
 // Scenario keys (N = device index; lists are comma-separated, the last value repeats):
 //   init=0x78000001          result of zeInit/zesInit (default 0)
 //   devices=2
@@ -167,6 +169,12 @@ Result zeDriverGet(std::uint32_t* count, void** drivers) {
   }
   drivers[0] = &g_driver;
   *count = 1;
+  return kSuccess;
+}
+
+Result zeDriverGetApiVersion(void* driver, std::uint32_t* version) {
+  if (driver != &g_driver || !version) return 0x78000005;
+  *version = (1u << 16) | 17u;  // ZE_API_VERSION_1_17
   return kSuccess;
 }
 

@@ -15,6 +15,8 @@
  *                             garbage         print binary junk instead of the file
  *                             partial         print the first 10 bytes of the file only
  *                             sleep MS        sleep, then behave normally
+ *   version.txt             printed for --version (missing: the text of a real R535
+ *                           nvidia-smi --version)
  *   calls.log               appended: one line per run, the arguments separated by spaces
  *
  * Output is written unbuffered with write(2) (fake_cli_common.h, shared with the other fakes).
@@ -95,6 +97,23 @@ int main(int argc, char** argv) {
       print_recording(apps, 10);
       return 0;
     }
+  }
+
+  for (int i = 1; i < argc; ++i) {
+    if (strcmp(argv[i], "--version") != 0) continue;
+    size_t n = 0;
+    char* text = folder_file("version.txt", &n);
+    if (text) {
+      fake_put(1, text, n);
+      free(text);
+    } else {
+      fake_put_str(1,
+                   "NVIDIA-SMI version  : 535.183.01\n"
+                   "NVML version        : 535.183\n"
+                   "DRIVER version      : 535.183.01\n"
+                   "CUDA Version        : 12.2\n");
+    }
+    return 0;
   }
 
   if (!query) {

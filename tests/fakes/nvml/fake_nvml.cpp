@@ -137,6 +137,12 @@ EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned length) {
   return copy_string("535.183.01-fake", version, length);
 }
 
+EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned length) {
+  Call c("nvmlSystemGetNVMLVersion");
+  if (auto rc = c.begin(); rc != kOk) return rc;
+  return copy_string("12.535.183.01-fake", version, length);
+}
+
 static nvmlReturn_t count_impl(const char* fn, unsigned* count) {
   Call c(fn);
   if (auto rc = c.begin(); rc != kOk) return rc;

@@ -1,0 +1,56 @@
+// doctor_checks.hpp — the per-probe checks of `gpustream doctor` (private to probes/): each
+// vendor folder has its check_<probe>(Context&); common/doctor.cpp runs them in registry order.
+#pragma once
+
+#include <future>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpustream/probes/doctor.hpp"
+#include "gpustream/probes/machine_view.hpp"
+
+namespace gpustream::doctor::detail {
+
+/// What every check needs: the options, who reads the machine, its DRM nodes, the findings.
+struct Context {
+  const Options& options;
+  machine::Identity identity;
+  std::vector<machine::DrmNode> drm;
+  std::vector<Finding>& out;
+  /// Work left running after its timeout (Report::pending).
+  std::vector<std::shared_future<void>>& pending;
+
+  std::optional<std::string> env(std::string_view name) const;
+  void add(std::string_view probe, std::string_view check, Status status, std::string detail,
+           std::string fix = {}) const;
+};
+
+/// The fix for a device node that cannot be opened (the render/video groups).
+inline constexpr std::string_view kGroupFix =
+    "sudo usermod -aG render,video $USER   # then log out and in again";
+/// The fix for other users' /proc/<pid>/fdinfo.
+inline constexpr std::string_view kPtraceFix =
+    "run as root, or: sudo setcap cap_sys_ptrace+ep \"$(command -v gpustream)\", or run the "
+    "packaged service (systemctl enable --now gpustream; it has "
+    "AmbientCapabilities=CAP_SYS_PTRACE)";
+
+/// The checks the DRM probes (amd, intel) share, for the nodes whose driver is one of
+/// `drivers`: the kernel module, the devices, render-node access, runtime suspend, and other
+/// users' fdinfo. Returns how many PCI devices were found.
+std::size_t check_drm_devices(const Context& c, std::string_view probe,
+                              std::initializer_list<std::string_view> drivers);
+
+/// A finding for a vendor tool's version run: ok with the version, or what went wrong;
+/// `needed` makes a missing or failing tool a blocker (else info for missing, warn otherwise).
+void add_tool_finding(const Context& c, std::string_view probe, std::string_view check,
+                      const machine::ToolVersion& v, bool needed, const std::string& fix);
+
+void check_nvidia(const Context& c);
+void check_amd(const Context& c);
+void check_intel(const Context& c);
+void check_apple(const Context& c);
+
+}  // namespace gpustream::doctor::detail

@@ -1,0 +1,88 @@
+// `gpustream doctor` run as the real binary on generated trees: exit codes 0 / 1 / 2, the JSON
+// document and the text form.
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <boost/json.hpp>
+
+#include "cli_test_util.hpp"
+
+namespace {
+
+using gpustream::cli::test::run;
+using gpustream::cli::test::TempDir;
+
+/// A machine with one amdgpu GPU; `uid` reads it, with CAP_SYS_PTRACE or not.
+TempDir make_machine(int uid, bool ptrace) {
+  TempDir t;
+  t.write("proc/meminfo", "MemTotal:       16384000 kB\n");
+  const auto u = std::to_string(uid);
+  t.write("proc/self/status", "Pid:\t4242\nUid:\t" + u + "\t" + u + "\t" + u + "\t" + u +
+                                  "\nGid:\t" + u + "\t" + u + "\t" + u + "\t" + u +
+                                  "\nGroups:\t\nCapEff:\t" +
+                                  (ptrace ? "0000000000080000" : "0000000000000000") + "\n");
+  std::filesystem::create_directories(t.path() / "proc/1/ns");
+  std::filesystem::create_symlink("pid:[4026531836]", t.path() / "proc/1/ns/pid");
+  const std::string bus = "0000:03:00.0";
+  t.write("sys/devices/pci0000:00/" + bus + "/uevent",
+          "DRIVER=amdgpu\nPCI_SLOT_NAME=" + bus + "\n");
+  t.write("sys/devices/pci0000:00/" + bus + "/power/runtime_status", "active\n");
+  std::filesystem::create_directories(t.path() / "sys/module/amdgpu");
+  for (const char* node : {"card0", "renderD128"}) {
+    std::filesystem::create_directories(t.path() / "sys/class/drm" / node);
+    std::filesystem::create_symlink(t.path() / "sys/devices/pci0000:00" / bus,
+                                    t.path() / "sys/class/drm" / node / "device");
+  }
+  t.write("dev/dri/renderD128", "");
+  ::chmod(t.file("dev/dri/renderD128").c_str(), 0666);
+  return t;
+}
+
+std::string flags(const TempDir& t) {
+  return "--probes amd,host --sysfs-root " + t.file("sys") + " --procfs-root " + t.file("proc") +
+         " --devfs-root " + t.file("dev") + " --amd-smi " + t.file("no/amd-smi") + " --rocm-smi " +
+         t.file("no/rocm-smi");
+}
+
+TEST(CliDoctor, ExitZeroWhenNothingBlocks) {
+  const auto t = make_machine(1000, true);
+  const auto r = run("doctor " + flags(t));
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("amd: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("render_node_access"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Every GPU found can be read fully"), std::string::npos) << r.out;
+}
+
+TEST(CliDoctor, ExitOneWithTheBlockerAndItsFixInJson) {
+  const auto t = make_machine(1000, false);
+  const auto r = run("doctor --json " + flags(t));
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto doc = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(doc.at("schema").as_string(), "gpustream-doctor/1");
+  EXPECT_FALSE(doc.at("fully_readable").as_bool());
+  EXPECT_EQ(doc.at("blockers").to_number<int>(), 1);
+  bool found = false;
+  for (const auto& v : doc.at("findings").as_array()) {
+    const auto& f = v.as_object();
+    if (f.at("check").as_string() != "fdinfo_access") continue;
+    found = true;
+    EXPECT_EQ(f.at("probe").as_string(), "amd");
+    EXPECT_EQ(f.at("status").as_string(), "blocker");
+    EXPECT_NE(std::string(f.at("fix").as_string()).find("cap_sys_ptrace"), std::string::npos);
+  }
+  EXPECT_TRUE(found) << r.out;
+}
+
+TEST(CliDoctor, UsageErrorIsExitTwoAndHelpDocumentsTheExitCodes) {
+  EXPECT_EQ(run("doctor --no-such-flag").exit_code, 2);
+  EXPECT_EQ(run("doctor --tool-timeout 0").exit_code, 2);
+  const auto help = run("doctor --help");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.out.find("gpustream-doctor/1"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("Exit code: 0"), std::string::npos) << help.out;
+}
+
+}  // namespace

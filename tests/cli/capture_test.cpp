@@ -79,7 +79,7 @@ class Machine {
     write(dev + "/uevent", "DRIVER=" + driver + "\nPCI_CLASS=30000\nPCI_SLOT_NAME=" + bus + "\n");
     write(dev + "/power/runtime_status", "active\n");
     link(dev + "/driver", "../../../bus/pci/drivers/" + driver);
-    for (const std::string node : {"card" + std::to_string(card),
+    for (const std::string& node : {"card" + std::to_string(card),
                                    "renderD" + std::to_string(128 + card)}) {
       fs::create_directories(t_.path() / (dev + "/drm/" + node));
       link(dev + "/drm/" + node + "/device", "../../../" + bus);
@@ -182,8 +182,9 @@ class Machine {
   TempDir t_;
 };
 
-/// `snapshot --json` without what differs between two runs by nature: the times, and the
-/// probes' reasons (they name the paths read). Snapshots keyed by probe.
+/// `snapshot --json` without what differs between two runs by nature: the times, the sequence
+/// numbers (one counter for the channel: they follow the order in which the probes answered),
+/// and the probes' reasons (they name the paths read). Snapshots keyed by probe.
 json::object comparable(const Result& r) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
   json::object out;
@@ -196,7 +197,7 @@ json::object comparable(const Result& r) {
   }
   for (auto& s : doc.at("snapshots").as_array()) {
     auto o = s.as_object();
-    for (const char* k : {"time_unix_ns", "monotonic_ns", "sample_duration_ns"}) {
+    for (const char* k : {"time_unix_ns", "monotonic_ns", "sample_duration_ns", "sequence"}) {
       EXPECT_TRUE(o.contains(k)) << k;
       o.erase(k);
     }
@@ -406,7 +407,7 @@ TEST(Capture, ToolMachineRoundTrips) {
     EXPECT_EQ(man.at("tools").at(tool).at("found"), true) << tool;
     EXPECT_TRUE(fs::exists(fs::path(dir) / "tools" / tool)) << tool;
   }
-  EXPECT_TRUE(man.at("tools").at("macmon").contains("version"));
+  EXPECT_TRUE(man.at("tools").at("macmon").as_object().contains("version"));
   // The NVML recording says why there is none.
   EXPECT_EQ(man.at("nvml").at("loaded"), false);
   EXPECT_TRUE(has_finding(man, "nvml", "nonexistent"));
@@ -427,8 +428,9 @@ TEST(Capture, HungToolIsBoundedAndRecorded) {
   ScopedEnv hang("GPUSTREAM_FAKE_AMD_MODE", "hang");
   TempDir out;
   const auto dir = out.file("bundle");
-  const auto cap = run("capture " + dir + " " + m.roots() + kMissingTools + " --amd-smi " +
-                       fakes::kFakeAmdSmi + " --tool-timeout 0.3 --log-level off" +
+  const auto cap = run("capture " + dir + " " + m.roots() + " --amd-smi " + fakes::kFakeAmdSmi +
+                       " --rocm-smi /nonexistent/rocm-smi --nvidia-smi /nonexistent/nvidia-smi"
+                       " --macmon /nonexistent/macmon --tool-timeout 0.3 --log-level off"
                        " --nvml-library /nonexistent/libnvidia-ml.so.1");
   ASSERT_EQ(cap.exit_code, 0) << cap.err;
   const auto man = manifest(dir);

@@ -123,8 +123,8 @@ bool CaptureBundle::copy(const std::string& src, const std::string& rel) {
       const int e = errno;
       ::close(fd);
       if (e == EACCES || e == EPERM) {
-        finding("permission", src + ": " + std::strerror(e) +
-                                  " (captured as an unreadable empty file)");
+        finding("permission",
+                src + ": " + std::strerror(e) + " (captured as an unreadable empty file)");
         return write(rel, {}, 0);
       }
       // EIO/ENODEV/EOPNOTSUPP: the attribute exists and cannot be read; the probes see that as
@@ -166,9 +166,8 @@ void CaptureBundle::mirror(const std::string& root, const std::string& prefix,
 }
 
 std::optional<std::string> CaptureBundle::resolve(const std::string& root,
-                                                  const std::string& prefix,
-                                                  const std::string& rel, bool follow_leaf,
-                                                  int depth) {
+                                                  const std::string& prefix, const std::string& rel,
+                                                  bool follow_leaf, int depth) {
   if (depth > kMaxLinkDepth) return std::nullopt;
   const auto parts = split(rel);
   std::string cur;  // resolved so far: a path under root without links

@@ -31,7 +31,7 @@ void capture_process_files(CaptureBundle& b, const std::string& procfs_root, std
 /// Every tool command (capture::tool_commands), recorded, and a replay script per tool.
 boost::json::object capture_tools(CaptureBundle& b, const Config& config,
                                   std::chrono::milliseconds interval,
-                                  std::chrono::milliseconds timeout,
-                                  std::uint64_t max_output_bytes, std::vector<RecordedRun>& runs);
+                                  std::chrono::milliseconds timeout, std::uint64_t max_output_bytes,
+                                  std::vector<RecordedRun>& runs);
 
 }  // namespace gpustream::cli::capture_detail

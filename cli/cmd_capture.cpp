@@ -36,7 +36,8 @@ std::string utc_now() {
   return buf;
 }
 
-std::string setting_or(const Config& c, const char* section, const char* key, std::string fallback) {
+std::string setting_or(const Config& c, const char* section, const char* key,
+                       std::string fallback) {
   if (const auto* v = c.probe_settings.get(section, key))
     if (const auto* s = v->if_string()) return *s;
   return fallback;
@@ -61,8 +62,10 @@ json::object capture_nvml(CaptureBundle& b, const Config& config, std::vector<st
   json::array notes;
   for (const auto& n : r.notes) notes.emplace_back(n);
   out["notes"] = std::move(notes);
-  if (!r.loaded) b.finding("nvml", r.notes.empty() ? "NVML not loaded" : r.notes.front());
-  else if (!r.initialized) b.finding("nvml", r.notes.empty() ? "NVML init failed" : r.notes.front());
+  if (!r.loaded)
+    b.finding("nvml", r.notes.empty() ? "NVML not loaded" : r.notes.front());
+  else if (!r.initialized)
+    b.finding("nvml", r.notes.empty() ? "NVML init failed" : r.notes.front());
   b.write("nvml/scenario.txt", r.scenario);
   out["scenario"] = "nvml/scenario.txt";
   pids.insert(pids.end(), r.pids.begin(), r.pids.end());
@@ -81,7 +84,8 @@ void tool_pids(const std::vector<RecordedRun>& runs, std::vector<std::int64_t>& 
     } catch (const std::exception&) {
       // Not parseable: the replay shows the same parse error, with or without these files.
     }
-    if (r.tool == "nvidia-smi" && !r.args.empty() && r.args.front().rfind("--query-compute-apps", 0) == 0) {
+    if (r.tool == "nvidia-smi" && !r.args.empty() &&
+        r.args.front().rfind("--query-compute-apps", 0) == 0) {
       std::string_view text = r.output;
       while (!text.empty()) {  // "uuid, pid, memory, name": the second cell
         const auto nl = text.find('\n');
@@ -142,10 +146,8 @@ int run_capture(const Config& config, const CaptureOptions& o) {
   ::mkdir((dir / "dev").c_str(), 0755);  // the replay's devfs root: nothing of /dev is needed
 
   // Totals and findings last: the manifest itself is not counted against the cap.
-  m["totals"] = json::object{{"bytes", b.bytes()},
-                             {"files", b.files()},
-                             {"links", b.links()},
-                             {"refused", b.refused()}};
+  m["totals"] = json::object{
+      {"bytes", b.bytes()}, {"files", b.files()}, {"links", b.links()}, {"refused", b.refused()}};
   m["findings"] = b.findings();
   const auto text = json::serialize(m);
   {

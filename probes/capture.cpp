@@ -68,9 +68,9 @@ std::vector<SysfsInput> sysfs_inputs(const std::string& sysfs_root) {
     out.push_back({dev + "/driver", /*follow=*/false});
     out.push_back({dev + "/power/runtime_status"});
     // AmdSysfsProbe::sample_card.
-    for (const char* f : {"gpu_busy_percent", "mem_busy_percent", "mem_info_vram_total",
-                          "mem_info_vram_used", "mem_info_gtt_total", "mem_info_gtt_used",
-                          "pp_dpm_sclk", "pp_dpm_mclk", "unique_id"})
+    for (const char* f :
+         {"gpu_busy_percent", "mem_busy_percent", "mem_info_vram_total", "mem_info_vram_used",
+          "mem_info_gtt_total", "mem_info_gtt_used", "pp_dpm_sclk", "pp_dpm_mclk", "unique_id"})
       out.push_back({dev + "/" + f});
     for (const auto& hw : numbered(sysfs_root, dev + "/hwmon", "hwmon"))
       add_hwmon(out, dev + "/hwmon/" + hw.name);
@@ -113,21 +113,29 @@ std::vector<ToolCommand> tool_commands(std::chrono::milliseconds macmon_interval
   // The NVIDIA probe's nvidia-smi fallback (smi_backend.cpp): the full query, the basic one for
   // drivers that reject a field, and the compute apps.
   using namespace nvidia_detail;
-  out.push_back({"nvidia-smi", "nvidia.nvidia_smi", without_program(smi_gpu_argv("x", kSmiGpuFields)),
-                 {}, false});
-  out.push_back({"nvidia-smi", "nvidia.nvidia_smi",
-                 without_program(smi_gpu_argv("x", kSmiBasicGpuFields)), {}, false});
-  out.push_back({"nvidia-smi", "nvidia.nvidia_smi", without_program(smi_apps_argv("x")), {}, false});
+  out.push_back({"nvidia-smi",
+                 "nvidia.nvidia_smi",
+                 without_program(smi_gpu_argv("x", kSmiGpuFields)),
+                 {},
+                 false});
+  out.push_back({"nvidia-smi",
+                 "nvidia.nvidia_smi",
+                 without_program(smi_gpu_argv("x", kSmiBasicGpuFields)),
+                 {},
+                 false});
+  out.push_back(
+      {"nvidia-smi", "nvidia.nvidia_smi", without_program(smi_apps_argv("x")), {}, false});
   out.push_back({"nvidia-smi", "nvidia.nvidia_smi", {"--version"}, {}, true});
   // AppleSiliconProbe: the detection runs (with --soc-info, then without for macmon < 0.7) and
   // the persistent `macmon -i <interval> pipe` child, recorded a few samples long.
   const auto detect = std::to_string(kMacmonDetectIntervalMs);
-  out.push_back({"macmon", "apple.macmon", {"-i", detect, "pipe", "-s", "1", "--soc-info"}, {},
-                 false});
+  out.push_back(
+      {"macmon", "apple.macmon", {"-i", detect, "pipe", "-s", "1", "--soc-info"}, {}, false});
   out.push_back({"macmon", "apple.macmon", {"-i", detect, "pipe", "-s", "1"}, {}, false});
-  const auto every = std::to_string(std::max<long long>(macmon_interval.count(), kMacmonDetectIntervalMs));
-  out.push_back({"macmon", "apple.macmon", {"-i", every, "pipe"}, {"-i", every, "pipe", "-s", "3"},
-                 false});
+  const auto every =
+      std::to_string(std::max<long long>(macmon_interval.count(), kMacmonDetectIntervalMs));
+  out.push_back(
+      {"macmon", "apple.macmon", {"-i", every, "pipe"}, {"-i", every, "pipe", "-s", "3"}, false});
   out.push_back({"macmon", "apple.macmon", {"--version"}, {}, true});
   return out;
 }

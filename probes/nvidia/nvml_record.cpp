@@ -139,8 +139,7 @@ void record_device(const nvml::Api& api, unsigned i, NvmlRecording& r, std::size
     nvml::TemperatureV1 t{nvml::kTemperatureV1Version, nvml::kTemperatureGpu, 0};
     if (w.check(api.temperature_v(h, &t), "nvmlDeviceGetTemperatureV"))
       w.set("temperature", std::to_string(std::max(t.temperature, 0)));
-  } else if (!w.missing(api.temperature != nullptr,
-                        "nvmlDeviceGetTemperatureV")) {
+  } else if (!w.missing(api.temperature != nullptr, "nvmlDeviceGetTemperatureV")) {
     unsigned t = 0;
     if (w.check(api.temperature(h, nvml::kTemperatureGpu, &t), "nvmlDeviceGetTemperatureV"))
       w.set("temperature", std::to_string(t));
@@ -174,8 +173,7 @@ void record_device(const nvml::Api& api, unsigned i, NvmlRecording& r, std::size
     }
   }
   uint_call(api.fan_speed, "nvmlDeviceGetFanSpeed", "fan");
-  if (!w.missing(api.clock_reasons != nullptr,
-                 "nvmlDeviceGetCurrentClocksEventReasons")) {
+  if (!w.missing(api.clock_reasons != nullptr, "nvmlDeviceGetCurrentClocksEventReasons")) {
     unsigned long long bits = 0;
     if (w.check(api.clock_reasons(h, &bits), "nvmlDeviceGetCurrentClocksEventReasons")) {
       char hex[32];
@@ -185,14 +183,14 @@ void record_device(const nvml::Api& api, unsigned i, NvmlRecording& r, std::size
   }
   const auto compute = record_processes(api, api.compute_processes, h, w,
                                         "nvmlDeviceGetComputeRunningProcesses_v3", stride, r.pids);
-  const auto graphics = record_processes(api, api.graphics_processes, h, w,
-                                         "nvmlDeviceGetGraphicsRunningProcesses_v3", stride, r.pids);
+  const auto graphics =
+      record_processes(api, api.graphics_processes, h, w,
+                       "nvmlDeviceGetGraphicsRunningProcesses_v3", stride, r.pids);
   if (!compute.empty()) w.set("compute", compute == "-" ? "" : compute);
   if (!graphics.empty()) w.set("graphics", graphics == "-" ? "" : graphics);
   // Per-process SM utilization: every sample NVML keeps (since time stamp 0, as the probe's
   // first sample asks).
-  if (!w.missing(api.process_utilization != nullptr,
-                 "nvmlDeviceGetProcessUtilization")) {
+  if (!w.missing(api.process_utilization != nullptr, "nvmlDeviceGetProcessUtilization")) {
     std::vector<nvml::ProcessUtilizationSample> buf(256);
     unsigned n = static_cast<unsigned>(buf.size());
     auto rc = api.process_utilization(h, buf.data(), &n, 0);
@@ -208,8 +206,10 @@ void record_device(const nvml::Api& api, unsigned i, NvmlRecording& r, std::size
         const auto& s = buf[k];
         auto it = std::find_if(newest.begin(), newest.end(),
                                [&](const auto* x) { return x->pid == s.pid; });
-        if (it == newest.end()) newest.push_back(&s);
-        else if (s.time_stamp > (*it)->time_stamp) *it = &s;
+        if (it == newest.end())
+          newest.push_back(&s);
+        else if (s.time_stamp > (*it)->time_stamp)
+          *it = &s;
       }
       std::string list;
       for (const auto* s : newest) {

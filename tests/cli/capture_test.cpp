@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "cli_test_util.hpp"
 #include "gpustream_fake_amd_paths.hpp"
@@ -36,8 +36,10 @@ class ScopedEnv {
     ::setenv(name, value.c_str(), 1);
   }
   ~ScopedEnv() {
-    if (old_) ::setenv(name_, old_->c_str(), 1);
-    else ::unsetenv(name_);
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
   ScopedEnv(const ScopedEnv&) = delete;
   ScopedEnv& operator=(const ScopedEnv&) = delete;
@@ -51,13 +53,15 @@ class ScopedEnv {
 class Machine {
  public:
   Machine() {
-    t_.write("proc/meminfo",
-             "MemTotal:       65536000 kB\nMemFree:        1000000 kB\n"
-             "MemAvailable:   32768000 kB\nSwapTotal:       2097148 kB\nSwapFree:        2097148 kB\n");
+    t_.write(
+        "proc/meminfo",
+        "MemTotal:       65536000 kB\nMemFree:        1000000 kB\n"
+        "MemAvailable:   32768000 kB\nSwapTotal:       2097148 kB\nSwapFree:        2097148 kB\n");
     // "This process" of the host probe: the same in the capture and the replay.
     link("proc/self", "4242");
-    t_.write("proc/4242/status", "Name:\tgpustream\nUmask:\t0022\nVmRSS:\t   10240 kB\n"
-                                 "Uid:\t1000\t1000\t1000\t1000\n");
+    t_.write("proc/4242/status",
+             "Name:\tgpustream\nUmask:\t0022\nVmRSS:\t   10240 kB\n"
+             "Uid:\t1000\t1000\t1000\t1000\n");
     fs::create_directories(t_.path() / "dev/dri");
   }
 
@@ -79,8 +83,8 @@ class Machine {
     write(dev + "/uevent", "DRIVER=" + driver + "\nPCI_CLASS=30000\nPCI_SLOT_NAME=" + bus + "\n");
     write(dev + "/power/runtime_status", "active\n");
     link(dev + "/driver", "../../../bus/pci/drivers/" + driver);
-    for (const std::string& node : {"card" + std::to_string(card),
-                                   "renderD" + std::to_string(128 + card)}) {
+    for (const std::string& node :
+         {"card" + std::to_string(card), "renderD" + std::to_string(128 + card)}) {
       fs::create_directories(t_.path() / (dev + "/drm/" + node));
       link(dev + "/drm/" + node + "/device", "../../../" + bus);
       // Absolute, as some generated trees and bind mounts have: rewritten relative in DIR.
@@ -138,10 +142,11 @@ class Machine {
     write(xe + "/tile0/gt0/freq0/act_freq", "1600\n");
     write(xe + "/tile0/vram0/total_bytes", "8589934592\n");
     write(xe + "/tile0/vram0/used_bytes", "1073741824\n");
-    client(301, "ffmpeg", 4, "renderD129",
-           "pos:\t0\nflags:\t02100002\ndrm-driver:\ti915\ndrm-client-id:\t3\n"
-           "drm-pdev:\t0000:00:02.0\ndrm-total-system0:\t6044 KiB\ndrm-resident-system0:\t6044 KiB\n"
-           "drm-engine-render:\t5000000 ns\ndrm-engine-video:\t0 ns\n");
+    client(
+        301, "ffmpeg", 4, "renderD129",
+        "pos:\t0\nflags:\t02100002\ndrm-driver:\ti915\ndrm-client-id:\t3\n"
+        "drm-pdev:\t0000:00:02.0\ndrm-total-system0:\t6044 KiB\ndrm-resident-system0:\t6044 KiB\n"
+        "drm-engine-render:\t5000000 ns\ndrm-engine-video:\t0 ns\n");
   }
 
   /// A process with secrets where a capture must not look.
@@ -162,8 +167,9 @@ class Machine {
     const auto p = "proc/" + std::to_string(pid);
     write(p + "/comm", comm + "\n");
     write(p + "/statm", "100000 25600 3000 100 0 20000 0\n");
-    write(p + "/cgroup", "0::/system.slice/docker-"
-                         "4f8a1c2b3d4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddeef.scope\n");
+    write(p + "/cgroup",
+          "0::/system.slice/docker-"
+          "4f8a1c2b3d4e5f60718293a4b5c6d7e8f90112233445566778899aabbccddeef.scope\n");
     write(p + "/cmdline", std::string("render\0--key=SECRET-CLIENT", 26));
     write(p + "/environ", std::string("HOME=/root\0SECRET-CLIENT-ENV=1", 30));
     link(p + "/fd/" + std::to_string(fd), "/dev/dri/" + node);
@@ -216,11 +222,14 @@ void diff(const json::value& a, const json::value& b, const std::string& path,
   if (a.is_object() && b.is_object()) {
     for (const auto& [k, v] : a.as_object()) {
       const auto* w = b.as_object().if_contains(k);
-      if (!w) out.push_back(path + "." + std::string(k) + ": only in the original");
-      else diff(v, *w, path + "." + std::string(k), out);
+      if (!w)
+        out.push_back(path + "." + std::string(k) + ": only in the original");
+      else
+        diff(v, *w, path + "." + std::string(k), out);
     }
     for (const auto& [k, v] : b.as_object())
-      if (!a.as_object().contains(k)) out.push_back(path + "." + std::string(k) + ": only in the replay");
+      if (!a.as_object().contains(k))
+        out.push_back(path + "." + std::string(k) + ": only in the replay");
     return;
   }
   if (a.is_array() && b.is_array()) {
@@ -328,7 +337,8 @@ TEST(Capture, SysfsAndNvmlMachineRoundTrips) {
   EXPECT_EQ(differences(a, b), std::vector<std::string>{}) << original.out << "\n" << replay.out;
 
   // Not a vacuous comparison: every vendor has its devices and processes.
-  ASSERT_TRUE(a.contains("amd") && a.contains("intel") && a.contains("nvidia") && a.contains("host"))
+  ASSERT_TRUE(a.contains("amd") && a.contains("intel") && a.contains("nvidia") &&
+              a.contains("host"))
       << original.out;
   const auto& amd = a.at("amd").at("devices").as_array();
   ASSERT_EQ(amd.size(), 1u);
@@ -372,9 +382,10 @@ TEST(Capture, SysfsAndNvmlMachineRoundTrips) {
 /// macmon; every tool replayed by its generated script.
 TEST(Capture, ToolMachineRoundTrips) {
   Machine m;
-  m.write("smi/query-gpu.csv",
-          "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 00000000:18:00.0, "
-          "81559, 40960, 87, 33, 64, 312.45, 700.00, 1755, 1755, 2619, [N/A], 0x0000000000000001\n");
+  m.write(
+      "smi/query-gpu.csv",
+      "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 00000000:18:00.0, "
+      "81559, 40960, 87, 33, 64, 312.45, 700.00, 1755, 1755, 2619, [N/A], 0x0000000000000001\n");
   m.write("smi/query-compute-apps.csv",
           "GPU-11111111-2222-3333-4444-555555555555, 4343, 40000, /usr/bin/python3\n");
   m.write("proc/4343/comm", "python3\n");
@@ -391,8 +402,10 @@ TEST(Capture, ToolMachineRoundTrips) {
   const auto dir = out.file("bundle");
   const auto cap = run("capture " + dir + " " + machine);
   ASSERT_EQ(cap.exit_code, 0) << cap.err << cap.out;
-  const auto replay = run("snapshot --json --timeout 20 --log-level off --probes amd,nvidia,apple,host"
-                          " --replay-capture " + dir);
+  const auto replay =
+      run("snapshot --json --timeout 20 --log-level off --probes amd,nvidia,apple,host"
+          " --replay-capture " +
+          dir);
   const auto a = comparable(original);
   const auto b = comparable(replay);
   EXPECT_EQ(differences(a, b), std::vector<std::string>{}) << original.out << "\n" << replay.out;

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <system_error>
 #include <vector>
 
 #include <boost/json/object.hpp>
@@ -106,7 +107,7 @@ bool CaptureBundle::copy(const std::string& src, const std::string& rel) {
   if (fd < 0) {
     const int e = errno;
     if (e == EACCES || e == EPERM) {
-      finding("permission", src + ": " + std::strerror(e) +
+      finding("permission", src + ": " + std::generic_category().message(e) +
                                 " (captured as an unreadable empty file; run the capture as root "
                                 "to copy it)");
       write(rel, {}, 0);
@@ -123,13 +124,13 @@ bool CaptureBundle::copy(const std::string& src, const std::string& rel) {
       const int e = errno;
       ::close(fd);
       if (e == EACCES || e == EPERM) {
-        finding("permission",
-                src + ": " + std::strerror(e) + " (captured as an unreadable empty file)");
+        finding("permission", src + ": " + std::generic_category().message(e) +
+                                  " (captured as an unreadable empty file)");
         return write(rel, {}, 0);
       }
       // EIO/ENODEV/EOPNOTSUPP: the attribute exists and cannot be read; the probes see that as
       // unsupported, as they do a missing file.
-      finding("read", src + ": " + std::strerror(e) + " (not captured)");
+      finding("read", src + ": " + std::generic_category().message(e) + " (not captured)");
       return false;
     }
     if (n == 0) break;
@@ -152,7 +153,8 @@ bool CaptureBundle::link(const std::string& rel, const std::string& target) {
   std::error_code ec;
   fs::create_directories(path.parent_path(), ec);
   if (::symlink(target.c_str(), path.c_str()) != 0 && errno != EEXIST) {
-    finding("write", "cannot make the link " + path.string() + ": " + std::strerror(errno));
+    finding("write", "cannot make the link " + path.string() + ": " +
+                         std::generic_category().message(errno));
     return false;
   }
   done_.insert(rel);
@@ -181,7 +183,7 @@ std::optional<std::string> CaptureBundle::resolve(const std::string& root,
       continue;
     }
     const auto p = join(cur, c);
-    const auto src = root + "/" + p;
+    const auto src = concat(root, "/", p);
     struct stat st {};
     if (::lstat(src.c_str(), &st) != 0) return std::nullopt;
     if (S_ISLNK(st.st_mode)) {
@@ -197,7 +199,7 @@ std::optional<std::string> CaptureBundle::resolve(const std::string& root,
         to = fold(join(parent(p), target));
       }
       if (!to) {
-        finding("links", src + " -> " + target + " leads out of " + root + ": not followed");
+        finding("links", concat(src, " -> ", target, " leads out of ", root, ": not followed"));
         return std::nullopt;
       }
       // The same link inside DIR, relative, so the bundle can be moved.

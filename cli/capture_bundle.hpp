@@ -13,6 +13,15 @@
 
 namespace gpustream::cli {
 
+/// The parts, joined into one string (one allocation; messages and paths built in loops).
+template <class... Parts>
+std::string concat(const Parts&... parts) {
+  std::string out;
+  out.reserve((std::string_view(parts).size() + ...));
+  (out.append(std::string_view(parts)), ...);
+  return out;
+}
+
 class CaptureBundle {
  public:
   CaptureBundle(std::filesystem::path dir, std::uint64_t max_file_bytes,

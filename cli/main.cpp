@@ -1,6 +1,6 @@
 // gpustream — the command-line tool. See `gpustream --help` and docs/cli.md.
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 
@@ -74,17 +74,21 @@ int main(int argc, char** argv) {
       "the host name. See docs/operations.md (Sending a capture)");
   add_common_options(*capture, common);
   capture->add_option("dir", capture_o.dir, "A new (or empty) folder")->required();
-  capture->add_option("--max-file-bytes", capture_o.max_file_bytes,
-                      "Larger files and tool outputs are left out (default 1 MiB)")
+  capture
+      ->add_option("--max-file-bytes", capture_o.max_file_bytes,
+                   "Larger files and tool outputs are left out (default 1 MiB)")
       ->check(CLI::Range(std::uint64_t{1024}, std::uint64_t{1} << 32));
-  capture->add_option("--max-bytes", capture_o.max_total_bytes,
-                      "Cap of the whole bundle (default 64 MiB)")
+  capture
+      ->add_option("--max-bytes", capture_o.max_total_bytes,
+                   "Cap of the whole bundle (default 64 MiB)")
       ->check(CLI::Range(std::uint64_t{4096}, std::uint64_t{1} << 36));
-  capture->add_option("--tool-timeout", capture_tool_timeout,
-                      "Each tool run is killed after this many seconds (default 15)")
+  capture
+      ->add_option("--tool-timeout", capture_tool_timeout,
+                   "Each tool run is killed after this many seconds (default 15)")
       ->check(CLI::Range(0.1, 600.0));
-  capture->add_option("--max-processes", capture_o.max_processes,
-                      "DRM client processes captured at most (default 1024)")
+  capture
+      ->add_option("--max-processes", capture_o.max_processes,
+                   "DRM client processes captured at most (default 1024)")
       ->check(CLI::PositiveNumber);
 
   auto* watch = app.add_subcommand("watch", "A live table of every GPU (or JSON lines)");

@@ -48,6 +48,8 @@ struct DeviceWriter {
   bool missing(bool present, const char* fake_fn) {
     if (present) return false;
     set(std::string("fail.") + fake_fn, std::to_string(nvml::kErrorNotSupported));
+    auto note = std::string(fake_fn) + ": not exported by the library (or an older form only)";
+    if (std::find(notes->begin(), notes->end(), note) == notes->end()) notes->push_back(note);
     return true;
   }
 };
@@ -107,7 +109,9 @@ void record_device(const nvml::Api& api, unsigned i, NvmlRecording& r, std::size
   if (!w.missing(api.pci_info != nullptr, pci_fn)) {
     nvml::PciInfo pci{};
     if (w.check(api.pci_info(h, &pci), pci_fn))
-      w.set("pci", api.pci_legacy ? c_string(pci.bus_id_legacy, sizeof pci.bus_id_legacy)
+      // The fake's pci= is the 8-digit-domain form of busId; its v1 busIdLegacy is the same
+      // text without the first 4 characters, as NVML's.
+      w.set("pci", api.pci_legacy ? "0000" + c_string(pci.bus_id_legacy, sizeof pci.bus_id_legacy)
                                   : c_string(pci.bus_id, sizeof pci.bus_id));
   }
   // Memory: the fake's v2 answers total, reserved, used and free = total - used - reserved.
@@ -249,6 +253,11 @@ NvmlRecording record_nvml(const std::string& library) {
     return r;
   }
   r.initialized = true;
+  r.notes.push_back("functions used: " + api.init_name + ", " + api.memory_name + ", " +
+                    api.processes_name +
+                    (api.process_layout == nvml::ProcessLayout::v1
+                         ? " (16-byte process entries: replay with the nvml-legacy fake)"
+                         : ""));
   if (api.driver_version) {
     char buf[nvml::kDriverVersionBufferSize] = {};
     if (api.driver_version(buf, sizeof buf) == nvml::kSuccess)

@@ -378,6 +378,36 @@ TEST(Capture, SysfsAndNvmlMachineRoundTrips) {
   EXPECT_EQ(slurp(fs::path(dir) / "proc/4242/status"), "Name:\tgpustream\nVmRSS:\t   10240 kB\n");
 }
 
+/// An old NVML (only the unversioned functions; no energy, power limit, clock reasons, process
+/// utilization): the functions it lacks are recorded as not supported, and the replay through
+/// the fake of the same generation shows the same snapshot.
+TEST(Capture, LegacyNvmlRoundTrips) {
+  Machine m;
+  m.write("nvml.txt", "devices=1\ndevice.0.compute=500:1048576\n");
+  m.write("proc/500/comm", "python3\n");
+  ScopedEnv scenario(fakes::kFakeNvmlScenarioEnv, m.path("nvml.txt"));
+  const std::string machine = m.roots() + kMissingTools + " --probes nvidia,host --nvml-library " +
+                              fakes::kFakeNvmlLegacy + " --log-level off";
+  const auto original = run("snapshot --json --timeout 20 " + machine);
+  TempDir out;
+  const auto dir = out.file("bundle");
+  ASSERT_EQ(run("capture " + dir + " " + machine).exit_code, 0);
+  const auto replay =
+      run("snapshot --json --timeout 20 --log-level off --probes nvidia,host"
+          " --replay-capture " +
+          dir + " --nvml-library " + fakes::kFakeNvmlLegacy);
+  const auto a = comparable(original);
+  EXPECT_EQ(differences(a, comparable(replay)), std::vector<std::string>{}) << replay.out;
+  ASSERT_TRUE(a.contains("nvidia")) << original.out;
+  EXPECT_EQ(a.at("nvidia").at("devices").at(0).at("processes").as_array().size(), 1u);
+  const auto scenario_text = slurp(fs::path(dir) / "nvml/scenario.txt");
+  EXPECT_NE(scenario_text.find("device.0.fail.nvmlDeviceGetTotalEnergyConsumption=3"),
+            std::string::npos)
+      << scenario_text;
+  const auto notes = json::serialize(manifest(dir).at("nvml").at("notes"));
+  EXPECT_NE(notes.find("replay with the nvml-legacy fake"), std::string::npos) << notes;
+}
+
 /// No GPU in sysfs: AMD through amd-smi, NVIDIA through nvidia-smi (no NVML), Apple through
 /// macmon; every tool replayed by its generated script.
 TEST(Capture, ToolMachineRoundTrips) {

@@ -1,10 +1,12 @@
 // gpustream — the command-line tool. See `gpustream --help` and docs/cli.md.
+#include <cmath>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
 
 #include <CLI/CLI.hpp>
 
+#include "capture.hpp"
 #include "commands.hpp"
 #include "gpustream/probes/doctor.hpp"
 #include "options.hpp"
@@ -46,6 +48,9 @@ int main(int argc, char** argv) {
   WatchOptions record_o;
   ReplayOptions replay_o;
   ServeOptions serve_o;
+  CaptureOptions capture_o;
+  std::string replay_capture;
+  double capture_tool_timeout = 15.0;
 
   auto* list = app.add_subcommand("list", "Each probe: available or not and why; its devices");
   add_common_options(*list, common, false);
@@ -57,6 +62,37 @@ int main(int argc, char** argv) {
   snapshot->add_option("--timeout", snap_o.timeout_seconds,
                        "Seconds to wait for each probe's first sample (default 10)")
       ->check(CLI::Range(0.1, 600.0));
+  snapshot
+      ->add_option("--replay-capture", replay_capture,
+                   "Read a bundle made by `gpustream capture` instead of this machine: its sysfs, "
+                   "procfs, tool replays, and its NVML recording through the fake "
+                   "libnvidia-ml.so.1 (give --nvml-library PATH, or copy it to DIR/nvml/)")
+      ->check(CLI::ExistingDirectory);
+
+  auto* capture = app.add_subcommand(
+      "capture",
+      "Write a support bundle to DIR: the sysfs files, DRM fdinfo, /proc/meminfo, vendor tool "
+      "outputs and NVML answers the probes read, to replay offline with `snapshot "
+      "--replay-capture DIR`. Not captured: command lines, environments, other /proc files, "
+      "the host name. See docs/operations.md (Sending a capture)");
+  add_common_options(*capture, common);
+  capture->add_option("dir", capture_o.dir, "A new (or empty) folder")->required();
+  capture
+      ->add_option("--max-file-bytes", capture_o.max_file_bytes,
+                   "Larger files and tool outputs are left out (default 1 MiB)")
+      ->check(CLI::Range(std::uint64_t{1024}, std::uint64_t{1} << 32));
+  capture
+      ->add_option("--max-bytes", capture_o.max_total_bytes,
+                   "Cap of the whole bundle (default 64 MiB)")
+      ->check(CLI::Range(std::uint64_t{4096}, std::uint64_t{1} << 36));
+  capture
+      ->add_option("--tool-timeout", capture_tool_timeout,
+                   "Each tool run is killed after this many seconds (default 15)")
+      ->check(CLI::Range(0.1, 600.0));
+  capture
+      ->add_option("--max-processes", capture_o.max_processes,
+                   "DRM client processes captured at most (default 1024)")
+      ->check(CLI::PositiveNumber);
 
   auto* watch = app.add_subcommand("watch", "A live table of every GPU (or JSON lines)");
   add_common_options(*watch, common);
@@ -130,10 +166,15 @@ int main(int argc, char** argv) {
     if (*replay) return run_replay(replay_o);
     // The doctor's report says everything; the libraries' info lines would only interleave.
     if (*doctor && common.log_level.empty()) common.log_level = "warn";
+    if (*snapshot && !replay_capture.empty()) prepare_replay_capture(common, replay_capture);
     const auto config = make_config(common);
     if (*list) return run_list(config, list_o);
     if (*doctor) return run_doctor(config, doctor_o);
     if (*snapshot) return run_snapshot(config, snap_o);
+    if (*capture) {
+      capture_o.tool_timeout = std::chrono::milliseconds(std::llround(capture_tool_timeout * 1000));
+      return run_capture(config, capture_o);
+    }
     if (*watch) return run_watch(config, watch_o);
     if (*record) return run_watch(config, record_o);
     if (*serve) {

@@ -134,7 +134,7 @@ EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
 EXPORT nvmlReturn_t nvmlSystemGetDriverVersion(char* version, unsigned length) {
   Call c("nvmlSystemGetDriverVersion");
   if (auto rc = c.begin(); rc != kOk) return rc;
-  return copy_string("535.183.01-fake", version, length);
+  return copy_string(c.st.scenario.driver_version, version, length);
 }
 
 EXPORT nvmlReturn_t nvmlSystemGetNVMLVersion(char* version, unsigned length) {

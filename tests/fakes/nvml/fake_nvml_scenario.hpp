@@ -11,6 +11,7 @@
 //   call_delay_us=N            sleep in every call;   call_cost_ns=N   burn N ns of CPU per call
 //   init_fail=CODE             nvmlInit answers CODE
 //   rotate_on_init=1           the index order rotates by one at every init (UUIDs stay)
+//   driver_version=TEXT        what nvmlSystemGetDriverVersion answers (default 535.183.01-fake)
 //   fail.<function>=CODE       that function answers CODE on every device
 //   device.<i>.<key>=value     uuid, name, pci, memory_total, memory_used, memory_reserved,
 //                              util_gpu, util_memory, temperature, power_mw, power_limit_mw,
@@ -75,6 +76,7 @@ struct Scenario {
   long call_cost_ns = 0;
   int init_fail = 0;
   bool rotate_on_init = false;
+  std::string driver_version = "535.183.01-fake";
   std::map<std::string, int> fail;
 };
 

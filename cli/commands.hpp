@@ -41,6 +41,7 @@ int run_replay(const ReplayOptions& o);
 struct ProbeReport {
   std::string name;
   Detection detection;
+  std::string note;  // which source the probe chose, and why (SourceNote); empty when none
 };
 std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::milliseconds timeout);
 

@@ -6,6 +6,7 @@
 
 #include <boost/json.hpp>
 
+#include "gpustream/dynamic_library.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/settings.hpp"
@@ -84,6 +85,8 @@ ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executo
         return std::make_shared<AmdSourceProbe>(std::move(probe), note);
       }
       passed_over = "library: " + d.reason;
+    } catch (const DynamicLibraryError& e) {
+      passed_over = "library: " + e.message();
     } catch (const std::exception& e) {
       passed_over = std::string("library: ") + e.what();
     }

@@ -17,7 +17,7 @@ using amdsmi::Status;
 std::string bounded(const char* s, std::size_t n) { return std::string(s, ::strnlen(s, n)); }
 
 /// Power fields the library could not read: 0xFFFF (v6) or UINT32_MAX (v26).
-bool power_valid(std::uint64_t w) { return w != 0xFFFFU && w != 0xFFFFFFFFU && w < 0xFFFFU; }
+bool power_valid(std::uint64_t w) { return w < 0xFFFFU; }
 
 }  // namespace
 
@@ -98,7 +98,7 @@ void AmdSmiBackend::enumerate() {
   enumerated_ = true;
 }
 
-void AmdSmiBackend::resolve_handles(std::vector<SampleError>& errors) {
+void AmdSmiBackend::resolve_handles() {
   const auto generation = lib_->generation();
   if (std::all_of(devices_.begin(), devices_.end(),
                   [&](const auto& d) { return d.handle_generation == generation; }))
@@ -128,7 +128,6 @@ void AmdSmiBackend::resolve_handles(std::vector<SampleError>& errors) {
     if (log_once_.first("lost:" + dev.bdf))
       logger()->warn("amd library: {}; the other GPUs keep reporting", dev.lost_message);
   }
-  (void)errors;
 }
 
 Detection AmdSmiBackend::detect() {
@@ -372,7 +371,7 @@ GpuSnapshot AmdSmiBackend::sample() {
   {
     auto guard = lib_->acquire();
     if (!enumerated_) enumerate();
-    resolve_handles(snap.errors);
+    resolve_handles();
     engines_.begin(snap.monotonic_ns);
     const auto generation = lib_->generation();
     for (auto& dev : devices_) {

@@ -131,7 +131,7 @@ class AmdSmiBackend {
 
  private:
   void enumerate();
-  void resolve_handles(std::vector<SampleError>& errors);
+  void resolve_handles();
   /// All devices the library lists now: (handle, uuid, bdf).
   struct Listed {
     amdsmi::ProcessorHandle handle;

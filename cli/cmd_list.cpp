@@ -12,6 +12,7 @@
 
 #include "commands.hpp"
 #include "gpustream/probes/registry.hpp"
+#include "gpustream/probes/source_note.hpp"
 
 namespace gpustream::cli {
 
@@ -43,6 +44,9 @@ std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::millis
   auto guard = boost::asio::make_work_guard(io);
   std::size_t pending = built.size();
   for (const auto& p : built) {
+    if (const auto* noted = dynamic_cast<const SourceNote*>(p.get()))
+      for (auto& r : reports)
+        if (r.name == p->name()) r.note = noted->source_note();
     p->async_detect([&, name = std::string(p->name())](Detection d) {
       for (auto& r : reports) {
         if (r.name != name) continue;
@@ -77,6 +81,7 @@ int run_list(const Config& config, const ListOptions& o) {
                         {"pci_bus_id", d.pci_bus_id}});
       boost::json::object obj{{"probe", r.name}, {"available", r.detection.available}};
       if (!r.detection.available) obj["reason"] = r.detection.reason;
+      if (!r.note.empty()) obj["note"] = r.note;
       obj["devices"] = std::move(devs);
       arr.push_back(std::move(obj));
     }
@@ -96,6 +101,7 @@ int run_list(const Config& config, const ListOptions& o) {
     } else {
       std::cout << fmt::format("{:<10} unavailable: {}\n", r.name, r.detection.reason);
     }
+    if (!r.note.empty()) std::cout << fmt::format("  {}\n", r.note);
   }
   return 0;
 }

@@ -51,6 +51,7 @@ int run_doctor(const Config& config, const DoctorOptions& o);
 struct ProbeReport {
   std::string name;
   Detection detection;
+  std::string note;  // which source the probe chose, and why (SourceNote); empty when none
 };
 std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::milliseconds timeout);
 

@@ -24,7 +24,8 @@ constexpr ProbeFlag kNvidiaFlags[] = {
 constexpr ProbeFlag kAmdFlags[] = {
     {"--amd-smi", "amd_smi", "amd-smi binary"},
     {"--rocm-smi", "rocm_smi", "rocm-smi binary"},
-    {"--amd-source", "source", "AMD source: auto, sysfs, amd-smi, rocm-smi"},
+    {"--amd-source", "source", "AMD source: auto, library, sysfs, cli (amd-smi), rocm-smi"},
+    {"--amd-smi-library", "library", "AMD SMI library (default libamd_smi.so)"},
     {"--amdgpu-ids", "amdgpu_ids", "libdrm amdgpu.ids for AMD names (\"\": none)"},
 };
 constexpr ProbeFlag kIntelFlags[] = {
@@ -40,7 +41,8 @@ constexpr ProbeRow kRows[] = {
      "NVIDIA GPUs through NVML (--nvml-library PATH), nvidia-smi as the fallback",
      NvidiaProbe::kName, ProbeKind::gpu, kNvidiaFlags, &make_nvidia_probe_from_config},
     {AmdSysfsProbe::kName,
-     "AMD GPUs: amdgpu sysfs + DRM fdinfo (--amd-source auto|sysfs|amd-smi|rocm-smi)",
+     "AMD GPUs: AMD SMI library, amdgpu sysfs + DRM fdinfo, or the CLIs (--amd-source "
+     "auto|library|sysfs|cli)",
      AmdSysfsProbe::kName, ProbeKind::gpu, kAmdFlags, &make_amd_probe_from_config},
     {IntelGpuProbe::kName,
      "Intel GPUs (i915/xe): sysfs, hwmon, DRM fdinfo; Level Zero Sysman when present",

@@ -57,4 +57,16 @@ std::optional<std::int64_t> positive_at(const ProbeSettings::Section* section,
   return *n;
 }
 
+TrackerPeriods tracker_periods_at(const ProbeSettings::Section* section, std::string_view name) {
+  const auto ms = [&](std::string_view key) -> std::optional<std::chrono::milliseconds> {
+    if (auto v = positive_at(section, name, key)) return std::chrono::milliseconds(*v);
+    return std::nullopt;
+  };
+  TrackerPeriods p;
+  p.freshness = ms(kTrackerKeys[0]);
+  p.fd_count = ms(kTrackerKeys[1]);
+  p.sweep = ms(kTrackerKeys[2]);
+  return p;
+}
+
 }  // namespace gpustream::settings

@@ -17,12 +17,8 @@ ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors execu
   if (auto lib = settings::string_at(section, "intel", "level_zero_library",
                                           settings::Empty::allowed))  // "": no Level Zero
     options.level_zero_library = std::move(*lib);
-  if (auto ms = settings::positive_at(section, "intel", "process_freshness_ms"))
-    options.process_freshness = std::chrono::milliseconds(*ms);
-  if (auto ms = settings::positive_at(section, "intel", "process_fd_count_ms"))
-    options.process_fd_count_period = std::chrono::milliseconds(*ms);
-  if (auto ms = settings::positive_at(section, "intel", "process_sweep_ms"))
-    options.process_sweep = std::chrono::milliseconds(*ms);
+  settings::tracker_periods_at(section, "intel")
+      .apply(options.process_freshness, options.process_fd_count_period, options.process_sweep);
   return make_intel_probe(std::move(executors), std::move(options));
 }
 

@@ -155,9 +155,11 @@ TEST(Cli, AMisspeltProbeSettingIsAUsageError) {
   t.write("typo.json", R"({"probes": ["simulated"], "amd": {"sourc": "sysfs"}})");
   auto r = run("snapshot --config " + (t.path() / "typo.json").string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("amd.sourc: unknown setting (known: source, amd_smi, rocm_smi, amdgpu_ids, "
-                       "process_freshness_ms, process_fd_count_ms, process_sweep_ms)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(
+          "amd.sourc: unknown setting (known: source, library, amd_smi, rocm_smi, amdgpu_ids, "
+          "process_freshness_ms, process_fd_count_ms, process_sweep_ms)"),
+      std::string::npos)
       << r.err;
   r = run("list --amd-source sometimes");
   EXPECT_EQ(r.exit_code, 2);

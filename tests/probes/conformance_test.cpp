@@ -10,6 +10,7 @@
 //   * power and energy consistent (counter increase ≈ ∫ power) where the fake models both.
 // A new probe is one row in kRows (a runner returning its detection and a few samples).
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -29,6 +30,7 @@
 #include "gpustream/probes/pci.hpp"
 #include "gpustream/probes/simulated_probe.hpp"
 #include "gpustream_fake_amd_paths.hpp"
+#include "gpustream_fake_amd_smi_lib_paths.hpp"
 #include "intel_trees.hpp"
 #include "nvidia_fakes.hpp"
 #include "probe_harness.hpp"
@@ -201,6 +203,35 @@ ProbeRun run_amd_cli(AmdTool tool) {
   return r;
 }
 
+ProbeRun run_amd_smi_lib(const char* version) {
+  TempTree t;
+  ::setenv(fakes::kFakeAmdSmiLogEnv, t.file("amdsmi.log", "").c_str(), 1);
+  ::setenv(fakes::kFakeAmdSmiScenarioEnv,
+           t.file("scenario.txt",
+                  std::string("version=") + version +
+                      "\ndevices=2\ndevice.1.current_power=na\ndevice.1.temp_edge=-1\n"
+                      "device.0.processes=10000:trainer:1073741824:0:0:0;77:py:4096:0:0:0\n")
+               .c_str(),
+           1);
+  t.file("proc/10000/statm", "5000 1234 300 10 0 900 0\n");
+  t.file("proc/10000/comm", "trainer\n");
+  ProbeRun r;
+  {
+    ProbeHarness h;
+    std::int64_t now = kStepNs;
+    auto p = make_amd_smi_lib_probe(h.executors(), {.library = fakes::kFakeAmdSmiLib,
+                                                    .library_session = LibrarySessionMode::lazy,
+                                                    .procfs_root = t.path("proc"),
+                                                    .clock = [&] { return now; }});
+    r.detection = h.detect(*p);
+    for (int i = 0; i < kSamples; ++i, now += kStepNs) r.samples.push_back(h.sample(*p).snapshot);
+  }
+  ::unsetenv(fakes::kFakeAmdSmiLogEnv);
+  ::unsetenv(fakes::kFakeAmdSmiScenarioEnv);
+  r.mine = mine_as(t, "proc", 10000, r.samples);
+  return r;
+}
+
 ProbeRun run_intel() {
   test::IntelTree t;
   t.i915_discrete();
@@ -260,6 +291,8 @@ const Row kRows[] = {
     {"amd_sysfs", Vendor::amd, false, true, run_amd_sysfs},
     {"amd_smi", Vendor::amd, false, true, [] { return run_amd_cli(AmdTool::amd_smi); }},
     {"rocm_smi", Vendor::amd, false, false, [] { return run_amd_cli(AmdTool::rocm_smi); }},
+    {"amd_smi_lib_v6", Vendor::amd, false, true, [] { return run_amd_smi_lib("24.6.2"); }},
+    {"amd_smi_lib_v26", Vendor::amd, false, true, [] { return run_amd_smi_lib("26.1.0"); }},
     {"intel", Vendor::intel, true, true, run_intel},
     {"apple", Vendor::apple, false, false, run_apple},
 };

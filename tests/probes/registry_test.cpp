@@ -132,7 +132,7 @@ TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
     return set.errors.empty() ? std::string() : set.errors[0];
   };
   EXPECT_EQ(error_for("amd", {{"sourc", "sysfs"}}),
-            "probe 'amd': amd.sourc: unknown setting (known: source, amd_smi, rocm_smi, "
+            "probe 'amd': amd.sourc: unknown setting (known: source, library, amd_smi, rocm_smi, "
             "amdgpu_ids, process_freshness_ms, process_fd_count_ms, process_sweep_ms)");
   EXPECT_EQ(error_for("amd", {{"process_freshness_ms", 0}}),
             "probe 'amd': amd.process_freshness_ms: expected a positive integer");

@@ -36,6 +36,7 @@
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/config.hpp"
+#include "gpustream/library_session.hpp"
 #include "gpustream/log_once.hpp"
 #include "gpustream/probes/counter_rate.hpp"
 #include "gpustream/probes/process_table.hpp"
@@ -176,9 +177,67 @@ std::shared_ptr<AmdSysfsProbe> make_amd_sysfs_probe(ProbeExecutors executors,
 bool amd_sysfs_available(const SystemPaths& paths);
 
 /// The "amd" registry row: picks the source from config.probe_settings["amd"]["source"]
-/// ("auto" | "sysfs" | "amd-smi" | "rocm-smi"; default "auto"). Throws std::invalid_argument
-/// for an unknown source and std::runtime_error for a source this build cannot run.
+/// ("auto" | "library" | "sysfs" | "cli" | "amd-smi" | "rocm-smi"; default "auto"; "cli" is
+/// amd-smi). auto prefers the AMD SMI library when it loads and finds GPUs, then sysfs, then the
+/// amd-smi CLI; the choice and why the others were passed over are logged once and shown by
+/// `gpustream list` (SourceNote). Throws std::invalid_argument for an unknown source.
 ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executors);
+
+// ---------------------------------------------------------------------------------------------
+// AmdSmiLibProbe: the AMD SMI library (libamd_smi.so) loaded at run time; see
+// probes/amd/amd_smi_backend.hpp for the library session, the host guard and the layouts.
+// Per device: gfx/umc/mm activity (utilization, memory utilization, engines "gfx", "umc",
+// "mm"), VRAM and GTT used/total, power (current socket power, else the average: power_kind
+// says which), power average, power limit (26.x), energy counter (J, EnergyKind::counter; its
+// resolution in attributes["energy_resolution_uj"]), temperature (edge, else the hotspot/junction,
+// attributes["temperature_sensor"] saying which; junction and memory also as the sysfs path's
+// attributes temperature_junction_celsius / temperature_mem_celsius), graphics/memory clocks,
+// fan (% of 255, rpm), and the processes with their VRAM and gfx/enc engine percentages
+// between samples. What the library answers NOT_SUPPORTED is absent `unsupported`; NO_PERM
+// `no_permission`; other failures `tool_failed` with an error. Throttle status is not read (it
+// sits in amdsmi_gpu_metrics_t, whose layout changes with every gpu_metrics version).
+//
+// Thread safety: one sample at a time per probe (the scheduler's contract); the backend locks.
+// Cancellation: a vendor call cannot be interrupted.
+
+struct AmdSmiLibProbeOptions {
+  std::string library = "libamd_smi.so";  // config amd.library, flag --amd-smi-library
+  /// Unset: GPUSTREAM_LIBRARY_SESSION, else persistent.
+  std::optional<LibrarySessionMode> library_session;
+  std::string procfs_root = "/proc";
+  bool processes = true;
+  std::function<std::int64_t()> clock;  // sample time (steady ns); empty: steady_now_ns
+};
+
+namespace amd_lib_detail {
+class AmdSmiBackend;
+}
+
+class AmdSmiLibProbe final : public BlockingProbe {
+ public:
+  static constexpr std::string_view kName = "amd";
+  /// Throws DynamicLibraryError when the library cannot be loaded or lacks a required function.
+  AmdSmiLibProbe(ProbeExecutors executors, AmdSmiLibProbeOptions options);
+  ~AmdSmiLibProbe() override;
+
+  std::string_view name() const noexcept override { return kName; }
+  std::chrono::milliseconds min_interval() const noexcept override {
+    return std::chrono::milliseconds{100};
+  }
+  /// "libamd_smi.so 26.1.0 (struct layout v26), lazy session".
+  std::string describe() const;
+  LibrarySession::Stats library_session_stats() const;
+
+ protected:
+  Detection detect() override;
+  GpuSnapshot sample() override;
+
+ private:
+  std::unique_ptr<amd_lib_detail::AmdSmiBackend> backend_;
+};
+
+std::shared_ptr<AmdSmiLibProbe> make_amd_smi_lib_probe(ProbeExecutors executors,
+                                                       AmdSmiLibProbeOptions options = {});
 
 // ---------------------------------------------------------------------------------------------
 // AmdProbe: the amd-smi / rocm-smi command-line tools.

@@ -110,7 +110,7 @@ SnapshotChannel::~SnapshotChannel() {
 SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
   auto snap = std::make_shared<GpuSnapshot>(std::move(s));
   SnapshotPtr evicted;   // the oldest history entry, released after unlocking
-  SnapshotPtr replaced;  // the previous latest of this probe
+  SnapshotPtr replaced;  // the previous latest of this probe (of this node)
   auto& wake = wake_list();
   const std::size_t mark = wake.size();
   {
@@ -129,7 +129,9 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
       }
     }
     auto it = std::find_if(st.latest_.begin(), st.latest_.end(),
-                           [&](const SnapshotPtr& l) { return l->probe == ptr->probe; });
+                           [&](const SnapshotPtr& l) {
+                             return l->probe == ptr->probe && l->node == ptr->node;
+                           });
     if (it != st.latest_.end())
       replaced = std::exchange(*it, ptr);
     else

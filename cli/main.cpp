@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   WatchOptions record_o;
   ReplayOptions replay_o;
   ServeOptions serve_o;
+  FleetCliOptions fleet_o;
 
   auto* list = app.add_subcommand("list", "Each probe: available or not and why; its devices");
   add_common_options(*list, common, false);
@@ -85,6 +86,12 @@ int main(int argc, char** argv) {
   add_common_options(*serve, common);
   add_serve_options(*serve, serve_o);
 
+  auto* fleet = app.add_subcommand(
+      "fleet",
+      "Serve every node's GPUs from NATS (agents: serve --nats URL --node NAME): the same API, "
+      "protocol, /metrics and dashboard, plus /api/v1/nodes, /api/v1/fit and /fleet");
+  add_fleet_options(*fleet, fleet_o);
+
   auto* replay = app.add_subcommand("replay", "Print a recording made by `gpustream record`");
   replay->add_option("file", replay_o.file, "Recording (JSON lines)")->required()
       ->check(CLI::ExistingFile);
@@ -106,6 +113,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*replay) return run_replay(replay_o);
+    if (*fleet) return run_fleet(fleet_o);
     const auto config = make_config(common);
     if (*list) return run_list(config, list_o);
     if (*snapshot) return run_snapshot(config, snap_o);

@@ -149,6 +149,9 @@ void add_serve_options(CLI::App& sub, ServeOptions& o) {
   sub.add_option("--node", o.node,
                  "This node's name on the bus: the subject's node token and the payload's "
                  "`node` (letters, digits, '_' and '-', at most 64; default: the host name)");
+  sub.add_option("--nats-prefix", o.nats_prefix,
+                 "The subjects' first token(s), e.g. gpustream.zone-a to shard a fleet "
+                 "(default gpustream; gpustream fleet --subject-prefix)");
   sub.add_option("--nats-encoding", o.nats_encoding,
                  "compact (deflated deltas against a full snapshot every --nats-full-every "
                  "messages; default) or json (the gpustream/1 document)");
@@ -183,6 +186,7 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
       {"max_subscribes", "--max-subscribes"},
       {"nats", "--nats"},
       {"node", "--node"},
+      {"nats_prefix", "--nats-prefix"},
       {"nats_encoding", "--nats-encoding"},
       {"nats_full_every", "--nats-full-every"},
       {"nats_kv_bucket", "--nats-kv-bucket"},
@@ -281,6 +285,7 @@ int run_serve(Config config, const ServeOptions& o) {
     transport::NatsBridgeOptions no;
     no.url = o.nats;
     no.host = o.node;
+    no.subject_prefix = o.nats_prefix;
     no.encoding =
         o.nats_encoding == "json" ? transport::BusEncoding::json : transport::BusEncoding::compact;
     no.full_every = o.nats_full_every;

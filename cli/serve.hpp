@@ -34,7 +34,7 @@ struct ServeOptions {
   std::size_t max_subscribes = 64;
   std::string nats;  // NATS server URL for the bridge (gpustream.<node>.<probe>); empty: none
   std::string node;  // the node's name on the bus (--node); empty: the host name
-  std::string nats_prefix = "gpustream";  // the subjects' first token(s) (a fleet shard)
+  std::string nats_prefix = "gpustream";           // the subjects' first token(s) (a fleet shard)
   std::string nats_encoding = "compact";           // compact | json
   std::uint32_t nats_full_every = 10;              // compact: a full message every N per probe
   std::string nats_kv_bucket = "gpustream_nodes";  // "off": no key-value state
@@ -70,10 +70,10 @@ int run_fleet(const FleetCliOptions& o);
 /// "token_file", "allow_origins", "allow_hosts", "max_connections", "max_http_connections",
 /// "max_connections_per_address", "tcp_idle_timeout_seconds", "max_message_bytes",
 /// "handshake_timeout_seconds", "idle_timeout_seconds", "write_timeout_seconds", "send_queue",
-/// "max_subscribes", "nats", "node", "nats_prefix", "nats_encoding", "nats_full_every", "nats_kv_bucket",
-/// "nats_kv_ttl_seconds", "metrics_processes"), checked like the flag; a flag given on the
-/// command line wins. Throws ConfigError for an unknown key or a bad value. Call after `sub` has
-/// parsed; the values land in the ServeOptions that add_serve_options bound to `sub`.
+/// "max_subscribes", "nats", "node", "nats_prefix", "nats_encoding", "nats_full_every",
+/// "nats_kv_bucket", "nats_kv_ttl_seconds", "metrics_processes"), checked like the flag; a flag
+/// given on the command line wins. Throws ConfigError for an unknown key or a bad value. Call after
+/// `sub` has parsed; the values land in the ServeOptions that add_serve_options bound to `sub`.
 void apply_serve_config(const Config& config, CLI::App& sub);
 
 /// Runs until SIGINT/SIGTERM (with --listen off, no --tcp and --nats: a headless agent that only

@@ -128,10 +128,9 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
         st.history_head_ = (st.history_head_ + 1) % cap;
       }
     }
-    auto it = std::find_if(st.latest_.begin(), st.latest_.end(),
-                           [&](const SnapshotPtr& l) {
-                             return l->probe == ptr->probe && l->node == ptr->node;
-                           });
+    auto it = std::find_if(st.latest_.begin(), st.latest_.end(), [&](const SnapshotPtr& l) {
+      return l->probe == ptr->probe && l->node == ptr->node;
+    });
     if (it != st.latest_.end())
       replaced = std::exchange(*it, ptr);
     else

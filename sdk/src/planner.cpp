@@ -40,11 +40,14 @@ std::vector<DeviceFit> fits(const std::vector<SnapshotPtr>& snapshots, std::uint
     for (const auto& d : s->devices) {
       const auto f = free_memory(d);
       if (!f || !std::isfinite(f->first) || f->first < 0) continue;
-      DeviceFit fit{d.id, d.name, s->probe, d.vendor, static_cast<std::uint64_t>(f->first),
-                    f->second, s->node, s->time_unix_ns};
+      DeviceFit fit{
+          d.id,      d.name,  s->probe,       d.vendor, static_cast<std::uint64_t>(f->first),
+          f->second, s->node, s->time_unix_ns};
       const auto [it, fresh] = index.try_emplace({s->node, d.id}, all.size());
-      if (fresh) all.push_back(std::move(fit));
-      else if (better_figure(fit, all[it->second])) all[it->second] = std::move(fit);
+      if (fresh)
+        all.push_back(std::move(fit));
+      else if (better_figure(fit, all[it->second]))
+        all[it->second] = std::move(fit);
     }
   }
   std::erase_if(all, [&](const DeviceFit& x) { return x.free_bytes < bytes; });

@@ -267,11 +267,12 @@ void json_patch(json::value& doc, const json::value& patch) {
 
 BusEncoder::BusEncoder(std::string node, std::string agent, BusEncoderOptions options)
     : node_(std::move(node)),
-      agent_(agent.empty() ? std::string(kServerName) : agent.substr(0, 64)),
+      agent_(agent.empty() ? std::string(kServerName) : std::move(agent)),
       options_(options),
       epoch_(random_epoch()) {
   if (auto err = node_name_error(node_)) throw std::invalid_argument(*err);
   // The agent field is one header token: keep "gpustream/0.1.0" readable, nothing else.
+  if (agent_.size() > 64) agent_.resize(64);
   for (auto& c : agent_)
     if (!token_char(c) && c != '/' && c != '.' && c != '+') c = '_';
   options_.full_every = std::max<std::uint32_t>(options_.full_every, 1);

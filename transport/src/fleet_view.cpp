@@ -39,8 +39,8 @@ std::string node_of_subject(std::string_view subject) {
 }  // namespace
 
 struct FleetView::Impl : std::enable_shared_from_this<Impl> {
-  Impl(asio::any_io_executor ex, SnapshotChannel& ch, FleetOptions o)
-      : strand(asio::make_strand(std::move(ex))),
+  Impl(const asio::any_io_executor& ex, SnapshotChannel& ch, FleetOptions o)
+      : strand(asio::make_strand(ex)),
         channel(ch),
         options(std::move(o)),
         decoder(options.limits),
@@ -262,8 +262,9 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   }
 };
 
-FleetView::FleetView(asio::any_io_executor ex, SnapshotChannel& channel, FleetOptions options)
-    : impl_(std::make_shared<Impl>(std::move(ex), channel, std::move(options))) {}
+FleetView::FleetView(const asio::any_io_executor& ex, SnapshotChannel& channel,
+                     FleetOptions options)
+    : impl_(std::make_shared<Impl>(ex, channel, std::move(options))) {}
 
 FleetView::~FleetView() { stop(); }
 

@@ -180,9 +180,8 @@ std::vector<DeviceInfo> devices_of(const std::vector<SnapshotPtr>& latest) {
   for (const auto& s : latest) {
     if (!s) continue;
     for (const auto& d : s->devices)
-      out.push_back(
-          {d.id, std::string(to_string(d.vendor)), d.name, s->probe, d.index, d.pci_bus_id,
-           s->node});
+      out.push_back({d.id, std::string(to_string(d.vendor)), d.name, s->probe, d.index,
+                     d.pci_bus_id, s->node});
   }
   return out;
 }

@@ -148,7 +148,8 @@ struct FleetStats {
 /// Built only with libnats (GPUSTREAM_HAS_NATS).
 class FleetView {
  public:
-  FleetView(boost::asio::any_io_executor ex, SnapshotChannel& channel, FleetOptions options);
+  FleetView(const boost::asio::any_io_executor& ex, SnapshotChannel& channel,
+            FleetOptions options);
   ~FleetView();
   FleetView(const FleetView&) = delete;
   FleetView& operator=(const FleetView&) = delete;

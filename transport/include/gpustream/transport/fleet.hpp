@@ -148,8 +148,7 @@ struct FleetStats {
 /// Built only with libnats (GPUSTREAM_HAS_NATS).
 class FleetView {
  public:
-  FleetView(const boost::asio::any_io_executor& ex, SnapshotChannel& channel,
-            FleetOptions options);
+  FleetView(const boost::asio::any_io_executor& ex, SnapshotChannel& channel, FleetOptions options);
   ~FleetView();
   FleetView(const FleetView&) = delete;
   FleetView& operator=(const FleetView&) = delete;

@@ -18,6 +18,7 @@
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
 #include "gpustream/transport/address.hpp"
+#include "gpustream/transport/fleet_codec.hpp"
 #if defined(GPUSTREAM_HAS_NATS)
 #include "gpustream/transport/nats_bridge.hpp"
 #endif
@@ -34,20 +35,23 @@ std::chrono::milliseconds millis(double seconds) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(seconds * 1000.0));
 }
 
-/// --nats: comma-separated nats://HOST:PORT or tls://HOST:PORT (libnats accepts almost anything
-/// and would then retry it forever). Throws ConfigError.
+}  // namespace
+
+// libnats accepts almost any URL and would then retry it forever: check it first.
 void check_nats_url(const std::string& url) {
   for (const auto& part : split_list(url)) {
     const auto scheme_end = part.find("://");
-    const auto scheme = scheme_end == std::string::npos ? std::string() : part.substr(0, scheme_end);
+    const auto scheme =
+        scheme_end == std::string::npos ? std::string() : part.substr(0, scheme_end);
     const auto rest = scheme_end == std::string::npos ? part : part.substr(scheme_end + 3);
-    if ((scheme != "nats" && scheme != "tls") || rest.empty() || rest.find('/') != std::string::npos)
+    if ((scheme != "nats" && scheme != "tls") || rest.empty() ||
+        rest.find('/') != std::string::npos)
       throw ConfigError("--nats: expected nats://HOST:PORT (or tls://), got '" +
                         transport::redact_url_credentials(part) + "'");
   }
 }
 
-transport::ServerOptions server_options(const ServeOptions& o) {
+transport::ServerOptions make_server_options(const ServeOptions& o) {
   transport::ServerOptions so;
   try {
     if (o.listen == "off" || o.listen.empty())
@@ -58,9 +62,15 @@ transport::ServerOptions server_options(const ServeOptions& o) {
   } catch (const std::invalid_argument& e) {
     throw ConfigError(e.what());
   }
-  if (!so.http && !so.tcp) throw ConfigError("nothing to serve: --listen off and no --tcp");
   if (!o.token_file.empty()) so.token = read_token_file(o.token_file);
   if (!o.nats.empty()) check_nats_url(o.nats);
+  if (!o.node.empty())
+    if (auto err = transport::node_name_error(o.node)) throw ConfigError("--node: " + *err);
+  if (o.nats_encoding != "compact" && o.nats_encoding != "json")
+    throw ConfigError("--nats-encoding: expected compact or json, got '" + o.nats_encoding + "'");
+  if (o.nats_kv_bucket != "off" && !o.nats_kv_bucket.empty())
+    if (auto err = transport::node_name_error(o.nats_kv_bucket))
+      throw ConfigError("--nats-kv-bucket: a bucket name is made of letters, digits, '_' and '-'");
   so.allowed_origins = o.allow_origins;
   so.allowed_hosts = o.allow_hosts;
   auto& l = so.limits;
@@ -78,9 +88,7 @@ transport::ServerOptions server_options(const ServeOptions& o) {
   return so;
 }
 
-}  // namespace
-
-void add_serve_options(CLI::App& sub, ServeOptions& o) {
+void add_server_options(CLI::App& sub, ServeOptions& o) {
   sub.add_option("--listen", o.listen,
                  "HTTP + WebSocket address HOST:PORT (default 127.0.0.1:9400; port 0: any; "
                  "'off': none)");
@@ -130,9 +138,33 @@ void add_serve_options(CLI::App& sub, ServeOptions& o) {
                  "Per-process series on /metrics (GPU memory and utilization per process, with "
                  "pid, process and container labels), at most N samples; 0: none (default)")
       ->check(CLI::Range(0, 100000));
+}
+
+void add_serve_options(CLI::App& sub, ServeOptions& o) {
+  add_server_options(sub, o);
   sub.add_option("--nats", o.nats,
                  "Also publish every snapshot to the NATS server at URL (e.g. "
-                 "nats://127.0.0.1:4222) on gpustream.<host>.<probe>");
+                 "nats://127.0.0.1:4222) on gpustream.<node>.<probe>; with --listen off and no "
+                 "--tcp, a headless fleet agent (docs/fleet.md)");
+  sub.add_option("--node", o.node,
+                 "This node's name on the bus: the subject's node token and the payload's "
+                 "`node` (letters, digits, '_' and '-', at most 64; default: the host name)");
+  sub.add_option("--nats-prefix", o.nats_prefix,
+                 "The subjects' first token(s), e.g. gpustream.zone-a to shard a fleet "
+                 "(default gpustream; gpustream fleet --subject-prefix)");
+  sub.add_option("--nats-encoding", o.nats_encoding,
+                 "compact (deflated deltas against a full snapshot every --nats-full-every "
+                 "messages; default) or json (the gpustream/1 document)");
+  sub.add_option("--nats-full-every", o.nats_full_every,
+                 "compact: one message in N per probe is a full snapshot (default 10)")
+      ->check(CLI::Range(1, 100000));
+  sub.add_option("--nats-kv-bucket", o.nats_kv_bucket,
+                 "compact: the JetStream key-value bucket keeping each node's last full state "
+                 "(default gpustream_nodes; 'off': none)");
+  sub.add_option("--nats-kv-ttl", o.nats_kv_ttl_seconds,
+                 "Seconds a node's key lives in the bucket without an update, when this agent "
+                 "creates the bucket (default 30)")
+      ->check(CLI::Range(1.0, 86400.0));
 }
 
 void apply_serve_config(const Config& config, CLI::App& sub) {
@@ -153,6 +185,12 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
       {"send_queue", "--send-queue"},
       {"max_subscribes", "--max-subscribes"},
       {"nats", "--nats"},
+      {"node", "--node"},
+      {"nats_prefix", "--nats-prefix"},
+      {"nats_encoding", "--nats-encoding"},
+      {"nats_full_every", "--nats-full-every"},
+      {"nats_kv_bucket", "--nats-kv-bucket"},
+      {"nats_kv_ttl_seconds", "--nats-kv-ttl"},
       {"metrics_processes", "--metrics-processes"},
   };
   const auto* section = config.probe_settings.section(kServeSection);
@@ -206,7 +244,9 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
 int run_serve(Config config, const ServeOptions& o) {
   transport::ServerOptions so;
   try {
-    so = server_options(o);
+    so = make_server_options(o);
+    if (!so.http && !so.tcp && o.nats.empty())
+      throw ConfigError("nothing to serve: --listen off, no --tcp and no --nats");
   } catch (const ConfigError& e) {
     std::cerr << "gpustream: " << e.what() << "\n";
     return kExitUsage;
@@ -220,32 +260,43 @@ int run_serve(Config config, const ServeOptions& o) {
 
   boost::asio::io_context io;
   Telemetry telemetry(std::move(config), probe_factory());  // probes on their own io thread
-  transport::Server server(io.get_executor(), telemetry.channel(), so,
-                           [&telemetry] { return telemetry.stats(); });
-  try {
-    server.start();
-  } catch (const boost::system::system_error& e) {
-    std::cerr << "gpustream: cannot listen: " << e.code().message() << "\n";
-    return kExitFailure;
+  std::unique_ptr<transport::Server> server;  // none for a headless agent (--listen off, --nats)
+  if (so.http || so.tcp) {
+    server = std::make_unique<transport::Server>(io.get_executor(), telemetry.channel(), so,
+                                                 [&telemetry] { return telemetry.stats(); });
+    try {
+      server->start();
+    } catch (const boost::system::system_error& e) {
+      std::cerr << "gpustream: cannot listen: " << e.code().message() << "\n";
+      return kExitFailure;
+    }
+    if (const auto ep = server->http_endpoint()) {
+      std::cout << "listening http " << transport::to_string(*ep) << std::endl;
+      std::cerr << "gpustream: dashboard at http://" << transport::to_string(*ep) << "/"
+                << (so.token.empty() ? "" : "?token=...") << ", metrics at /metrics\n";
+    }
+    if (const auto ep = server->tcp_endpoint())
+      std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
   }
-  if (const auto ep = server.http_endpoint()) {
-    std::cout << "listening http " << transport::to_string(*ep) << std::endl;
-    std::cerr << "gpustream: dashboard at http://" << transport::to_string(*ep) << "/"
-              << (so.token.empty() ? "" : "?token=...") << ", metrics at /metrics\n";
-  }
-  if (const auto ep = server.tcp_endpoint())
-    std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
 
 #if defined(GPUSTREAM_HAS_NATS)
   std::unique_ptr<transport::NatsBridge> nats;  // connects (and reconnects) in the background
   if (!o.nats.empty()) {
     transport::NatsBridgeOptions no;
     no.url = o.nats;
+    no.host = o.node;
+    no.subject_prefix = o.nats_prefix;
+    no.encoding =
+        o.nats_encoding == "json" ? transport::BusEncoding::json : transport::BusEncoding::compact;
+    no.full_every = o.nats_full_every;
+    no.kv_bucket = o.nats_kv_bucket == "off" ? std::string() : o.nats_kv_bucket;
+    no.kv_ttl = millis(o.nats_kv_ttl_seconds);
     nats = std::make_unique<transport::NatsBridge>(telemetry.channel(), std::move(no));
     nats->start();
-    std::cerr << "gpustream: publishing to NATS " << transport::redact_url_credentials(o.nats) << " as "
-              << nats->subject_wildcard()
-              << "\n";
+    std::cerr << "gpustream: publishing to NATS " << transport::redact_url_credentials(o.nats)
+              << " as " << nats->subject_wildcard() << " (node " << nats->options().host << ", "
+              << o.nats_encoding << ")\n";
+    std::cout << "publishing nats " << nats->subject_wildcard() << std::endl;
   }
 #endif
 
@@ -254,13 +305,19 @@ int run_serve(Config config, const ServeOptions& o) {
 
   boost::asio::signal_set signals(io, SIGINT, SIGTERM);
   int caught = 0;
+  const auto stop_all = [&] {
+    if (server)
+      server->stop([&] { io.stop(); });
+    else
+      io.stop();
+  };
   std::function<void()> wait_signal;
   wait_signal = [&] {
     signals.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
       if (++caught == 1) {
         std::cerr << "gpustream: stopping\n";
-        server.stop([&] { io.stop(); });
+        stop_all();
         wait_signal();
       } else {
         io.stop();  // a second signal: do not wait for the clients
@@ -268,7 +325,7 @@ int run_serve(Config config, const ServeOptions& o) {
     });
   };
   wait_signal();
-  if (g_interrupted.load()) server.stop([&] { io.stop(); });  // a signal before the set existed
+  if (g_interrupted.load()) stop_all();  // a signal before the set existed
   io.run();
 #if defined(GPUSTREAM_HAS_NATS)
   if (nats) nats->stop();  // publishes what is queued, flushes (bounded)

@@ -51,6 +51,7 @@ int main(int argc, char** argv) {
   CaptureOptions capture_o;
   std::string replay_capture;
   double capture_tool_timeout = 15.0;
+  FleetCliOptions fleet_o;
 
   auto* list = app.add_subcommand("list", "Each probe: available or not and why; its devices");
   add_common_options(*list, common, false);
@@ -142,6 +143,11 @@ int main(int argc, char** argv) {
       "Exit code: 0 when no finding is a blocker (every GPU found can be read fully), 1 when "
       "one is, 2 for a usage error. Read-only: nothing is changed, nothing is sampled. See "
       "docs/operations.md, \"Diagnosing a machine: gpustream doctor\".");
+  auto* fleet = app.add_subcommand(
+      "fleet",
+      "Serve every node's GPUs from NATS (agents: serve --nats URL --node NAME): the same API, "
+      "protocol, /metrics and dashboard, plus /api/v1/nodes, /api/v1/fit and /fleet");
+  add_fleet_options(*fleet, fleet_o);
 
   auto* replay = app.add_subcommand("replay", "Print a recording made by `gpustream record`");
   replay->add_option("file", replay_o.file, "Recording (JSON lines)")->required()
@@ -167,6 +173,7 @@ int main(int argc, char** argv) {
     // The doctor's report says everything; the libraries' info lines would only interleave.
     if (*doctor && common.log_level.empty()) common.log_level = "warn";
     if (*snapshot && !replay_capture.empty()) prepare_replay_capture(common, replay_capture);
+    if (*fleet) return run_fleet(fleet_o);
     const auto config = make_config(common);
     if (*list) return run_list(config, list_o);
     if (*doctor) return run_doctor(config, doctor_o);

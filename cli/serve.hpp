@@ -1,8 +1,10 @@
 // gpustream serve — TCP + HTTP/WebSocket streams, /metrics, the JSON API and the dashboard
-// (transport/include/gpustream/transport/server.hpp, docs/protocol.md ("Wire messages"), docs/security.md).
+// (transport/include/gpustream/transport/server.hpp, docs/protocol.md ("Wire messages"),
+// docs/security.md).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gpustream/config.hpp"
+#include "gpustream/transport/server.hpp"
 
 namespace gpustream::cli {
 
@@ -19,7 +22,7 @@ struct ServeOptions {
   std::string token_file;                 // bearer token file; empty: no token
   std::vector<std::string> allow_origins;
   std::vector<std::string> allow_hosts;
-  std::size_t max_connections = 256;           // per streaming transport (WebSocket, TCP)
+  std::size_t max_connections = 256;  // per streaming transport (WebSocket, TCP)
   std::size_t max_http_connections = 64;
   std::size_t max_connections_per_address = 128;  // per transport
   double tcp_idle_timeout_seconds = 300;
@@ -29,23 +32,52 @@ struct ServeOptions {
   double write_timeout_seconds = 10;
   std::size_t send_queue = 64;
   std::size_t max_subscribes = 64;
-  std::string nats;  // NATS server URL for the bridge (gpustream.<host>.<probe>); empty: none
+  std::string nats;  // NATS server URL for the bridge (gpustream.<node>.<probe>); empty: none
+  std::string node;  // the node's name on the bus (--node); empty: the host name
+  std::string nats_prefix = "gpustream";           // the subjects' first token(s) (a fleet shard)
+  std::string nats_encoding = "compact";           // compact | json
+  std::uint32_t nats_full_every = 10;              // compact: a full message every N per probe
+  std::string nats_kv_bucket = "gpustream_nodes";  // "off": no key-value state
+  double nats_kv_ttl_seconds = 30;
   std::size_t metrics_processes = 0;  // per-process /metrics samples at most; 0: none
 };
 
 /// Registers the serve flags on `sub` (the common flags are added separately).
 void add_serve_options(CLI::App& sub, ServeOptions& o);
+/// The listener, token, Host/Origin and limit flags alone (serve and fleet share them).
+void add_server_options(CLI::App& sub, ServeOptions& o);
+/// The server's options from those flags (and checks of the NATS ones). Throws ConfigError.
+transport::ServerOptions make_server_options(const ServeOptions& o);
+/// --nats: comma-separated nats://HOST:PORT or tls://HOST:PORT. Throws ConfigError.
+void check_nats_url(const std::string& url);
+
+/// gpustream fleet: the server flags plus the fleet's own (docs/fleet.md).
+struct FleetCliOptions {
+  ServeOptions server;
+  std::string nats = "nats://127.0.0.1:4222";
+  std::string subject_prefix = "gpustream";
+  std::string kv_bucket = "gpustream_nodes";  // "off": do not read the key-value state
+  double stale_seconds = 5;
+  double gone_seconds = 30;
+  std::size_t max_nodes = 100000;
+};
+void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
+/// Runs until SIGINT/SIGTERM like serve; 2 for a bad flag, 1 when NATS cannot be reached or an
+/// address cannot be bound.
+int run_fleet(const FleetCliOptions& o);
 
 /// The config file's "serve" object: each key is the flag it stands for ("listen", "tcp",
 /// "token_file", "allow_origins", "allow_hosts", "max_connections", "max_http_connections",
 /// "max_connections_per_address", "tcp_idle_timeout_seconds", "max_message_bytes",
 /// "handshake_timeout_seconds", "idle_timeout_seconds", "write_timeout_seconds", "send_queue",
-/// "max_subscribes", "nats", "metrics_processes"), checked like the flag; a flag given on the
-/// command line wins. Throws ConfigError for an unknown key or a bad value. Call after `sub` has
-/// parsed; the values land in the ServeOptions that add_serve_options bound to `sub`.
+/// "max_subscribes", "nats", "node", "nats_prefix", "nats_encoding", "nats_full_every",
+/// "nats_kv_bucket", "nats_kv_ttl_seconds", "metrics_processes"), checked like the flag; a flag
+/// given on the command line wins. Throws ConfigError for an unknown key or a bad value. Call after
+/// `sub` has parsed; the values land in the ServeOptions that add_serve_options bound to `sub`.
 void apply_serve_config(const Config& config, CLI::App& sub);
 
-/// Runs until SIGINT/SIGTERM, then stops cleanly (close frames, flush) and returns 0. Prints
+/// Runs until SIGINT/SIGTERM (with --listen off, no --tcp and --nats: a headless agent that only
+/// publishes), then stops cleanly (close frames, flush) and returns 0. Prints
 /// "listening http HOST:PORT" / "listening tcp HOST:PORT" on stdout once bound (the real
 /// port when 0 was asked). Returns 2 for a bad flag value or token file, 1 when an address
 /// cannot be bound.

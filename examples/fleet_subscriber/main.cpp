@@ -6,18 +6,24 @@
 //   fleet_subscriber nats://127.0.0.1:4222               # subject gpustream.>
 //   fleet_subscriber nats://127.0.0.1:4222 --subject 'gpustream.gpu-box-7.*' --count 10
 //
-// libnats reconnects by itself when the server goes away. Delivery is at most once: a snapshot
-// published while this subscriber was away is not replayed. Ctrl-C ends it.
+// The agents publish the compact bus encoding (docs/fleet.md): a BusDecoder rebuilds each
+// snapshot; a delta that arrives before its stream's first full message is counted, not printed
+// (at most full_every messages after joining). A plain gpustream/1 JSON payload (serve
+// --nats-encoding json) is read as is. libnats reconnects by itself when the server goes away.
+// Delivery is at most once: a snapshot published while this subscriber was away is not replayed.
+// Ctrl-C ends it.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include <nats/nats.h>
 
 #include "gpustream/json.hpp"
+#include "gpustream/transport/fleet_codec.hpp"
 
 namespace {
 
@@ -74,6 +80,7 @@ int main(int argc, char** argv) {
   std::cerr << "fleet_subscriber: listening on " << subject << " at " << url << "\n";
 
   int rc = 0;
+  gpustream::transport::BusDecoder decoder;
   while (!g_stop && count != 0) {
     natsMsg* msg = nullptr;
     s = natsSubscription_NextMsg(&msg, sub, 500);  // wakes up to notice Ctrl-C
@@ -85,16 +92,25 @@ int main(int argc, char** argv) {
     }
     const std::string_view data(natsMsg_GetData(msg),
                                 static_cast<std::size_t>(natsMsg_GetDataLength(msg)));
+    bool printed = true;
     try {
-      const auto snap = gpustream::snapshot_from_json_string(data);
-      std::printf("%s devices=%zu sequence=%llu\n", natsMsg_GetSubject(msg), snap.devices.size(),
-                  static_cast<unsigned long long>(snap.sequence));
-    } catch (const gpustream::JsonError& e) {
+      std::optional<gpustream::GpuSnapshot> snap;
+      if (data.substr(0, 4) == gpustream::transport::kBusMagic) {
+        if (auto d = decoder.decode(data)) snap = std::move(d->snapshot);
+      } else {
+        snap = gpustream::snapshot_from_json_string(data);
+      }
+      printed = snap.has_value();
+      if (snap)
+        std::printf("%s node=%s devices=%zu sequence=%llu\n", natsMsg_GetSubject(msg),
+                    snap->node.c_str(), snap->devices.size(),
+                    static_cast<unsigned long long>(snap->sequence));
+    } catch (const std::exception& e) {
       std::printf("%s not a gpustream snapshot: %s\n", natsMsg_GetSubject(msg), e.what());
     }
     std::fflush(stdout);
     natsMsg_Destroy(msg);
-    if (count > 0) --count;
+    if (count > 0 && printed) --count;
   }
   natsSubscription_Destroy(sub);
   natsConnection_Destroy(nc);

@@ -120,7 +120,7 @@ SnapshotChannel::~SnapshotChannel() {
 SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
   auto snap = std::make_shared<GpuSnapshot>(std::move(s));
   const std::size_t bytes = approx_bytes(*snap);
-  SnapshotPtr replaced;  // the previous latest of this probe
+  SnapshotPtr replaced;  // the previous latest of this probe (of this node)
   auto& wake = wake_list();
   const std::size_t mark = wake.size();
   auto& evicted = evicted_list();  // oldest history entries, released after unlocking
@@ -148,8 +148,9 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
       st.history_bytes_ += bytes;
       ++st.history_size_;
     }
-    auto it = std::find_if(st.latest_.begin(), st.latest_.end(),
-                           [&](const SnapshotPtr& l) { return l->probe == ptr->probe; });
+    auto it = std::find_if(st.latest_.begin(), st.latest_.end(), [&](const SnapshotPtr& l) {
+      return l->probe == ptr->probe && l->node == ptr->node;
+    });
     if (it != st.latest_.end())
       replaced = std::exchange(*it, ptr);
     else

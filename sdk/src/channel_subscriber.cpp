@@ -111,7 +111,7 @@ bool Subscriber::offer(const SnapshotPtr& s, std::size_t bytes) {
   switch (policy_) {
     case Backpressure::latest:
       for (std::size_t i = 0; i < ring_.size(); ++i) {
-        if (ring_.at(i).snap->probe == s->probe) {
+        if (ring_.at(i).snap->probe == s->probe && ring_.at(i).snap->node == s->node) {
           ring_.erase(i);
           dropped_.fetch_add(1, std::memory_order_relaxed);
           break;

@@ -357,6 +357,7 @@ GpuSnapshot snapshot_from_json(const json::value& v) {
                             "\" (this decoder reads \"" + std::string(kSchema) + "\")");
   GpuSnapshot s;
   s.probe = as_string(need(o, "probe", at), at / "probe");
+  if (const auto* n = maybe(o, "node")) s.node = as_string(*n, at / "node");
   s.sequence = as_uint64(need(o, "sequence", at), at / "sequence");
   s.time_unix_ns = as_int64(need(o, "time_unix_ns", at), at / "time_unix_ns");
   if (const auto* m = maybe(o, "monotonic_ns")) s.monotonic_ns = as_int64(*m, at / "monotonic_ns");

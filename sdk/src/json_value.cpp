@@ -200,6 +200,7 @@ json::value to_json(const GpuSnapshot& s) {
   o.reserve(9);
   o.emplace("schema", sv(kSchema));
   o.emplace("probe", text(s.probe));
+  if (!s.node.empty()) o.emplace("node", text(s.node));
   o.emplace("sequence", s.sequence);
   o.emplace("time_unix_ns", s.time_unix_ns);
   o.emplace("monotonic_ns", s.monotonic_ns);

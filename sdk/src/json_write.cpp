@@ -404,6 +404,10 @@ void append_json(std::string& out, const GpuSnapshot& s) {
   w.plain_string(kSchema);
   w.raw(",\"probe\":");
   w.string(s.probe);
+  if (!s.node.empty()) {
+    w.raw(",\"node\":");
+    w.string(s.node);
+  }
   w.raw(",\"sequence\":");
   w.integer(s.sequence);
   w.raw(",\"time_unix_ns\":");

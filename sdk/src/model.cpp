@@ -155,7 +155,7 @@ std::size_t heap_of(const DeviceSample& d) noexcept {
 
 std::size_t approx_bytes(const GpuSnapshot& s) noexcept {
   std::size_t n =
-      sizeof(GpuSnapshot) + heap_of(s.probe) + buffer_of(s.devices) + buffer_of(s.errors);
+      sizeof(GpuSnapshot) + heap_of(s.probe) + heap_of(s.node) + buffer_of(s.devices) + buffer_of(s.errors);
   for (const auto& d : s.devices) n += heap_of(d);
   for (const auto& e : s.errors) n += heap_of(e.code) + heap_of(e.message) + heap_of(e.device);
   if (s.host) {

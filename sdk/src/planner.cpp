@@ -3,6 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <string_view>
+#include <utility>
 
 namespace gpustream {
 namespace {
@@ -30,17 +33,21 @@ bool better_figure(const DeviceFit& a, const DeviceFit& b) {
 
 std::vector<DeviceFit> fits(const std::vector<SnapshotPtr>& snapshots, std::uint64_t bytes) {
   std::vector<DeviceFit> all;
+  // (node, device id) → index in `all`: a fleet has many devices, and ids repeat across nodes.
+  std::map<std::pair<std::string_view, std::string_view>, std::size_t> index;
   for (const auto& s : snapshots) {
     if (!s) continue;
     for (const auto& d : s->devices) {
       const auto f = free_memory(d);
       if (!f || !std::isfinite(f->first) || f->first < 0) continue;
-      DeviceFit fit{d.id, d.name, s->probe, d.vendor, static_cast<std::uint64_t>(f->first),
-                    f->second};
-      auto same = std::find_if(all.begin(), all.end(),
-                               [&](const DeviceFit& x) { return x.device_id == d.id; });
-      if (same == all.end()) all.push_back(std::move(fit));
-      else if (better_figure(fit, *same)) *same = std::move(fit);
+      DeviceFit fit{
+          d.id,      d.name,  s->probe,       d.vendor, static_cast<std::uint64_t>(f->first),
+          f->second, s->node, s->time_unix_ns};
+      const auto [it, fresh] = index.try_emplace({s->node, d.id}, all.size());
+      if (fresh)
+        all.push_back(std::move(fit));
+      else if (better_figure(fit, all[it->second]))
+        all[it->second] = std::move(fit);
     }
   }
   std::erase_if(all, [&](const DeviceFit& x) { return x.free_bytes < bytes; });

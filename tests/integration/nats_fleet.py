@@ -27,6 +27,10 @@ def wait_for_port(port, proc, timeout=20.0):
     fail("nats-server did not accept connections within 20 s")
 
 
+def parts_node(subject):
+    return subject.split(".")[1]
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--serve", required=True)
@@ -59,13 +63,15 @@ def main():
         if len(lines) != 6:
             fail(f"expected 6 lines, got {len(lines)}")
         for line in lines:
-            subject, devices, sequence = line.split()
+            subject, node, devices, sequence = line.split()
+            if node != "node=" + parts_node(subject):
+                fail(f"the payload's node differs from the subject's: {line}")
             parts = subject.split(".")
             if len(parts) != 3 or parts[0] != "gpustream" or parts[2] != "simulated":
                 fail(f"unexpected subject {subject}")
             if devices != "devices=2":
                 fail(f"expected 2 simulated devices: {line}")
-        seqs = [int(l.split()[2].split("=")[1]) for l in lines]
+        seqs = [int(l.split()[3].split("=")[1]) for l in lines]
         if seqs != sorted(seqs) or len(set(seqs)) != len(seqs):
             fail(f"sequences not strictly increasing: {seqs}")
         if not any("publishing to NATS" in l for l in server.stderr):

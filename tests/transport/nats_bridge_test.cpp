@@ -31,6 +31,7 @@
 #include "gpustream/channel.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
+#include "gpustream/transport/fleet_codec.hpp"
 #include "gpustream/transport/nats_bridge.hpp"
 #include "harness.hpp"
 
@@ -154,6 +155,8 @@ class Subscriber {
   struct Received {
     std::string subject;
     GpuSnapshot snapshot;
+    std::string node;  // the payload's node
+    std::size_t bytes = 0;
   };
   /// The next message, decoded; nothing on timeout.
   std::optional<Received> next() {
@@ -161,9 +164,17 @@ class Subscriber {
     if (natsSubscription_NextMsg(&m, sub_, kWait.count()) != NATS_OK) return std::nullopt;
     Received r;
     r.subject = natsMsg_GetSubject(m);
-    r.snapshot = snapshot_from_json_string(
-        std::string_view(natsMsg_GetData(m), static_cast<std::size_t>(natsMsg_GetDataLength(m))));
+    const std::string_view data(natsMsg_GetData(m),
+                                static_cast<std::size_t>(natsMsg_GetDataLength(m)));
+    r.bytes = data.size();
+    if (data.substr(0, 4) == kBusMagic) {
+      auto d = decoder_.decode(data);  // the bridge's first message of a stream is a full one
+      if (d) r.snapshot = std::move(d->snapshot);
+    } else {
+      r.snapshot = snapshot_from_json_string(data);
+    }
     natsMsg_Destroy(m);
+    r.node = std::exchange(r.snapshot.node, {});  // compared with the published (node-less) one
     return r;
   }
 
@@ -171,6 +182,7 @@ class Subscriber {
   natsConnection* nc_ = nullptr;
   natsSubscription* sub_ = nullptr;
   bool ok_ = false;
+  BusDecoder decoder_;
 };
 
 struct LogCapture {
@@ -242,6 +254,7 @@ TEST(NatsBridge, PublishesEachSnapshotOnItsSubject) {
     const auto got = sub.next();
     ASSERT_TRUE(got) << "no message for sequence " << want->sequence;
     EXPECT_EQ(got->subject, subject);
+    EXPECT_EQ(got->node, "test_host");
     EXPECT_EQ(got->snapshot, *want);
   }
   bridge.stop();

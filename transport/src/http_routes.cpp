@@ -19,12 +19,15 @@ constexpr std::string_view kJson = "application/json";
 
 std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
 
-std::string api_snapshot(Hub& hub) {
+std::string api_snapshot(Hub& hub, std::string_view target) {
+  // ?node=NAME: only that node's snapshots (a fleet's; docs/fleet.md).
+  const auto node = query_parameter(target, "node");
   std::string out = "{\"schema\":\"";
   out += kSchema;
   out += "\",\"snapshots\":[";
   bool first = true;
   for (const auto& s : hub.channel().latest()) {
+    if (node && s->node != *node) continue;
     if (!first) out += ',';
     first = false;
     out += snapshot_json_of_message(*hub.encoded(s, Projection{}.of(*s)));
@@ -134,12 +137,20 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
                          kPrometheusContentType);
   }
   if (path == "/api/v1/snapshot")
-    return text_response(req, http::status::ok, api_snapshot(hub), kJson);
+    return text_response(req, http::status::ok, api_snapshot(hub, target), kJson);
   if (path == "/api/v1/devices")
     return text_response(req, http::status::ok, api_devices(hub), kJson);
   if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(hub), kJson);
   if (path == "/ws")
     return text_response(req, http::status::upgrade_required, "use a WebSocket client\n");
+  if (const auto& extra = hub.options().extra_routes) {
+    if (auto r = extra(path, target)) {
+      auto res = text_response(req, static_cast<http::status>(r->status), std::move(r->body),
+                               r->content_type);
+      if (r->content_type.starts_with("text/html")) res.set("X-Frame-Options", "DENY");
+      return res;
+    }
+  }
   return text_response(req, http::status::not_found, "not found\n");
 }
 

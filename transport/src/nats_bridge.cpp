@@ -15,6 +15,8 @@
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/transport/address.hpp"
+#include "gpustream/transport/fleet_codec.hpp"
+#include "gpustream/transport/protocol.hpp"
 
 namespace gpustream::transport {
 
@@ -109,7 +111,44 @@ class Connection {
     return natsConnection_Publish(nc_, subject.c_str(), body.data(), static_cast<int>(body.size()));
   }
 
+  /// Writes `value` under `key` in the options' bucket, binding (or creating) the bucket first.
+  /// NATS_OK or the error (the caller logs it once).
+  natsStatus kv_put(const std::string& key, const std::string& value) {
+    natsStatus s = NATS_OK;
+    if (!kv_) {
+      if (!js_) {
+        jsOptions jo;
+        jsOptions_Init(&jo);
+        jo.Wait = options_.connect_timeout.count();
+        s = natsConnection_JetStream(&js_, nc_, &jo);
+        if (s != NATS_OK) return s;
+      }
+      s = js_KeyValue(&kv_, js_, options_.kv_bucket.c_str());
+      if (s != NATS_OK) {
+        kvConfig cfg;
+        kvConfig_Init(&cfg);
+        cfg.Bucket = options_.kv_bucket.c_str();
+        cfg.Description = "gpustream: the last full state of each node (docs/fleet.md)";
+        cfg.History = 1;
+        // libnats 3.4 passes TTL through as the stream's max_age: nanoseconds.
+        cfg.TTL = std::chrono::nanoseconds(options_.kv_ttl).count();
+        cfg.StorageType = js_MemoryStorage;
+        s = js_CreateKeyValue(&kv_, js_, &cfg);
+        if (s != NATS_OK) {
+          kv_ = nullptr;
+          return s;
+        }
+      }
+    }
+    std::uint64_t rev = 0;
+    return kvStore_Put(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()));
+  }
+
   void close() {
+    if (kv_) kvStore_Destroy(kv_);
+    kv_ = nullptr;
+    if (js_) jsCtx_Destroy(js_);
+    js_ = nullptr;
     if (nc_) {
       if (connected()) natsConnection_FlushTimeout(nc_, options_.flush_timeout.count());
       natsConnection_Destroy(nc_);
@@ -123,6 +162,8 @@ class Connection {
   const NatsBridgeOptions& options_;
   natsConnection* nc_ = nullptr;
   natsStatistics* stats_ = nullptr;
+  jsCtx* js_ = nullptr;
+  kvStore* kv_ = nullptr;
 };
 
 }  // namespace
@@ -144,8 +185,9 @@ std::string default_host_token() {
 NatsBridge::NatsBridge(SnapshotChannel& channel, NatsBridgeOptions options)
     : channel_(channel), options_(std::move(options)) {
   if (options_.queue_capacity == 0) options_.queue_capacity = 1;
-  options_.host = options_.host.empty() ? default_host_token()
-                                        : sanitize_subject_token(options_.host);
+  options_.host = options_.host.empty() ? default_node_name()
+                                        : sanitize_subject_token(options_.host).substr(0, 64);
+  if (options_.kv_ttl.count() < 1000) options_.kv_ttl = std::chrono::milliseconds(1000);
   options_.subject_prefix = sanitize_prefix(options_.subject_prefix);
   subject_head_ = options_.subject_prefix + "." + options_.host + ".";
 }
@@ -184,6 +226,9 @@ NatsBridgeStats NatsBridge::stats() const {
   s.dropped = dropped_.load();
   s.publish_errors = publish_errors_.load();
   s.reconnects = reconnects_.load();
+  s.bytes = bytes_.load();
+  s.kv_puts = kv_puts_.load();
+  s.kv_errors = kv_errors_.load();
   s.connected = connected_.load();
   return s;
 }
@@ -204,6 +249,11 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
   bool ever_connected = false;
   std::uint64_t base_reconnects = reconnects_.load();
   std::string body;
+  BusEncoder encoder(options_.host, std::string(kServerName), {.full_every = options_.full_every});
+  const bool compact = options_.encoding == BusEncoding::compact;
+  const bool use_kv = compact && !options_.kv_bucket.empty();
+  auto next_kv = std::chrono::steady_clock::now();
+  bool kv_due = false;  // a full message was published since the last put
   std::size_t drain_left = options_.queue_capacity;  // after stop(): what was queued, at most
 
   // Publishes one item; exceptions stay here (the thread must not die).
@@ -220,7 +270,16 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
     }
     body.clear();
     try {
-      append_json(body, *snap);
+      if (compact) {
+        body = encoder.encode(*snap);
+        kv_due = kv_due || encoder.last_was_full();
+      } else if (snap->node == options_.host) {
+        append_json(body, *snap);
+      } else {
+        GpuSnapshot named = *snap;
+        named.node = options_.host;
+        append_json(body, named);
+      }
     } catch (const std::exception& e) {
       ++publish_errors_;
       if (log_once.first("nats-encode")) log->error("NATS: cannot encode a snapshot: {}", e.what());
@@ -230,12 +289,13 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
     const natsStatus s = conn.publish(subject, body);
     if (s == NATS_OK) {
       ++published_;
+      bytes_ += body.size();
       return;
     }
     ++publish_errors_;
     if (log_once.first("nats-publish " + url))
-      log->warn("NATS: publish on {} failed: {} (counted in publish_errors; logged once)",
-                subject, last_error(s));
+      log->warn("NATS: publish on {} failed: {} (counted in publish_errors; logged once)", subject,
+                last_error(s));
   };
 
   while (true) {
@@ -250,9 +310,10 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
           log->error("NATS: cannot use {}: {}; retrying every {} ms", url, error,
                      options_.reconnect_wait.count());
       } else if (pending && log_once.first("nats-connect " + url)) {
-        log->warn("NATS: cannot connect to {} (no server answers); retrying in the background "
-                  "every {} ms, keeping up to {} bytes meanwhile",
-                  url, options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
+        log->warn(
+            "NATS: cannot connect to {} (no server answers); retrying in the background "
+            "every {} ms, keeping up to {} bytes meanwhile",
+            url, options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
       }
     }
     const bool connected = conn.connected();
@@ -281,6 +342,25 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
         item = queue->pop_for(kPollInterval);
       }
       if (item) handle(*item);
+      // The node's state in the bucket: at each full message, and at least every ttl / 3.
+      const auto t = std::chrono::steady_clock::now();
+      if (use_kv && connected && !encoder.last_fulls().empty() && (kv_due || t >= next_kv)) {
+        kv_due = false;
+        next_kv = t + options_.kv_ttl / 3;
+        const natsStatus ks = conn.kv_put(options_.host, encode_node_state(encoder.last_fulls()));
+        if (ks == NATS_OK) {
+          ++kv_puts_;
+          log_once.clear("nats-kv " + url);
+        } else {
+          ++kv_errors_;
+          if (log_once.first("nats-kv " + url))
+            log->warn(
+                "NATS: cannot keep the node state in the key-value bucket '{}' on {}: {} "
+                "(does the server run with JetStream, -js?); publishing goes on (logged "
+                "once)",
+                options_.kv_bucket, url, last_error(ks));
+        }
+      }
     } catch (const std::exception& e) {
       ++publish_errors_;
       if (log_once.first("nats-internal")) log->error("NATS bridge: {}", e.what());

@@ -150,10 +150,11 @@ void devices(Exposition& e, const GpuSnapshot& s) {
   const auto procs = e.family("gpustream_gpu_processes", "gauge",
                               "Processes using the device (as far as the source can tell).");
   for (const auto& d : s.devices) {
-    const Labels base{{"device", d.id},
-                      {"vendor", std::string(to_string(d.vendor))},
-                      {"probe", s.probe},
-                      {"name", d.name}};
+    Labels base{{"device", d.id},
+                {"vendor", std::string(to_string(d.vendor))},
+                {"probe", s.probe},
+                {"name", d.name}};
+    if (!s.node.empty()) base.emplace_back("node", s.node);  // a fleet's devices (docs/fleet.md)
     Labels l = base;
     l.emplace_back("pci_bus_id", d.pci_bus_id);
     l.emplace_back("index", std::to_string(d.index));
@@ -207,6 +208,7 @@ void processes(Exposition& e, const std::vector<SnapshotPtr>& latest, std::size_
                  {"name", d.name},
                  {"pid", std::to_string(p.pid)},
                  {"process", p.name}};
+        if (!s->node.empty()) l.emplace_back("node", s->node);
         if (auto c = container_label(p); !c.empty()) l.emplace_back("container", std::move(c));
         if (p.gpu_memory_bytes) put(memory, l, static_cast<double>(*p.gpu_memory_bytes));
         if (p.gpu_utilization_percent) put(util, l, *p.gpu_utilization_percent / 100);
@@ -221,7 +223,8 @@ void processes(Exposition& e, const std::vector<SnapshotPtr>& latest, std::size_
 void host(Exposition& e, const GpuSnapshot& s) {
   if (!s.host) return;
   const auto& h = *s.host;
-  const Labels l{{"probe", s.probe}};
+  Labels l{{"probe", s.probe}};
+  if (!s.node.empty()) l.emplace_back("node", s.node);
   const auto opt = [&](std::string name, std::string_view help,
                        const std::optional<std::uint64_t>& v) {
     const auto f = e.family(std::move(name), "gauge", help);
@@ -241,7 +244,8 @@ void host(Exposition& e, const GpuSnapshot& s) {
 }
 
 void snapshot_meta(Exposition& e, const GpuSnapshot& s) {
-  const Labels l{{"probe", s.probe}};
+  Labels l{{"probe", s.probe}};
+  if (!s.node.empty()) l.emplace_back("node", s.node);
   e.sample(e.family("gpustream_snapshot_timestamp_seconds", "gauge",
                     "Wall-clock time of the probe's latest snapshot (Unix seconds)."),
            l, seconds(s.time_unix_ns));

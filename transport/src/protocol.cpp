@@ -180,15 +180,17 @@ std::vector<DeviceInfo> devices_of(const std::vector<SnapshotPtr>& latest) {
   for (const auto& s : latest) {
     if (!s) continue;
     for (const auto& d : s->devices)
-      out.push_back(
-          {d.id, std::string(to_string(d.vendor)), d.name, s->probe, d.index, d.pci_bus_id});
+      out.push_back({d.id, std::string(to_string(d.vendor)), d.name, s->probe, d.index,
+                     d.pci_bus_id, s->node});
   }
   return out;
 }
 
 json::value to_json(const DeviceInfo& d) {
-  return json::object{{"id", d.id},       {"vendor", d.vendor}, {"name", d.name},
-                      {"probe", d.probe}, {"index", d.index},   {"pci_bus_id", d.pci_bus_id}};
+  json::object o{{"id", d.id},       {"vendor", d.vendor}, {"name", d.name},
+                 {"probe", d.probe}, {"index", d.index},   {"pci_bus_id", d.pci_bus_id}};
+  if (!d.node.empty()) o["node"] = d.node;
+  return o;
 }
 
 std::string hello_message(const Hello& h) {

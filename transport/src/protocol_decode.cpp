@@ -110,6 +110,7 @@ DeviceInfo device_info_from_json(const json::value& v) {
       bad("devices[].index", "expected an int");
     info.index = static_cast<int>(i->get_int64());
   }
+  info.node = text(d, "node");
   return info;
 }
 

@@ -185,7 +185,8 @@ class SnapshotChannel {
   /// Unsubscribe with SnapshotQueue::close() or by dropping the last shared_ptr.
   std::shared_ptr<SnapshotQueue> subscribe_queue(const SubscribeOptions& options);
 
-  /// The newest snapshot of each probe, in order of the probes' first publication.
+  /// The newest snapshot of each probe (of each node: GpuSnapshot::node, for a fleet), in order
+  /// of their first publication.
   std::vector<SnapshotPtr> latest() const;
   /// The newest snapshot of `probe`, or null.
   SnapshotPtr latest(std::string_view probe) const;

@@ -285,6 +285,9 @@ struct SampleError {
 /// What one probe saw at one moment.
 struct GpuSnapshot {
   std::string probe;
+  /// The node (machine) the snapshot comes from, as a fleet names it (`gpustream serve --node`,
+  /// docs/fleet.md); empty for this machine's own probes, and then left out of the JSON.
+  std::string node;
   std::uint64_t sequence = 0;           // per channel, gap-free; set by SnapshotChannel::publish
   std::int64_t time_unix_ns = 0;        // wall clock
   std::int64_t monotonic_ns = 0;        // steady clock, for deltas

@@ -29,11 +29,13 @@ struct DeviceFit {
   Vendor vendor = Vendor::unknown;
   std::uint64_t free_bytes = 0;
   Source source = Source::none;  // where free_bytes came from (nvml, amd-smi, derived, ...)
+  std::string node;              // GpuSnapshot::node: empty for this machine's own devices
+  std::int64_t time_unix_ns = 0;  // when the figure was sampled (the snapshot's wall clock)
 };
 
 /// Every device in `snapshots` with at least `bytes` free, most free first (ties keep snapshot
-/// order). A device seen by several probes counts once: a vendor-reported figure wins over a
-/// derived one, then the smaller (the cautious answer).
+/// order). A device (a node's device, in a fleet) seen by several probes counts once: a
+/// vendor-reported figure wins over a derived one, then the smaller (the cautious answer).
 std::vector<DeviceFit> fits(const std::vector<SnapshotPtr>& snapshots, std::uint64_t bytes);
 /// The device with the most free memory among fits(), or nothing when none has `bytes` free.
 std::optional<DeviceFit> best_device(const std::vector<SnapshotPtr>& snapshots,

@@ -7,9 +7,13 @@
 //   bridge.stop();                                   // flushes (bounded), disconnects
 //
 // Built only when libnats is found (GPUSTREAM_HAS_NATS is then defined by gpustream::transport).
-// Each snapshot is serialized once, as the same document /api/v1/snapshot lists (gpustream/1,
-// docs/protocol.md "NATS bridge"), and published on `<prefix>.<host>.<probe>`, where host and
-// probe are sanitized to [A-Za-z0-9_-] (anything else becomes '_').
+// Each snapshot is serialized once, in the compact bus encoding (fleet_codec.hpp: deflated deltas
+// against periodic full snapshots, the node named in the header; docs/fleet.md) or as the same
+// document /api/v1/snapshot lists (gpustream/1 with its `node`, docs/protocol.md "NATS bridge"),
+// and published on `<prefix>.<node>.<probe>`, where node and probe are sanitized to
+// [A-Za-z0-9_-] (anything else becomes '_'). In the compact encoding the node's last full
+// messages are also kept in a JetStream key-value bucket (kv_bucket), when the server has
+// JetStream.
 //
 // Delivery is at most once. The bridge is a drop_oldest subscriber of the channel with its own
 // bounded queue: the publisher never waits for NATS, and when the bridge falls behind the oldest
@@ -42,17 +46,33 @@
 
 namespace gpustream::transport {
 
+/// How a snapshot is written on the bus.
+enum class BusEncoding {
+  compact,  // GSB1 (fleet_codec.hpp): deflated deltas against a full snapshot every full_every
+  json,     // the gpustream/1 snapshot document, as /api/v1/snapshot lists it
+};
+
 struct NatsBridgeOptions {
   std::string url = "nats://127.0.0.1:4222";  // libnats server URL(s), comma-separated
   std::string subject_prefix = "gpustream";   // first subject token(s); sanitized per token
-  std::string host;                           // subject host token; empty: gethostname()
-  std::size_t queue_capacity = 256;           // snapshots waiting for the bridge (drop_oldest)
-  std::chrono::milliseconds connect_timeout{2000};   // one connect attempt
-  std::chrono::milliseconds reconnect_wait{1000};    // between connect attempts
+  /// The node name: the subject's node token and the payload's `node` (sanitized to a valid
+  /// node name, fleet_codec.hpp node_name_error); empty: the host name.
+  std::string host;
+  BusEncoding encoding = BusEncoding::compact;
+  std::uint32_t full_every = 10;  // compact: one message in this many per probe is a full one
+  /// compact: the JetStream key-value bucket that keeps each node's last full messages (key: the
+  /// node name), so that a consumer that starts sees every node at once; empty: none. The bucket
+  /// is created when missing, with `kv_ttl` as its time-to-live; the bridge writes its key at
+  /// every full message and at least every kv_ttl / 3.
+  std::string kv_bucket = "gpustream_nodes";
+  std::chrono::milliseconds kv_ttl{30000};
+  std::size_t queue_capacity = 256;  // snapshots waiting for the bridge (drop_oldest)
+  std::chrono::milliseconds connect_timeout{2000};       // one connect attempt
+  std::chrono::milliseconds reconnect_wait{1000};        // between connect attempts
   std::size_t reconnect_buffer_bytes = 8 * 1024 * 1024;  // kept while disconnected
-  std::chrono::milliseconds flush_timeout{2000};     // stop(): wait for the server's ack
-  std::chrono::milliseconds write_deadline{5000};    // a stalled socket write fails after this
-  SubscriptionFilter filter;                          // which snapshots are published
+  std::chrono::milliseconds flush_timeout{2000};         // stop(): wait for the server's ack
+  std::chrono::milliseconds write_deadline{5000};        // a stalled socket write fails after this
+  SubscriptionFilter filter;                             // which snapshots are published
 };
 
 /// Counters since construction (monotonic except `connected`).
@@ -61,6 +81,9 @@ struct NatsBridgeStats {
   std::uint64_t dropped = 0;         // snapshots the bridge's queue dropped (it fell behind)
   std::uint64_t publish_errors = 0;  // snapshots libnats refused (e.g. reconnect buffer full)
   std::uint64_t reconnects = 0;      // reconnects, as libnats counts them
+  std::uint64_t bytes = 0;           // payload bytes published (the bus cost)
+  std::uint64_t kv_puts = 0;         // node states written to the key-value bucket
+  std::uint64_t kv_errors = 0;       // ... refused (no JetStream, bucket error, timeout)
   bool connected = false;            // connected to a server now
 };
 
@@ -103,6 +126,9 @@ class NatsBridge {
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> publish_errors_{0};
   std::atomic<std::uint64_t> reconnects_{0};
+  std::atomic<std::uint64_t> bytes_{0};
+  std::atomic<std::uint64_t> kv_puts_{0};
+  std::atomic<std::uint64_t> kv_errors_{0};
   std::atomic<bool> connected_{false};
 };
 

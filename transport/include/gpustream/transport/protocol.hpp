@@ -97,6 +97,7 @@ struct DeviceInfo {
   std::string probe;
   int index = 0;
   std::string pci_bus_id;
+  std::string node;  // GpuSnapshot::node (a fleet's devices); empty: the key is left out
 };
 
 /// The devices in the latest snapshots, in probe order then device order.

@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -74,6 +75,19 @@ struct ServerLimits {
   std::optional<int> socket_send_buffer;
 };
 
+/// The answer of an extra endpoint (ServerOptions::extra_routes).
+struct ExtraResponse {
+  unsigned status = 200;  // an HTTP status code
+  std::string body;
+  std::string content_type = "application/json";
+};
+
+/// Extra GET endpoints, e.g. `gpustream fleet`'s /api/v1/nodes: called with the request's path
+/// and its whole target (for the query) when no built-in endpoint has that path, after the
+/// Host and token checks; nullopt: 404. Runs on the server's strand: thread-safe and quick.
+using ExtraRoutes =
+    std::function<std::optional<ExtraResponse>(std::string_view path, std::string_view target)>;
+
 struct ServerOptions {
   /// HTTP + WebSocket listener; nullopt: none.
   std::optional<boost::asio::ip::tcp::endpoint> http{
@@ -96,6 +110,8 @@ struct ServerOptions {
   std::size_t encoded_cache_bytes = 32 * 1024 * 1024;
   /// Per-process series on /metrics, at most this many samples; 0: none (PrometheusOptions).
   std::size_t metrics_processes = 0;
+  /// Endpoints beyond the built-in ones (same Host/Origin/token rules and limits); empty: none.
+  ExtraRoutes extra_routes;
 };
 
 /// The server's own counters (monotonic except the *_open gauges).

@@ -1,0 +1,127 @@
+// gpustream fleet — every node's snapshots from NATS behind a transport::Server (docs/fleet.md).
+#include <cstdint>
+#include <functional>
+#include <iostream>
+#include <memory>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "commands.hpp"
+#include "gpustream/channel.hpp"
+#include "gpustream/transport/address.hpp"
+#if defined(GPUSTREAM_HAS_NATS)
+#include "gpustream/transport/fleet.hpp"
+#endif
+#include "gpustream/transport/server.hpp"
+#include "options.hpp"
+#include "serve.hpp"
+
+namespace gpustream::cli {
+
+void add_fleet_options(CLI::App& sub, FleetCliOptions& o) {
+  add_server_options(sub, o.server);
+  sub.add_option("--nats", o.nats,
+                 "The NATS server the agents publish to (default nats://127.0.0.1:4222)");
+  sub.add_option("--subject-prefix", o.subject_prefix,
+                 "First subject token of the agents' subjects (default gpustream)");
+  sub.add_option("--kv-bucket", o.kv_bucket,
+                 "The key-value bucket with each node's last state, read at start "
+                 "(default gpustream_nodes; 'off': none)");
+  sub.add_option("--stale", o.stale_seconds,
+                 "Seconds without a message after which a node is stale: its values are "
+                 "withheld (default 5)")
+      ->check(CLI::Range(0.05, 86400.0));
+  sub.add_option("--gone", o.gone_seconds,
+                 "Seconds without a message after which a node is gone (default 30: the "
+                 "agents' key-value time-to-live)")
+      ->check(CLI::Range(0.05, 864000.0));
+  sub.add_option("--max-nodes", o.max_nodes,
+                 "Nodes kept at most; beyond, new nodes replace gone ones or are refused "
+                 "(default 100000)")
+      ->check(CLI::Range(1, 10000000));
+}
+
+int run_fleet(const FleetCliOptions& o) {
+#if !defined(GPUSTREAM_HAS_NATS)
+  (void)o;
+  std::cerr << "gpustream: this build has no NATS support (install libnats-dev)\n";
+  return kExitUsage;
+#else
+  transport::ServerOptions so;
+  try {
+    check_nats_url(o.nats);
+    so = make_server_options(o.server);
+    if (!so.http && !so.tcp) throw ConfigError("nothing to serve: --listen off and no --tcp");
+    if (o.gone_seconds < o.stale_seconds)
+      throw ConfigError("--gone must not be shorter than --stale");
+  } catch (const ConfigError& e) {
+    std::cerr << "gpustream: " << e.what() << "\n";
+    return kExitUsage;
+  }
+  const auto ms = [](double s) {
+    return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000.0));
+  };
+
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  transport::FleetOptions fo;
+  fo.url = o.nats;
+  fo.subject_prefix = o.subject_prefix;
+  fo.kv_bucket = o.kv_bucket == "off" ? std::string() : o.kv_bucket;
+  fo.stale_after = ms(o.stale_seconds);
+  fo.gone_after = ms(o.gone_seconds);
+  fo.max_nodes = o.max_nodes;
+  auto fleet = std::make_unique<transport::FleetView>(io.get_executor(), channel, fo);
+  so.extra_routes = fleet->routes();
+  transport::Server server(io.get_executor(), channel, so);
+  try {
+    fleet->start();
+  } catch (const std::exception& e) {
+    std::cerr << "gpustream: fleet: " << e.what() << "\n";
+    return kExitFailure;
+  }
+  try {
+    server.start();
+  } catch (const boost::system::system_error& e) {
+    std::cerr << "gpustream: cannot listen: " << e.code().message() << "\n";
+    return kExitFailure;
+  }
+  const auto st = fleet->stats();
+  std::cerr << "gpustream: fleet of " << fleet->nodes().size() << " nodes from "
+            << transport::redact_url_credentials(o.nats) << " (" << st.kv_nodes
+            << " from the key-value bucket); stale after " << o.stale_seconds << " s, gone after "
+            << o.gone_seconds << " s\n";
+  if (const auto ep = server.http_endpoint()) {
+    std::cout << "listening http " << transport::to_string(*ep) << std::endl;
+    std::cerr << "gpustream: fleet dashboard at http://" << transport::to_string(*ep) << "/fleet"
+              << (so.token.empty() ? "" : "?token=...") << "\n";
+  }
+  if (const auto ep = server.tcp_endpoint())
+    std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
+
+  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
+  int caught = 0;
+  std::function<void()> wait_signal;
+  wait_signal = [&] {
+    signals.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      if (++caught == 1) {
+        std::cerr << "gpustream: stopping\n";
+        fleet->stop();
+        server.stop([&] { io.stop(); });
+        wait_signal();
+      } else {
+        io.stop();
+      }
+    });
+  };
+  wait_signal();
+  if (g_interrupted.load()) server.stop([&] { io.stop(); });
+  io.run();
+  fleet->stop();
+  return kExitOk;
+#endif
+}
+
+}  // namespace gpustream::cli

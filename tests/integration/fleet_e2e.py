@@ -1,0 +1,206 @@
+"""The fleet end to end against a real `nats-server -js` (scratch store, loopback): three headless
+agents (`gpustream serve --listen off --nats URL --node NAME`), a first `gpustream fleet` that
+sees them publish, then a second one started afterwards that shows every node at once from the
+key-value bucket; the fit query across nodes; tenancy (token, Host); one agent killed becomes
+stale (its values withheld) and then gone. Exit 0 on success, 1 with a FAIL line otherwise."""
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_helper import Server, fail, free_port, require_executable  # noqa: E402
+from nats_fleet import NATS_SERVER, wait_for_port  # noqa: E402
+
+TOKEN = "fleet-test-token-0123456789"
+NODES = ["rack1-n1", "rack1-n2", "rack2-n3"]
+
+
+def get(server, path, token=True, host=None):
+    sep = "&" if "?" in path else "?"
+    url = f"http://{server.http}{path}" + (f"{sep}token={TOKEN}" if token else "")
+    req = urllib.request.Request(url)
+    if host:
+        req.add_header("Host", host)
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def get_json(server, path):
+    status, body = get(server, path)
+    if status != 200:
+        fail(f"{path}: HTTP {status}: {body}")
+    return json.loads(body)
+
+
+def states(server):
+    return {n["node"]: n["state"] for n in get_json(server, "/api/v1/nodes")["nodes"]}
+
+
+def wait_until(what, predicate, timeout=30.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    fail(f"timed out waiting for {what}")
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--gpustream", required=True)
+    args = p.parse_args()
+    require_executable(NATS_SERVER, "nats-server")
+    port = free_port()
+    store = tempfile.mkdtemp(prefix="gpustream-js-")
+    nats = subprocess.Popen([NATS_SERVER, "-js", "-sd", store, "-a", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    agents = {}
+    fleets = []
+    try:
+        wait_for_port(port, nats)
+        url = f"nats://127.0.0.1:{port}"
+        token_file = os.path.join(store, "token")
+        with open(token_file, "w") as f:
+            f.write(TOKEN + "\n")
+        os.chmod(token_file, 0o600)
+
+        # A bad node name is refused before anything starts.
+        r = subprocess.run([args.gpustream, "serve", "--listen", "off", "--nats", url,
+                            "--node", "a.b"], capture_output=True, text=True, timeout=30)
+        if r.returncode != 2 or "--node" not in r.stderr:
+            fail(f"--node a.b: expected exit 2 naming --node, got {r.returncode}: {r.stderr}")
+
+        for node in NODES:
+            agents[node] = subprocess.Popen(
+                [args.gpustream, "serve", "--listen", "off", "--nats", url, "--node", node,
+                 "--simulate", "2", "--probes", "simulated", "--interval", "0.2",
+                 "--nats-full-every", "5", "--nats-kv-ttl", "4"],
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        fleet_cmd = f"{args.gpustream} fleet"
+        first = Server(fleet_cmd, "--nats", url, "--listen", "127.0.0.1:0", "--token", token_file,
+                       "--stale", "1", "--gone", "4")
+        fleets.append(first)
+        wait_until("the first fleet to see the three agents",
+                   lambda: states(first) == {n: "up" for n in NODES})
+        for node, proc in agents.items():
+            if proc.poll() is not None:
+                fail(f"agent {node} exited: {proc.stderr.read()}")
+        print("first fleet sees", sorted(states(first)), flush=True)
+
+        # A fleet view started now shows every node at once, from the key-value bucket.
+        second = Server(fleet_cmd, "--nats", url, "--listen", "127.0.0.1:0", "--token",
+                        token_file, "--stale", "1", "--gone", "4", "--tcp", "127.0.0.1:0")
+        fleets.append(second)
+        nodes = get_json(second, "/api/v1/nodes")
+        if sorted(n["node"] for n in nodes["nodes"]) != NODES:
+            fail(f"the new fleet view does not show every node at once: {nodes}")
+        wait_until("the fleet's start line", lambda: any(
+            "from the key-value bucket" in l for l in second.stderr), 5)
+        if not any("(3 from the key-value bucket)" in l for l in second.stderr):
+            fail("the nodes did not come from the key-value bucket: " + "".join(second.stderr))
+        for n in nodes["nodes"]:
+            if n["agent"] != nodes["nodes"][0]["agent"] or not n["agent"].startswith("gpustream/"):
+                fail(f"agent version missing: {n}")
+        print("second fleet, at once:", [(n["node"], n["state"]) for n in nodes["nodes"]],
+              flush=True)
+
+        # Every device carries its node: the API, the snapshots and /metrics.
+        devices = wait_until("6 devices", lambda: (lambda d: d if len(d) == 6 else None)(
+            get_json(second, "/api/v1/devices")["devices"]))
+        if sorted({d["node"] for d in devices}) != NODES:
+            fail(f"devices without their node: {devices}")
+        snap = get_json(second, "/api/v1/snapshot?node=rack1-n2")
+        if {s["node"] for s in snap["snapshots"]} != {"rack1-n2"}:
+            fail(f"?node= filter: {snap}")
+        status, metrics = get(second, "/metrics")
+        if status != 200 or 'node="rack2-n3"' not in metrics:
+            fail("/metrics has no node label")
+
+        # Tenancy: the token and the Host check of serve.
+        status, _ = get(second, "/api/v1/nodes", token=False)
+        if status != 401:
+            fail(f"no token: expected 401, got {status}")
+        status, _ = get(second, "/api/v1/fit?bytes=1", host="evil.example")
+        if status != 403:
+            fail(f"foreign Host: expected 403, got {status}")
+        status, _ = get(second, "/api/v1/fit?bytes=lots")
+        if status != 400:
+            fail(f"bad bytes: expected 400, got {status}")
+        status, page = get(second, "/fleet")
+        if status != 200 or "gpustream fleet" not in page:
+            fail("no fleet dashboard page")
+
+        # Fit across nodes: ranked by free memory, with node, state, age and source.
+        fit = get_json(second, "/api/v1/fit?bytes=1")["fits"]
+        if len(fit) != 6 or {f["node"] for f in fit} != set(NODES):
+            fail(f"fit does not span the nodes: {fit}")
+        frees = [f["free_bytes"] for f in fit]
+        if frees != sorted(frees, reverse=True):
+            fail(f"fit not ranked by free memory: {frees}")
+        if any(f["state"] != "up" or f["source"] not in ("simulated", "derived") for f in fit):
+            fail(f"fit entries without state/source: {fit}")
+        biggest = frees[0]
+        if get_json(second, f"/api/v1/fit?bytes={biggest + 1}")["fits"]:
+            fail("fit offers a device with less free memory than asked")
+        print("fit:", [(f["node"], f["device"], f["free_bytes"]) for f in fit[:3]], flush=True)
+
+        # Kill one agent: stale (values withheld, not offered by fit), then gone.
+        agents["rack2-n3"].send_signal(signal.SIGKILL)
+        agents["rack2-n3"].wait()
+        t0 = time.monotonic()
+        wait_until("rack2-n3 stale", lambda: states(second).get("rack2-n3") == "stale", 10)
+        t_stale = time.monotonic() - t0
+        snap = get_json(second, "/api/v1/snapshot?node=rack2-n3")["snapshots"]
+        for s in snap:
+            if not any(e["code"] == "node_stale" for e in s["errors"]):
+                fail(f"a stale node's snapshot does not say so: {s}")
+            for d in s["devices"]:
+                if d["metrics"]:
+                    fail(f"a stale node's device still shows values: {d}")
+                if d["absent"].get("memory_used_bytes") != "stale":
+                    fail(f"a stale node's metric is not absent as stale: {d}")
+        if any(f["node"] == "rack2-n3" for f in get_json(second, "/api/v1/fit?bytes=1")["fits"]):
+            fail("fit offers a stale node")
+        wait_until("rack2-n3 gone", lambda: states(second).get("rack2-n3") == "gone", 15)
+        t_gone = time.monotonic() - t0
+        others = states(second)
+        if others.get("rack1-n1") != "up" or others.get("rack1-n2") != "up":
+            fail(f"the other nodes should still be up: {others}")
+        snap = get_json(second, "/api/v1/snapshot?node=rack2-n3")["snapshots"]
+        if any(s["devices"] for s in snap) or not all(
+                any(e["code"] == "node_gone" for e in s["errors"]) for s in snap):
+            fail(f"a gone node still shows devices: {snap}")
+        print(f"killed agent: stale after {t_stale:.1f} s, gone after {t_gone:.1f} s", flush=True)
+
+        for f in fleets:
+            f.stop()
+        fleets = []
+        print("OK", flush=True)
+    finally:
+        for f in fleets:
+            f.kill()
+        for proc in agents.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+        nats.kill()
+        nats.wait()
+        subprocess.run(["rm", "-rf", store])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,172 @@
+// gpustream/transport/fleet_codec.hpp — the compact bus encoding of the fleet (docs/fleet.md,
+// docs/protocol.md "Fleet bus messages").
+//
+//   gpustream::transport::BusEncoder enc("node-7");       // one per agent
+//   nats_publish(subject, enc.encode(snapshot));           // full every 10th, deltas between
+//
+//   gpustream::transport::BusDecoder dec;                  // one per consumer
+//   if (auto d = dec.decode(bytes)) use(d->snapshot);      // d->snapshot.node == "node-7"
+//
+// A bus message is one header line then a body:
+//
+//   GSB1 <f|d> <z|p> <node> <probe> <epoch> <seq> <base> <body_bytes> <agent>\n<body>
+//
+// `f` (full): the body is the gpustream/1 snapshot JSON (docs/protocol.md), node included.
+// `d` (delta): the body is a patch of that JSON against the full message `base` of the same
+// stream (node, probe, epoch): only what changed since that full. Deltas are taken against the
+// last full, not the previous delta, so a lost delta costs nothing, and a consumer that joins
+// mid-stream rebuilds the full state from the next full message or from the last full kept in
+// the key-value bucket. `z`: the body is raw-deflated (RFC 1951), `p`: plain. `epoch` is a
+// random id of the encoder (an agent restart starts a new stream), `seq` counts the stream's
+// messages from 1, `body_bytes` is the body's size once inflated.
+//
+// The patch form: an object whose keys are the changed keys (array indexes as decimal strings
+// when an array kept its length); each value is `[v]` (the new value), `null` (key removed) or a
+// nested patch object.
+//
+// Decoding is bounded: a message longer than BusLimits::max_message_bytes, a body that inflates
+// past max_body_bytes (inflation stops there), a header that does not parse, a patch that does not
+// apply or a snapshot that does not decode is a BusError — never a crash. Each costs at most one
+// pass over max_body_bytes.
+//
+// Thread safety: an encoder or a decoder is used by one thread at a time; distinct ones are
+// independent.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <boost/json/value.hpp>
+
+#include "gpustream/model.hpp"
+
+namespace gpustream::transport {
+
+inline constexpr std::string_view kBusMagic = "GSB1";
+
+/// A malformed, oversized or inapplicable bus message.
+class BusError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Why `name` cannot be a node name, or nullopt when it can: 1 to 64 characters of
+/// [A-Za-z0-9_-] (a NATS subject token and a key-value key, with no wildcard or separator).
+std::optional<std::string> node_name_error(std::string_view name);
+/// This machine's host name made a valid node name (other characters become '_', cut at 64).
+std::string default_node_name();
+
+struct BusLimits {
+  std::size_t max_message_bytes = 1024 * 1024;   // one message as received
+  std::size_t max_body_bytes = 8 * 1024 * 1024;  // its body once inflated
+  std::size_t max_streams = 100000;              // (node, probe) streams a decoder keeps
+};
+
+/// The header line of a bus message.
+struct BusHeader {
+  bool full = false;
+  bool compressed = false;
+  std::string node;
+  std::string probe;  // the probe's name as a subject token
+  std::uint64_t epoch = 0;
+  std::uint64_t seq = 0;
+  std::uint64_t base = 0;  // the full message a delta applies to (a full: its own seq)
+  std::size_t body_bytes = 0;
+  std::string agent;  // the agent's version, e.g. "gpustream/0.1.0"
+};
+
+/// Parses the header line of `message`; throws BusError.
+BusHeader parse_bus_header(std::string_view message, const BusLimits& limits = {});
+
+struct BusEncoderOptions {
+  std::uint32_t full_every = 10;  // one message in this many is a full snapshot (1: all)
+  bool compress = true;           // raw deflate of the body
+  int level = 6;                  // deflate level 1..9
+};
+
+/// Encodes one agent's snapshots: a stream per probe.
+class BusEncoder {
+ public:
+  /// `node` must be a valid node name (throws std::invalid_argument otherwise).
+  explicit BusEncoder(std::string node, std::string agent = {}, BusEncoderOptions options = {});
+
+  /// The message for `s` (its node is set to this encoder's). Throws what the JSON encoder throws.
+  const std::string& encode(const GpuSnapshot& s);
+  /// Whether the last encode() produced a full message.
+  bool last_was_full() const noexcept { return last_full_; }
+  /// The last full message of each probe's stream (probe token → message): the node's state.
+  const std::map<std::string, std::string>& last_fulls() const noexcept { return fulls_; }
+  const std::string& node() const noexcept { return node_; }
+
+ private:
+  struct Stream {
+    std::uint64_t seq = 0;
+    std::uint64_t base = 0;
+    boost::json::value base_doc;  // the last full, as a consumer parses it
+  };
+  std::string node_;
+  std::string agent_;
+  BusEncoderOptions options_;
+  std::uint64_t epoch_;
+  std::map<std::string, Stream> streams_;
+  std::map<std::string, std::string> fulls_;
+  std::string out_;
+  std::string body_;
+  bool last_full_ = false;
+};
+
+/// Decodes the bus: keeps the last full message of each stream to apply deltas to.
+class BusDecoder {
+ public:
+  struct Decoded {
+    BusHeader header;
+    GpuSnapshot snapshot;  // snapshot.node == header.node
+  };
+  explicit BusDecoder(BusLimits limits = {}) : limits_(limits) {}
+
+  /// The snapshot `message` carries. nullopt: a delta whose full this decoder has not seen (the
+  /// consumer joined mid-stream; counted in waiting()), or a message older than the stream's
+  /// newest (counted in stale()). Throws BusError on anything malformed.
+  std::optional<Decoded> decode(std::string_view message);
+  /// Drops the streams of `node` (it is gone).
+  void forget(std::string_view node);
+
+  std::uint64_t waiting() const noexcept { return waiting_; }
+  std::uint64_t stale() const noexcept { return stale_; }
+  std::size_t streams() const noexcept { return streams_.size(); }
+
+ private:
+  struct Stream {
+    std::uint64_t epoch = 0;
+    std::uint64_t base = 0;
+    std::uint64_t last_seq = 0;
+    boost::json::value base_doc;
+  };
+  BusLimits limits_;
+  std::map<std::pair<std::string, std::string>, Stream, std::less<>> streams_;
+  std::uint64_t waiting_ = 0;
+  std::uint64_t stale_ = 0;
+};
+
+/// A node's state as kept in the key-value bucket: the last full message of each of its probes,
+/// "GSK1 <count>\n" then, for each, "<bytes>\n<message>".
+std::string encode_node_state(const std::map<std::string, std::string>& fulls);
+/// The messages of a node state; throws BusError when malformed or over limits.max_message_bytes
+/// per message (at most 64 messages).
+std::vector<std::string_view> decode_node_state(std::string_view state,
+                                                const BusLimits& limits = {});
+
+/// The patch that turns `from` into `to` (see the file comment); nullopt when they are equal.
+std::optional<boost::json::value> json_diff(const boost::json::value& from,
+                                            const boost::json::value& to);
+/// Applies `patch` to `doc` in place; throws BusError when it does not fit `doc`.
+void json_patch(boost::json::value& doc, const boost::json::value& patch);
+
+}  // namespace gpustream::transport

@@ -1,0 +1,425 @@
+// The compact bus encoding: header line, JSON diff against the last full, raw deflate.
+#include "gpustream/transport/fleet_codec.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include <boost/beast/zlib/deflate_stream.hpp>
+#include <boost/beast/zlib/error.hpp>
+#include <boost/beast/zlib/inflate_stream.hpp>
+#include <boost/json.hpp>
+
+#include "gpustream/json.hpp"
+#include "gpustream/transport/protocol.hpp"
+
+namespace gpustream::transport {
+namespace json = boost::json;
+namespace zlib = boost::beast::zlib;
+
+namespace {
+
+constexpr std::size_t kMaxNodeName = 64;
+constexpr std::size_t kMaxHeaderBytes = 512;
+
+bool token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+std::string token_of(std::string_view s) {
+  if (s.empty()) return "_";
+  std::string out(s.substr(0, kMaxNodeName));
+  for (auto& c : out)
+    if (!token_char(c)) c = '_';
+  return out;
+}
+
+std::uint64_t random_epoch() {
+  std::random_device rd;
+  const std::uint64_t e = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
+  return e == 0 ? 1 : e;
+}
+
+void deflate_into(std::string& out, std::string_view in, int level) {
+  zlib::deflate_stream ds;
+  ds.reset(level, 15, 8, zlib::Strategy::normal);
+  const std::size_t start = out.size();
+  out.resize(start + ds.upper_bound(in.size()) + 16);
+  zlib::z_params zs;
+  zs.next_in = in.data();
+  zs.avail_in = in.size();
+  zs.next_out = out.data() + start;
+  zs.avail_out = out.size() - start;
+  boost::system::error_code ec;
+  ds.write(zs, zlib::Flush::finish, ec);
+  if (ec && ec != zlib::error::end_of_stream) throw std::runtime_error("deflate: " + ec.message());
+  out.resize(start + zs.total_out);
+}
+
+/// Inflates `in`, expecting exactly `expected` bytes (<= the limit): never more is produced.
+std::string inflate_exact(std::string_view in, std::size_t expected) {
+  std::string out(expected, '\0');
+  zlib::inflate_stream is;
+  zlib::z_params zs;
+  zs.next_in = in.data();
+  zs.avail_in = in.size();
+  zs.next_out = out.data();
+  zs.avail_out = out.size();
+  boost::system::error_code ec;
+  is.write(zs, zlib::Flush::finish, ec);
+  if (ec && ec != zlib::error::end_of_stream)
+    throw BusError("bus message: bad deflate body: " + ec.message());
+  if (ec != zlib::error::end_of_stream || zs.total_out != expected || zs.avail_in != 0)
+    throw BusError("bus message: the body does not inflate to the declared " +
+                   std::to_string(expected) + " bytes");
+  return out;
+}
+
+std::uint64_t parse_u64(std::string_view s, const char* what) {
+  std::uint64_t v = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size())
+    throw BusError(std::string("bus message: bad ") + what);
+  return v;
+}
+
+std::uint64_t parse_hex(std::string_view s) {
+  std::uint64_t v = 0;
+  const auto r = std::from_chars(s.data(), s.data() + s.size(), v, 16);
+  if (s.empty() || r.ec != std::errc() || r.ptr != s.data() + s.size())
+    throw BusError("bus message: bad epoch");
+  return v;
+}
+
+void append_header(std::string& out, const BusHeader& h) {
+  out += kBusMagic;
+  out += h.full ? " f " : " d ";
+  out += h.compressed ? "z " : "p ";
+  out += h.node;
+  out += ' ';
+  out += h.probe;
+  out += ' ';
+  char hex[17];
+  const auto r = std::to_chars(hex, hex + sizeof(hex), h.epoch, 16);
+  out.append(hex, r.ptr);
+  for (const std::uint64_t v : {h.seq, h.base, static_cast<std::uint64_t>(h.body_bytes)}) {
+    out += ' ';
+    out += std::to_string(v);
+  }
+  out += ' ';
+  out += h.agent;
+  out += '\n';
+}
+
+json::value parse_body(std::string_view text) {
+  try {
+    return parse_json(text);
+  } catch (const JsonError& e) {
+    throw BusError(std::string("bus message: body: ") + e.what());
+  }
+}
+
+}  // namespace
+
+std::optional<std::string> node_name_error(std::string_view name) {
+  if (name.empty()) return "a node name cannot be empty";
+  if (name.size() > kMaxNodeName)
+    return "a node name has at most " + std::to_string(kMaxNodeName) + " characters";
+  for (const char c : name)
+    if (!token_char(c))
+      return "a node name is made of letters, digits, '_' and '-' (a NATS subject token): '" +
+             std::string(name) + "'";
+  return std::nullopt;
+}
+
+std::string default_node_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown";
+  return token_of(name);
+}
+
+BusHeader parse_bus_header(std::string_view message, const BusLimits& limits) {
+  if (message.size() > limits.max_message_bytes)
+    throw BusError("bus message: " + std::to_string(message.size()) + " bytes, more than the " +
+                   std::to_string(limits.max_message_bytes) + " allowed");
+  const auto eol = message.substr(0, kMaxHeaderBytes).find('\n');
+  if (eol == std::string_view::npos) throw BusError("bus message: no header line");
+  std::string_view line = message.substr(0, eol);
+  std::vector<std::string_view> f;
+  while (!line.empty() && f.size() < 11) {
+    const auto sp = line.find(' ');
+    f.push_back(line.substr(0, sp));
+    line = sp == std::string_view::npos ? std::string_view{} : line.substr(sp + 1);
+  }
+  if (f.size() != 10 || !line.empty() || f[0] != kBusMagic)
+    throw BusError("bus message: not a " + std::string(kBusMagic) + " header");
+  BusHeader h;
+  if (f[1] != "f" && f[1] != "d") throw BusError("bus message: bad kind");
+  if (f[2] != "z" && f[2] != "p") throw BusError("bus message: bad body form");
+  h.full = f[1] == "f";
+  h.compressed = f[2] == "z";
+  if (auto err = node_name_error(f[3])) throw BusError("bus message: " + *err);
+  if (node_name_error(f[4])) throw BusError("bus message: bad probe token");
+  h.node = std::string(f[3]);
+  h.probe = std::string(f[4]);
+  h.epoch = parse_hex(f[5]);
+  h.seq = parse_u64(f[6], "seq");
+  h.base = parse_u64(f[7], "base");
+  h.body_bytes = parse_u64(f[8], "body size");
+  if (f[9].empty() || f[9].size() > 64) throw BusError("bus message: bad agent");
+  h.agent = std::string(f[9]);
+  if (h.body_bytes > limits.max_body_bytes)
+    throw BusError("bus message: a body of " + std::to_string(h.body_bytes) +
+                   " bytes, more than the " + std::to_string(limits.max_body_bytes) + " allowed");
+  if (h.full ? h.base != h.seq : h.base >= h.seq) throw BusError("bus message: bad base");
+  return h;
+}
+
+// ---- diff and patch ----
+
+std::optional<json::value> json_diff(const json::value& from, const json::value& to) {
+  if (from == to) return std::nullopt;
+  if (from.is_object() && to.is_object()) {
+    json::object p;
+    const auto& a = from.get_object();
+    const auto& b = to.get_object();
+    for (const auto& kv : b) {
+      const auto* old = a.if_contains(kv.key());
+      if (!old) {
+        p[kv.key()] = json::array{kv.value()};
+      } else if (auto d = json_diff(*old, kv.value())) {
+        p[kv.key()] = std::move(*d);
+      }
+    }
+    for (const auto& kv : a)
+      if (!b.contains(kv.key())) p[kv.key()] = nullptr;
+    return json::value(std::move(p));
+  }
+  if (from.is_array() && to.is_array() && from.get_array().size() == to.get_array().size()) {
+    json::object p;
+    const auto& a = from.get_array();
+    const auto& b = to.get_array();
+    for (std::size_t i = 0; i < a.size(); ++i)
+      if (auto d = json_diff(a[i], b[i])) p[std::to_string(i)] = std::move(*d);
+    return json::value(std::move(p));
+  }
+  return json::value(json::array{to});
+}
+
+namespace {
+
+void apply_one(json::value& target, const json::value& patch);
+
+void apply_entry(json::value& slot, const json::value& p) {
+  if (p.is_array()) {
+    if (p.get_array().size() != 1) throw BusError("bus patch: a replacement holds one value");
+    slot = p.get_array()[0];
+  } else if (p.is_object()) {
+    apply_one(slot, p);
+  } else {
+    throw BusError("bus patch: expected [value], null or an object");
+  }
+}
+
+void apply_one(json::value& target, const json::value& patch) {
+  const auto& p = patch.get_object();
+  if (auto* o = target.if_object()) {
+    for (const auto& kv : p) {
+      if (kv.value().is_null()) {
+        o->erase(kv.key());
+        continue;
+      }
+      if (kv.value().is_array()) {
+        apply_entry((*o)[kv.key()], kv.value());
+        continue;
+      }
+      auto* slot = o->if_contains(kv.key());
+      if (!slot) throw BusError("bus patch: no key '" + std::string(kv.key()) + "' to patch");
+      apply_entry(*slot, kv.value());
+    }
+  } else if (auto* a = target.if_array()) {
+    for (const auto& kv : p) {
+      std::size_t i = 0;
+      const auto k = kv.key();
+      const auto r = std::from_chars(k.data(), k.data() + k.size(), i);
+      if (k.empty() || r.ec != std::errc() || r.ptr != k.data() + k.size() || i >= a->size())
+        throw BusError("bus patch: bad array index '" + std::string(k) + "'");
+      apply_entry((*a)[i], kv.value());
+    }
+  } else {
+    throw BusError("bus patch: patches a scalar");
+  }
+}
+
+}  // namespace
+
+void json_patch(json::value& doc, const json::value& patch) {
+  if (!patch.is_object()) throw BusError("bus patch: expected an object");
+  apply_one(doc, patch);
+}
+
+// ---- encoder ----
+
+BusEncoder::BusEncoder(std::string node, std::string agent, BusEncoderOptions options)
+    : node_(std::move(node)),
+      agent_(agent.empty() ? std::string(kServerName) : std::move(agent)),
+      options_(options),
+      epoch_(random_epoch()) {
+  if (auto err = node_name_error(node_)) throw std::invalid_argument(*err);
+  // The agent field is one header token: keep "gpustream/0.1.0" readable, nothing else.
+  if (agent_.size() > 64) agent_.resize(64);
+  for (auto& c : agent_)
+    if (!token_char(c) && c != '/' && c != '.' && c != '+') c = '_';
+  options_.full_every = std::max<std::uint32_t>(options_.full_every, 1);
+  options_.level = std::clamp(options_.level, 1, 9);
+}
+
+const std::string& BusEncoder::encode(const GpuSnapshot& s) {
+  GpuSnapshot copy_node;  // only when the node must change (rare: the caller usually sets it)
+  const GpuSnapshot* snap = &s;
+  if (s.node != node_) {
+    copy_node = s;
+    copy_node.node = node_;
+    snap = &copy_node;
+  }
+  const std::string probe = token_of(snap->probe);
+  auto& st = streams_[probe];
+  body_.clear();
+  append_json(body_, *snap);
+  ++st.seq;
+  BusHeader h;
+  h.node = node_;
+  h.probe = probe;
+  h.epoch = epoch_;
+  h.seq = st.seq;
+  h.agent = agent_;
+  h.compressed = options_.compress;
+  const bool full = st.base == 0 || (st.seq - st.base) >= options_.full_every;
+  json::value doc = parse_json(body_);
+  if (full) {
+    h.full = true;
+    h.base = st.seq;
+    st.base = st.seq;
+    st.base_doc = std::move(doc);
+  } else {
+    h.base = st.base;
+    auto d = json_diff(st.base_doc, doc);
+    body_ = d ? json::serialize(*d) : std::string("{}");
+  }
+  h.body_bytes = body_.size();
+  out_.clear();
+  append_header(out_, h);
+  if (options_.compress)
+    deflate_into(out_, body_, options_.level);
+  else
+    out_ += body_;
+  last_full_ = full;
+  if (full) fulls_[probe] = out_;
+  return out_;
+}
+
+// ---- decoder ----
+
+std::optional<BusDecoder::Decoded> BusDecoder::decode(std::string_view message) {
+  BusHeader h = parse_bus_header(message, limits_);
+  const auto body_at = message.find('\n') + 1;
+  const std::string_view raw = message.substr(body_at);
+  std::string inflated;
+  std::string_view body = raw;
+  if (h.compressed) {
+    inflated = inflate_exact(raw, h.body_bytes);
+    body = inflated;
+  } else if (raw.size() != h.body_bytes) {
+    throw BusError("bus message: the body is not the declared " + std::to_string(h.body_bytes) +
+                   " bytes");
+  }
+  const auto key = std::make_pair(h.node, h.probe);
+  auto it = streams_.find(key);
+  json::value doc;
+  if (h.full) {
+    if (it != streams_.end() && it->second.epoch == h.epoch && h.seq <= it->second.last_seq) {
+      ++stale_;
+      return std::nullopt;
+    }
+    doc = parse_body(body);
+  } else {
+    if (it == streams_.end() || it->second.epoch != h.epoch || it->second.base != h.base) {
+      ++waiting_;
+      return std::nullopt;
+    }
+    if (h.seq <= it->second.last_seq) {
+      ++stale_;
+      return std::nullopt;
+    }
+    doc = it->second.base_doc;
+    json_patch(doc, parse_body(body));
+  }
+  Decoded out;
+  out.header = std::move(h);
+  try {
+    out.snapshot = snapshot_from_json(doc);
+  } catch (const JsonError& e) {
+    throw BusError(std::string("bus message: snapshot: ") + e.what());
+  }
+  out.snapshot.node = out.header.node;  // the header names the node; the body must agree
+  if (out.header.full) {
+    if (it == streams_.end()) {
+      if (streams_.size() >= limits_.max_streams)
+        throw BusError("bus message: more than " + std::to_string(limits_.max_streams) +
+                       " streams");
+      it = streams_.emplace(key, Stream{}).first;
+    }
+    it->second.epoch = out.header.epoch;
+    it->second.base = out.header.seq;
+    it->second.base_doc = std::move(doc);
+  }
+  it->second.last_seq = out.header.seq;
+  return out;
+}
+
+std::string encode_node_state(const std::map<std::string, std::string>& fulls) {
+  std::string out = "GSK1 " + std::to_string(fulls.size()) + "\n";
+  for (const auto& kv : fulls) {
+    out += std::to_string(kv.second.size());
+    out += '\n';
+    out += kv.second;
+  }
+  return out;
+}
+
+std::vector<std::string_view> decode_node_state(std::string_view state, const BusLimits& limits) {
+  constexpr std::size_t kMaxProbes = 64;
+  auto line = [&state]() {
+    const auto eol = state.substr(0, 32).find('\n');
+    if (eol == std::string_view::npos) throw BusError("node state: bad line");
+    const auto l = state.substr(0, eol);
+    state.remove_prefix(eol + 1);
+    return l;
+  };
+  const auto head = line();
+  if (head.substr(0, 5) != "GSK1 ") throw BusError("node state: not GSK1");
+  const auto count = parse_u64(head.substr(5), "count");
+  if (count > kMaxProbes) throw BusError("node state: too many messages");
+  std::vector<std::string_view> out;
+  for (std::uint64_t i = 0; i < count; ++i) {
+    const auto n = parse_u64(line(), "length");
+    if (n > limits.max_message_bytes || n > state.size())
+      throw BusError("node state: a message longer than allowed or than the state");
+    out.push_back(state.substr(0, n));
+    state.remove_prefix(n);
+  }
+  if (!state.empty()) throw BusError("node state: trailing bytes");
+  return out;
+}
+
+void BusDecoder::forget(std::string_view node) {
+  for (auto it = streams_.begin(); it != streams_.end();)
+    it = it->first.first == node ? streams_.erase(it) : std::next(it);
+}
+
+}  // namespace gpustream::transport

@@ -1,0 +1,322 @@
+// FleetView: the key-value state at start, then the bus, into a SnapshotChannel (libnats).
+#include <charconv>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+
+#include <nats/nats.h>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "access.hpp"
+#include "gpustream/json.hpp"
+#include "gpustream/log.hpp"
+#include "gpustream/transport/address.hpp"
+#include "gpustream/transport/fleet.hpp"
+
+namespace gpustream::transport {
+namespace asio = boost::asio;
+
+namespace {
+
+std::string nats_error(natsStatus s) {
+  const char* text = nats_GetLastError(nullptr);
+  std::string out = natsStatus_GetText(s);
+  if (text && *text && out != text) out += std::string(": ") + text;
+  return out;
+}
+
+/// The node token of "<prefix>.<node>.<probe>" (for plain-JSON payloads without a node).
+std::string node_of_subject(std::string_view subject) {
+  const auto last = subject.rfind('.');
+  if (last == std::string_view::npos || last == 0) return {};
+  const auto before = subject.rfind('.', last - 1);
+  return std::string(subject.substr(before == std::string_view::npos ? 0 : before + 1,
+                                    last - (before == std::string_view::npos ? 0 : before + 1)));
+}
+
+}  // namespace
+
+struct FleetView::Impl : std::enable_shared_from_this<Impl> {
+  Impl(const asio::any_io_executor& ex, SnapshotChannel& ch, FleetOptions o)
+      : strand(asio::make_strand(ex)),
+        channel(ch),
+        options(std::move(o)),
+        decoder(options.limits),
+        table(options.stale_after, options.gone_after, options.max_nodes),
+        timer(strand) {}
+
+  asio::strand<asio::any_io_executor> strand;
+  SnapshotChannel& channel;
+  FleetOptions options;
+  LogOnce log_once;
+
+  mutable std::mutex mu;  // decoder, table, latest_of, stats
+  BusDecoder decoder;
+  NodeTable table;
+  FleetStats st;
+  /// node → its snapshots as they last arrived (for stale copies and the drill-down).
+  std::unordered_map<std::string, std::map<std::string, SnapshotPtr>> last;
+
+  natsConnection* nc = nullptr;
+  natsSubscription* sub = nullptr;
+  asio::steady_timer timer;
+  bool stopped = false;
+
+  static void on_msg(natsConnection*, natsSubscription*, natsMsg* m, void* closure) {
+    auto* self = static_cast<Impl*>(closure);
+    const std::string_view data(natsMsg_GetData(m),
+                                static_cast<std::size_t>(natsMsg_GetDataLength(m)));
+    self->handle(data, natsMsg_GetSubject(m), NodeTable::Clock::now(), wall_now_ns());
+    natsMsg_Destroy(m);
+  }
+
+  /// Decodes and publishes one message; `heard` is when it arrived (or, for the key-value
+  /// state, when it was written).
+  void handle(std::string_view data, std::string_view subject, NodeTable::Clock::time_point heard,
+              std::int64_t heard_unix_ns) {
+    std::optional<GpuSnapshot> snap;
+    std::string agent = "unknown";
+    {
+      std::lock_guard lock(mu);
+      ++st.messages;
+      st.bytes += data.size();
+      try {
+        if (data.substr(0, kBusMagic.size()) == kBusMagic) {
+          if (auto d = decoder.decode(data)) {
+            agent = d->header.agent;
+            snap = std::move(d->snapshot);
+          }
+          st.waiting = decoder.waiting();
+        } else if (!data.empty() && data.front() == '{') {  // serve --nats-encoding json
+          if (data.size() > options.limits.max_message_bytes)
+            throw BusError("a JSON message over the size limit");
+          snap = snapshot_from_json_string(data);
+          if (snap->node.empty()) snap->node = node_of_subject(subject);
+          if (node_name_error(snap->node)) throw BusError("a JSON message without a valid node");
+        } else {
+          throw BusError("not a gpustream bus message");
+        }
+      } catch (const std::exception& e) {
+        ++st.rejected;
+        if (log_once.first("fleet-reject"))
+          logger()->warn("fleet: a message on {} was rejected: {} (counted; logged once)", subject,
+                         e.what());
+        return;
+      }
+      if (!snap) return;
+      std::optional<NodeState> before;
+      if (!table.heard(snap->node, agent, snap->time_unix_ns, heard, heard_unix_ns, &before)) {
+        ++st.nodes_refused;
+        if (log_once.first("fleet-full"))
+          logger()->warn("fleet: more than {} nodes; messages of new nodes are dropped",
+                         options.max_nodes);
+        return;
+      }
+      ++st.snapshots;
+    }
+    // Published outside the lock (the channel calls subscribers' wake-ups).
+    auto ptr = channel.publish(std::move(*snap));
+    std::lock_guard lock(mu);
+    last[ptr->node][ptr->probe] = ptr;
+  }
+
+  void sweep(NodeTable::Clock::time_point now) {
+    std::vector<GpuSnapshot> out;
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [node, state] : table.advance(now)) {
+        const auto it = last.find(node);
+        if (it == last.end()) continue;
+        const std::int64_t heard_ns = table.last_heard_unix_ns(node);
+        for (const auto& [probe, s] : it->second)
+          out.push_back(state == NodeState::stale ? stale_copy(*s, heard_ns)
+                                                  : gone_marker(*s, heard_ns));
+        if (state == NodeState::gone) decoder.forget(node);
+      }
+    }
+    for (auto& s : out) channel.publish(std::move(s));
+  }
+
+  void arm() {
+    const auto period = std::clamp(options.stale_after / 5, std::chrono::milliseconds(20),
+                                   std::chrono::milliseconds(1000));
+    timer.expires_after(period);
+    timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+      if (ec || self->stopped) return;
+      self->sweep(NodeTable::Clock::now());
+      self->arm();
+    });
+  }
+
+  void load_kv() {
+    jsCtx* js = nullptr;
+    kvStore* kv = nullptr;
+    jsOptions jo;
+    jsOptions_Init(&jo);
+    jo.Wait = options.connect_timeout.count();
+    natsStatus s = natsConnection_JetStream(&js, nc, &jo);
+    if (s == NATS_OK) s = js_KeyValue(&kv, js, options.kv_bucket.c_str());
+    if (s != NATS_OK) {
+      logger()->warn("fleet: no key-value bucket '{}' ({}): nodes show as they publish",
+                     options.kv_bucket, nats_error(s));
+      if (js) jsCtx_Destroy(js);
+      return;
+    }
+    kvKeysList keys{};
+    kvWatchOptions wo;
+    kvWatchOptions_Init(&wo);
+    wo.Timeout = options.connect_timeout.count();
+    s = kvStore_Keys(&keys, kv, &wo);
+    std::uint64_t loaded = 0;
+    if (s == NATS_OK) {
+      const auto now = NodeTable::Clock::now();
+      const auto now_ns = wall_now_ns();
+      for (int i = 0; i < keys.Count; ++i) {
+        kvEntry* e = nullptr;
+        if (kvStore_Get(&e, kv, keys.Keys[i]) != NATS_OK) continue;
+        const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
+                                     static_cast<std::size_t>(kvEntry_ValueLen(e)));
+        // When the state was written (libnats gives nanoseconds since the epoch; a coarser unit
+        // is scaled, and an unknown time counts as now).
+        std::int64_t written_ns = kvEntry_Created(e);
+        while (written_ns > 0 && written_ns < 100'000'000'000'000'000) written_ns *= 1000;
+        if (written_ns <= 0 || written_ns > now_ns) written_ns = now_ns;
+        const auto age = std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - written_ns));
+        try {
+          for (const auto msg : decode_node_state(value, options.limits))
+            handle(msg, keys.Keys[i],
+                   now - std::chrono::duration_cast<NodeTable::Clock::duration>(age), written_ns);
+          ++loaded;
+        } catch (const std::exception& ex) {
+          std::lock_guard lock(mu);
+          ++st.rejected;
+          if (log_once.first("fleet-kv"))
+            logger()->warn("fleet: the state of node '{}' in the bucket is unreadable: {}",
+                           keys.Keys[i], ex.what());
+        }
+        kvEntry_Destroy(e);
+      }
+      kvKeysList_Destroy(&keys);
+    } else if (s != NATS_NOT_FOUND) {
+      logger()->warn("fleet: cannot list the bucket '{}': {}", options.kv_bucket, nats_error(s));
+    }
+    {
+      std::lock_guard lock(mu);
+      st.kv_nodes = loaded;
+    }
+    kvStore_Destroy(kv);
+    jsCtx_Destroy(js);
+    sweep(NodeTable::Clock::now());  // a node whose state is old is stale (or gone) at once
+  }
+
+  void start() {
+    natsOptions* opts = nullptr;
+    natsStatus s = natsOptions_Create(&opts);
+    if (s == NATS_OK) s = natsOptions_SetURL(opts, options.url.c_str());
+    if (s == NATS_OK) s = natsOptions_SetName(opts, "gpustream-fleet");
+    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, options.connect_timeout.count());
+    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
+    // Slow consumer protection: messages waiting for this view, bounded in count and bytes.
+    if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 65536);
+    if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
+    natsOptions_Destroy(opts);
+    if (s != NATS_OK) {
+      if (nc) natsConnection_Destroy(nc);
+      nc = nullptr;
+      throw std::runtime_error("cannot connect to " + redact_url_credentials(options.url) + ": " +
+                               nats_error(s));
+    }
+    // Subscribe first, then read the bucket: a message in between is not lost (the decoder
+    // ignores what is older than it has).
+    const std::string subject = options.subject_prefix + ".>";
+    s = natsConnection_Subscribe(&sub, nc, subject.c_str(), &Impl::on_msg, this);
+    if (s == NATS_OK)
+      s = natsSubscription_SetPendingLimits(
+          sub, 65536,
+          static_cast<int>(std::min<std::size_t>(options.limits.max_message_bytes * 64, 1 << 30)));
+    if (s != NATS_OK)
+      throw std::runtime_error("cannot subscribe to " + subject + ": " + nats_error(s));
+    if (!options.kv_bucket.empty()) load_kv();
+    asio::post(strand, [self = shared_from_this()] { self->arm(); });
+  }
+
+  void stop() {
+    asio::post(strand, [self = shared_from_this()] {
+      self->stopped = true;
+      self->timer.cancel();
+    });
+    if (sub) {
+      // Drained: no callback runs once this returns (bounded wait).
+      if (natsSubscription_Drain(sub) == NATS_OK)
+        natsSubscription_WaitForDrainCompletion(sub, 2000);
+      natsSubscription_Destroy(sub);
+      sub = nullptr;
+    }
+    if (nc) {
+      natsConnection_Close(nc);
+      natsConnection_Destroy(nc);
+      nc = nullptr;
+    }
+  }
+};
+
+FleetView::FleetView(const asio::any_io_executor& ex, SnapshotChannel& channel,
+                     FleetOptions options)
+    : impl_(std::make_shared<Impl>(ex, channel, std::move(options))) {}
+
+FleetView::~FleetView() { stop(); }
+
+void FleetView::start() { impl_->start(); }
+void FleetView::stop() {
+  if (impl_) impl_->stop();
+}
+
+std::vector<NodeInfo> FleetView::nodes() const {
+  std::lock_guard lock(impl_->mu);
+  return impl_->table.nodes();
+}
+
+FleetStats FleetView::stats() const {
+  std::lock_guard lock(impl_->mu);
+  auto s = impl_->st;
+  s.connected = impl_->nc && natsConnection_Status(impl_->nc) == NATS_CONN_STATUS_CONNECTED;
+  return s;
+}
+
+void FleetView::on_message(std::string_view data, std::string_view subject) {
+  impl_->handle(data, subject, NodeTable::Clock::now(), wall_now_ns());
+}
+
+void FleetView::sweep(NodeTable::Clock::time_point now) { impl_->sweep(now); }
+
+ExtraRoutes FleetView::routes() {
+  std::weak_ptr<Impl> weak = impl_;
+  return [weak](std::string_view path, std::string_view target) -> std::optional<ExtraResponse> {
+    auto self = weak.lock();
+    if (!self) return std::nullopt;
+    if (path == "/fleet" || path == "/fleet/")
+      return ExtraResponse{200, std::string(fleet_dashboard_html()), "text/html; charset=utf-8"};
+    if (path == "/api/v1/nodes") {
+      const auto latest = self->channel.latest();
+      std::lock_guard lock(self->mu);
+      return ExtraResponse{200, nodes_json(latest, self->table, wall_now_ns())};
+    }
+    if (path == "/api/v1/fit") {
+      const auto q = query_parameter(target, "bytes");
+      std::uint64_t bytes = 0;
+      const auto r = q ? std::from_chars(q->data(), q->data() + q->size(), bytes)
+                       : std::from_chars_result{nullptr, std::errc::invalid_argument};
+      if (!q || r.ec != std::errc() || r.ptr != q->data() + q->size())
+        return ExtraResponse{400, "{\"error\":\"expected ?bytes=N (a whole number of bytes)\"}\n"};
+      const auto latest = self->channel.latest();
+      std::lock_guard lock(self->mu);
+      return ExtraResponse{200,
+                           fit_json(fleet_fits(latest, self->table, bytes, wall_now_ns()), bytes)};
+    }
+    return std::nullopt;
+  };
+}
+
+}  // namespace gpustream::transport

@@ -13,7 +13,8 @@ constexpr std::string_view name_of(E e, const std::array<std::string_view, N>& n
 }
 
 template <typename E, std::size_t N>
-std::optional<E> parse_of(std::string_view s, const std::array<std::string_view, N>& names) noexcept {
+std::optional<E> parse_of(std::string_view s,
+                          const std::array<std::string_view, N>& names) noexcept {
   for (std::size_t i = 0; i < N; ++i)
     if (names[i] == s) return static_cast<E>(i);
   return std::nullopt;
@@ -28,12 +29,15 @@ constexpr std::array<std::string_view, 8> kAbsences{
     "unsupported", "no_permission", "not_yet_seeded", "suspended",
     "tool_failed", "stale",         "lost",           "not_collected"};
 constexpr std::array<std::string_view, kMetricCount> kMetrics{
-    "utilization_percent", "memory_utilization_percent", "memory_used_bytes",
-    "memory_total_bytes",  "temperature_celsius",        "power_watts",
-    "power_average_watts", "power_limit_watts",          "energy_joules",
-    "clock_graphics_mhz",  "clock_sm_mhz",               "clock_memory_mhz",
-    "fan_percent",         "fan_rpm",                    "gtt_used_bytes",
-    "gtt_total_bytes",     "memory_free_bytes"};
+    "utilization_percent", "memory_utilization_percent",
+    "memory_used_bytes",   "memory_total_bytes",
+    "temperature_celsius", "power_watts",
+    "power_average_watts", "power_limit_watts",
+    "energy_joules",       "clock_graphics_mhz",
+    "clock_sm_mhz",        "clock_memory_mhz",
+    "fan_percent",         "fan_rpm",
+    "gtt_used_bytes",      "gtt_total_bytes",
+    "memory_free_bytes"};
 constexpr std::array<std::string_view, 2> kEnergyKinds{"counter", "integrated"};
 constexpr std::array<std::string_view, 3> kPowerStates{"unknown", "active", "suspended"};
 constexpr std::array<std::string_view, 2> kPowerKinds{"instant", "average"};
@@ -154,8 +158,8 @@ std::size_t heap_of(const DeviceSample& d) noexcept {
 }  // namespace
 
 std::size_t approx_bytes(const GpuSnapshot& s) noexcept {
-  std::size_t n =
-      sizeof(GpuSnapshot) + heap_of(s.probe) + heap_of(s.node) + buffer_of(s.devices) + buffer_of(s.errors);
+  std::size_t n = sizeof(GpuSnapshot) + heap_of(s.probe) + heap_of(s.node) + buffer_of(s.devices) +
+                  buffer_of(s.errors);
   for (const auto& d : s.devices) n += heap_of(d);
   for (const auto& e : s.errors) n += heap_of(e.code) + heap_of(e.message) + heap_of(e.device);
   if (s.host) {

@@ -34,6 +34,7 @@ NvmlBackend::~NvmlBackend() {
 }
 
 void NvmlBackend::new_session() {
+  if (session_ && reinit_hook_) reinit_hook_();  // the event watcher lets its session go
   session_.reset();
   session_ = std::make_unique<LibrarySession>(
       "NVML", options_.mode,

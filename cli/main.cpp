@@ -55,7 +55,8 @@ int main(int argc, char** argv) {
                        "Seconds to wait for each probe's first sample (default 10)")
       ->check(CLI::Range(0.1, 600.0));
 
-  auto* watch = app.add_subcommand("watch", "A live table of every GPU (or JSON lines)");
+  auto* watch = app.add_subcommand(
+      "watch", "A live table of every GPU (or JSON lines); GPU events (Xid, ECC, ...) on stderr");
   add_common_options(*watch, common);
   watch->add_flag("--json", watch_o.json, "One snapshot per line, JSON");
   watch->add_option("--count", watch_o.count, "Stop after N snapshots")->check(CLI::PositiveNumber);

@@ -210,8 +210,8 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
   std::mutex mu;
   std::shared_ptr<NvmlBackend> nvml;  // guarded by mu (the pointer; the backend locks itself)
   std::shared_ptr<SmiBackend> smi;    // guarded by mu
-  EventSink event_sink;                // guarded by mu
-  bool events_stopped = false;         // guarded by mu
+  EventSink event_sink;               // guarded by mu
+  bool events_stopped = false;        // guarded by mu
   std::unique_ptr<nvidia_detail::NvmlEventWatcher> watcher;  // guarded by mu
   LogOnce log_once;
 };

@@ -21,22 +21,33 @@ EventApi EventApi::load(const DynamicLibrary& lib) {
   const auto wait = lib.first_of<EventSetWaitFn>({"nvmlEventSetWait_v2", "nvmlEventSetWait"});
   api.wait = wait.function;
   api.wait_name = wait.function ? std::string(wait.name) : std::string("nvmlEventSetWait_v2");
-  if (!api.create) api.missing = "nvmlEventSetCreate";
-  else if (!api.register_events) api.missing = "nvmlDeviceRegisterEvents";
-  else if (!api.wait) api.missing = "nvmlEventSetWait_v2";
-  else if (!api.free) api.missing = "nvmlEventSetFree";
+  if (!api.create)
+    api.missing = "nvmlEventSetCreate";
+  else if (!api.register_events)
+    api.missing = "nvmlDeviceRegisterEvents";
+  else if (!api.wait)
+    api.missing = "nvmlEventSetWait_v2";
+  else if (!api.free)
+    api.missing = "nvmlEventSetFree";
   return api;
 }
 
 EventKind event_kind_of(unsigned long long event_type) noexcept {
   switch (event_type) {
-    case kEventXidCriticalError: return EventKind::xid;
-    case kEventSingleBitEccError: return EventKind::ecc_single_bit;
-    case kEventDoubleBitEccError: return EventKind::ecc_double_bit;
-    case kEventClock: return EventKind::clock_event;
-    case kEventPowerSourceChange: return EventKind::power_source;
-    case kEventPState: return EventKind::pstate;
-    default: return EventKind::other;
+    case kEventXidCriticalError:
+      return EventKind::xid;
+    case kEventSingleBitEccError:
+      return EventKind::ecc_single_bit;
+    case kEventDoubleBitEccError:
+      return EventKind::ecc_double_bit;
+    case kEventClock:
+      return EventKind::clock_event;
+    case kEventPowerSourceChange:
+      return EventKind::power_source;
+    case kEventPState:
+      return EventKind::pstate;
+    default:
+      return EventKind::other;
   }
 }
 
@@ -55,7 +66,8 @@ NvmlBackend::EventSession NvmlBackend::event_session() {
   resolve_handles(errors);
   s.generation = generation_.load();
   for (const auto& dev : devices_)
-    if (!dev.lost && dev.handle_generation == s.generation) s.devices.emplace_back(dev.uuid, dev.handle);
+    if (!dev.lost && dev.handle_generation == s.generation)
+      s.devices.emplace_back(dev.uuid, dev.handle);
   return s;
 }
 
@@ -155,8 +167,7 @@ void NvmlEventWatcher::run() {
     } else if (rc != nvml::kErrorTimeout) {
       if (log_once_.first("wait:" + std::to_string(rc)))
         logger()->warn("nvidia probe: {}: {} ({}); events resume when it answers again",
-                       api_.wait_name, backend_->api().describe(rc),
-                       nvml::return_code_name(rc));
+                       api_.wait_name, backend_->api().describe(rc), nvml::return_code_name(rc));
       if (rc == nvml::kErrorGpuIsLost || rc == nvml::kErrorUninitialized) end();
       pause(options_.wait_timeout);
     }
@@ -245,22 +256,28 @@ void NvmlEventWatcher::deliver(const nvml::EventData& data) {
                                [&](const Registered& r) { return r.handle == data.device; });
   if (it == registered_.end()) {
     if (log_once_.first("unknown-device"))
-      logger()->warn("nvidia probe: an NVML event (type 0x{:x}) names a device it was not "
-                     "registered for; ignored",
-                     data.event_type);
+      logger()->warn(
+          "nvidia probe: an NVML event (type 0x{:x}) names a device it was not "
+          "registered for; ignored",
+          data.event_type);
     return;
   }
   e.device_id = it->uuid;
   switch (e.kind) {
-    case EventKind::xid: e.data = data.event_data; break;
+    case EventKind::xid:
+      e.data = data.event_data;
+      break;
     case EventKind::clock_event:
       if (const auto& api = backend_->api(); api.clock_reasons) {
         unsigned long long reasons = 0;
         if (api.clock_reasons(data.device, &reasons) == nvml::kSuccess) e.data = reasons;
       }
       break;
-    case EventKind::other: e.data = data.event_type; break;
-    default: break;
+    case EventKind::other:
+      e.data = data.event_type;
+      break;
+    default:
+      break;
   }
   try {
     sink_(std::move(e));

@@ -48,10 +48,9 @@ inline constexpr unsigned long long kEventPowerSourceChange = 0x80ULL;
 inline constexpr unsigned long long kEventMigConfigChange = 0x100ULL;
 
 /// The types the watcher registers for (those a device supports of them).
-inline constexpr unsigned long long kWatchedEvents = kEventSingleBitEccError |
-                                                     kEventDoubleBitEccError |
-                                                     kEventXidCriticalError | kEventClock |
-                                                     kEventPowerSourceChange;
+inline constexpr unsigned long long kWatchedEvents =
+    kEventSingleBitEccError | kEventDoubleBitEccError | kEventXidCriticalError | kEventClock |
+    kEventPowerSourceChange;
 
 struct EventData {  // nvmlEventData_t, 32 bytes (since R450: + gpuInstanceId, computeInstanceId)
   Device device;
@@ -138,9 +137,9 @@ class NvmlEventWatcher {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;                // guarded by mu_
-  bool holding_ = false;             // guarded by mu_: a session (and a set) is held
-  bool release_requested_ = false;   // guarded by mu_
+  bool stop_ = false;               // guarded by mu_
+  bool holding_ = false;            // guarded by mu_: a session (and a set) is held
+  bool release_requested_ = false;  // guarded by mu_
   std::thread thread_;
 };
 

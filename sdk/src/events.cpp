@@ -210,16 +210,20 @@ class EventChannelState {
   void count(const GpuEvent& e) {
     std::string device = e.device_id;
     if (!devices_.contains(device)) {
-      if (devices_.size() >= limits_.devices) device = "other";
-      else devices_[device] = 0;
+      if (devices_.size() >= limits_.devices)
+        device = "other";
+      else
+        devices_[device] = 0;
     }
     ++by_kind_[{device, e.kind}];
     if (e.kind != EventKind::xid) return;
     std::string xid = e.data ? std::to_string(*e.data) : "other";
     auto& n = devices_[device];
     if (!by_xid_.contains({device, xid})) {
-      if (n >= limits_.xid_labels) xid = "other";
-      else ++n;
+      if (n >= limits_.xid_labels)
+        xid = "other";
+      else
+        ++n;
     }
     ++by_xid_[{device, xid}];
   }

@@ -104,8 +104,7 @@ TEST(EventChannel, StormIsBoundedInCountAndBytes) {
   auto sub = ch.subscribe([](const EventPtr&) {});
   constexpr std::uint64_t kStorm = 20000;
   const std::string long_id(1000, 'x');
-  for (std::uint64_t i = 0; i < kStorm; ++i)
-    ch.publish(xid(long_id + std::to_string(i % 10), i));
+  for (std::uint64_t i = 0; i < kStorm; ++i) ch.publish(xid(long_id + std::to_string(i % 10), i));
 
   const auto recent = ch.recent();
   EXPECT_LE(recent.size(), limits.recent);

@@ -20,9 +20,8 @@
 
 namespace gpustream::test {
 
-inline constexpr unsigned long long kFakeEventSbe = 0x1, kFakeEventDbe = 0x2,
-                                    kFakeEventXid = 0x8, kFakeEventClock = 0x10,
-                                    kFakeEventPowerSource = 0x80;
+inline constexpr unsigned long long kFakeEventSbe = 0x1, kFakeEventDbe = 0x2, kFakeEventXid = 0x8,
+                                    kFakeEventClock = 0x10, kFakeEventPowerSource = 0x80;
 
 class FakeNvmlEvents {
  public:

@@ -141,7 +141,7 @@ TEST_F(NvmlEventsTest, StopWhileWaitingEndsAndFreesTheSet) {
   EXPECT_EQ(nvml_.count("event_sets_open"), 0);
   EXPECT_EQ(nvml_.count("nvmlEventSetFree"), 1);
   EXPECT_EQ(fake_.fire(0, test::kFakeEventXid, 79), 0);  // nobody registered any more
-  p->stop_events();                                       // idempotent
+  p->stop_events();                                      // idempotent
   // Stopped events stay stopped: a later detection starts no thread.
   ASSERT_TRUE(harness_.detect(*p).available);
   EXPECT_EQ(nvml_.count("nvmlEventSetCreate"), 1);
@@ -191,8 +191,7 @@ TEST_F(NvmlEventsTest, UnsupportedDeviceAndTypesAreSkipped) {
   ASSERT_EQ(events.size(), 1U);
   EXPECT_EQ(events[0].data, 31U);
   p->stop_events();
-  EXPECT_EQ(log.count(std::string("GPU ") + kUuid1 + ": no events: nvmlDeviceRegisterEvents:"),
-            1U);
+  EXPECT_EQ(log.count(std::string("GPU ") + kUuid1 + ": no events: nvmlDeviceRegisterEvents:"), 1U);
   EXPECT_EQ(log.count("(NVML_ERROR_NOT_SUPPORTED)"), 1U);
 }
 

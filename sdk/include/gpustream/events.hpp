@@ -55,7 +55,7 @@ std::optional<EventKind> event_kind_from_string(std::string_view s) noexcept;
 
 /// One event. Immutable once published (shared by every subscriber).
 struct GpuEvent {
-  std::uint64_t sequence = 0;  // set by EventChannel::publish: 1, 2, 3, ...
+  std::uint64_t sequence = 0;     // set by EventChannel::publish: 1, 2, 3, ...
   std::int64_t time_unix_ns = 0;  // when the probe received it (wall clock, ns since the epoch)
   std::string probe;              // "nvidia"
   std::string device_id;          // the device's id, as in snapshots (NVIDIA: the UUID)
@@ -73,13 +73,13 @@ std::size_t event_bytes(const GpuEvent& e) noexcept;
 
 /// Bounds of an EventChannel, each in count and in bytes.
 struct EventLimits {
-  std::size_t recent = 256;                 // events kept for recent()
-  std::size_t recent_bytes = 256 * 1024;    //
-  std::size_t queue = 1024;                 // per subscriber: events waiting for delivery
-  std::size_t queue_bytes = 1024 * 1024;    //
-  std::size_t xid_labels = 64;              // distinct Xid numbers counted per device; more
-                                            // are counted under xid "other"
-  std::size_t devices = 1024;               // devices with totals; more: device "other"
+  std::size_t recent = 256;               // events kept for recent()
+  std::size_t recent_bytes = 256 * 1024;  //
+  std::size_t queue = 1024;               // per subscriber: events waiting for delivery
+  std::size_t queue_bytes = 1024 * 1024;  //
+  std::size_t xid_labels = 64;            // distinct Xid numbers counted per device; more
+                                          // are counted under xid "other"
+  std::size_t devices = 1024;             // devices with totals; more: device "other"
 };
 
 /// Channel-wide counters (monotonic).

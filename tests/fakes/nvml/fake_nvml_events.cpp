@@ -174,10 +174,9 @@ EXPORT int gpustreamFakeNvmlFireEvent(unsigned device, unsigned long long type,
   {
     std::lock_guard lock(ev.mu);
     for (auto* set : ev.sets) {
-      const bool wanted = std::any_of(set->registered.begin(), set->registered.end(),
-                                      [&](const auto& r) {
-                                        return r.slot == device && (r.types & type) != 0;
-                                      });
+      const bool wanted =
+          std::any_of(set->registered.begin(), set->registered.end(),
+                      [&](const auto& r) { return r.slot == device && (r.types & type) != 0; });
       if (!wanted) continue;
       ++sets;
       for (unsigned i = 0; i < count; ++i)
@@ -192,7 +191,8 @@ EXPORT int gpustreamFakeNvmlFireEvent(unsigned device, unsigned long long type,
 EXPORT int gpustreamFakeNvmlAwaitWaiters(int n, int timeout_ms) {
   auto& ev = events();
   std::unique_lock lock(ev.mu);
-  return ev.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return ev.waiters >= n; })
+  return ev.cv.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                        [&] { return ev.waiters >= n; })
              ? 1
              : 0;
 }

@@ -51,8 +51,9 @@ int main(int argc, char** argv) {
   auto* snapshot = app.add_subcommand("snapshot", "One snapshot of every available probe, then exit");
   add_common_options(*snapshot, common);
   snapshot->add_flag("--json", snap_o.json, "One JSON document {schema, snapshots:[...]}");
-  snapshot->add_option("--timeout", snap_o.timeout_seconds,
-                       "Seconds to wait for each probe's first sample (default 10)")
+  snapshot
+      ->add_option("--timeout", snap_o.timeout_seconds,
+                   "Seconds to wait for each probe's first sample (default 10)")
       ->check(CLI::Range(0.1, 600.0));
 
   auto* watch = app.add_subcommand(

@@ -122,7 +122,7 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
     }
     // Not detected yet (or nothing was there last time): detect, then sample.
     boost::asio::post(self->executors.work, [self, h = std::move(handler)]() mutable {
-      detect(self, [self, h = std::move(h)](Detection d) mutable {
+      detect(self, [self, h = std::move(h)](const Detection& d) mutable {
         if (d.available) return sample(self, std::move(h));
         GpuSnapshot s;
         s.probe = std::string(kName);

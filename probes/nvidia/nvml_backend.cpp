@@ -173,7 +173,7 @@ void NvmlBackend::enumerate() {
     for (auto& old : devices_) {
       if (old.uuid != dev.uuid) continue;
       dev = std::move(old);
-      old.uuid.clear();
+      old = NvmlDevice{};  // consumed (its uuid no longer matches)
       break;
     }
     dev.index = static_cast<int>(i);

@@ -157,6 +157,7 @@ Subscription SnapshotChannel::subscribe(SubscribeOptions options,
   return Subscription(std::move(sub), state_);
 }
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the declared API, as subscribe()'s
 std::shared_ptr<SnapshotQueue> SnapshotChannel::subscribe_queue(SubscribeOptions options) {
   auto sub = std::make_shared<detail::Subscriber>(options);
   state_->add(sub, options.since);

@@ -48,10 +48,10 @@ namespace detail {
 /// strand by at most one delivery task at a time.
 class EventSubscriber : public std::enable_shared_from_this<EventSubscriber> {
  public:
-  EventSubscriber(boost::asio::any_io_executor ex, std::function<void(const EventPtr&)> cb,
+  EventSubscriber(const boost::asio::any_io_executor& ex, std::function<void(const EventPtr&)> cb,
                   EventSubscribeOptions options, const EventLimits& limits,
                   std::shared_ptr<std::atomic<std::uint64_t>> channel_dropped)
-      : strand_(boost::asio::make_strand(std::move(ex))),
+      : strand_(boost::asio::make_strand(ex)),
         callback_(std::move(cb)),
         options_(std::move(options)),
         queue_limit_(std::max<std::size_t>(limits.queue, 1)),

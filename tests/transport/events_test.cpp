@@ -8,8 +8,8 @@
 #include <array>
 #include <cstdio>
 
-#include <boost/asio/thread_pool.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio/thread_pool.hpp>
 
 #include "gpustream/json.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
@@ -64,8 +64,7 @@ TEST(EventMessage, NewerKindsReadAsOtherAndGarbageIsAnError) {
 
 TEST(EventMessage, OldDecodersIgnoreIt) {
   // A client of the previous version decodes it as a type it does not know, to be ignored.
-  EXPECT_EQ(parse_server_message(event_message(sample_event())).kind,
-            ServerMessage::Kind::other);
+  EXPECT_EQ(parse_server_message(event_message(sample_event())).kind, ServerMessage::Kind::other);
 }
 
 /// Runs `promtool check metrics` on `text`: its exit code and output.

@@ -30,9 +30,8 @@ std::string render_event_metrics(const EventTotals& totals, const ServerCounters
   if (!totals.by_kind.empty()) {
     family(out, "gpustream_gpu_events_total", "GPU events by device and kind (Xid, ECC, ...).");
     for (const auto& [key, n] : totals.by_kind) {
-      out += "gpustream_gpu_events_total{device=\"" + escape_label_value(key.first) +
-             "\",kind=\"" + std::string(to_string(key.second)) + "\"} " + std::to_string(n) +
-             '\n';
+      out += "gpustream_gpu_events_total{device=\"" + escape_label_value(key.first) + "\",kind=\"" +
+             std::string(to_string(key.second)) + "\"} " + std::to_string(n) + '\n';
     }
   }
   if (!totals.by_xid.empty()) {

@@ -107,6 +107,16 @@ int run_watch(Config config, const WatchOptions& o) {
   so.policy = Backpressure::lossless;
   so.capacity = 4096;
   auto queue = t.channel().subscribe_queue(so);
+  // GPU events (Xid, ECC, ...) as they happen, on stderr: stdout keeps its one format.
+  EventSubscription events;
+  if (!recording) {
+    events = t.events().subscribe([](const EventPtr& e) {
+      std::string line = "gpustream: event #" + std::to_string(e->sequence) + " on " +
+                         e->device_id + ": " + std::string(to_string(e->kind));
+      if (e->data) line += " " + std::to_string(*e->data);
+      std::cerr << line + "\n";
+    });
+  }
   t.start();
   for (const auto& e : t.setup_errors()) std::cerr << "gpustream: " << e << "\n";
 

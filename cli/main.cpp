@@ -60,8 +60,9 @@ int main(int argc, char** argv) {
   auto* snapshot = app.add_subcommand("snapshot", "One snapshot of every available probe, then exit");
   add_common_options(*snapshot, common);
   snapshot->add_flag("--json", snap_o.json, "One JSON document {schema, snapshots:[...]}");
-  snapshot->add_option("--timeout", snap_o.timeout_seconds,
-                       "Seconds to wait for each probe's first sample (default 10)")
+  snapshot
+      ->add_option("--timeout", snap_o.timeout_seconds,
+                   "Seconds to wait for each probe's first sample (default 10)")
       ->check(CLI::Range(0.1, 600.0));
   snapshot
       ->add_option("--replay-capture", replay_capture,
@@ -95,7 +96,8 @@ int main(int argc, char** argv) {
                    "DRM client processes captured at most (default 1024)")
       ->check(CLI::PositiveNumber);
 
-  auto* watch = app.add_subcommand("watch", "A live table of every GPU (or JSON lines)");
+  auto* watch = app.add_subcommand(
+      "watch", "A live table of every GPU (or JSON lines); GPU events (Xid, ECC, ...) on stderr");
   add_common_options(*watch, common);
   watch->add_flag("--json", watch_o.json, "One snapshot per line, JSON");
   watch->add_option("--count", watch_o.count, "Stop after N snapshots")->check(CLI::PositiveNumber);

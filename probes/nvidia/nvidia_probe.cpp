@@ -16,6 +16,7 @@
 #include "gpustream/probes/host_probe.hpp"
 #include "gpustream/probes/readers.hpp"
 #include "nvidia/nvml_backend.hpp"
+#include "nvidia/nvml_events.hpp"
 #include "nvidia/smi_backend.hpp"
 
 namespace gpustream {
@@ -73,6 +74,7 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
     if (self->options.use != Use::nvidia_smi_only) {
       if (auto nvml = self->nvml_backend(&nvml_reason)) {
         Detection d = nvml->detect();
+        if (d.available) self->start_event_watcher(nvml);
         if (d.available || self->options.use == Use::nvml_only) {
           self->active = d.available ? NvidiaBackend::nvml : NvidiaBackend::none;
           return complete(self, std::move(handler), std::move(d));
@@ -120,7 +122,7 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
     }
     // Not detected yet (or nothing was there last time): detect, then sample.
     boost::asio::post(self->executors.work, [self, h = std::move(handler)]() mutable {
-      detect(self, [self, h = std::move(h)](Detection d) mutable {
+      detect(self, [self, h = std::move(h)](const Detection& d) mutable {
         if (d.available) return sample(self, std::move(h));
         GpuSnapshot s;
         s.probe = std::string(kName);
@@ -192,6 +194,15 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
     return u;
   }
 
+  /// Starts the event thread once NVML has devices, if events were asked for (start_events).
+  void start_event_watcher(const std::shared_ptr<NvmlBackend>& backend) {
+    std::lock_guard lock(mu);
+    if (!event_sink || events_stopped || watcher) return;
+    watcher = std::make_unique<nvidia_detail::NvmlEventWatcher>(
+        backend, event_sink,
+        nvidia_detail::EventWatcherOptions{options.event_wait_timeout, std::string(kName)});
+  }
+
   const ProbeExecutors executors;
   NvidiaProbeOptions options;
   const LibrarySessionMode mode;
@@ -199,13 +210,42 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
   std::mutex mu;
   std::shared_ptr<NvmlBackend> nvml;  // guarded by mu (the pointer; the backend locks itself)
   std::shared_ptr<SmiBackend> smi;    // guarded by mu
+  EventSink event_sink;               // guarded by mu
+  bool events_stopped = false;        // guarded by mu
+  std::unique_ptr<nvidia_detail::NvmlEventWatcher> watcher;  // guarded by mu
   LogOnce log_once;
 };
 
 NvidiaProbe::NvidiaProbe(ProbeExecutors executors, NvidiaProbeOptions options)
     : impl_(std::make_shared<Impl>(std::move(executors), std::move(options))) {}
 
-NvidiaProbe::~NvidiaProbe() { cancel(); }
+NvidiaProbe::~NvidiaProbe() {
+  cancel();
+  stop_events();
+}
+
+void NvidiaProbe::start_events(EventSink sink) {
+  std::shared_ptr<NvmlBackend> nvml;
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->events_stopped) return;
+    impl_->event_sink = std::move(sink);
+    if (impl_->active.load() == NvidiaBackend::nvml) nvml = impl_->nvml;
+  }
+  if (nvml) impl_->start_event_watcher(nvml);  // already detected: start now
+}
+
+void NvidiaProbe::stop_events() noexcept {
+  std::unique_ptr<nvidia_detail::NvmlEventWatcher> watcher;
+  try {
+    std::lock_guard lock(impl_->mu);
+    impl_->events_stopped = true;
+    impl_->event_sink = nullptr;
+    watcher = std::move(impl_->watcher);
+  } catch (...) {  // a mutex error: nothing to stop then
+  }
+  watcher.reset();  // joins the thread (within one wait timeout)
+}
 
 std::chrono::milliseconds NvidiaProbe::min_interval() const noexcept {
   const auto smi = std::max(impl_->options.nvidia_smi_min_interval,

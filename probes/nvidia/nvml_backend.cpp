@@ -34,6 +34,7 @@ NvmlBackend::~NvmlBackend() {
 }
 
 void NvmlBackend::new_session() {
+  if (session_ && reinit_hook_) reinit_hook_();  // the event watcher lets its session go
   session_.reset();
   session_ = std::make_unique<LibrarySession>(
       "NVML", options_.mode,
@@ -172,7 +173,7 @@ void NvmlBackend::enumerate() {
     for (auto& old : devices_) {
       if (old.uuid != dev.uuid) continue;
       dev = std::move(old);
-      old.uuid.clear();
+      old = NvmlDevice{};  // consumed (its uuid no longer matches)
       break;
     }
     dev.index = static_cast<int>(i);

@@ -107,6 +107,23 @@ class NvmlBackend {
                                                 std::vector<SampleError>& errors);
 
   LibrarySession::Stats session_stats() const;
+
+  // -- for the event watcher (defined in nvml_events.cpp) --
+  struct EventSession {
+    LibrarySession::Guard guard;  // NVML stays initialized while it is held
+    std::uint64_t generation = 0;
+    std::vector<std::pair<std::string, nvml::Device>> devices;  // UUID, current handle
+  };
+  /// A session and the handles of the devices that are not lost. Throws std::runtime_error
+  /// when NVML cannot be initialized.
+  EventSession event_session();
+  /// Successful NVML inits so far: handles and event sets of an older one are void.
+  std::uint64_t generation() const noexcept { return generation_.load(); }
+  LibrarySessionMode mode() const noexcept { return options_.mode; }
+  const DynamicLibrary& library() const noexcept { return library_; }
+  /// Runs (with the backend's lock held) before NVML is re-initialized, so that whoever holds
+  /// a session releases it first. Empty: none.
+  void set_reinit_hook(std::function<void()> hook);
   const std::string& library_path() const noexcept { return library_.path(); }
   const nvml::Api& api() const noexcept { return api_; }
 
@@ -151,6 +168,7 @@ class NvmlBackend {
   std::vector<nvidia::NvmlProcessEntry> scratch2_;
   proc::ProcessTable processes_;  // names and RSS, kept between samples
   LogOnce log_once_;
+  std::function<void()> reinit_hook_;  // guarded by mu_
 };
 
 }  // namespace gpustream::nvidia_detail

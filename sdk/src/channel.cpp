@@ -105,8 +105,8 @@ void ChannelState::remove(const Subscriber* sub) {
 
 SnapshotChannel::SnapshotChannel(boost::asio::any_io_executor ex, std::size_t history_capacity,
                                  std::size_t history_max_bytes)
-    : state_(std::make_shared<detail::ChannelState>(std::move(ex), history_capacity,
-                                                    history_max_bytes)) {}
+    : state_(std::make_shared<detail::ChannelState>(ex, history_capacity, history_max_bytes)),
+      events_(std::make_unique<EventChannel>(std::move(ex))) {}
 
 SnapshotChannel::~SnapshotChannel() {
   std::vector<std::shared_ptr<detail::Subscriber>> subs;

@@ -135,6 +135,7 @@ struct Telemetry::Impl {
       } else if (!stop_requested) {
         logger()->warn("no GPU found on this machine: adding 2 simulated GPUs (probe 'simulated')");
         for (auto& p : made) {
+          p->start_events(channel.events().sink());
           scheduler->add(p, ScheduleOptions::from_config(config, p->name()));
           probes.push_back(std::move(p));
         }
@@ -166,11 +167,15 @@ struct Telemetry::Impl {
     const auto until = std::chrono::steady_clock::now() + deadline;
     std::thread thread;
     Scheduler* sched = nullptr;
+    std::vector<ProbePtr> event_sources;
     {
       std::lock_guard lock(mu);
       thread = std::move(io_thread);
       sched = scheduler.get();
+      event_sources = probes;
     }
+    // The probes' event threads end within their wait timeout (never on the io thread).
+    for (const auto& p : event_sources) p->stop_events();
     if (own_io && thread.joinable()) {
       // Stop the scheduler on the io thread (its cancellations run there), then end the loop.
       auto done = std::make_shared<std::promise<void>>();
@@ -335,8 +340,10 @@ void Telemetry::start() {
           return ch->publish(std::move(s));
         },
         [impl = &im](const ProbeStats& s) { impl->on_stats(s); });
-    for (const auto& p : im.probes)
+    for (const auto& p : im.probes) {
+      p->start_events(im.channel.events().sink());
       im.scheduler->add(p, ScheduleOptions::from_config(im.config, p->name()));
+    }
 
     // No GPU → simulated GPUs, decided from the probes' own first detections (not a second,
     // separate detection pass). With no GPU probe at all, at once.
@@ -382,6 +389,7 @@ void Telemetry::stop(std::chrono::milliseconds deadline) {
 }
 
 SnapshotChannel& Telemetry::channel() noexcept { return impl_->channel; }
+EventChannel& Telemetry::events() noexcept { return impl_->channel.events(); }
 const Config& Telemetry::config() const noexcept { return impl_->config; }
 
 std::vector<ProbeStats> Telemetry::stats() const {

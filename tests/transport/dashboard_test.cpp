@@ -23,7 +23,8 @@ std::string read_source(const std::string& relative) {
 TEST(Dashboard, IsTheEmbeddedPageWithItsScriptsAndStyleInlined) {
   const std::string page(dashboard_html());
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
-  for (const char* file : {"format.js", "chart.js", "card.js", "app.js", "style.css"}) {
+  for (const char* file :
+       {"format.js", "chart.js", "card.js", "events.js", "app.js", "style.css"}) {
     const auto text = read_source(std::string("transport/web/") + file);
     ASSERT_FALSE(text.empty()) << file;
     // The build embeds the current sources (a stale or missing embedding fails here).

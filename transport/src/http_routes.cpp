@@ -6,6 +6,8 @@
 #include "gpustream/json.hpp"
 #include "gpustream/transport/dashboard.hpp"
 #include "gpustream/transport/prometheus.hpp"
+#include "gpustream/transport/prometheus_events.hpp"
+#include "gpustream/transport/protocol_event.hpp"
 #include "http_session.hpp"
 
 namespace gpustream::transport {
@@ -40,6 +42,19 @@ std::string api_devices(Hub& hub) {
   json::array devices;
   for (const auto& d : devices_of(hub.channel().latest())) devices.push_back(to_json(d));
   json::object o{{"schema", kSchema}, {"devices", std::move(devices)}};
+  return to_compact_json(o) + "\n";
+}
+
+/// The newest GPU events (the channel's recent ring), oldest first, with the channel's counters.
+std::string api_events(Hub& hub) {
+  const auto& ch = hub.channel().events();
+  json::array events;
+  for (const auto& e : ch.recent()) events.push_back(event_to_json(*e));
+  const auto c = ch.counters();
+  json::object o{{"last_sequence", ch.last_sequence()},
+                 {"published", c.published},
+                 {"dropped", c.dropped},
+                 {"events", std::move(events)}};
   return to_compact_json(o) + "\n";
 }
 
@@ -133,9 +148,11 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
     const auto counters = hub.counters();
     return text_response(req, http::status::ok,
                          render_prometheus(hub.channel().latest(), hub.probe_stats(), &counters,
-                                           {hub.options().metrics_processes}),
+                                           {hub.options().metrics_processes}) +
+                             render_event_metrics(hub.channel().events().totals(), &counters),
                          kPrometheusContentType);
   }
+  if (path == "/api/v1/events") return text_response(req, http::status::ok, api_events(hub), kJson);
   if (path == "/api/v1/snapshot")
     return text_response(req, http::status::ok, api_snapshot(hub, target), kJson);
   if (path == "/api/v1/devices")

@@ -7,6 +7,7 @@
 
 #include "gpustream/log.hpp"
 #include "gpustream/transport/address.hpp"
+#include "gpustream/transport/protocol_event.hpp"
 #include "http_session.hpp"
 #include "stream_session.hpp"
 #include "tcp_session.hpp"
@@ -81,6 +82,14 @@ void Hub::start() {
       [weak](const Gap& g) {
         if (auto h = weak.lock()) h->on_gap(g);
       });
+  // GPU events: each one encoded once here, then queued to every streaming client.
+  EventSubscribeOptions eo;
+  eo.executor = asio::any_io_executor(strand_);
+  event_subscription_ = channel_.events().subscribe(
+      [weak](const EventPtr& e) {
+        if (auto h = weak.lock()) h->on_event(e);
+      },
+      std::move(eo));
   // Snapshots published before the subscription are in the history, not in the fan-out: new
   // clients start after them (resume with `since` to get them).
   const auto last = channel_.last_sequence();
@@ -124,6 +133,12 @@ void Hub::on_snapshot(const SnapshotPtr& s) {
   if (s->sequence > cur) cursor_.store(s->sequence, std::memory_order_relaxed);
   if (stopping_) return;
   registry_.fan_out(s);
+}
+
+void Hub::on_event(const EventPtr& e) {
+  ServerMetrics::bump(metrics_.events_received);
+  if (stopping_) return;
+  registry_.fan_out_event(e, std::make_shared<const std::string>(event_message(*e)));
 }
 
 void Hub::on_gap(const Gap& g) {
@@ -187,6 +202,7 @@ void Hub::stop(std::function<void()> on_stopped, bool force) {
       if (self->listener_) self->listener_->close();
       if (self->sweep_timer_) self->sweep_timer_->cancel();
       self->subscription_.reset();
+      self->event_subscription_.reset();
       self->registry_.close_all(!force);
       self->stop_timer_.emplace(self->strand_);
       self->stop_timer_->expires_after(self->options_.limits.shutdown_timeout);

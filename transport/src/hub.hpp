@@ -70,6 +70,7 @@ class Hub : public std::enable_shared_from_this<Hub> {
   void sweep();
   void on_snapshot(const SnapshotPtr& s);
   void on_gap(const Gap& g);
+  void on_event(const EventPtr& e);
   void check_stopped();
 
   Strand strand_;
@@ -86,6 +87,7 @@ class Hub : public std::enable_shared_from_this<Hub> {
   std::atomic<bool> started_{false};
   std::atomic<bool> bound_{false};
   Subscription subscription_;
+  EventSubscription event_subscription_;
   std::atomic<std::uint64_t> cursor_{0};
   std::optional<boost::asio::steady_timer> sweep_timer_;
 

@@ -14,9 +14,9 @@ struct ServerMetrics {
   using Counter = std::atomic<std::uint64_t>;
   Counter connections_accepted{0}, connections_rejected{0}, http_open{0}, websocket_open{0},
       tcp_open{0}, http_requests{0}, requests_forbidden{0}, requests_unauthorized{0},
-      messages_rejected{0}, slow_clients_disconnected{0}, snapshots_received{0},
-      serializations{0}, snapshots_sent{0}, snapshots_dropped{0}, idle_closed{0},
-      encoded_cache_bytes{0}, encoded_cache_entries{0};
+      messages_rejected{0}, slow_clients_disconnected{0}, snapshots_received{0}, serializations{0},
+      snapshots_sent{0}, snapshots_dropped{0}, idle_closed{0}, encoded_cache_bytes{0},
+      encoded_cache_entries{0}, events_received{0}, events_sent{0}, events_dropped{0};
 
   static void bump(Counter& c, std::uint64_t n = 1) noexcept {
     c.fetch_add(n, std::memory_order_relaxed);
@@ -44,6 +44,9 @@ struct ServerMetrics {
     out.idle_closed = r(idle_closed);
     out.encoded_cache_bytes = r(encoded_cache_bytes);
     out.encoded_cache_entries = r(encoded_cache_entries);
+    out.events_received = r(events_received);
+    out.events_sent = r(events_sent);
+    out.events_dropped = r(events_dropped);
     return out;
   }
 };

@@ -95,6 +95,11 @@ void SessionRegistry::fan_out(const SnapshotPtr& s) {
   for_each_stream([&](StreamSession& session) { session.on_live(s); });
 }
 
+void SessionRegistry::fan_out_event(const EventPtr& e,
+                                    const std::shared_ptr<const std::string>& message) {
+  for_each_stream([&](StreamSession& session) { session.on_event(e, message); });
+}
+
 void SessionRegistry::fan_out_gap(const Gap& g) {
   for_each_stream([&](StreamSession& session) { session.on_channel_gap(g); });
 }

@@ -65,6 +65,8 @@ class SessionRegistry {
 
   void fan_out(const SnapshotPtr& s);
   void fan_out_gap(const Gap& g);
+  /// A GPU event and its encoded message (one buffer shared by every client).
+  void fan_out_event(const EventPtr& e, const std::shared_ptr<const std::string>& message);
   /// Lets every stream check its stall deadlines.
   void sweep(std::chrono::steady_clock::time_point now);
   void close_all(bool graceful);

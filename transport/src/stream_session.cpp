@@ -76,6 +76,26 @@ void StreamSession::on_live(const SnapshotPtr& s) {
   pump();
 }
 
+void StreamSession::on_event(const EventPtr& e, const std::shared_ptr<const std::string>& message) {
+  if (!opened_ || closing_) return;
+  if (!sub_.probes.empty() &&
+      std::find(sub_.probes.begin(), sub_.probes.end(), e->probe) == sub_.probes.end())
+    return;
+  if (!proj_.devices.empty() &&
+      !std::binary_search(proj_.devices.begin(), proj_.devices.end(), e->device_id))
+    return;
+  auto& m = hub_->metrics();
+  // Events share the snapshots' bound (count and bytes): a storm cannot grow the queue.
+  if (queue_full(message->size())) {
+    ServerMetrics::bump(m.events_dropped);
+    if (!full_since_) full_since_ = Clock::now();
+    return;
+  }
+  enqueue(message, true);
+  ServerMetrics::bump(m.events_sent);
+  pump();
+}
+
 void StreamSession::on_channel_gap(const Gap& g) {
   if (!opened_ || closing_ || replaying_) return;
   enqueue(gap_message(g));

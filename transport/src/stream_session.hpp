@@ -36,6 +36,9 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
 
   /// A snapshot fanned out by the hub.
   void on_live(const SnapshotPtr& s);
+  /// A GPU event fanned out by the hub, with its encoded message. Sent when the client's
+  /// subscription selects its probe and device; dropped (counted) when the queue is full.
+  void on_event(const EventPtr& e, const std::shared_ptr<const std::string>& message);
   /// The hub's own channel subscription lost snapshots.
   void on_channel_gap(const Gap& g);
   void shutdown(bool graceful) override;

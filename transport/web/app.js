@@ -187,6 +187,9 @@
           lastSeq = null;
         }
         if (msg.instance) serverInstance = msg.instance;
+        // GPU events that happened before this connection (the server keeps the newest).
+        gs.events.setInstance(msg.instance);
+        gs.events.fetchRecent(token, () => { dirty = true; });
         // First connection: the whole history the server still holds fills the charts.
         // Later: resume after the last sequence received; the server replays what we missed.
         const since = lastSeq == null ? 0 : lastSeq;
@@ -211,6 +214,9 @@
         lastSeq = Math.max(lastSeq || 0, msg.after_sequence + msg.missed);
         showNotice('Missed ' + msg.missed + ' snapshot(s) after #' + msg.after_sequence + ': ' +
           msg.reason.replace(/_/g, ' ') + '.');
+        break;
+      case 'event':
+        if (gs.events.add(msg)) dirty = true;
         break;
       case 'error':
         showNotice('Server: ' + msg.code + ': ' + msg.message);

@@ -40,6 +40,7 @@
         badges: node.querySelector('.badges'),
         details: node.querySelector('.details'),
         errors: node.querySelector('.errors'),
+        events: node.querySelector('.events'),
         procs: node.querySelector('.procs tbody'),
         tiles: {},
       };
@@ -117,6 +118,7 @@
         d.textContent = '⚠ ' + e.code + ': ' + e.message;
         return d;
       }));
+      if (gs.events) gs.events.renderCard(this.key, el.events);
       this.renderProcesses(dev.processes || []);
     }
 

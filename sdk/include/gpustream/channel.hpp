@@ -21,6 +21,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 
+#include "gpustream/events.hpp"
 #include "gpustream/model.hpp"
 
 namespace gpustream {
@@ -207,8 +208,15 @@ class SnapshotChannel {
   const std::string& instance() const noexcept;
   boost::asio::any_io_executor get_executor() const noexcept;
 
+  /// The GPU events that travel next to these snapshots (gpustream/events.hpp): their own
+  /// channel, sequence space and bounds, on the same executor. Servers fan them out with the
+  /// snapshots (`event` messages).
+  EventChannel& events() noexcept { return *events_; }
+  const EventChannel& events() const noexcept { return *events_; }
+
  private:
   std::shared_ptr<detail::ChannelState> state_;
+  std::unique_ptr<EventChannel> events_;
 };
 
 }  // namespace gpustream

@@ -21,6 +21,7 @@
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/system/error_code.hpp>
 
+#include "gpustream/events.hpp"
 #include "gpustream/model.hpp"
 
 namespace gpustream {
@@ -94,6 +95,16 @@ class Probe {
 
   /// Abort whatever is in flight (kill a child process, stop waiting). Idempotent.
   virtual void cancel() noexcept {}
+
+  /// Where the probe reports events (gpustream/events.hpp), for sources that have them (NVML:
+  /// Xid, ECC, clock-event and power-source events). Telemetry calls it once, before the probe
+  /// is scheduled; the probe calls `sink` from a thread of its own (never the io thread), with
+  /// sequence left 0. The default drops it: the probe has no events.
+  using EventSink = std::function<void(GpuEvent)>;
+  virtual void start_events(EventSink sink) { sink = nullptr; }
+  /// Stops reporting events and joins whatever thread start_events started, in bounded time
+  /// (about the probe's event wait timeout). Idempotent; also done by the probe's destructor.
+  virtual void stop_events() noexcept {}
 };
 
 using ProbePtr = std::shared_ptr<Probe>;

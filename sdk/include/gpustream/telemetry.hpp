@@ -99,6 +99,9 @@ class Telemetry {
   void stop(std::chrono::milliseconds deadline = std::chrono::milliseconds{2000});
 
   SnapshotChannel& channel() noexcept;
+  /// The probes' events (Xid, ECC, ...): channel().events(). Probes report to it from start()
+  /// until stop(); see gpustream/events.hpp and docs/embedding.md ("Events").
+  EventChannel& events() noexcept;
   const Config& config() const noexcept;
   /// Per-probe statistics (thread-safe).
   std::vector<ProbeStats> stats() const;

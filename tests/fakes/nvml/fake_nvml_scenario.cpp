@@ -98,6 +98,8 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
     d.*(it2->second) = std::stoull(v);
   } else if (key == "clock_reasons") {
     d.clock_reasons = std::stoull(v, nullptr, 0);
+  } else if (key == "supported_events") {
+    d.supported_events = std::stoull(v, nullptr, 0);
   } else if (key == "uuid") {
     d.uuid = v;
   } else if (key == "name") {

@@ -19,7 +19,9 @@
 //                              clock_reasons, compute=pid:bytes|na,..., graphics=...,
 //                              process_util=pid:sm:mem,..., fail.<function>=CODE,
 //                              lost_after=N (after N calls on it in one session: GPU_IS_LOST),
-//                              power_curve=BASE_MW:AMPLITUDE_MW:PERIOD_MS (below)
+//                              power_curve=BASE_MW:AMPLITUDE_MW:PERIOD_MS (below),
+//                              supported_events=MASK (nvmlEventType bits; default 0x9F: ECC
+//                              single/double, PState, Xid, clock, power source)
 //
 // A known power curve (power_curve): the device draws P(t) = BASE + AMPLITUDE * sin(2π t /
 // PERIOD) mW, t the fake's own time, set by the test with gpustreamFakeNvmlSetTimeNs(ns) (0
@@ -61,6 +63,7 @@ struct Device {
   unsigned long long memory_total = 0, memory_used = 0, memory_reserved = 0;
   unsigned util_gpu = 0, util_memory = 0, temperature = 0, power_mw = 0, power_limit_mw = 0;
   unsigned long long energy_mj = 0, clock_reasons = 0;
+  unsigned long long supported_events = 0x9F;  // nvmlDeviceGetSupportedEventTypes (events)
   unsigned clock_graphics = 0, clock_sm = 0, clock_memory = 0, fan = 0;
   std::vector<Process> compute, graphics;
   std::vector<ProcessUtil> process_util;

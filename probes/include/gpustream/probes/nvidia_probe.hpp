@@ -75,6 +75,9 @@ struct NvidiaProbeOptions {
   /// Steady clock for the lost-GPU retries and the process-name refresh (tests drive it).
   /// Default: steady_clock.
   std::function<std::chrono::steady_clock::time_point()> clock;
+  /// GPU events (NVML only, persistent library session): the event thread waits at most this
+  /// long in one nvmlEventSetWait_v2 call, so it stops within about this long.
+  std::chrono::milliseconds event_wait_timeout{250};
 };
 
 /// The options from a Config: `probe_settings["nvidia"]` keys library, nvidia_smi, use,
@@ -127,6 +130,10 @@ class NvidiaProbe final : public Probe {
   /// Samples with the backend chosen by the last detection (detects first if there was none).
   void async_sample(SampleHandler handler) override;
   void cancel() noexcept override;
+  /// Events (Xid, ECC, clock-event, power-source) through NVML, on a thread of the probe's own
+  /// started once NVML is detected; see docs/probes.md ("NVIDIA events").
+  void start_events(EventSink sink) override;
+  void stop_events() noexcept override;
 
   /// The source in use (none before a successful detection).
   NvidiaBackend backend() const noexcept;

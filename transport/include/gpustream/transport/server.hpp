@@ -133,6 +133,9 @@ struct ServerCounters {
   std::uint64_t idle_closed = 0;         // HTTP connections closed to make room, idle TCP ones
   std::uint64_t encoded_cache_bytes = 0;    // gauge: bytes held by the encoding cache
   std::uint64_t encoded_cache_entries = 0;  // gauge: encodings held (all sequences)
+  std::uint64_t events_received = 0;        // GPU events from the channel (channel.events())
+  std::uint64_t events_sent = 0;            // event messages queued to clients
+  std::uint64_t events_dropped = 0;         // not queued because a client's queue was full
 };
 
 class Hub;

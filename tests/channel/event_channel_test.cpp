@@ -1,0 +1,156 @@
+// EventChannel: numbering, filters, recent ring, totals, and the bounds that keep an event
+// storm from growing memory (per subscriber queue, recent ring, label sets).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
+
+#include "gpustream/channel.hpp"
+#include "gpustream/events.hpp"
+
+namespace gpustream {
+namespace {
+
+GpuEvent xid(std::string device, std::uint64_t number) {
+  GpuEvent e;
+  e.probe = "nvidia";
+  e.device_id = std::move(device);
+  e.kind = EventKind::xid;
+  e.data = number;
+  e.time_unix_ns = 1764135600000000000;
+  return e;
+}
+
+TEST(EventChannel, KindNamesRoundTrip) {
+  for (std::size_t i = 0; i < kEventKindCount; ++i) {
+    const auto k = static_cast<EventKind>(i);
+    EXPECT_EQ(event_kind_from_string(to_string(k)), k);
+  }
+  EXPECT_EQ(to_string(EventKind::xid), "xid");
+  EXPECT_EQ(to_string(EventKind::ecc_double_bit), "ecc_double_bit");
+  EXPECT_FALSE(event_kind_from_string("Xid"));
+}
+
+TEST(EventChannel, NumbersDeliversInOrderAndFilters) {
+  boost::asio::io_context io;
+  EventChannel ch(io.get_executor());
+  std::vector<EventPtr> all, gpu1;
+  auto s1 = ch.subscribe([&](const EventPtr& e) { all.push_back(e); });
+  EventSubscribeOptions only1;
+  only1.devices = {"GPU-1"};
+  auto s2 = ch.subscribe([&](const EventPtr& e) { gpu1.push_back(e); }, only1);
+  const auto p = ch.publish(xid("GPU-0", 79));
+  ch.publish(xid("GPU-1", 48));
+  EXPECT_EQ(p->sequence, 1U);
+  EXPECT_TRUE(all.empty());  // delivered on the executor, not inside publish
+  io.run();
+  ASSERT_EQ(all.size(), 2U);
+  EXPECT_EQ(all[0].get(), p.get());  // the same object, not a copy
+  EXPECT_EQ(all[1]->sequence, 2U);
+  ASSERT_EQ(gpu1.size(), 1U);
+  EXPECT_EQ(gpu1[0]->device_id, "GPU-1");
+  EXPECT_EQ(*gpu1[0]->data, 48U);
+  EXPECT_EQ(ch.last_sequence(), 2U);
+}
+
+TEST(EventChannel, ResetStopsDeliveries) {
+  boost::asio::io_context io;
+  EventChannel ch(io.get_executor());
+  int n = 0;
+  auto s = ch.subscribe([&](const EventPtr&) { ++n; });
+  ch.publish(xid("GPU-0", 13));
+  s.reset();
+  ch.publish(xid("GPU-0", 13));
+  io.run();
+  EXPECT_EQ(n, 0);
+  EXPECT_FALSE(s.active());
+}
+
+TEST(EventChannel, TotalsCountByDeviceKindAndXid) {
+  boost::asio::io_context io;
+  EventChannel ch(io.get_executor());
+  ch.publish(xid("GPU-0", 79));
+  ch.publish(xid("GPU-0", 79));
+  ch.publish(xid("GPU-0", 48));
+  GpuEvent ecc;
+  ecc.device_id = "GPU-1";
+  ecc.kind = EventKind::ecc_single_bit;
+  ch.publish(ecc);
+  const auto t = ch.totals();
+  EXPECT_EQ((t.by_kind.at({"GPU-0", EventKind::xid})), 3U);
+  EXPECT_EQ((t.by_kind.at({"GPU-1", EventKind::ecc_single_bit})), 1U);
+  EXPECT_EQ((t.by_xid.at({"GPU-0", "79"})), 2U);
+  EXPECT_EQ((t.by_xid.at({"GPU-0", "48"})), 1U);
+  EXPECT_EQ(t.counters.published, 4U);
+}
+
+// The worst input: a storm of distinct Xid numbers on devices with long ids, to a subscriber
+// that never runs. Every structure stays within its bound; the losses are counted exactly.
+TEST(EventChannel, StormIsBoundedInCountAndBytes) {
+  boost::asio::io_context io;  // never run: the subscriber falls behind from the start
+  EventLimits limits;
+  limits.recent = 32;
+  limits.recent_bytes = 64 * 1024;
+  limits.queue = 100;
+  limits.queue_bytes = 16 * 1024;  // the tighter bound here
+  limits.xid_labels = 8;
+  limits.devices = 4;
+  EventChannel ch(io.get_executor(), limits);
+  auto sub = ch.subscribe([](const EventPtr&) {});
+  constexpr std::uint64_t kStorm = 20000;
+  const std::string long_id(1000, 'x');
+  for (std::uint64_t i = 0; i < kStorm; ++i) ch.publish(xid(long_id + std::to_string(i % 10), i));
+
+  const auto recent = ch.recent();
+  EXPECT_LE(recent.size(), limits.recent);
+  std::size_t bytes = 0;
+  for (const auto& e : recent) bytes += event_bytes(*e);
+  EXPECT_LE(bytes, limits.recent_bytes);
+  EXPECT_EQ(recent.back()->sequence, kStorm);
+
+  const auto per_event = event_bytes(*recent.back());
+  const auto queued = limits.queue_bytes / per_event;  // what fits in the subscriber's bytes
+  ASSERT_GT(queued, 0U);
+  EXPECT_EQ(sub.dropped(), kStorm - queued);
+  EXPECT_EQ(ch.counters().dropped, kStorm - queued);
+  EXPECT_EQ(ch.counters().published, kStorm);
+
+  const auto t = ch.totals();
+  // 4 devices kept, the other 6 counted under "other"; per device at most 8 Xid labels + other.
+  std::vector<std::string> devices;
+  for (const auto& [key, n] : t.by_kind) devices.push_back(key.first);
+  EXPECT_EQ(devices.size(), limits.devices + 1);
+  EXPECT_TRUE(std::find(devices.begin(), devices.end(), "other") != devices.end());
+  EXPECT_LE(t.by_xid.size(), (limits.devices + 1) * (limits.xid_labels + 1));
+  std::uint64_t sum = 0;
+  for (const auto& [key, n] : t.by_xid) sum += n;
+  EXPECT_EQ(sum, kStorm);  // nothing uncounted, only folded
+}
+
+TEST(EventChannel, SinkOutlivingTheChannelDoesNothing) {
+  boost::asio::io_context io;
+  std::function<void(GpuEvent)> sink;
+  {
+    EventChannel ch(io.get_executor());
+    sink = ch.sink();
+    sink(xid("GPU-0", 79));
+    EXPECT_EQ(ch.last_sequence(), 1U);
+  }
+  sink(xid("GPU-0", 79));  // the channel is gone: dropped (no use after free under ASan)
+}
+
+TEST(EventChannel, SnapshotChannelOwnsOne) {
+  boost::asio::io_context io;
+  SnapshotChannel ch(io.get_executor());
+  ch.events().publish(xid("GPU-0", 31));
+  EXPECT_EQ(ch.events().last_sequence(), 1U);
+  EXPECT_EQ(ch.last_sequence(), 0U);  // separate sequence spaces
+}
+
+}  // namespace
+}  // namespace gpustream

@@ -32,7 +32,14 @@ constexpr std::array<std::string_view, kMetricCount> kMetrics{
     "power_average_watts", "power_limit_watts",          "energy_joules",
     "clock_graphics_mhz",  "clock_sm_mhz",               "clock_memory_mhz",
     "fan_percent",         "fan_rpm",                    "gtt_used_bytes",
-    "gtt_total_bytes",     "memory_free_bytes"};
+    "gtt_total_bytes",     "memory_free_bytes",
+    "pcie_rx_bytes_per_second", "pcie_tx_bytes_per_second", "pcie_link_generation",
+    "pcie_link_generation_max", "pcie_link_width", "pcie_link_width_max",
+    "nvlink_rx_bytes_per_second", "nvlink_tx_bytes_per_second", "ecc_corrected_volatile",
+    "ecc_uncorrected_volatile", "ecc_corrected_aggregate", "ecc_uncorrected_aggregate",
+    "retired_pages_single_bit", "retired_pages_double_bit", "retired_pages_pending",
+    "remapped_rows_corrected", "remapped_rows_uncorrected", "remapped_rows_pending",
+    "remapped_rows_failed"};
 constexpr std::array<std::string_view, 2> kEnergyKinds{"counter", "integrated"};
 constexpr std::array<std::string_view, 3> kPowerStates{"unknown", "active", "suspended"};
 constexpr std::array<std::string_view, 2> kPowerKinds{"instant", "average"};

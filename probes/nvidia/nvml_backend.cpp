@@ -251,7 +251,9 @@ NvmlSample NvmlBackend::sample() {
     const auto generation = generation_.load();
     for (auto& dev : devices_) {
       DeviceSample d = device_base(dev);
-      if (!dev.lost && dev.handle_generation == generation) sample_device(dev, d, snap.errors);
+      const bool sampled = !dev.lost && dev.handle_generation == generation;
+      if (sampled) sample_device(dev, d, snap.errors);
+      if (sampled && !dev.lost) sample_health(dev, d, snap.errors);
       if (dev.lost) {
         d.metrics.fill_absent(Absence::lost, Source::nvml);
         d.attributes["state"] = "lost";
@@ -267,6 +269,7 @@ NvmlSample NvmlBackend::sample() {
         d.metrics.fill_absent(Absence::unsupported, Source::nvml);  // metrics NVML has not
       }
       snap.devices.push_back(std::move(d));
+      if (sampled && !dev.lost) sample_mig(dev, snap.devices.size() - 1, snap);
     }
   }  // the guard is released here: in lazy mode NVML is shut down before the /proc reads
   fill_process_details(snap);

@@ -133,15 +133,18 @@ Detection NvmlBackend::detect() {
     auto guard = acquire();
     enumerate();
     troubled_ = false;
+    for (auto& dev : devices_) {  // each GPU, then its MIG instances (nvml_mig.cpp)
+      d.devices.push_back({dev.uuid, Vendor::nvidia, dev.index, dev.name, dev.pci_bus_id});
+      detect_mig(dev, d.devices);
+    }
   } catch (const std::exception& e) {
     troubled_ = true;
+    d = Detection{};
     d.reason = e.what();
     return d;
   }
   d.available = !devices_.empty();
   if (!d.available) d.reason = "NVML (" + library_.path() + ") reports no GPU";
-  for (const auto& dev : devices_)
-    d.devices.push_back({dev.uuid, Vendor::nvidia, dev.index, dev.name, dev.pci_bus_id});
   return d;
 }
 

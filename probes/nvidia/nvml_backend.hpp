@@ -153,6 +153,8 @@ class NvmlBackend {
   /// MIG mode of snap.devices[at] (the physical GPU `dev`); when on, appends one device per
   /// MIG instance to the snapshot (nvml_mig.cpp).
   void sample_mig(NvmlDevice& dev, std::size_t at, GpuSnapshot& snap);
+  /// The MIG instances of `dev` when its MIG mode is on, for detect() (`gpustream list`).
+  void detect_mig(const NvmlDevice& dev, std::vector<DeviceInfo>& out);
   /// One MIG instance's identity, memory and processes.
   DeviceSample sample_mig_instance(NvmlDevice& parent, NvmlDevice& inst, unsigned slot,
                                    std::vector<SampleError>& errors);

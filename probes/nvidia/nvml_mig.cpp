@@ -118,6 +118,27 @@ void NvmlBackend::sample_mig(NvmlDevice& dev, std::size_t at, GpuSnapshot& snap)
   dev.mig_instances = std::move(seen);
 }
 
+void NvmlBackend::detect_mig(const NvmlDevice& dev, std::vector<DeviceInfo>& out) {
+  if (!api_.mig_mode || !api_.max_mig_device_count || !api_.mig_handle_by_index) return;
+  unsigned current = 0, pending = 0, max = 0;
+  if (api_.mig_mode(dev.handle, &current, &pending) != nvml::kSuccess ||
+      current != nvml::kDeviceMigEnable ||
+      api_.max_mig_device_count(dev.handle, &max) != nvml::kSuccess)
+    return;  // a failure here is reported by the next sample
+  max = std::min(max, nvml::kMaxMigDevices);
+  for (unsigned i = 0; i < max; ++i) {
+    nvml::Device mh = nullptr;
+    if (api_.mig_handle_by_index(dev.handle, i, &mh) != nvml::kSuccess) continue;
+    char buf[nvml::kDeviceUuidBufferSize] = {};
+    if (api_.uuid(mh, buf, sizeof buf) != nvml::kSuccess) continue;
+    DeviceInfo info{c_string(buf, sizeof buf), Vendor::nvidia, dev.index, "", dev.pci_bus_id};
+    char name[nvml::kDeviceNameBufferSize] = {};
+    if (api_.name && api_.name(mh, name, sizeof name) == nvml::kSuccess)
+      info.name = c_string(name, sizeof name);
+    out.push_back(std::move(info));
+  }
+}
+
 DeviceSample NvmlBackend::sample_mig_instance(NvmlDevice& parent, NvmlDevice& inst, unsigned slot,
                                               std::vector<SampleError>& errors) {
   DeviceSample d;

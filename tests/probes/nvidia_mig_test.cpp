@@ -112,9 +112,23 @@ TEST_F(NvmlMigTest, EachInstanceIsADeviceWithItsParentIdsProfileMemoryAndProcess
   EXPECT_EQ(b.attributes.at("mig_index"), "3");
   EXPECT_EQ(b.metrics[Metric::memory_total_bytes], Reading::of(5 * kGiB, Source::nvml));
   EXPECT_EQ(pids(b), (std::vector<std::int64_t>{4002}));
-  // Empty MIG slots 1 and 2 are skipped, never reported as devices.
-  EXPECT_EQ(nvml_.count("nvmlDeviceGetMigDeviceHandleByIndex"), 7);
+  // Every one of the 7 MIG slots is asked, once by detect() and once by the sample; the empty
+  // slots 1 and 2 are skipped, never reported as devices.
+  EXPECT_EQ(nvml_.count("nvmlDeviceGetMigDeviceHandleByIndex"), 2 * 7);
   EXPECT_TRUE(s.errors.empty()) << s.errors[0].message;
+}
+
+TEST_F(NvmlMigTest, DetectionListsTheInstancesAfterTheirGpu) {
+  nvml_.scenario(kMigScenario);
+  auto p = probe();
+  const auto d = harness_.detect(*p);
+  ASSERT_TRUE(d.available) << d.reason;
+  ASSERT_EQ(d.devices.size(), 4u);
+  EXPECT_EQ(d.devices[0].id, kGpu);
+  EXPECT_EQ(d.devices[1], (DeviceInfo{kMig0, Vendor::nvidia, 0,
+                                      "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "0000:17:00.0"}));
+  EXPECT_EQ(d.devices[2].id, kMig1);
+  EXPECT_EQ(d.devices[3].index, 1);
 }
 
 TEST_F(NvmlMigTest, PerInstanceMetricsNvmlLacksAreAbsentNeverCopiedFromTheGpu) {

@@ -24,13 +24,11 @@ std::string health_line(const MetricSet& m) {
   };
   if (has({Metric::pcie_link_generation, Metric::pcie_link_width, Metric::pcie_rx_bytes_per_second,
            Metric::pcie_tx_bytes_per_second}))
-    parts.push_back(fmt::format("pcie gen{}/{} x{}/{} rx {} tx {}",
-                                cell(m[Metric::pcie_link_generation], "{:.0f}"),
-                                cell(m[Metric::pcie_link_generation_max], "{:.0f}"),
-                                cell(m[Metric::pcie_link_width], "{:.0f}"),
-                                cell(m[Metric::pcie_link_width_max], "{:.0f}"),
-                                rate(Metric::pcie_rx_bytes_per_second),
-                                rate(Metric::pcie_tx_bytes_per_second)));
+    parts.push_back(fmt::format(
+        "pcie gen{}/{} x{}/{} rx {} tx {}", cell(m[Metric::pcie_link_generation], "{:.0f}"),
+        cell(m[Metric::pcie_link_generation_max], "{:.0f}"),
+        cell(m[Metric::pcie_link_width], "{:.0f}"), cell(m[Metric::pcie_link_width_max], "{:.0f}"),
+        rate(Metric::pcie_rx_bytes_per_second), rate(Metric::pcie_tx_bytes_per_second)));
   if (has({Metric::nvlink_rx_bytes_per_second, Metric::nvlink_tx_bytes_per_second}))
     parts.push_back(fmt::format("nvlink rx {} tx {}", rate(Metric::nvlink_rx_bytes_per_second),
                                 rate(Metric::nvlink_tx_bytes_per_second)));
@@ -42,16 +40,17 @@ std::string health_line(const MetricSet& m) {
                                 cell(m[Metric::ecc_uncorrected_volatile], "{:.0f}"),
                                 cell(m[Metric::ecc_uncorrected_aggregate], "{:.0f}")));
   if (has({Metric::retired_pages_single_bit, Metric::retired_pages_double_bit}))
-    parts.push_back(fmt::format("retired pages sbe {} dbe {}{}",
-                                cell(m[Metric::retired_pages_single_bit], "{:.0f}"),
-                                cell(m[Metric::retired_pages_double_bit], "{:.0f}"),
-                                m[Metric::retired_pages_pending].value_or(0) > 0 ? " (pending)" : ""));
+    parts.push_back(fmt::format(
+        "retired pages sbe {} dbe {}{}", cell(m[Metric::retired_pages_single_bit], "{:.0f}"),
+        cell(m[Metric::retired_pages_double_bit], "{:.0f}"),
+        m[Metric::retired_pages_pending].value_or(0) > 0 ? " (pending)" : ""));
   if (has({Metric::remapped_rows_corrected, Metric::remapped_rows_uncorrected}))
-    parts.push_back(fmt::format("remapped rows {} corrected {} uncorrected{}{}",
-                                cell(m[Metric::remapped_rows_corrected], "{:.0f}"),
-                                cell(m[Metric::remapped_rows_uncorrected], "{:.0f}"),
-                                m[Metric::remapped_rows_pending].value_or(0) > 0 ? " (pending)" : "",
-                                m[Metric::remapped_rows_failed].value_or(0) > 0 ? " (FAILED)" : ""));
+    parts.push_back(
+        fmt::format("remapped rows {} corrected {} uncorrected{}{}",
+                    cell(m[Metric::remapped_rows_corrected], "{:.0f}"),
+                    cell(m[Metric::remapped_rows_uncorrected], "{:.0f}"),
+                    m[Metric::remapped_rows_pending].value_or(0) > 0 ? " (pending)" : "",
+                    m[Metric::remapped_rows_failed].value_or(0) > 0 ? " (FAILED)" : ""));
   if (parts.empty()) return {};
   std::string out(11, ' ');
   for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? " · " : "") + parts[i];

@@ -48,15 +48,43 @@ struct NvmlOptions {
 
 /// The NVML calls whose failures are tracked per device (for log-once and error messages).
 enum class Call : std::uint8_t {
-  handle, memory, utilization, temperature, power, power_limit, energy, clock_graphics,
-  clock_sm, clock_memory, fan, clock_reasons, compute_processes, graphics_processes,
+  handle,
+  memory,
+  utilization,
+  temperature,
+  power,
+  power_limit,
+  energy,
+  clock_graphics,
+  clock_sm,
+  clock_memory,
+  fan,
+  clock_reasons,
+  compute_processes,
+  graphics_processes,
   process_utilization,
   // MIG (nvml_mig.cpp), interconnect and health (nvml_health.cpp).
-  mig_mode, mig_count, mig_handle, mig_ids, pcie_rx, pcie_tx, pcie_generation,
-  pcie_generation_max, pcie_width, pcie_width_max, ecc_corrected_volatile,
-  ecc_uncorrected_volatile, ecc_corrected_aggregate, ecc_uncorrected_aggregate,
-  retired_single_bit, retired_double_bit, retired_pending, remapped_rows, nvlink_state,
-  nvlink_fields, count_
+  mig_mode,
+  mig_count,
+  mig_handle,
+  mig_ids,
+  pcie_rx,
+  pcie_tx,
+  pcie_generation,
+  pcie_generation_max,
+  pcie_width,
+  pcie_width_max,
+  ecc_corrected_volatile,
+  ecc_uncorrected_volatile,
+  ecc_corrected_aggregate,
+  ecc_uncorrected_aggregate,
+  retired_single_bit,
+  retired_double_bit,
+  retired_pending,
+  remapped_rows,
+  nvlink_state,
+  nvlink_fields,
+  count_
 };
 
 /// One GPU as NVML showed it at enumeration, plus what the backend carries between samples.

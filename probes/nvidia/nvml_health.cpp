@@ -16,13 +16,17 @@ namespace {
 /// fractional one, which a byte counter never is).
 std::optional<unsigned long long> field_count(const nvml::FieldValue& f) {
   switch (f.value_type) {
-    case nvml::kValueTypeUnsignedInt: return f.value.ui_val;
-    case nvml::kValueTypeUnsignedLong: return f.value.ul_val;
-    case nvml::kValueTypeUnsignedLongLong: return f.value.ull_val;
+    case nvml::kValueTypeUnsignedInt:
+      return f.value.ui_val;
+    case nvml::kValueTypeUnsignedLong:
+      return f.value.ul_val;
+    case nvml::kValueTypeUnsignedLongLong:
+      return f.value.ull_val;
     case nvml::kValueTypeSignedLongLong:
       if (f.value.sll_val < 0) return std::nullopt;
       return static_cast<unsigned long long>(f.value.sll_val);
-    default: return std::nullopt;
+    default:
+      return std::nullopt;
   }
 }
 
@@ -95,15 +99,14 @@ void NvmlBackend::sample_health(NvmlDevice& dev, DeviceSample& out,
     unsigned type, counter;
     Call call;
     Metric metric;
-  } kEcc[] = {
-      {nvml::kMemoryErrorCorrected, nvml::kVolatileEcc, Call::ecc_corrected_volatile,
-       Metric::ecc_corrected_volatile},
-      {nvml::kMemoryErrorUncorrected, nvml::kVolatileEcc, Call::ecc_uncorrected_volatile,
-       Metric::ecc_uncorrected_volatile},
-      {nvml::kMemoryErrorCorrected, nvml::kAggregateEcc, Call::ecc_corrected_aggregate,
-       Metric::ecc_corrected_aggregate},
-      {nvml::kMemoryErrorUncorrected, nvml::kAggregateEcc, Call::ecc_uncorrected_aggregate,
-       Metric::ecc_uncorrected_aggregate}};
+  } kEcc[] = {{nvml::kMemoryErrorCorrected, nvml::kVolatileEcc, Call::ecc_corrected_volatile,
+               Metric::ecc_corrected_volatile},
+              {nvml::kMemoryErrorUncorrected, nvml::kVolatileEcc, Call::ecc_uncorrected_volatile,
+               Metric::ecc_uncorrected_volatile},
+              {nvml::kMemoryErrorCorrected, nvml::kAggregateEcc, Call::ecc_corrected_aggregate,
+               Metric::ecc_corrected_aggregate},
+              {nvml::kMemoryErrorUncorrected, nvml::kAggregateEcc, Call::ecc_uncorrected_aggregate,
+               Metric::ecc_uncorrected_aggregate}};
   for (const auto& e : kEcc) {
     if (!api_.total_ecc_errors) {
       unsupported({e.metric});
@@ -154,8 +157,8 @@ void NvmlBackend::sample_health(NvmlDevice& dev, DeviceSample& out,
     unsupported(kRows);
   } else {
     unsigned corrected = 0, uncorrected = 0, pending = 0, failure = 0;
-    if (ok(api_.remapped_rows(h, &corrected, &uncorrected, &pending, &failure),
-           Call::remapped_rows, "nvmlDeviceGetRemappedRows", kRows)) {
+    if (ok(api_.remapped_rows(h, &corrected, &uncorrected, &pending, &failure), Call::remapped_rows,
+           "nvmlDeviceGetRemappedRows", kRows)) {
       m.set(Metric::remapped_rows_corrected, corrected, Source::nvml);
       m.set(Metric::remapped_rows_uncorrected, uncorrected, Source::nvml);
       m.set(Metric::remapped_rows_pending, pending != 0 ? 1 : 0, Source::nvml);

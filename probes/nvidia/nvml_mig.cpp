@@ -64,9 +64,10 @@ void NvmlBackend::sample_mig(NvmlDevice& dev, std::size_t at, GpuSnapshot& snap)
   }
   if (!api_.max_mig_device_count || !api_.mig_handle_by_index) {
     if (log_once_.first("mig:partial"))
-      logger()->warn("nvidia probe: GPU {} is in MIG mode but {} lacks {}: its instances are not "
-                     "reported",
-                     dev.uuid, library_.path(), api_.mig_missing);
+      logger()->warn(
+          "nvidia probe: GPU {} is in MIG mode but {} lacks {}: its instances are not "
+          "reported",
+          dev.uuid, library_.path(), api_.mig_missing);
     return;
   }
   unsigned max = 0;
@@ -158,8 +159,8 @@ DeviceSample NvmlBackend::sample_mig_instance(NvmlDevice& parent, NvmlDevice& in
     return false;
   };
   const bool gi = id(api_.gpu_instance_id, "nvmlDeviceGetGpuInstanceId", mig.gpu_instance_id);
-  const bool ci = id(api_.compute_instance_id, "nvmlDeviceGetComputeInstanceId",
-                     mig.compute_instance_id);
+  const bool ci =
+      id(api_.compute_instance_id, "nvmlDeviceGetComputeInstanceId", mig.compute_instance_id);
   if (gi && ci) succeeded(parent, Call::mig_ids);
   if (inst.uuid.empty()) {  // no UUID from the driver: a stable id of our own
     inst.uuid = parent.uuid + "/mig/" +
@@ -181,8 +182,8 @@ DeviceSample NvmlBackend::sample_mig_instance(NvmlDevice& parent, NvmlDevice& in
   d.mig = std::move(mig);
 
   // Memory: the instance's own slice.
-  const std::initializer_list<Metric> kMemory{
-      Metric::memory_used_bytes, Metric::memory_total_bytes, Metric::memory_free_bytes};
+  const std::initializer_list<Metric> kMemory{Metric::memory_used_bytes, Metric::memory_total_bytes,
+                                              Metric::memory_free_bytes};
   const auto memory = [&](nvml::Return rc, const char* function, unsigned long long used,
                           unsigned long long total, unsigned long long free) {
     if (rc != nvml::kSuccess) {

@@ -36,7 +36,7 @@ std::vector<DeviceFit> fits(const std::vector<SnapshotPtr>& snapshots, std::uint
       if (d.partitioned) continue;  // its MIG instances are the candidates
       const auto f = free_memory(d);
       if (!f || !std::isfinite(f->first) || f->first < 0) continue;
-      DeviceFit fit{d.id,      d.name,     s->probe, d.vendor, static_cast<std::uint64_t>(f->first),
+      DeviceFit fit{d.id,      d.name,  s->probe, d.vendor, static_cast<std::uint64_t>(f->first),
                     f->second, d.parent};
       auto same = std::find_if(all.begin(), all.end(),
                                [&](const DeviceFit& x) { return x.device_id == d.id; });

@@ -129,10 +129,10 @@ TEST_F(NvmlHealthTest, AnOldLibraryWithoutTheFunctionsLeavesThemAbsentUnsupporte
   const auto s = sample(*p);
   EXPECT_TRUE(s.errors.empty());
   const auto& m = s.devices.at(0).metrics;
-  for (auto metric : {Metric::pcie_rx_bytes_per_second, Metric::pcie_link_generation,
-                      Metric::pcie_link_width_max, Metric::nvlink_rx_bytes_per_second,
-                      Metric::ecc_corrected_volatile, Metric::retired_pages_pending,
-                      Metric::remapped_rows_failed})
+  for (auto metric :
+       {Metric::pcie_rx_bytes_per_second, Metric::pcie_link_generation, Metric::pcie_link_width_max,
+        Metric::nvlink_rx_bytes_per_second, Metric::ecc_corrected_volatile,
+        Metric::retired_pages_pending, Metric::remapped_rows_failed})
     EXPECT_EQ(m[metric], absent(Absence::unsupported)) << to_string(metric);
 }
 

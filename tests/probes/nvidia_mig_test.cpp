@@ -32,14 +32,16 @@ const std::string kMigScenario = std::string("devices=2\n") + "device.0.uuid=" +
                                  "device.0.util_gpu=55\n"
                                  "device.0.compute=4001:1073741824,4002:2147483648\n"
                                  "device.0.mig_mode=1\n"
-                                 "device.0.mig.0.uuid=" + kMig0 + "\n" +
+                                 "device.0.mig.0.uuid=" +
+                                 kMig0 + "\n" +
                                  "device.0.mig.0.gi=1\n"
                                  "device.0.mig.0.ci=0\n"
                                  "device.0.mig.0.profile=3g.20gb\n"
                                  "device.0.mig.0.memory_total=21474836480\n"
                                  "device.0.mig.0.memory_used=1073741824\n"
                                  "device.0.mig.0.compute=4001:1073741824\n"
-                                 "device.0.mig.3.uuid=" + kMig1 + "\n" +
+                                 "device.0.mig.3.uuid=" +
+                                 kMig1 + "\n" +
                                  "device.0.mig.3.gi=5\n"
                                  "device.0.mig.3.ci=2\n"
                                  "device.0.mig.3.profile=1g.5gb\n"
@@ -125,8 +127,8 @@ TEST_F(NvmlMigTest, DetectionListsTheInstancesAfterTheirGpu) {
   ASSERT_TRUE(d.available) << d.reason;
   ASSERT_EQ(d.devices.size(), 4u);
   EXPECT_EQ(d.devices[0].id, kGpu);
-  EXPECT_EQ(d.devices[1], (DeviceInfo{kMig0, Vendor::nvidia, 0,
-                                      "NVIDIA A100-SXM4-40GB MIG 3g.20gb", "0000:17:00.0"}));
+  EXPECT_EQ(d.devices[1], (DeviceInfo{kMig0, Vendor::nvidia, 0, "NVIDIA A100-SXM4-40GB MIG 3g.20gb",
+                                      "0000:17:00.0"}));
   EXPECT_EQ(d.devices[2].id, kMig1);
   EXPECT_EQ(d.devices[3].index, 1);
 }
@@ -246,8 +248,8 @@ TEST_F(NvmlMigTest, ThePlannerPlacesWorkOnInstancesNeverOnThePartitionedGpu) {
   EXPECT_EQ(std::count(ids.begin(), ids.end(), kGpu), 0);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), kMig0), 1);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), kMig1), 0);
-  const auto it = std::find_if(all.begin(), all.end(),
-                               [](const DeviceFit& f) { return f.device_id == kMig0; });
+  const auto it =
+      std::find_if(all.begin(), all.end(), [](const DeviceFit& f) { return f.device_id == kMig0; });
   ASSERT_NE(it, all.end());
   EXPECT_EQ(it->parent, kGpu);
   EXPECT_EQ(it->free_bytes, 19ULL << 30);

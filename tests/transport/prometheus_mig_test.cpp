@@ -80,8 +80,9 @@ bool has(const std::string& text, const std::string& line) {
 
 TEST(TransportPrometheusMig, InstancesAreDevicesWithAParentLabel) {
   const auto text = render_prometheus({mig_snapshot()}, {}, nullptr);
-  const std::string inst = R"(device="MIG-b",vendor="nvidia",probe="nvidia",name="A100 MIG 1g.5gb",)"
-                           R"(parent="GPU-a")";
+  const std::string inst =
+      R"(device="MIG-b",vendor="nvidia",probe="nvidia",name="A100 MIG 1g.5gb",)"
+      R"(parent="GPU-a")";
   EXPECT_TRUE(has(text, "gpustream_gpu_memory_used_bytes{" + inst + "} 1024")) << text;
   EXPECT_TRUE(has(text, "gpustream_gpu_info{" + inst +
                             R"(,pci_bus_id="0000:07:00.0",index="0",mig_profile="1g.5gb",)"
@@ -105,8 +106,8 @@ TEST(TransportPrometheusMig, InterconnectAndHealthSeries) {
   EXPECT_TRUE(has(text, "gpustream_gpu_pcie_link_width_max_lanes{" + l + "} 16"));
   EXPECT_TRUE(has(text, "gpustream_gpu_nvlink_rx_bytes_per_second{" + l + "} 4096"));
   EXPECT_EQ(text.find("gpustream_gpu_nvlink_tx_bytes_per_second{"), std::string::npos);
-  EXPECT_TRUE(has(text, "gpustream_gpu_ecc_errors_total{" + l +
-                            R"(,error="corrected",counter="volatile"} 3)"));
+  EXPECT_TRUE(has(
+      text, "gpustream_gpu_ecc_errors_total{" + l + R"(,error="corrected",counter="volatile"} 3)"));
   EXPECT_TRUE(has(text, "gpustream_gpu_ecc_errors_total{" + l +
                             R"(,error="uncorrected",counter="volatile"} 1)"));
   EXPECT_TRUE(has(text, "gpustream_gpu_ecc_errors_total{" + l +

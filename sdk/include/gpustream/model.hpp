@@ -84,17 +84,17 @@ enum class Metric : std::uint8_t {
   pcie_link_width_max,
   nvlink_rx_bytes_per_second,  // NVLink data received, all active links, between two samples
   nvlink_tx_bytes_per_second,
-  ecc_corrected_volatile,      // ECC errors since the last driver load (count)
+  ecc_corrected_volatile,  // ECC errors since the last driver load (count)
   ecc_uncorrected_volatile,
-  ecc_corrected_aggregate,     // ECC errors over the device's life (count)
+  ecc_corrected_aggregate,  // ECC errors over the device's life (count)
   ecc_uncorrected_aggregate,
-  retired_pages_single_bit,    // pages retired after repeated single-bit errors (count)
-  retired_pages_double_bit,    // pages retired after a double-bit error (count)
-  retired_pages_pending,       // 1: a page retirement waits for the next driver reload, else 0
-  remapped_rows_corrected,     // rows remapped after correctable errors (count)
-  remapped_rows_uncorrected,   // rows remapped after uncorrectable errors (count)
-  remapped_rows_pending,       // 1: a remapping waits for a GPU reset, else 0
-  remapped_rows_failed,        // 1: a remapping failed (the device needs service), else 0
+  retired_pages_single_bit,   // pages retired after repeated single-bit errors (count)
+  retired_pages_double_bit,   // pages retired after a double-bit error (count)
+  retired_pages_pending,      // 1: a page retirement waits for the next driver reload, else 0
+  remapped_rows_corrected,    // rows remapped after correctable errors (count)
+  remapped_rows_uncorrected,  // rows remapped after uncorrectable errors (count)
+  remapped_rows_pending,      // 1: a remapping waits for a GPU reset, else 0
+  remapped_rows_failed,       // 1: a remapping failed (the device needs service), else 0
 };
 inline constexpr std::size_t kMetricCount =
     static_cast<std::size_t>(Metric::remapped_rows_failed) + 1;

@@ -250,8 +250,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* m
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
   if (is_mig_handle(device)) {
     if (memory->version != (sizeof(nvmlMemory_v2_t) | (2u << 24))) return 25;
-    const auto rc =
-        mig_memory("nvmlDeviceGetMemoryInfo_v2", device, &memory->total, &memory->used);
+    const auto rc = mig_memory("nvmlDeviceGetMemoryInfo_v2", device, &memory->total, &memory->used);
     memory->reserved = 0;
     memory->free = memory->total - memory->used;
     return rc;

@@ -36,9 +36,9 @@ static_assert(sizeof(nvmlFieldValue_t) == 40);
 
 }  // namespace
 
-#define DEVICE_CALL(fn)                           \
-  Call c(fn);                                     \
-  fake_nvml::Device* d = nullptr;                 \
+#define DEVICE_CALL(fn)           \
+  Call c(fn);                     \
+  fake_nvml::Device* d = nullptr; \
   if (auto rc = c.device(device, &d); rc != kOk) return rc;
 
 EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned counter,
@@ -49,11 +49,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigned co
   return kOk;
 }
 
-#define LINK_FN(name, field)                                    \
-  EXPORT nvmlReturn_t name(nvmlDevice_t device, unsigned* v) {  \
-    DEVICE_CALL(#name);                                         \
-    *v = d->health.field;                                       \
-    return kOk;                                                 \
+#define LINK_FN(name, field)                                   \
+  EXPORT nvmlReturn_t name(nvmlDevice_t device, unsigned* v) { \
+    DEVICE_CALL(#name);                                        \
+    *v = d->health.field;                                      \
+    return kOk;                                                \
   }
 LINK_FN(nvmlDeviceGetCurrPcieLinkGeneration, pcie_gen)
 LINK_FN(nvmlDeviceGetMaxPcieLinkGeneration, pcie_gen_max)
@@ -68,8 +68,8 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, unsigned ty
   return kOk;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, unsigned cause,
-                                              unsigned* count, unsigned long long* addresses) {
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, unsigned cause, unsigned* count,
+                                              unsigned long long* addresses) {
   DEVICE_CALL("nvmlDeviceGetRetiredPages");
   if (cause > 1 || !count) return kInvalid;
   const unsigned n = cause == 0 ? d->health.retired_single : d->health.retired_double;
@@ -82,8 +82,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, unsigned caus
   return kOk;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device,
-                                                           unsigned* pending) {
+EXPORT nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t device, unsigned* pending) {
   DEVICE_CALL("nvmlDeviceGetRetiredPagesPendingStatus");
   *pending = d->health.retired_pending;
   return kOk;
@@ -100,8 +99,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned* cor
   return kOk;
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned link,
-                                             unsigned* active) {
+EXPORT nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned link, unsigned* active) {
   DEVICE_CALL("nvmlDeviceGetNvLinkState");
   if (d->health.nvlinks == 0) return kNotSupported;
   if (link >= d->health.nvlinks) return kInvalid;

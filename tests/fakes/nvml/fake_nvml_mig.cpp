@@ -46,9 +46,9 @@ nvmlReturn_t mig_memory(const char* fn, nvmlDevice_t h, unsigned long long* tota
 
 #if FAKE_NVML_VARIANT != 1 && FAKE_NVML_VARIANT != 3
 
-#define DEVICE_CALL(fn)                           \
-  Call c(fn);                                     \
-  fake_nvml::Device* d = nullptr;                 \
+#define DEVICE_CALL(fn)           \
+  Call c(fn);                     \
+  fake_nvml::Device* d = nullptr; \
   if (auto rc = c.device(device, &d); rc != kOk) return rc;
 
 EXPORT nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned* current,

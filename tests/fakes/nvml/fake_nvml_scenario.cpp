@@ -182,8 +182,7 @@ Scenario parse_scenario(const std::string& text, std::string* error) {
         const auto dot = k.find('.', 7);
         const auto index = std::stoul(k.substr(7, dot - 7));
         if (index >= s.devices.size() || dot == std::string::npos ||
-            !set_device(s.devices[index], static_cast<unsigned>(index), k.substr(dot + 1),
-                        v)) {
+            !set_device(s.devices[index], static_cast<unsigned>(index), k.substr(dot + 1), v)) {
           if (error) *error += "bad key " + k + "; ";
         }
       } else if (error) {

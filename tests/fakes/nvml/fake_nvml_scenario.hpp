@@ -67,7 +67,7 @@ struct PowerCurve {
 
 /// A MIG instance of a device (fake_nvml_mig.cpp).
 struct MigInstance {
-  std::string uuid;     // default "MIG-<n>-fake-..." from the device and slot
+  std::string uuid;                 // default "MIG-<n>-fake-..." from the device and slot
   std::string profile = "1g.10gb";  // nvmlDeviceGetName answers "<device name> MIG <profile>"
   unsigned gi = 0, ci = 0;
   unsigned long long memory_total = 10ULL << 30, memory_used = 0;
@@ -83,8 +83,8 @@ struct Health {
   unsigned retired_single = 0, retired_double = 0, retired_pending = 0;
   unsigned remapped_corrected = 0, remapped_uncorrected = 0, remapped_pending = 0,
            remapped_failure = 0;
-  unsigned nvlinks = 0;           // links the device has (0: no NVLink, NOT_SUPPORTED)
-  unsigned nvlink_active = ~0u;   // bit mask of the active ones
+  unsigned nvlinks = 0;          // links the device has (0: no NVLink, NOT_SUPPORTED)
+  unsigned nvlink_active = ~0u;  // bit mask of the active ones
   unsigned long long nvlink_rx_kib = 0, nvlink_tx_kib = 0;  // cumulative, per active link
 };
 

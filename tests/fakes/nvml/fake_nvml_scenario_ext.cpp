@@ -31,19 +31,26 @@ bool set_mig(Device& d, unsigned device_index, const std::string& key, const std
     }
     auto& m = *d.mig[k];
     const auto field = key.substr(dot + 1);
-    if (field == "gi") m.gi = static_cast<unsigned>(std::stoul(v));
-    else if (field == "ci") m.ci = static_cast<unsigned>(std::stoul(v));
-    else if (field == "profile") m.profile = v;
-    else if (field == "uuid") m.uuid = v;
-    else if (field == "memory_total") m.memory_total = std::stoull(v);
-    else if (field == "memory_used") m.memory_used = std::stoull(v);
+    if (field == "gi")
+      m.gi = static_cast<unsigned>(std::stoul(v));
+    else if (field == "ci")
+      m.ci = static_cast<unsigned>(std::stoul(v));
+    else if (field == "profile")
+      m.profile = v;
+    else if (field == "uuid")
+      m.uuid = v;
+    else if (field == "memory_total")
+      m.memory_total = std::stoull(v);
+    else if (field == "memory_used")
+      m.memory_used = std::stoull(v);
     else if (field == "compute") {
       m.compute.clear();
       std::stringstream ss(v);
       for (std::string item; std::getline(ss, item, ',');) {
         unsigned pid = 0;
         unsigned long long bytes = 0;
-        if (std::sscanf(item.c_str(), "%u:%llu", &pid, &bytes) == 2) m.compute.push_back({pid, bytes});
+        if (std::sscanf(item.c_str(), "%u:%llu", &pid, &bytes) == 2)
+          m.compute.push_back({pid, bytes});
       }
     } else {
       return false;

@@ -21,7 +21,7 @@ using nvmlDevice_t = nvmlDevice_st*;
 namespace fake_nvml {
 
 inline constexpr nvmlReturn_t kOk = 0, kUninitialized = 1, kInvalid = 2, kNotSupported = 3,
-                       kNotFound = 6, kInsufficient = 7, kLost = 15;
+                              kNotFound = 6, kInsufficient = 7, kLost = 15;
 
 // A MIG device handle: (session << 16) | 0x8000 | (device slot << 8) | (MIG index + 1).
 inline constexpr std::uintptr_t kMigHandleBit = 0x8000;

@@ -175,7 +175,8 @@ void NvmlBackend::enumerate() {
     for (auto& old : devices_) {
       if (old.uuid != dev.uuid) continue;
       dev = std::move(old);
-      old.uuid.clear();
+      // A moved-from string is valid: cleared so that no other GPU matches this entry.
+      old.uuid.clear();  // NOLINT(bugprone-use-after-move)
       break;
     }
     dev.index = static_cast<int>(i);

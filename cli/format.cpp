@@ -10,6 +10,53 @@ std::string cell(const Reading& r, const char* fmt_spec) {
   return fmt::format(fmt::runtime(fmt_spec), r.value());
 }
 
+/// One indented line of interconnect and health figures ("" when the device has none):
+/// "pcie gen4/4 x16/16 rx 2.0 MiB/s tx 1.0 MiB/s · nvlink ... · ecc ...".
+std::string health_line(const MetricSet& m) {
+  std::vector<std::string> parts;
+  const auto has = [&](std::initializer_list<Metric> ms) {
+    for (auto x : ms)
+      if (m[x]) return true;
+    return false;
+  };
+  const auto rate = [&](Metric x) {
+    return m[x] ? human_bytes(m[x].value()) + "/s" : std::string("-");
+  };
+  if (has({Metric::pcie_link_generation, Metric::pcie_link_width, Metric::pcie_rx_bytes_per_second,
+           Metric::pcie_tx_bytes_per_second}))
+    parts.push_back(fmt::format(
+        "pcie gen{}/{} x{}/{} rx {} tx {}", cell(m[Metric::pcie_link_generation], "{:.0f}"),
+        cell(m[Metric::pcie_link_generation_max], "{:.0f}"),
+        cell(m[Metric::pcie_link_width], "{:.0f}"), cell(m[Metric::pcie_link_width_max], "{:.0f}"),
+        rate(Metric::pcie_rx_bytes_per_second), rate(Metric::pcie_tx_bytes_per_second)));
+  if (has({Metric::nvlink_rx_bytes_per_second, Metric::nvlink_tx_bytes_per_second}))
+    parts.push_back(fmt::format("nvlink rx {} tx {}", rate(Metric::nvlink_rx_bytes_per_second),
+                                rate(Metric::nvlink_tx_bytes_per_second)));
+  if (has({Metric::ecc_corrected_volatile, Metric::ecc_uncorrected_volatile,
+           Metric::ecc_corrected_aggregate, Metric::ecc_uncorrected_aggregate}))
+    parts.push_back(fmt::format("ecc corrected {}/{} uncorrected {}/{} (volatile/aggregate)",
+                                cell(m[Metric::ecc_corrected_volatile], "{:.0f}"),
+                                cell(m[Metric::ecc_corrected_aggregate], "{:.0f}"),
+                                cell(m[Metric::ecc_uncorrected_volatile], "{:.0f}"),
+                                cell(m[Metric::ecc_uncorrected_aggregate], "{:.0f}")));
+  if (has({Metric::retired_pages_single_bit, Metric::retired_pages_double_bit}))
+    parts.push_back(fmt::format(
+        "retired pages sbe {} dbe {}{}", cell(m[Metric::retired_pages_single_bit], "{:.0f}"),
+        cell(m[Metric::retired_pages_double_bit], "{:.0f}"),
+        m[Metric::retired_pages_pending].value_or(0) > 0 ? " (pending)" : ""));
+  if (has({Metric::remapped_rows_corrected, Metric::remapped_rows_uncorrected}))
+    parts.push_back(
+        fmt::format("remapped rows {} corrected {} uncorrected{}{}",
+                    cell(m[Metric::remapped_rows_corrected], "{:.0f}"),
+                    cell(m[Metric::remapped_rows_uncorrected], "{:.0f}"),
+                    m[Metric::remapped_rows_pending].value_or(0) > 0 ? " (pending)" : "",
+                    m[Metric::remapped_rows_failed].value_or(0) > 0 ? " (FAILED)" : ""));
+  if (parts.empty()) return {};
+  std::string out(11, ' ');
+  for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? " · " : "") + parts[i];
+  return out + "\n";
+}
+
 }  // namespace
 
 std::string human_bytes(double bytes) {
@@ -40,6 +87,10 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
                           m[Metric::memory_total_bytes] ? human_bytes(m[Metric::memory_total_bytes].value()) : "-");
       }
       std::string name = d.name.empty() ? d.id : d.name;
+      // A MIG instance, under its GPU: "└ MIG 1g.10gb 1/0" (profile, GPU/compute instance).
+      if (d.mig)
+        name = fmt::format("\u2514 MIG {} {}/{}", d.mig->profile, d.mig->gpu_instance_id,
+                           d.mig->compute_instance_id);
       if (name.size() > 24) name = name.substr(0, 23) + "~";
       std::string energy = "-";
       if (m[Metric::energy_joules])
@@ -58,6 +109,7 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
                          cell(m[Metric::temperature_celsius], "{:.0f}C"),
                          cell(m[Metric::power_watts], "{:.1f}W"), energy,
                          cell(m[Metric::clock_graphics_mhz], "{:.0f}"), d.processes.size(), source);
+      out += health_line(m);
     }
     if (s->host) {
       const auto& h = *s->host;

@@ -79,6 +79,7 @@ Api Api::load(const DynamicLibrary& lib) {
       break;
   }
   api.process_utilization = lib.optional<ProcessUtilizationFn>("nvmlDeviceGetProcessUtilization");
+  api.load_mig_and_health(lib);
   return api;
 }
 

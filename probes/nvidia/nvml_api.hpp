@@ -118,6 +118,59 @@ using ProcessesFn = Return(Device, unsigned*, void*);  // entry type depends on 
 using ProcessUtilizationFn = Return(Device, ProcessUtilizationSample*, unsigned*,
                                     unsigned long long);
 
+// MIG, interconnect and health (nvml_api_health.cpp looks them up; every one optional).
+inline constexpr unsigned kDeviceMigEnable = 1;       // NVML_DEVICE_MIG_ENABLE
+inline constexpr unsigned kMaxMigDevices = 64;        // our bound on nvmlDeviceGetMaxMigDeviceCount
+inline constexpr unsigned kPcieUtilTxBytes = 0;       // NVML_PCIE_UTIL_TX_BYTES
+inline constexpr unsigned kPcieUtilRxBytes = 1;       // NVML_PCIE_UTIL_RX_BYTES
+inline constexpr unsigned kMemoryErrorCorrected = 0;  // NVML_MEMORY_ERROR_TYPE_CORRECTED
+inline constexpr unsigned kMemoryErrorUncorrected = 1;
+inline constexpr unsigned kVolatileEcc = 0;               // NVML_VOLATILE_ECC
+inline constexpr unsigned kAggregateEcc = 1;              // NVML_AGGREGATE_ECC
+inline constexpr unsigned kRetiredMultipleSingleBit = 0;  // NVML_PAGE_RETIREMENT_CAUSE_...
+inline constexpr unsigned kRetiredDoubleBit = 1;
+inline constexpr unsigned kNvLinkMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS (12 before R520)
+inline constexpr unsigned kFieldNvLinkThroughputDataTx =
+    138;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX
+inline constexpr unsigned kFieldNvLinkThroughputDataRx = 139;  // ..._DATA_RX (cumulative KiB)
+inline constexpr int kValueTypeDouble = 0;                     // nvmlValueType_t
+inline constexpr int kValueTypeUnsignedInt = 1;
+inline constexpr int kValueTypeUnsignedLong = 2;
+inline constexpr int kValueTypeUnsignedLongLong = 3;
+inline constexpr int kValueTypeSignedLongLong = 4;
+
+union Value {  // nvmlValue_t, 8 bytes
+  double d_val;
+  unsigned ui_val;
+  unsigned long ul_val;
+  unsigned long long ull_val;
+  long long sll_val;
+  int si_val;
+  unsigned short us_val;
+};
+
+struct FieldValue {  // nvmlFieldValue_t, 40 bytes
+  unsigned field_id;
+  unsigned scope_id;  // for NVLink counters: the link
+  long long timestamp;
+  long long latency_usec;
+  int value_type;  // nvmlValueType_t
+  Return nvml_return;
+  Value value;
+};
+static_assert(sizeof(Value) == 8 && sizeof(FieldValue) == 40);
+static_assert(offsetof(FieldValue, value_type) == 24 && offsetof(FieldValue, value) == 32);
+
+using MigModeFn = Return(Device, unsigned*, unsigned*);  // current, pending
+using MigHandleByIndexFn = Return(Device, unsigned, Device*);
+using MigParentFn = Return(Device, Device*);
+using PcieThroughputFn = Return(Device, unsigned, unsigned*);  // counter, KB/s
+using TotalEccFn = Return(Device, unsigned, unsigned, unsigned long long*);
+using RetiredPagesFn = Return(Device, unsigned, unsigned*, unsigned long long*);
+using RemappedRowsFn = Return(Device, unsigned*, unsigned*, unsigned*, unsigned*);
+using NvLinkStateFn = Return(Device, unsigned, unsigned*);  // link, nvmlEnableState_t
+using FieldValuesFn = Return(Device, int, FieldValue*);
+
 /// How the process-info functions that were found lay out one entry.
 enum class ProcessLayout : std::uint8_t {
   v1,       // nvmlProcessInfo_v1_t: 16 bytes (pid, usedGpuMemory)
@@ -152,6 +205,28 @@ struct Api {
   ProcessesFn* graphics_processes = nullptr;
   ProcessLayout process_layout = ProcessLayout::v2_or_v3;
   ProcessUtilizationFn* process_utilization = nullptr;
+  // MIG (R450+). Without nvmlDeviceGetMigMode there is no MIG at all.
+  MigModeFn* mig_mode = nullptr;
+  UintFn* max_mig_device_count = nullptr;
+  MigHandleByIndexFn* mig_handle_by_index = nullptr;
+  UintFn* gpu_instance_id = nullptr;
+  UintFn* compute_instance_id = nullptr;
+  UintFn* is_mig_device_handle = nullptr;
+  MigParentFn* mig_parent = nullptr;
+  // Interconnect and health.
+  PcieThroughputFn* pcie_throughput = nullptr;
+  UintFn* pcie_link_generation = nullptr;
+  UintFn* pcie_link_generation_max = nullptr;
+  UintFn* pcie_link_width = nullptr;
+  UintFn* pcie_link_width_max = nullptr;
+  TotalEccFn* total_ecc_errors = nullptr;
+  RetiredPagesFn* retired_pages = nullptr;
+  UintFn* retired_pages_pending = nullptr;
+  RemappedRowsFn* remapped_rows = nullptr;
+  NvLinkStateFn* nvlink_state = nullptr;
+  FieldValuesFn* field_values = nullptr;
+  /// The MIG functions missing from the library ("" when all are there), for the log line.
+  std::string mig_missing;
 
   /// Names of the functions that were found, for `gpustream list`-style diagnostics
   /// ("nvmlInit_v2", "nvmlDeviceGetMemoryInfo_v2", ...).
@@ -162,6 +237,9 @@ struct Api {
   /// Looks every function up. Throws DynamicLibraryError (errc::symbol_missing) whose message is
   /// "<symbol> missing from <file>" when a required function is not exported.
   static Api load(const DynamicLibrary& lib);
+
+  /// Looks the optional MIG, interconnect and health functions up (nvml_api_health.cpp).
+  void load_mig_and_health(const DynamicLibrary& lib);
 
   /// nvmlErrorString(rc) when available, else "NVML error <rc>".
   std::string describe(Return rc) const;

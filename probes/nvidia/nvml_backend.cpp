@@ -134,15 +134,18 @@ Detection NvmlBackend::detect() {
     auto guard = acquire();
     enumerate();
     troubled_ = false;
+    for (auto& dev : devices_) {  // each GPU, then its MIG instances (nvml_mig.cpp)
+      d.devices.push_back({dev.uuid, Vendor::nvidia, dev.index, dev.name, dev.pci_bus_id});
+      detect_mig(dev, d.devices);
+    }
   } catch (const std::exception& e) {
     troubled_ = true;
+    d = Detection{};
     d.reason = e.what();
     return d;
   }
   d.available = !devices_.empty();
   if (!d.available) d.reason = "NVML (" + library_.path() + ") reports no GPU";
-  for (const auto& dev : devices_)
-    d.devices.push_back({dev.uuid, Vendor::nvidia, dev.index, dev.name, dev.pci_bus_id});
   return d;
 }
 
@@ -252,7 +255,9 @@ NvmlSample NvmlBackend::sample() {
     const auto generation = generation_.load();
     for (auto& dev : devices_) {
       DeviceSample d = device_base(dev);
-      if (!dev.lost && dev.handle_generation == generation) sample_device(dev, d, snap.errors);
+      const bool sampled = !dev.lost && dev.handle_generation == generation;
+      if (sampled) sample_device(dev, d, snap.errors);
+      if (sampled && !dev.lost) sample_health(dev, d, snap.errors);
       if (dev.lost) {
         d.metrics.fill_absent(Absence::lost, Source::nvml);
         d.attributes["state"] = "lost";
@@ -268,6 +273,7 @@ NvmlSample NvmlBackend::sample() {
         d.metrics.fill_absent(Absence::unsupported, Source::nvml);  // metrics NVML has not
       }
       snap.devices.push_back(std::move(d));
+      if (sampled && !dev.lost) sample_mig(dev, snap.devices.size() - 1, snap);
     }
   }  // the guard is released here: in lazy mode NVML is shut down before the /proc reads
   fill_process_details(snap);

@@ -48,9 +48,43 @@ struct NvmlOptions {
 
 /// The NVML calls whose failures are tracked per device (for log-once and error messages).
 enum class Call : std::uint8_t {
-  handle, memory, utilization, temperature, power, power_limit, energy, clock_graphics,
-  clock_sm, clock_memory, fan, clock_reasons, compute_processes, graphics_processes,
-  process_utilization, count_
+  handle,
+  memory,
+  utilization,
+  temperature,
+  power,
+  power_limit,
+  energy,
+  clock_graphics,
+  clock_sm,
+  clock_memory,
+  fan,
+  clock_reasons,
+  compute_processes,
+  graphics_processes,
+  process_utilization,
+  // MIG (nvml_mig.cpp), interconnect and health (nvml_health.cpp).
+  mig_mode,
+  mig_count,
+  mig_handle,
+  mig_ids,
+  pcie_rx,
+  pcie_tx,
+  pcie_generation,
+  pcie_generation_max,
+  pcie_width,
+  pcie_width_max,
+  ecc_corrected_volatile,
+  ecc_uncorrected_volatile,
+  ecc_corrected_aggregate,
+  ecc_uncorrected_aggregate,
+  retired_single_bit,
+  retired_double_bit,
+  retired_pending,
+  remapped_rows,
+  nvlink_state,
+  nvlink_fields,
+  count_
 };
 
 /// One GPU as NVML showed it at enumeration, plus what the backend carries between samples.
@@ -78,6 +112,12 @@ struct NvmlDevice {
   std::vector<nvml::ProcessUtilizationSample> utilization_buffer;
   // Last failing return code per call (0: fine), so each distinct error is logged once.
   std::array<nvml::Return, static_cast<std::size_t>(Call::count_)> failing{};
+  // MIG instances seen in the last sample (their buffers and failure memory), by UUID; their
+  // handles are looked up again in every sample (nvml_mig.cpp).
+  std::vector<NvmlDevice> mig_instances;
+  // NVLink data counters (bytes, all active links) at the previous sample, for the rates.
+  std::optional<std::pair<unsigned long long, unsigned long long>> nvlink_last;  // rx, tx
+  std::chrono::steady_clock::time_point nvlink_last_at{};
 };
 
 /// What one sample produced; `failed` when it must count as a failed sample (every GPU lost).
@@ -152,6 +192,17 @@ class NvmlBackend {
   bool read_all_processes(NvmlDevice& dev, std::vector<nvidia::NvmlProcessEntry>& out,
                           std::vector<SampleError>& errors, Absence* why);
   std::string key(const NvmlDevice& dev, Call call, nvml::Return rc) const;
+  /// PCIe throughput and link, NVLink throughput, ECC counters, retired pages, remapped rows
+  /// (nvml_health.cpp).
+  void sample_health(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
+  /// MIG mode of snap.devices[at] (the physical GPU `dev`); when on, appends one device per
+  /// MIG instance to the snapshot (nvml_mig.cpp).
+  void sample_mig(NvmlDevice& dev, std::size_t at, GpuSnapshot& snap);
+  /// The MIG instances of `dev` when its MIG mode is on, for detect() (`gpustream list`).
+  void detect_mig(const NvmlDevice& dev, std::vector<DeviceInfo>& out);
+  /// One MIG instance's identity, memory and processes.
+  DeviceSample sample_mig_instance(NvmlDevice& parent, NvmlDevice& inst, unsigned slot,
+                                   std::vector<SampleError>& errors);
 
   NvmlOptions options_;
   DynamicLibrary library_;

@@ -274,6 +274,23 @@ DeviceSample device_from(const json::value& v, const Path& at) {
     d.energy_kind = as_enum(*e, at / "energy_kind", energy_kind_from_string);
   if (const auto* k = maybe(o, "power_kind"))
     d.power_kind = as_enum(*k, at / "power_kind", power_kind_from_string);
+  if (const auto* p = maybe(o, "parent")) d.parent = as_string(*p, at / "parent");
+  if (const auto* m = maybe(o, "mig")) {
+    const Path mp = at / "mig";
+    const auto& mo = as_object(*m, mp);
+    const auto id = [&](std::string_view key) {
+      const std::uint64_t v = as_uint64(need(mo, key, mp), mp / key);
+      if (v > std::numeric_limits<unsigned>::max())
+        fail(mp / key, "integer out of range: " + std::to_string(v));
+      return static_cast<unsigned>(v);
+    };
+    MigIdentity mig;
+    mig.gpu_instance_id = id("gpu_instance_id");
+    mig.compute_instance_id = id("compute_instance_id");
+    mig.profile = as_string(need(mo, "profile", mp), mp / "profile");
+    d.mig = std::move(mig);
+  }
+  if (const auto* p = maybe(o, "partitioned")) d.partitioned = as_bool(*p, at / "partitioned");
   metrics_from(o, at, d.metrics);
   if (const auto* t = maybe(o, "throttle_reasons")) {
     const Path tp = at / "throttle_reasons";

@@ -117,6 +117,16 @@ json::value to_json(const DeviceSample& d) {
   o.emplace("power_state", name(to_string(d.power_state)));
   if (d.energy_kind) o.emplace("energy_kind", name(to_string(*d.energy_kind)));
   if (d.power_kind) o.emplace("power_kind", name(to_string(*d.power_kind)));
+  if (!d.parent.empty()) o.emplace("parent", text(d.parent));
+  if (d.mig) {
+    json::object mig;
+    mig.reserve(3);
+    mig.emplace("gpu_instance_id", d.mig->gpu_instance_id);
+    mig.emplace("compute_instance_id", d.mig->compute_instance_id);
+    mig.emplace("profile", text(d.mig->profile));
+    o.emplace("mig", std::move(mig));
+  }
+  if (d.partitioned) o.emplace("partitioned", true);
 
   json::object metrics, sources, absent, absent_sources;
   metrics.reserve(kMetricCount);

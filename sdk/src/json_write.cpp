@@ -321,6 +321,20 @@ void write_device(Writer& w, const DeviceSample& d) {
     w.raw(",\"power_kind\":");
     w.plain_string(to_string(*d.power_kind));
   }
+  if (!d.parent.empty()) {
+    w.raw(",\"parent\":");
+    w.string(d.parent);
+  }
+  if (d.mig) {
+    w.raw(",\"mig\":{\"gpu_instance_id\":");
+    w.integer(d.mig->gpu_instance_id);
+    w.raw(",\"compute_instance_id\":");
+    w.integer(d.mig->compute_instance_id);
+    w.raw(",\"profile\":");
+    w.string(d.mig->profile);
+    w.raw('}');
+  }
+  if (d.partitioned) w.raw(",\"partitioned\":true");
   write_metrics(w, d);
   w.raw(",\"throttle_reasons\":[");
   for (std::size_t i = 0; i < d.throttle_reasons.size(); ++i) {

@@ -28,16 +28,42 @@ constexpr std::array<std::string_view, kSourceCount> kSources{
 constexpr std::array<std::string_view, 8> kAbsences{
     "unsupported", "no_permission", "not_yet_seeded", "suspended",
     "tool_failed", "stale",         "lost",           "not_collected"};
-constexpr std::array<std::string_view, kMetricCount> kMetrics{
-    "utilization_percent", "memory_utilization_percent",
-    "memory_used_bytes",   "memory_total_bytes",
-    "temperature_celsius", "power_watts",
-    "power_average_watts", "power_limit_watts",
-    "energy_joules",       "clock_graphics_mhz",
-    "clock_sm_mhz",        "clock_memory_mhz",
-    "fan_percent",         "fan_rpm",
-    "gtt_used_bytes",      "gtt_total_bytes",
-    "memory_free_bytes"};
+constexpr std::array<std::string_view, kMetricCount> kMetrics{"utilization_percent",
+                                                              "memory_utilization_percent",
+                                                              "memory_used_bytes",
+                                                              "memory_total_bytes",
+                                                              "temperature_celsius",
+                                                              "power_watts",
+                                                              "power_average_watts",
+                                                              "power_limit_watts",
+                                                              "energy_joules",
+                                                              "clock_graphics_mhz",
+                                                              "clock_sm_mhz",
+                                                              "clock_memory_mhz",
+                                                              "fan_percent",
+                                                              "fan_rpm",
+                                                              "gtt_used_bytes",
+                                                              "gtt_total_bytes",
+                                                              "memory_free_bytes",
+                                                              "pcie_rx_bytes_per_second",
+                                                              "pcie_tx_bytes_per_second",
+                                                              "pcie_link_generation",
+                                                              "pcie_link_generation_max",
+                                                              "pcie_link_width",
+                                                              "pcie_link_width_max",
+                                                              "nvlink_rx_bytes_per_second",
+                                                              "nvlink_tx_bytes_per_second",
+                                                              "ecc_corrected_volatile",
+                                                              "ecc_uncorrected_volatile",
+                                                              "ecc_corrected_aggregate",
+                                                              "ecc_uncorrected_aggregate",
+                                                              "retired_pages_single_bit",
+                                                              "retired_pages_double_bit",
+                                                              "retired_pages_pending",
+                                                              "remapped_rows_corrected",
+                                                              "remapped_rows_uncorrected",
+                                                              "remapped_rows_pending",
+                                                              "remapped_rows_failed"};
 constexpr std::array<std::string_view, 2> kEnergyKinds{"counter", "integrated"};
 constexpr std::array<std::string_view, 3> kPowerStates{"unknown", "active", "suspended"};
 constexpr std::array<std::string_view, 2> kPowerKinds{"instant", "average"};
@@ -150,6 +176,7 @@ std::size_t heap_of(const DeviceSample& d) noexcept {
   std::size_t n = heap_of(d.id) + heap_of(d.name) + heap_of(d.pci_bus_id) +
                   buffer_of(d.throttle_reasons) + heap_of(d.engines) + buffer_of(d.processes) +
                   map_heap_of(d.attributes);
+  n += heap_of(d.parent) + (d.mig ? heap_of(d.mig->profile) : 0);
   for (const auto& t : d.throttle_reasons) n += heap_of(t);
   for (const auto& p : d.processes) n += heap_of(p);
   return n;

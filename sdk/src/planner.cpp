@@ -38,11 +38,12 @@ std::vector<DeviceFit> fits(const std::vector<SnapshotPtr>& snapshots, std::uint
   for (const auto& s : snapshots) {
     if (!s) continue;
     for (const auto& d : s->devices) {
+      if (d.partitioned) continue;  // its MIG instances are the candidates
       const auto f = free_memory(d);
       if (!f || !std::isfinite(f->first) || f->first < 0) continue;
       DeviceFit fit{
-          d.id,      d.name,  s->probe,       d.vendor, static_cast<std::uint64_t>(f->first),
-          f->second, s->node, s->time_unix_ns};
+          d.id,      d.name,  s->probe,        d.vendor, static_cast<std::uint64_t>(f->first),
+          f->second, s->node, s->time_unix_ns, d.parent};
       const auto [it, fresh] = index.try_emplace({s->node, d.id}, all.size());
       if (fresh)
         all.push_back(std::move(fit));

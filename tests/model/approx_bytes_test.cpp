@@ -46,6 +46,7 @@ std::string long_string(std::size_t n, char c) { return std::string(n, c); }
 GpuSnapshot big_snapshot(int devices, int processes) {
   GpuSnapshot s;
   s.probe = "nvidia-with-a-probe-name-longer-than-the-small-buffer";
+  s.node = "a-node-name-longer-than-the-small-string-buffer";
   for (int d = 0; d < devices; ++d) {
     DeviceSample dev;
     dev.id = "GPU-" + long_string(36, 'a' + d % 26);
@@ -56,6 +57,8 @@ GpuSnapshot big_snapshot(int devices, int processes) {
     dev.engines.push_back(EngineSample{"render-engine-with-a-long-name", Reading{}});
     dev.attributes["metrics_source"] = "nvml-and-a-value-longer-than-sso";
     dev.attributes["uuid"] = dev.id;
+    dev.parent = "GPU-" + long_string(36, 'p');
+    dev.mig = MigIdentity{1, 0, "a-profile-name-longer-than-sso-1g.5gb"};
     for (int p = 0; p < processes; ++p) {
       ProcessSample ps;
       ps.pid = 1000 + p;

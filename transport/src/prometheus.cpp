@@ -87,6 +87,10 @@ struct DeviceFamily {
   double mul;  // to the base unit: value * mul / div
   double div;
   std::string_view help;
+  // One more label telling apart the metrics that share a family (ECC counters, ...); empty key:
+  // none.
+  std::string_view label = {};
+  std::string_view label_value = {};
 };
 
 // The device metrics, in base units. Percentages become ratios (0..1), MHz become hertz.
@@ -123,7 +127,55 @@ constexpr std::array<DeviceFamily, kMetricCount> kDeviceFamilies{{
     {Metric::gtt_total_bytes, "gpustream_gpu_gtt_total_bytes", "gauge", 1, 1, "GTT in total."},
     {Metric::memory_free_bytes, "gpustream_gpu_memory_free_bytes", "gauge", 1, 1,
      "Device memory a new allocation can still get (the vendor's figure, else total - used)."},
+    {Metric::pcie_rx_bytes_per_second, "gpustream_gpu_pcie_rx_bytes_per_second", "gauge", 1, 1,
+     "PCIe traffic into the device."},
+    {Metric::pcie_tx_bytes_per_second, "gpustream_gpu_pcie_tx_bytes_per_second", "gauge", 1, 1,
+     "PCIe traffic out of the device."},
+    {Metric::pcie_link_generation, "gpustream_gpu_pcie_link_generation", "gauge", 1, 1,
+     "Current PCIe link generation."},
+    {Metric::pcie_link_generation_max, "gpustream_gpu_pcie_link_generation_max", "gauge", 1, 1,
+     "Highest PCIe link generation the device and its slot support."},
+    {Metric::pcie_link_width, "gpustream_gpu_pcie_link_width_lanes", "gauge", 1, 1,
+     "Current PCIe link width."},
+    {Metric::pcie_link_width_max, "gpustream_gpu_pcie_link_width_max_lanes", "gauge", 1, 1,
+     "Widest PCIe link the device and its slot support."},
+    {Metric::nvlink_rx_bytes_per_second, "gpustream_gpu_nvlink_rx_bytes_per_second", "gauge", 1, 1,
+     "NVLink data received over all active links, between the last two samples."},
+    {Metric::nvlink_tx_bytes_per_second, "gpustream_gpu_nvlink_tx_bytes_per_second", "gauge", 1, 1,
+     "NVLink data sent over all active links, between the last two samples."},
+    {Metric::ecc_corrected_volatile, "gpustream_gpu_ecc_errors_total", "counter", 1, 1,
+     "ECC memory errors; counter=volatile since the driver loaded, aggregate over the device's "
+     "life.",
+     "error", "corrected,volatile"},
+    {Metric::ecc_uncorrected_volatile, "gpustream_gpu_ecc_errors_total", "counter", 1, 1, "",
+     "error", "uncorrected,volatile"},
+    {Metric::ecc_corrected_aggregate, "gpustream_gpu_ecc_errors_total", "counter", 1, 1, "",
+     "error", "corrected,aggregate"},
+    {Metric::ecc_uncorrected_aggregate, "gpustream_gpu_ecc_errors_total", "counter", 1, 1, "",
+     "error", "uncorrected,aggregate"},
+    {Metric::retired_pages_single_bit, "gpustream_gpu_retired_pages", "gauge", 1, 1,
+     "Device memory pages retired, by cause.", "cause", "multiple_single_bit_ecc"},
+    {Metric::retired_pages_double_bit, "gpustream_gpu_retired_pages", "gauge", 1, 1, "", "cause",
+     "double_bit_ecc"},
+    {Metric::retired_pages_pending, "gpustream_gpu_retired_pages_pending", "gauge", 1, 1,
+     "1 when a page retirement waits for the next driver reload."},
+    {Metric::remapped_rows_corrected, "gpustream_gpu_remapped_rows", "gauge", 1, 1,
+     "Device memory rows remapped, by the kind of error that caused it.", "cause", "corrected"},
+    {Metric::remapped_rows_uncorrected, "gpustream_gpu_remapped_rows", "gauge", 1, 1, "", "cause",
+     "uncorrected"},
+    {Metric::remapped_rows_pending, "gpustream_gpu_remapped_rows_pending", "gauge", 1, 1,
+     "1 when a row remapping waits for a GPU reset."},
+    {Metric::remapped_rows_failed, "gpustream_gpu_remapped_rows_failed", "gauge", 1, 1,
+     "1 when a row remapping failed (the device needs service)."},
 }};
+
+/// Every metric has its row, in Metric order (fam[] is indexed by it).
+constexpr bool table_complete() {
+  for (std::size_t i = 0; i < kMetricCount; ++i)
+    if (static_cast<std::size_t>(kDeviceFamilies[i].metric) != i) return false;
+  return true;
+}
+static_assert(table_complete(), "kDeviceFamilies: one row per Metric, in order");
 
 /// A metric name made of [a-zA-Z0-9_] from a free-form key.
 std::string sanitize_name(std::string_view key) {
@@ -155,14 +207,33 @@ void devices(Exposition& e, const GpuSnapshot& s) {
                 {"probe", s.probe},
                 {"name", d.name}};
     if (!s.node.empty()) base.emplace_back("node", s.node);  // a fleet's devices (docs/fleet.md)
+    // A MIG instance is a device of its own; `parent` names its physical GPU.
+    if (!d.parent.empty()) base.emplace_back("parent", d.parent);
     Labels l = base;
     l.emplace_back("pci_bus_id", d.pci_bus_id);
     l.emplace_back("index", std::to_string(d.index));
+    if (d.mig) {
+      l.emplace_back("mig_profile", d.mig->profile);
+      l.emplace_back("gpu_instance_id", std::to_string(d.mig->gpu_instance_id));
+      l.emplace_back("compute_instance_id", std::to_string(d.mig->compute_instance_id));
+    }
+    if (d.partitioned) l.emplace_back("mig_mode", "enabled");
     e.sample(info, l, std::uint64_t{1});
     for (const auto& f : kDeviceFamilies) {
       const auto& r = d.metrics[f.metric];
-      if (r.has_value())
-        e.sample(fam[static_cast<std::size_t>(f.metric)], base, r.value() * f.mul / f.div);
+      if (!r.has_value()) continue;
+      const auto family = fam[static_cast<std::size_t>(f.metric)];
+      if (f.label.empty()) {
+        e.sample(family, base, r.value() * f.mul / f.div);
+        continue;
+      }
+      Labels lf = base;
+      // "a,b" gives two labels: the family's own key, then `counter` (ECC's volatile/aggregate).
+      const auto comma = f.label_value.find(',');
+      lf.emplace_back(f.label, std::string(f.label_value.substr(0, comma)));
+      if (comma != std::string_view::npos)
+        lf.emplace_back("counter", std::string(f.label_value.substr(comma + 1)));
+      e.sample(family, lf, r.value() * f.mul / f.div);
     }
     for (const auto& en : d.engines) {
       if (!en.utilization_percent.has_value()) continue;

@@ -92,8 +92,11 @@
   }
 
   function placeCards() {
+    // A MIG instance shares its GPU's index: it comes right after the GPU.
+    const isMig = (c) => (c.dev && c.dev.parent ? 1 : 0);
     const sorted = [...cards.values()].sort((a, b) =>
-      a.probe.localeCompare(b.probe) || a.index - b.index || a.key.localeCompare(b.key));
+      a.probe.localeCompare(b.probe) || a.index - b.index || isMig(a) - isMig(b) ||
+      a.key.localeCompare(b.key));
     $('no-gpus').hidden = sorted.length > 0;
     $('cards').replaceChildren($('no-gpus'), ...sorted.map((c) => c.node));
     $('gpu-count').textContent = sorted.length ? '(' + sorted.length + ')' : '';

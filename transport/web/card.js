@@ -33,6 +33,11 @@
       const node = template.content.firstElementChild.cloneNode(true);
       node.dataset.device = dev.id;
       node.dataset.probe = probe;
+      // A MIG instance: shown under its physical GPU (app.js orders the cards).
+      if (dev.parent) {
+        node.classList.add('mig-instance');
+        node.dataset.parent = dev.parent;
+      }
       this.node = node;
       this.el = {
         name: node.querySelector('.name'),
@@ -78,13 +83,19 @@
       const el = this.el;
       this.node.dataset.updates = String(this.updates);
       el.name.textContent = dev.name || dev.id;
-      el.sub.textContent = [dev.vendor, 'probe ' + this.probe, dev.pci_bus_id, dev.id]
+      el.sub.textContent = [dev.vendor, 'probe ' + this.probe, dev.pci_bus_id, dev.id,
+        dev.parent ? 'MIG instance of ' + dev.parent : '']
         .filter(Boolean).join(' · ');
 
       const badges = [];
       if (dev.power_state && dev.power_state !== 'unknown') {
         badges.push([dev.power_state, dev.power_state === 'active' ? 'good' : 'warn']);
       }
+      if (dev.mig) {
+        badges.push(['MIG ' + dev.mig.profile + ' · GI ' + dev.mig.gpu_instance_id + ' · CI ' +
+          dev.mig.compute_instance_id, 'good']);
+      }
+      if (dev.partitioned) badges.push(['MIG mode: partitioned', 'good']);
       for (const r of dev.throttle_reasons || []) badges.push(['throttle: ' + r, 'warn']);
       if (!this.present) badges.push(['not in the last sample', 'bad']);
       else if (this.stale()) badges.push(['stale', 'warn']);
@@ -134,6 +145,31 @@
         (v) => (v / 1000).toFixed(1) + ' kJ' + energyUnit, 'energy_joules']]]);
       rows.push(['power avg', [['', metric(dev, 'power_average_watts'),
         (v) => v.toFixed(1) + ' W', 'power_average_watts']]]);
+      // Interconnect and health: a row only when the device reports some of it.
+      const rate = (v) => fmtBytes(v) + '/s';
+      const count = (v) => v.toFixed(0);
+      const flag = (v) => (v ? 'yes' : 'no');
+      const optional = [
+        ['pcie', [['gen', 'pcie_link_generation', count], ['of', 'pcie_link_generation_max', count],
+          ['width x', 'pcie_link_width', count], ['of x', 'pcie_link_width_max', count],
+          ['rx', 'pcie_rx_bytes_per_second', rate], ['tx', 'pcie_tx_bytes_per_second', rate]]],
+        ['nvlink', [['rx', 'nvlink_rx_bytes_per_second', rate],
+          ['tx', 'nvlink_tx_bytes_per_second', rate]]],
+        ['ecc volatile', [['corrected', 'ecc_corrected_volatile', count],
+          ['uncorrected', 'ecc_uncorrected_volatile', count]]],
+        ['ecc aggregate', [['corrected', 'ecc_corrected_aggregate', count],
+          ['uncorrected', 'ecc_uncorrected_aggregate', count]]],
+        ['retired pages', [['single-bit', 'retired_pages_single_bit', count],
+          ['double-bit', 'retired_pages_double_bit', count],
+          ['pending', 'retired_pages_pending', flag]]],
+        ['remapped rows', [['corrected', 'remapped_rows_corrected', count],
+          ['uncorrected', 'remapped_rows_uncorrected', count],
+          ['pending', 'remapped_rows_pending', flag], ['failed', 'remapped_rows_failed', flag]]],
+      ];
+      for (const [label, parts] of optional) {
+        const ms = parts.map(([name, n, fmt]) => [name, metric(dev, n), fmt, n]);
+        if (ms.some(([, m]) => m.value != null)) rows.push([label, ms]);
+      }
       const frag = document.createDocumentFragment();
       for (const [label, parts] of rows) {
         const dt = document.createElement('dt');

@@ -75,8 +75,29 @@ enum class Metric : std::uint8_t {
   gtt_used_bytes,
   gtt_total_bytes,
   memory_free_bytes,  // device memory a new allocation can still get; see docs/probes.md
+  // Interconnect and health (docs/probes.md, "Interconnect and health").
+  pcie_rx_bytes_per_second,  // PCIe traffic into the device, over the driver's own window
+  pcie_tx_bytes_per_second,  // PCIe traffic out of the device
+  pcie_link_generation,      // current PCIe generation (1, 2, 3, 4, 5, ...)
+  pcie_link_generation_max,  // the most the device and its slot can do
+  pcie_link_width,           // current lanes (x1 ... x16)
+  pcie_link_width_max,
+  nvlink_rx_bytes_per_second,  // NVLink data received, all active links, between two samples
+  nvlink_tx_bytes_per_second,
+  ecc_corrected_volatile,  // ECC errors since the last driver load (count)
+  ecc_uncorrected_volatile,
+  ecc_corrected_aggregate,  // ECC errors over the device's life (count)
+  ecc_uncorrected_aggregate,
+  retired_pages_single_bit,   // pages retired after repeated single-bit errors (count)
+  retired_pages_double_bit,   // pages retired after a double-bit error (count)
+  retired_pages_pending,      // 1: a page retirement waits for the next driver reload, else 0
+  remapped_rows_corrected,    // rows remapped after correctable errors (count)
+  remapped_rows_uncorrected,  // rows remapped after uncorrectable errors (count)
+  remapped_rows_pending,      // 1: a remapping waits for a GPU reset, else 0
+  remapped_rows_failed,       // 1: a remapping failed (the device needs service), else 0
 };
-inline constexpr std::size_t kMetricCount = static_cast<std::size_t>(Metric::memory_free_bytes) + 1;
+inline constexpr std::size_t kMetricCount =
+    static_cast<std::size_t>(Metric::remapped_rows_failed) + 1;
 
 /// How an energy value was obtained.
 enum class EnergyKind : std::uint8_t { counter, integrated };
@@ -227,6 +248,15 @@ struct ProcessSample {
   friend bool operator==(const ProcessSample&, const ProcessSample&) = default;
 };
 
+/// Who a MIG (Multi-Instance GPU) instance is inside its physical GPU: a partition that is a
+/// device of its own in the snapshot (DeviceSample::parent names the GPU).
+struct MigIdentity {
+  unsigned gpu_instance_id = 0;
+  unsigned compute_instance_id = 0;
+  std::string profile;  // the instance's profile, e.g. "1g.5gb" (NVML's device name suffix)
+  friend bool operator==(const MigIdentity&, const MigIdentity&) = default;
+};
+
 /// What one probe saw of one device.
 struct DeviceSample {
   /// Stable id: vendor UUID where there is one, else PCI bus id, else probe-defined.
@@ -250,6 +280,15 @@ struct DeviceSample {
   std::optional<Absence> processes_absent;
   /// Free-form attributes (e.g. "metrics_source": "sysfs+level-zero", "uuid").
   std::map<std::string, std::string> attributes;
+  /// For a partition of a physical device (a MIG instance): the physical device's id, which is
+  /// in the same snapshot; empty for a physical device.
+  std::string parent;
+  /// Set for a MIG instance: its GPU-instance and compute-instance ids and profile.
+  std::optional<MigIdentity> mig;
+  /// True for a physical device whose memory is partitioned (MIG mode on): work is placed on its
+  /// instances (the devices naming it as `parent`), never on the device itself. Its own metrics
+  /// stay device-wide.
+  bool partitioned = false;
   friend bool operator==(const DeviceSample&, const DeviceSample&) = default;
 };
 

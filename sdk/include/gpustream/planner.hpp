@@ -9,6 +9,11 @@
 // (NVML `free`, amd-smi `free_vram`), else total − used (Source::derived); docs/probes.md says
 // what each source means. A device whose free memory is unknown is never a candidate (an
 // unknown figure is not taken as 0, nor as free). Pure functions: thread-safe, no I/O.
+//
+// Partitioned GPUs (NVIDIA MIG mode on): the candidates are the MIG instances, each with its own
+// memory slice; the physical GPU itself never is (DeviceSample::partitioned), since no process
+// can allocate on it outside an instance and its free memory is the sum of slices that no single
+// allocation can span. A job placed on an instance is started with CUDA_VISIBLE_DEVICES=<its id>.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +36,8 @@ struct DeviceFit {
   Source source = Source::none;  // where free_bytes came from (nvml, amd-smi, derived, ...)
   std::string node;              // GpuSnapshot::node: empty for this machine's own devices
   std::int64_t time_unix_ns = 0;  // when the figure was sampled (the snapshot's wall clock)
+  /// For a MIG instance: its physical GPU's id (DeviceSample::parent); else empty.
+  std::string parent;
 };
 
 /// Every device in `snapshots` with at least `bytes` free, most free first (ties keep snapshot

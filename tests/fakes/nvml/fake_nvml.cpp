@@ -5,9 +5,10 @@
 // with the session that issued them, so a probe that does not re-resolve them after a re-init
 // is caught), a shutdown while not initialized.
 //
-// Built in three variants (FAKE_NVML_VARIANT): 0 full (NVML 12.x names), 1 legacy (only the
+// Built in four variants (FAKE_NVML_VARIANT): 0 full (NVML 12.x names), 1 legacy (only the
 // unversioned v1 names; no energy, power limit, clock reasons, process utilization,
-// memory v2), 2 without nvmlDeviceGetHandleByUUID (a required function).
+// memory v2, MIG, interconnect/health), 2 without nvmlDeviceGetHandleByUUID (a required
+// function), 3 full without the MIG functions (fake_nvml_mig.cpp; fake_nvml_health.cpp).
 //
 // Test controls (not NVML, in fake_nvml_state.cpp): gpustreamFakeNvmlCount(what),
 // gpustreamFakeNvmlReset(), gpustreamFakeNvmlLastSeen(device), gpustreamFakeNvmlBlock(on),
@@ -73,11 +74,20 @@ nvmlReturn_t processes(const char* fn, nvmlDevice_t h, unsigned* count, void* in
                        unsigned stride /* 0: the scenario's */, bool graphics) {
   Call c(fn);
   fake_nvml::Device* d = nullptr;
-  if (auto rc = c.device(h, &d); rc != kOk) return rc;
+  const std::vector<Process>* from = nullptr;
+  static const std::vector<Process> kNone;
+  if (is_mig_handle(h)) {  // the processes of one MIG instance (compute only)
+    fake_nvml::MigInstance* m = nullptr;
+    if (auto rc = c.mig(h, &d, &m); rc != kOk) return rc;
+    from = graphics ? &kNone : &m->compute;
+  } else {
+    if (auto rc = c.device(h, &d); rc != kOk) return rc;
+    from = graphics ? &d->graphics : &d->compute;
+  }
   if (!count) return kInvalid;
   if (stride == 0) stride = c.st.scenario.process_stride;
   if (stride != 16 && stride != 24) stride = 32;
-  const auto& list = graphics ? d->graphics : d->compute;
+  const auto& list = *from;
   const auto n = static_cast<unsigned>(list.size());
   if (*count < n || (n > 0 && !infos)) {
     *count = n;
@@ -198,11 +208,13 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* de
   if (auto rc = c.device(device, &d); rc != kOk) return rc;
 
 EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned length) {
+  if (is_mig_handle(device)) return mig_name(device, name, length);
   DEVICE_CALL("nvmlDeviceGetName");
   return copy_string(d->name, name, length);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char* uuid, unsigned length) {
+  if (is_mig_handle(device)) return mig_uuid(device, uuid, length);
   DEVICE_CALL("nvmlDeviceGetUUID");
   return copy_string(d->uuid, uuid, length);
 }
@@ -228,6 +240,11 @@ EXPORT nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_t* pci
 #endif
 
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
+  if (is_mig_handle(device)) {
+    const auto rc = mig_memory("nvmlDeviceGetMemoryInfo", device, &memory->total, &memory->used);
+    memory->free = memory->total - memory->used;
+    return rc;
+  }
   DEVICE_CALL("nvmlDeviceGetMemoryInfo");
   memory->total = d->memory_total;
   memory->used = d->memory_used + d->memory_reserved;  // v1 counts the reservation as used
@@ -237,6 +254,13 @@ EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* m
 
 #if FULL
 EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
+  if (is_mig_handle(device)) {
+    if (memory->version != (sizeof(nvmlMemory_v2_t) | (2u << 24))) return 25;
+    const auto rc = mig_memory("nvmlDeviceGetMemoryInfo_v2", device, &memory->total, &memory->used);
+    memory->reserved = 0;
+    memory->free = memory->total - memory->used;
+    return rc;
+  }
   DEVICE_CALL("nvmlDeviceGetMemoryInfo_v2");
   if (memory->version != (sizeof(nvmlMemory_v2_t) | (2u << 24))) return 25;  // version mismatch
   memory->total = d->memory_total;

@@ -129,6 +129,10 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
   return true;
 }
 
+bool set_device(Device& d, unsigned index, const std::string& key, const std::string& v) {
+  return set_device(d, key, v) || set_mig(d, index, key, v) || set_health(d, key, v);
+}
+
 }  // namespace
 
 double PowerCurve::power_mw(long long t_ns) const {
@@ -182,7 +186,7 @@ Scenario parse_scenario(const std::string& text, std::string* error) {
         const auto dot = k.find('.', 7);
         const auto index = std::stoul(k.substr(7, dot - 7));
         if (index >= s.devices.size() || dot == std::string::npos ||
-            !set_device(s.devices[index], k.substr(dot + 1), v)) {
+            !set_device(s.devices[index], static_cast<unsigned>(index), k.substr(dot + 1), v)) {
           if (error) *error += "bad key " + k + "; ";
         }
       } else if (error) {

@@ -13,6 +13,16 @@
 //   rotate_on_init=1           the index order rotates by one at every init (UUIDs stay)
 //   driver_version=TEXT        what nvmlSystemGetDriverVersion answers (default 535.183.01-fake)
 //   fail.<function>=CODE       that function answers CODE on every device
+//   device.<i>.mig_mode=0|1    MIG mode (unset: the GPU has no MIG); mig_pending=0|1, max_mig=N
+//   device.<i>.mig.<k>.<key>   MIG instance at MIG device index k: gi, ci, profile, uuid,
+//                              memory_total, memory_used, compute=pid:bytes,...
+//   device.<i>.<health key>    pcie_rx_kb, pcie_tx_kb, pcie_gen, pcie_gen_max, pcie_width,
+//                              pcie_width_max, ecc_corrected_volatile, ecc_uncorrected_volatile,
+//                              ecc_corrected_aggregate, ecc_uncorrected_aggregate,
+//                              retired_single, retired_double, retired_pending,
+//                              remapped_corrected, remapped_uncorrected, remapped_pending,
+//                              remapped_failure, nvlinks, nvlink_active (mask), nvlink_rx_kib,
+//                              nvlink_tx_kib (cumulative KiB per active link)
 //   device.<i>.<key>=value     uuid, name, pci, memory_total, memory_used, memory_reserved,
 //                              util_gpu, util_memory, temperature, power_mw, power_limit_mw,
 //                              energy_mj, clock_graphics, clock_sm, clock_memory, fan,
@@ -58,6 +68,29 @@ struct PowerCurve {
   double energy_mj(long long t_ns) const;  // ∫₀ᵗ P, mJ
 };
 
+/// A MIG instance of a device (fake_nvml_mig.cpp).
+struct MigInstance {
+  std::string uuid;                 // default "MIG-<n>-fake-..." from the device and slot
+  std::string profile = "1g.10gb";  // nvmlDeviceGetName answers "<device name> MIG <profile>"
+  unsigned gi = 0, ci = 0;
+  unsigned long long memory_total = 10ULL << 30, memory_used = 0;
+  std::vector<Process> compute;
+};
+
+/// Interconnect and health counters of a device (fake_nvml_health.cpp).
+struct Health {
+  unsigned pcie_rx_kb = 2048, pcie_tx_kb = 1024;  // KB/s
+  unsigned pcie_gen = 4, pcie_gen_max = 4, pcie_width = 16, pcie_width_max = 16;
+  // corrected volatile, uncorrected volatile, corrected aggregate, uncorrected aggregate
+  unsigned long long ecc[4] = {0, 0, 0, 0};
+  unsigned retired_single = 0, retired_double = 0, retired_pending = 0;
+  unsigned remapped_corrected = 0, remapped_uncorrected = 0, remapped_pending = 0,
+           remapped_failure = 0;
+  unsigned nvlinks = 0;          // links the device has (0: no NVLink, NOT_SUPPORTED)
+  unsigned nvlink_active = ~0u;  // bit mask of the active ones
+  unsigned long long nvlink_rx_kib = 0, nvlink_tx_kib = 0;  // cumulative, per active link
+};
+
 struct Device {
   std::string uuid, name, pci;
   unsigned long long memory_total = 0, memory_used = 0, memory_reserved = 0;
@@ -70,7 +103,17 @@ struct Device {
   std::map<std::string, int> fail;  // function -> return code
   std::optional<long> lost_after;
   std::optional<PowerCurve> power_curve;
+  // MIG: -1 the GPU has no MIG (NOT_SUPPORTED), 0 off, 1 on; pending -1: as current.
+  int mig_mode = -1, mig_pending = -1;
+  unsigned max_mig = 7;
+  std::vector<std::optional<MigInstance>> mig;  // by MIG device index; empty slot: NOT_FOUND
+  Health health;
 };
+
+/// device.<i>.mig.* and device.<i>.mig_mode / mig_pending / max_mig keys (false: not one).
+bool set_mig(Device& d, unsigned device_index, const std::string& key, const std::string& v);
+/// device.<i>.<health key> (false: not one).
+bool set_health(Device& d, const std::string& key, const std::string& v);
 
 struct Scenario {
   std::vector<Device> devices;

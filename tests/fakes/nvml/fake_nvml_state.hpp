@@ -20,8 +20,14 @@ using nvmlDevice_t = nvmlDevice_st*;
 
 namespace fake_nvml {
 
-inline constexpr nvmlReturn_t kOk = 0, kUninitialized = 1, kInvalid = 2, kNotFound = 6,
-                       kInsufficient = 7, kLost = 15;
+inline constexpr nvmlReturn_t kOk = 0, kUninitialized = 1, kInvalid = 2, kNotSupported = 3,
+                              kNotFound = 6, kInsufficient = 7, kLost = 15;
+
+// A MIG device handle: (session << 16) | 0x8000 | (device slot << 8) | (MIG index + 1).
+inline constexpr std::uintptr_t kMigHandleBit = 0x8000;
+inline bool is_mig_handle(nvmlDevice_t h) {
+  return (reinterpret_cast<std::uintptr_t>(h) & kMigHandleBit) != 0;
+}
 
 struct State {
   std::mutex mu;
@@ -71,6 +77,9 @@ struct Call {
     if (auto rc = begin(); rc != kOk) return rc;
     const auto v = reinterpret_cast<std::uintptr_t>(h);
     const unsigned slot = static_cast<unsigned>(v & 0xffff) - 1;
+    // NVML answers NOT_SUPPORTED for what it does not know per MIG instance (utilization,
+    // power, clocks, ...); the functions that work on MIG handles call mig() instead.
+    if ((v & kMigHandleBit) != 0 && (v >> 16) == st.generation) return kNotSupported;
     if ((v >> 16) != st.generation || slot >= st.scenario.devices.size()) {
       ++st.counts["stale_handle"];
       return kInvalid;
@@ -86,6 +95,24 @@ struct Call {
     this->slot = slot;
     return kOk;
   }
+  // For functions that work on MIG device handles: resolves one (and applies the parent's
+  // lost_after and device.<i>.fail.<fn>).
+  nvmlReturn_t mig(nvmlDevice_t h, fake_nvml::Device** parent, fake_nvml::MigInstance** inst) {
+    if (auto rc = begin(); rc != kOk) return rc;
+    const auto v = reinterpret_cast<std::uintptr_t>(h);
+    const unsigned slot = static_cast<unsigned>((v >> 8) & 0x7f);
+    const unsigned k = static_cast<unsigned>(v & 0xff) - 1;
+    if ((v >> 16) != st.generation || (v & kMigHandleBit) == 0 ||
+        slot >= st.scenario.devices.size()) {
+      ++st.counts["stale_handle"];
+      return kInvalid;
+    }
+    if (auto rc = on_slot(slot, parent); rc != kOk) return rc;
+    auto& list = (*parent)->mig;
+    if (k >= list.size() || !list[k] || (*parent)->mig_mode != 1) return kInvalid;
+    *inst = &*list[k];
+    return kOk;
+  }
   State& st;
   std::unique_lock<std::mutex> lock;
   std::string name;
@@ -94,6 +121,11 @@ struct Call {
 
 inline nvmlDevice_t handle_of(const State& st, unsigned slot) {
   return reinterpret_cast<nvmlDevice_t>((std::uintptr_t{st.generation} << 16) | (slot + 1));
+}
+
+inline nvmlDevice_t mig_handle_of(const State& st, unsigned slot, unsigned k) {
+  return reinterpret_cast<nvmlDevice_t>((std::uintptr_t{st.generation} << 16) | kMigHandleBit |
+                                        (std::uintptr_t{slot} << 8) | (k + 1));
 }
 
 inline unsigned slot_of_index(const State& st, unsigned index) {
@@ -106,5 +138,12 @@ inline nvmlReturn_t copy_string(const std::string& s, char* buf, unsigned length
   std::memcpy(buf, s.c_str(), s.size() + 1);
   return kOk;
 }
+
+// MIG device handles in the functions of fake_nvml.cpp that accept them (fake_nvml_mig.cpp).
+nvmlReturn_t mig_name(nvmlDevice_t h, char* name, unsigned length);
+nvmlReturn_t mig_uuid(nvmlDevice_t h, char* uuid, unsigned length);
+/// total, free, used as nvmlMemory_t (v1) counts them; reserved is 0 in an instance.
+nvmlReturn_t mig_memory(const char* fn, nvmlDevice_t h, unsigned long long* total,
+                        unsigned long long* used);
 
 }  // namespace fake_nvml

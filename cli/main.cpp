@@ -57,7 +57,8 @@ int main(int argc, char** argv) {
   add_common_options(*list, common, false);
   list->add_flag("--json", list_o.json, "JSON output");
 
-  auto* snapshot = app.add_subcommand("snapshot", "One snapshot of every available probe, then exit");
+  auto* snapshot =
+      app.add_subcommand("snapshot", "One snapshot of every available probe, then exit");
   add_common_options(*snapshot, common);
   snapshot->add_flag("--json", snap_o.json, "One JSON document {schema, snapshots:[...]}");
   snapshot
@@ -118,7 +119,8 @@ int main(int argc, char** argv) {
   auto* record = app.add_subcommand("record", "Record snapshots to FILE (JSON lines)");
   add_common_options(*record, common);
   record->add_option("file", record_o.output_file, "Output file")->required();
-  record->add_option("--count", record_o.count, "Stop after N snapshots")->check(CLI::PositiveNumber);
+  record->add_option("--count", record_o.count, "Stop after N snapshots")
+      ->check(CLI::PositiveNumber);
   record->add_option("--duration", record_o.duration_seconds, "Stop after this many seconds")
       ->check(CLI::PositiveNumber);
 
@@ -136,8 +138,8 @@ int main(int argc, char** argv) {
       "warnings, probes:[{probe,status}], findings:[{probe,check,status,detail,fix}]}");
   doctor
       ->add_option("--tool-timeout", doctor_o.tool_timeout_seconds,
-                   "Seconds each vendor tool's version run may take before it is killed "
-                   "(default 3)")
+                   "Seconds each vendor tool's version run may take before it is killed, and "
+                   "NVML's and the AMD SMI library's calls are waited for (default 3)")
       ->check(CLI::Range(0.05, 60.0));
   doctor->footer(
       "Statuses: ok, info, warn (degraded or worth knowing), blocker (a GPU, or part of what "
@@ -152,7 +154,8 @@ int main(int argc, char** argv) {
   add_fleet_options(*fleet, fleet_o);
 
   auto* replay = app.add_subcommand("replay", "Print a recording made by `gpustream record`");
-  replay->add_option("file", replay_o.file, "Recording (JSON lines)")->required()
+  replay->add_option("file", replay_o.file, "Recording (JSON lines)")
+      ->required()
       ->check(CLI::ExistingFile);
   replay->add_flag("--json", replay_o.json, "JSON lines instead of a table");
   replay->add_flag("--realtime", replay_o.realtime, "Pace the output like the recording");

@@ -49,6 +49,15 @@
 
 namespace gpustream::amd_lib_detail {
 
+/// Why the last init of an AmdSmiLibrary failed, for whoever must say more than the message
+/// (`gpustream doctor` picks its fix from it).
+struct InitFailure {
+  enum class Step : std::uint8_t { init, version_call, unknown_version };
+  Step step = Step::init;
+  amdsmi::Status rc = amdsmi::kSuccess;  // the failing call's status (unknown_version: success)
+  std::string message;                   // as acquire() reports it
+};
+
 class AmdSmiLibrary {
  public:
   /// The process-wide library for `path`: loads it (and its functions) on first use; a later
@@ -76,6 +85,8 @@ class AmdSmiLibrary {
   /// Set after the first successful init.
   std::optional<amdsmi::LibVersion> version() const;
   LibrarySession::Stats session_stats() const;
+  /// Why the latest init failed; std::nullopt once an init succeeded after it (or none failed).
+  std::optional<InitFailure> last_init_failure() const;
 
  private:
   std::optional<std::string> init();
@@ -89,6 +100,7 @@ class AmdSmiLibrary {
   std::atomic<std::uint64_t> generation_{0};
   mutable std::mutex mu_;
   std::optional<amdsmi::LibVersion> version_;  // guarded by mu_
+  std::optional<InitFailure> last_failure_;    // guarded by mu_
   std::unique_ptr<LibrarySession> session_;
 };
 

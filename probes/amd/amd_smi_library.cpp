@@ -78,7 +78,17 @@ std::optional<amdsmi::LibVersion> AmdSmiLibrary::version() const {
 
 LibrarySession::Stats AmdSmiLibrary::session_stats() const { return session_->stats(); }
 
+std::optional<InitFailure> AmdSmiLibrary::last_init_failure() const {
+  std::lock_guard lock(mu_);
+  return last_failure_;
+}
+
 std::optional<std::string> AmdSmiLibrary::init() {
+  const auto fail = [this](InitFailure::Step step, amdsmi::Status rc, std::string message) {
+    std::lock_guard lock(mu_);
+    last_failure_ = InitFailure{step, rc, message};
+    return std::optional<std::string>(std::move(message));
+  };
   // Already initialized by someone else? (Uninitialized, the library answers NOT_INIT.)
   std::uint32_t sockets = 0;
   const auto probe_rc = api_.socket_handles(&sockets, nullptr);
@@ -91,20 +101,22 @@ std::optional<std::string> AmdSmiLibrary::init() {
   } else {
     const auto rc = api_.init(amdsmi::kInitAmdGpus);
     if (rc != amdsmi::kSuccess)
-      return "amdsmi_init(AMDSMI_INIT_AMD_GPUS): " + api_.describe(rc) + " (" +
-             amdsmi::status_name(rc) + ")";
+      return fail(InitFailure::Step::init, rc,
+                  "amdsmi_init(AMDSMI_INIT_AMD_GPUS): " + api_.describe(rc) + " (" +
+                      amdsmi::status_name(rc) + ")");
     we_initialized_ = true;
   }
   amdsmi::VersionRaw raw{};
   if (const auto rc = api_.lib_version(&raw); rc != amdsmi::kSuccess) {
     shut_down();
-    return "amdsmi_get_lib_version: " + api_.describe(rc);
+    return fail(InitFailure::Step::version_call, rc,
+                "amdsmi_get_lib_version: " + api_.describe(rc));
   }
   std::string why;
   auto v = amdsmi::classify_version(raw, &why);
   if (!v) {
     shut_down();
-    return why;
+    return fail(InitFailure::Step::unknown_version, amdsmi::kSuccess, std::move(why));
   }
   {
     std::lock_guard lock(mu_);
@@ -112,6 +124,7 @@ std::optional<std::string> AmdSmiLibrary::init() {
       logger()->info("amd library: {} version {} (struct layout {})", path(), v->text,
                      to_string(v->layout));
     version_ = std::move(v);
+    last_failure_.reset();
   }
   generation_.fetch_add(1);
   return std::nullopt;

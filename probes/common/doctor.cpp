@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <set>
 #include <stdexcept>
+#include <thread>
 
 #include <boost/json.hpp>
 
@@ -160,6 +162,36 @@ void Context::add(std::string_view probe, std::string_view check, Status status,
       {std::string(probe), std::string(check), status, std::move(detail), std::move(fix)});
 }
 
+bool run_bounded(const Context& c, std::string_view probe, std::string_view check_name,
+                 std::function<void(const Context&)> check) {
+  struct Work {
+    Options options;
+    machine::Identity identity;
+    std::vector<Finding> findings;
+    std::function<void(const Context&)> check;
+  };
+  auto work = std::make_shared<Work>(Work{c.options, c.identity, {}, std::move(check)});
+  std::promise<void> finished;
+  std::shared_future<void> done = finished.get_future().share();
+  std::thread([work, probe = std::string(probe), name = std::string(check_name),
+               finished = std::move(finished)]() mutable {
+    std::vector<std::shared_future<void>> unused;
+    const Context local{work->options, work->identity, {}, work->findings, unused};
+    try {
+      work->check(local);
+    } catch (const std::exception& e) {
+      local.add(probe, name, Status::warn, std::string("this check failed: ") + e.what());
+    }
+    finished.set_value();
+  }).detach();
+  if (done.wait_for(c.options.tool_timeout) != std::future_status::ready) {
+    c.pending.push_back(std::move(done));
+    return false;
+  }
+  for (auto& f : work->findings) c.out.push_back(std::move(f));
+  return true;
+}
+
 }  // namespace detail
 
 Options options_from_config(const Config& config) {
@@ -175,7 +207,14 @@ Options options_from_config(const Config& config) {
   if (const auto* amd = config.probe_settings.section("amd")) {
     if (auto v = settings::string_at(amd, "amd", "amd_smi")) o.amd_smi = *v;
     if (auto v = settings::string_at(amd, "amd", "rocm_smi")) o.rocm_smi = *v;
-    if (auto v = settings::string_at(amd, "amd", "source")) o.amd_source = *v;
+    if (auto v = settings::string_at(amd, "amd", "source")) {
+      if (*v != "auto" && *v != "library" && *v != "sysfs" && *v != "cli" && *v != "amd-smi" &&
+          *v != "rocm-smi")
+        throw std::invalid_argument("unknown amd source '" + *v +
+                                    "' (use auto, library, sysfs, cli, amd-smi or rocm-smi)");
+      o.amd_source = *v;
+    }
+    if (auto v = settings::string_at(amd, "amd", "library")) o.amd_library = *v;
   }
   if (const auto* intel = config.probe_settings.section("intel")) {
     if (auto v =

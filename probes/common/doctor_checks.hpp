@@ -2,6 +2,7 @@
 // vendor folder has its check_<probe>(Context&); common/doctor.cpp runs them in registry order.
 #pragma once
 
+#include <functional>
 #include <future>
 #include <initializer_list>
 #include <optional>
@@ -47,6 +48,14 @@ std::size_t check_drm_devices(const Context& c, std::string_view probe,
 /// `needed` makes a missing or failing tool a blocker (else info for missing, warn otherwise).
 void add_tool_finding(const Context& c, std::string_view probe, std::string_view check,
                       const machine::ToolVersion& v, bool needed, const std::string& fix);
+
+/// Runs `check` on its own thread with a Context of its own (the same options and identity) and
+/// waits for it at most options.tool_timeout: a vendor library call cannot be interrupted. In
+/// time: its findings are appended to `c` and true is returned (an exception it throws becomes a
+/// warn finding `probe`/`check_name`). Late: it is left running (anything it holds, e.g. an open
+/// library, stays alive until it returns), its completion goes to c.pending, false is returned.
+bool run_bounded(const Context& c, std::string_view probe, std::string_view check_name,
+                 std::function<void(const Context&)> check);
 
 void check_nvidia(const Context& c);
 void check_amd(const Context& c);

@@ -2,10 +2,8 @@
 // probe's own function table, initialized once, versions read after init, shut down again) and
 // the nvidia-smi fallback.
 #include <filesystem>
-#include <future>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include "common/doctor_checks.hpp"
 #include "gpustream/dynamic_library.hpp"
@@ -109,37 +107,20 @@ NvmlResult check_nvml(const Context& c, bool hardware) {
 /// interrupted, so one that hangs (a stuck driver) is left running, with the library kept open,
 /// and its completion is handed to the caller (Report::pending).
 NvmlResult check_nvml_bounded(const Context& c, bool hardware) {
-  struct Work {
-    Options options;
-    machine::Identity identity;
-    std::vector<Finding> findings;
-    NvmlResult result;
-  };
-  auto work = std::make_shared<Work>(Work{c.options, c.identity, {}, {}});
-  std::promise<void> finished;
-  std::shared_future<void> done = finished.get_future().share();
-  std::thread([work, hardware, finished = std::move(finished)]() mutable {
-    std::vector<std::shared_future<void>> unused;
-    const Context local{work->options, work->identity, {}, work->findings, unused};
-    try {
-      work->result = check_nvml(local, hardware);
-    } catch (const std::exception& e) {
-      local.add(p, "nvml", Status::warn, std::string("this check failed: ") + e.what());
-    }
-    finished.set_value();
-  }).detach();
-  if (done.wait_for(c.options.tool_timeout) != std::future_status::ready) {
+  auto result = std::make_shared<NvmlResult>();
+  const bool in_time = run_bounded(c, p, "nvml", [result, hardware](const Context& local) {
+    *result = check_nvml(local, hardware);
+  });
+  if (!in_time) {
     c.add(p, "nvml", hardware ? Status::blocker : Status::warn,
           c.options.nvml_library + ": NVML did not answer within " +
               std::to_string(c.options.tool_timeout.count()) +
               " ms (a call such as nvmlInit is stuck; it is left to finish)",
           "check `dmesg | grep -i nvrm` (a GPU that fell off the bus, a stuck driver); then "
           "reload the nvidia module or reboot");
-    c.pending.push_back(std::move(done));
     return {};
   }
-  for (auto& f : work->findings) c.out.push_back(std::move(f));
-  return work->result;
+  return *result;
 }
 
 }  // namespace

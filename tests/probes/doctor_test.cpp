@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 
@@ -16,6 +18,7 @@
 #include "gpustream/dynamic_library.hpp"
 #include "gpustream/probes/apple_probe.hpp"
 #include "gpustream/probes/machine_view.hpp"
+#include "gpustream_fake_amd_smi_lib_paths.hpp"
 #include "gpustream_fake_level_zero_paths.hpp"
 #include "gpustream_fake_macmon_paths.hpp"
 #include "gpustream_fake_paths.hpp"
@@ -49,6 +52,7 @@ class Machine {
     options.nvidia_smi = tree_.path("no/nvidia-smi");
     options.amd_smi = tree_.path("no/amd-smi");
     options.rocm_smi = tree_.path("no/rocm-smi");
+    options.amd_library = tree_.path("no/libamd_smi.so");
     options.level_zero_library = "";
     options.tool_timeout = std::chrono::milliseconds{2000};
     options.getenv = [this](std::string_view n) -> std::optional<std::string> {
@@ -176,7 +180,11 @@ TEST(Doctor, AmdgpuLoadedWithoutSysfsDevicesOrAmdSmiHasNoSource) {
   EXPECT_NE(f->fix.find("--sysfs-root"), std::string::npos);
   m.gpu("0000:03:00.0", "amdgpu", 0);  // sysfs shows it: the fast path works
   r = m.run();
-  EXPECT_EQ(find(r, "amd", "source"), nullptr) << dump(r);
+  EXPECT_EQ(find(r, "amd", "source", Status::blocker), nullptr) << dump(r);
+  const auto* source = find(r, "amd", "source", Status::info);
+  ASSERT_NE(source, nullptr) << dump(r);
+  EXPECT_NE(source->detail.find("auto takes sysfs (passed over library: "), std::string::npos)
+      << dump(r);
   EXPECT_TRUE(r.fully_readable()) << dump(r);
 }
 
@@ -456,6 +464,174 @@ TEST(Doctor, AmdToolsVersionsMissingHungAndNeeded) {
   m.options.amd_source = "auto";
   r = m.run();
   EXPECT_NE(find(r, "amd", "amd_smi", Status::info), nullptr) << dump(r);
+}
+
+/// The fake libamd_smi.so's scenario and event log (tests/fakes/amd_smi_lib), set for the
+/// doctor's dlopen of it, and unset again.
+class FakeAmdSmiLib {
+ public:
+  explicit FakeAmdSmiLib(TempTree& tree) : tree_(tree), log_(tree.file("amdsmi.log", "")) {
+    ::setenv(fakes::kFakeAmdSmiLogEnv, log_.c_str(), 1);
+  }
+  ~FakeAmdSmiLib() {
+    ::unsetenv(fakes::kFakeAmdSmiLogEnv);
+    ::unsetenv(fakes::kFakeAmdSmiScenarioEnv);
+  }
+  FakeAmdSmiLib(const FakeAmdSmiLib&) = delete;
+  FakeAmdSmiLib& operator=(const FakeAmdSmiLib&) = delete;
+
+  void scenario(const std::string& text) {
+    ::setenv(fakes::kFakeAmdSmiScenarioEnv, tree_.file("amdsmi.txt", text).c_str(), 1);
+  }
+  /// Lines of the fake's event log equal to `what` ("init", "shutdown", ...).
+  int count(const std::string& what) const {
+    std::ifstream in(log_);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) n += line == what ? 1 : 0;
+    return n;
+  }
+
+ private:
+  TempTree& tree_;
+  std::string log_;
+};
+
+constexpr const char* kTwoGpus =
+    "version=26.1.0\ndevices=2\ndevice.0.bdf=0000:03:00.0\ndevice.1.bdf=0000:04:00.0\n";
+
+TEST(Doctor, AmdSmiLibraryVersionAndGpusThroughTheBackendThenShutDown) {
+  Machine m;
+  m.options.probes = {"amd"};
+  FakeAmdSmiLib lib(m.tree());
+  lib.scenario(kTwoGpus);
+  m.options.amd_library = fakes::kFakeAmdSmiLib;
+  auto r = m.run();
+  const auto* f = find(r, "amd", "amd_smi_library", Status::ok);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->detail.find("AMD SMI library 26.1.0 (struct layout v26, known)"), std::string::npos)
+      << f->detail;
+  EXPECT_NE(f->detail.find("2 GPU(s): 0000:03:00.0, 0000:04:00.0"), std::string::npos) << f->detail;
+  EXPECT_EQ(lib.count("init"), 1);
+  EXPECT_EQ(lib.count("shutdown"), 1);  // what the doctor initialized, it ended
+  const auto* source = find(r, "amd", "source", Status::info);
+  ASSERT_NE(source, nullptr) << dump(r);
+  EXPECT_NE(source->detail.find("auto takes the library"), std::string::npos) << dump(r);
+  EXPECT_TRUE(r.fully_readable()) << dump(r);
+
+  // A ROCm 6.x library (23.x/24.x) is known too.
+  lib.scenario("version=24.6.0\ndevices=1\n");
+  r = m.run();
+  f = find(r, "amd", "amd_smi_library", Status::ok);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->detail.find("24.6.0 (struct layout v6, known)"), std::string::npos) << f->detail;
+}
+
+TEST(Doctor, AmdSmiLibraryUsedByTheHostProgramIsNotShutDown) {
+  Machine m;
+  m.options.probes = {"amd"};
+  FakeAmdSmiLib lib(m.tree());
+  lib.scenario(kTwoGpus);
+  m.options.amd_library = fakes::kFakeAmdSmiLib;
+  {
+    auto host = DynamicLibrary::load(fakes::kFakeAmdSmiLib);  // loaded before gpustream
+    const auto r = m.run();
+    const auto* f = find(r, "amd", "amd_smi_library", Status::ok);
+    ASSERT_NE(f, nullptr) << dump(r);
+    EXPECT_NE(f->detail.find("not shut down"), std::string::npos) << f->detail;
+    EXPECT_EQ(lib.count("shutdown"), 0);  // the host guard: the program keeps it initialized
+    EXPECT_EQ(host.required<std::uint32_t()>("amdsmi_shut_down")(), 0u);  // still up to end
+  }
+  // Without the host, the doctor's own init is ended again.
+  const auto r = m.run();
+  const auto* f = find(r, "amd", "amd_smi_library", Status::ok);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_EQ(f->detail.find("not shut down"), std::string::npos) << f->detail;
+  EXPECT_EQ(lib.count("init"), lib.count("shutdown"));
+}
+
+TEST(Doctor, UnknownAmdSmiLibraryVersionSaysWhyAndTheSupportedReleases) {
+  Machine m;
+  m.options.probes = {"amd"};
+  m.gpu("0000:03:00.0", "amdgpu", 0);
+  FakeAmdSmiLib lib(m.tree());
+  lib.scenario("version=25.3.0\ndevices=1\n");
+  m.options.amd_library = fakes::kFakeAmdSmiLib;
+  m.options.amd_source = "library";  // the only source: a blocker
+  auto r = m.run();
+  const auto* f = find(r, "amd", "amd_smi_library", Status::blocker);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->detail.find("version 25.3 is not one gpustream knows"), std::string::npos)
+      << f->detail;
+  EXPECT_NE(f->fix.find("ROCm 6.0-6.3"), std::string::npos) << f->fix;
+  EXPECT_NE(f->fix.find("ROCm 7.x"), std::string::npos) << f->fix;
+  EXPECT_EQ(lib.count("init"), lib.count("shutdown"));
+
+  m.options.amd_source = "auto";  // auto passes it over to sysfs: a warning
+  r = m.run();
+  ASSERT_NE(find(r, "amd", "amd_smi_library", Status::warn), nullptr) << dump(r);
+  EXPECT_NE(find(r, "amd", "source", Status::info)->detail.find("auto takes sysfs"),
+            std::string::npos)
+      << dump(r);
+  EXPECT_TRUE(r.fully_readable()) << dump(r);
+
+  lib.scenario("version=26.1.0\ndevices=1\n");  // a supported release
+  m.options.amd_source = "library";
+  r = m.run();
+  EXPECT_EQ(find(r, "amd", "amd_smi_library", Status::blocker), nullptr) << dump(r);
+  EXPECT_NE(find(r, "amd", "amd_smi_library", Status::ok), nullptr) << dump(r);
+  EXPECT_TRUE(r.fully_readable()) << dump(r);
+}
+
+TEST(Doctor, AmdSmiInitFailureIsABlockerWithItsFix) {
+  Machine m;
+  m.options.probes = {"amd"};
+  m.gpu("0000:03:00.0", "amdgpu", 0);
+  FakeAmdSmiLib lib(m.tree());
+  lib.scenario("init_fail=DRIVER_NOT_LOADED\n");
+  m.options.amd_library = fakes::kFakeAmdSmiLib;
+  m.options.amd_source = "library";
+  auto r = m.run();
+  const auto* f = find(r, "amd", "amd_smi_library", Status::blocker);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->detail.find("amdsmi_init(AMDSMI_INIT_AMD_GPUS)"), std::string::npos) << f->detail;
+  EXPECT_NE(f->detail.find("AMDSMI_STATUS_DRIVER_NOT_LOADED"), std::string::npos) << f->detail;
+  EXPECT_NE(f->fix.find("modprobe amdgpu"), std::string::npos) << f->fix;
+
+  lib.scenario("init_fail=NO_PERM\n");
+  r = m.run();
+  f = find(r, "amd", "amd_smi_library", Status::blocker);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->fix.find("usermod -aG render,video"), std::string::npos) << f->fix;
+
+  lib.scenario("devices=1\n");
+  r = m.run();
+  EXPECT_EQ(find(r, "amd", "amd_smi_library", Status::blocker), nullptr) << dump(r);
+  EXPECT_NE(find(r, "amd", "amd_smi_library", Status::ok), nullptr) << dump(r);
+}
+
+TEST(Doctor, MissingAmdSmiLibraryBlocksOnlyWhenTheSourceIsLibrary) {
+  Machine m;
+  m.options.probes = {"amd"};
+  m.gpu("0000:03:00.0", "amdgpu", 0);
+  m.options.amd_source = "library";
+  auto r = m.run();
+  const auto* f = find(r, "amd", "amd_smi_library", Status::blocker);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_NE(f->detail.find("no/libamd_smi.so"), std::string::npos) << f->detail;
+  EXPECT_NE(f->fix.find("--amd-smi-library"), std::string::npos) << f->fix;
+  EXPECT_FALSE(r.fully_readable());
+
+  m.options.amd_source = "auto";  // the library is optional: sysfs is the source
+  r = m.run();
+  EXPECT_EQ(find(r, "amd", "amd_smi_library", Status::blocker), nullptr) << dump(r);
+  EXPECT_NE(find(r, "amd", "amd_smi_library", Status::info), nullptr) << dump(r);
+  EXPECT_TRUE(r.fully_readable()) << dump(r);
+
+  m.options.amd_source = "cli";  // not looked at; amd-smi is what is needed
+  r = m.run();
+  EXPECT_EQ(find(r, "amd", "amd_smi_library", Status::blocker), nullptr) << dump(r);
+  EXPECT_NE(find(r, "amd", "amd_smi", Status::blocker), nullptr) << dump(r);
 }
 
 TEST(Doctor, MacmonVersionAndNotMacos) {

@@ -2,7 +2,8 @@
 // machine, what it found, what blocks it, and the exact fix.
 //
 // Read-only and fast: bounded file reads (machine_view.hpp), one version run per vendor tool
-// (with a timeout), one init/shutdown of NVML and of the Level Zero loader; no sampling.
+// (with a timeout), one init/shutdown of NVML, of the AMD SMI library and of the Level Zero
+// loader; no sampling.
 //
 // Each Finding is {probe, check, status, detail, fix}. Status: `ok` (works), `info` (a fact,
 // nothing to do), `warn` (degraded or to know: nothing here stops a GPU from being read fully),
@@ -10,8 +11,10 @@
 // applied). Report::fully_readable() is "no blocker": the CLI's exit code 0, else 1.
 //
 // Thread safety: run_doctor is reentrant apart from the vendor libraries' own process-wide
-// init (NVML, Level Zero: do not run it beside a probe using them with different paths).
-// Cancellation: none; every step is bounded (tools and NVML by `tool_timeout`).
+// init (NVML, Level Zero: do not run it beside a probe using them with different paths; the AMD
+// SMI library is shared with such a probe through the backend's own loader and its host guard).
+// Cancellation: none; every step is bounded (tools, NVML and the AMD SMI library by
+// `tool_timeout`).
 #pragma once
 
 #include <chrono>
@@ -61,11 +64,12 @@ struct Options {
   std::string amd_smi = "amd-smi";
   std::string rocm_smi = "rocm-smi";
   std::string amd_source = "auto";                       // amd.source
+  std::string amd_library = "libamd_smi.so";             // amd.library (--amd-smi-library)
   std::string level_zero_library = "libze_loader.so.1";  // "": Level Zero disabled
   std::string macmon;                                    // "": not configured (read only on macOS)
   int simulate = 0;
-  /// Each tool's version run is killed after this long; NVML's init, version and count calls
-  /// are waited for this long.
+  /// Each tool's version run is killed after this long; NVML's and the AMD SMI library's init,
+  /// version and count calls are waited for this long.
   std::chrono::milliseconds tool_timeout{3000};
   /// The environment as the program had it when it started (ZES_ENABLE_SYSMAN, container,
   /// KUBERNETES_SERVICE_HOST). Unset: the current environment.
@@ -73,7 +77,7 @@ struct Options {
 };
 
 /// The options for `config`: paths, probes, simulate and each probe's section (nvidia.library,
-/// nvidia.nvidia_smi, amd.amd_smi, amd.rocm_smi, amd.source, intel.level_zero_library,
+/// nvidia.nvidia_smi, amd.amd_smi, amd.rocm_smi, amd.source, amd.library, intel.level_zero_library,
 /// apple.macmon). Throws std::invalid_argument for a bad setting, like the probe factories.
 Options options_from_config(const Config& config);
 

@@ -18,7 +18,9 @@ using boost::system::error_code;
 
 namespace {
 
-LogOnce g_log_once;
+// One "logged once" record for the whole process: the hub's warnings are about the process's
+// situation (e.g. a listener), not about one hub.
+LogOnce g_log_once;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 std::chrono::milliseconds sweep_period(const ServerLimits& l) {
   const auto shortest = std::min({l.write_timeout, l.slow_client_timeout, l.tcp_idle_timeout});
@@ -40,9 +42,9 @@ ServerOptions sane(ServerOptions o) {
 
 }  // namespace
 
-Hub::Hub(asio::any_io_executor ex, SnapshotChannel& channel, ServerOptions options,
+Hub::Hub(const asio::any_io_executor& ex, SnapshotChannel& channel, ServerOptions options,
          Server::StatsSource stats)
-    : strand_(asio::make_strand(std::move(ex))),
+    : strand_(asio::make_strand(ex)),
       channel_(channel),
       options_(sane(std::move(options))),
       stats_(std::move(stats)),

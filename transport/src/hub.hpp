@@ -28,7 +28,7 @@ namespace gpustream::transport {
 
 class Hub : public std::enable_shared_from_this<Hub> {
  public:
-  Hub(boost::asio::any_io_executor ex, SnapshotChannel& channel, ServerOptions options,
+  Hub(const boost::asio::any_io_executor& ex, SnapshotChannel& channel, ServerOptions options,
       Server::StatsSource stats);
   ~Hub();
 

@@ -201,7 +201,7 @@ void NatsBridge::start() {
   so.filter = options_.filter;
   so.policy = Backpressure::drop_oldest;
   so.capacity = options_.queue_capacity;
-  queue_ = channel_.subscribe_queue(std::move(so));
+  queue_ = channel_.subscribe_queue(so);
   stopping_ = false;
   thread_ = std::thread([this, q = queue_] { run(q); });
 }

@@ -29,7 +29,7 @@ std::vector<std::string> missing(const std::vector<std::string>& asked,
 
 StreamSession::StreamSession(std::shared_ptr<Hub> hub, ConnKind kind,
                              boost::asio::ip::address peer)
-    : Connection(kind, peer), hub_(std::move(hub)), rate_timer_(hub_->strand()) {}
+    : Connection(kind, std::move(peer)), hub_(std::move(hub)), rate_timer_(hub_->strand()) {}
 
 StreamSession::~StreamSession() {
   if (registered_) {

@@ -46,7 +46,7 @@ using nvmlEventSet_t = nvmlEventSet_st*;
 
 namespace {
 
-constexpr nvmlReturn_t kNotSupported = 3, kTimeout = 10;
+constexpr nvmlReturn_t kTimeout = 10;  // kNotSupported and the others: fake_nvml_state.hpp
 
 /// The event sets and the waiters, under a lock of their own: a wait does not block the other
 /// NVML functions.

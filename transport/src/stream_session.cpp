@@ -27,8 +27,7 @@ std::vector<std::string> missing(const std::vector<std::string>& asked,
 
 }  // namespace
 
-StreamSession::StreamSession(std::shared_ptr<Hub> hub, ConnKind kind,
-                             boost::asio::ip::address peer)
+StreamSession::StreamSession(std::shared_ptr<Hub> hub, ConnKind kind, boost::asio::ip::address peer)
     : Connection(kind, std::move(peer)), hub_(std::move(hub)), rate_timer_(hub_->strand()) {}
 
 StreamSession::~StreamSession() {

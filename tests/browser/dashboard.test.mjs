@@ -15,14 +15,16 @@
 // SERVER_COMMAND must contain the word {listen}; it is replaced by 127.0.0.1:0 for the first
 // start (the server prints "listening http HOST:PORT" on stdout) and by the same address and
 // port for the restart. Exit status 0 when every check passed, 1 otherwise.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+import {
+  ServerProcess, STEP_MS, check, launchBrowser, loadChromium, runWithLimit, waitForState,
+} from './harness.mjs';
+
 const HARD_LIMIT_MS = 120_000;
 const NETWORK_ERROR = /ERR_CONNECTION_REFUSED|WebSocket connection|Failed to load resource/;
-const STEP_MS = 30_000;
 
 function parseArgs(argv) {
   const o = { screenshot: null, chromium: '/usr/bin/chromium', tokenFlag: null, command: [] };
@@ -40,54 +42,6 @@ function parseArgs(argv) {
   return o;
 }
 
-/// A running server process; `address` is set once it printed "listening http HOST:PORT".
-class ServerProcess {
-  constructor(command, listen, extra = []) {
-    const argv = command.map((w) => w.replaceAll('{listen}', listen)).concat(extra);
-    this.output = '';
-    this.exited = null;
-    this.proc = spawn(argv[0], argv.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
-    this.address = new Promise((resolve, reject) => {
-      const onData = (chunk) => {
-        this.output += chunk.toString();
-        const m = /listening http (\S+)/.exec(this.output);
-        if (m) resolve(m[1]);
-      };
-      this.proc.stdout.on('data', onData);
-      this.proc.stderr.on('data', (c) => { this.output += c.toString(); });
-      this.proc.on('error', reject);
-      this.proc.on('exit', (code, signal) => {
-        this.exited = { code, signal };
-        const how = code ?? signal;
-        reject(new Error(`the server exited (${how}) before listening:\n${this.output}`));
-      });
-    });
-  }
-
-  /// SIGTERM, and the exit status; SIGKILL if it does not exit within 10 s.
-  async stop() {
-    if (this.exited) return this.exited;
-    const done = new Promise((resolve) => {
-      this.proc.once('exit', (code, signal) => resolve({ code, signal }));
-    });
-    this.proc.kill('SIGTERM');
-    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 10_000);
-    const r = await done;
-    clearTimeout(timer);
-    return r;
-  }
-}
-
-function check(cond, what) {
-  if (!cond) throw new Error(`check failed: ${what}`);
-  console.log(`ok - ${what}`);
-}
-
-/// Waits until the page's connection indicator is in `state`.
-function waitForState(page, state) {
-  return page.waitForFunction((s) => document.getElementById('conn').dataset.state === s, state);
-}
-
 /// Text of the four tiles of every card, and its update counter.
 async function readCards(page) {
   return page.$$eval('.card', (cards) => cards.map((c) => ({
@@ -99,13 +53,8 @@ async function readCards(page) {
 
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
-  let chromium;
-  try {
-    ({ chromium } = await import('playwright-core'));
-  } catch (e) {
-    console.error('FAILED: playwright-core is not installed; run `npm ci` in tests/browser');
-    return 1;
-  }
+  const chromium = await loadChromium();
+  if (!chromium) return 1;
   const failures = [];
   const consoleErrors = [];
   const pageErrors = [];
@@ -116,13 +65,7 @@ async function main() {
   try {
     const address = await server.address;
     console.log(`server listening on ${address}`);
-    context = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: opts.chromium,
-      headless: true,
-      viewport: { width: 1280, height: 1000 },
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-        '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    context = await launchBrowser(chromium, opts.chromium, userDataDir);
     const page = context.pages()[0] || await context.newPage();
     page.setDefaultTimeout(STEP_MS);
     page.on('console', (msg) => {
@@ -234,14 +177,4 @@ async function main() {
   return 0;
 }
 
-const hard = setTimeout(() => {
-  console.error(`FAILED: the test did not finish within ${HARD_LIMIT_MS / 1000} s`);
-  process.exit(1);
-}, HARD_LIMIT_MS);
-main().then((code) => {
-  clearTimeout(hard);
-  process.exit(code);
-}, (e) => {
-  console.error(`FAILED: ${e.stack || e}`);
-  process.exit(1);
-});
+runWithLimit(main, HARD_LIMIT_MS);

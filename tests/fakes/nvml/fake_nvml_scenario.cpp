@@ -178,6 +178,8 @@ Scenario parse_scenario(const std::string& text, std::string* error) {
         s.init_fail = code_of(v);
       } else if (k == "driver_version") {
         s.driver_version = v;
+      } else if (k == "event_trigger") {
+        s.event_trigger = v;
       } else if (k == "rotate_on_init") {
         s.rotate_on_init = v == "1" || v == "true";
       } else if (k.rfind("fail.", 0) == 0) {

@@ -12,6 +12,12 @@
 //   init_fail=CODE             nvmlInit answers CODE
 //   rotate_on_init=1           the index order rotates by one at every init (UUIDs stay)
 //   driver_version=TEXT        what nvmlSystemGetDriverVersion answers (default 535.183.01-fake)
+//   event_trigger=PATH         an out-of-process way to fire events (fake_nvml_events.cpp):
+//                              when the file PATH exists, the next nvmlEventSetWait_v2 reads
+//                              it (device=SLOT, type=xid|ecc_single|ecc_double|pstate|clock|
+//                              power_source|MASK, data=N, count=N; one per line), removes it
+//                              and delivers those events once. Write it elsewhere and rename it
+//                              to PATH, so that it is never read half-written.
 //   fail.<function>=CODE       that function answers CODE on every device
 //   device.<i>.mig_mode=0|1    MIG mode (unset: the GPU has no MIG); mig_pending=0|1, max_mig=N
 //   device.<i>.mig.<k>.<key>   MIG instance at MIG device index k: gi, ci, profile, uuid,
@@ -123,6 +129,7 @@ struct Scenario {
   int init_fail = 0;
   bool rotate_on_init = false;
   std::string driver_version = "535.183.01-fake";
+  std::string event_trigger;  // event_trigger=PATH (empty: none)
   std::map<std::string, int> fail;
 };
 

@@ -106,6 +106,22 @@ async def case_limit_keeps_metrics(server):
             s.close()
 
 
+def slow_disconnects(server):
+    with urllib.request.urlopen(f"http://{server.http}/metrics", timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith("gpustream_server_slow_clients_disconnected_total "):
+                return float(line.split()[1])
+    return 0.0
+
+
+async def wait_for_slow_disconnects(server, n, timeout):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while await asyncio.to_thread(slow_disconnects, server) < n:
+        check(asyncio.get_running_loop().time() < deadline,
+              f"the server did not disconnect {n} slow clients within {timeout} s")
+        await asyncio.sleep(0.1)
+
+
 async def case_end_slow_client(server):
     """A client that does not read is disconnected with an `error` first, and its last TCP line
     is whole (issue 18, item 13)."""
@@ -115,7 +131,12 @@ async def case_end_slow_client(server):
         await expect(c, "hello", skip=())
         c.stall()
         conns.append(c)
-    await asyncio.sleep(15)  # queue full for 5 s, write stalled for 10 s: gone either way
+    # The queue stays full for 5 s: the server queues an `error` behind the message it is
+    # writing and closes gracefully. Resume as soon as it says so: waiting longer would let the
+    # stalled write reach its own 10 s bound, and that abort resets the connection (no error can
+    # reach a client that does not read). How early the write stalls depends on the message
+    # sizes, so a fixed sleep is a race.
+    await wait_for_slow_disconnects(server, len(conns), timeout=30)
     for c in conns:
         c.resume()
         got, how = await until_closed(c, timeout=20)

@@ -61,9 +61,11 @@ void deflate_into(std::string& out, std::string_view in, int level) {
   out.resize(start + zs.total_out);
 }
 
-/// Inflates `in`, expecting exactly `expected` bytes (<= the limit): never more is produced.
+/// Inflates `in`, expecting exactly `expected` bytes (<= the limit): never more than one byte
+/// beyond is produced. The spare byte matters: with an output buffer exactly filled, Beast's
+/// inflate_stream can stop with need_buffers before it has read the stream's end marker.
 std::string inflate_exact(std::string_view in, std::size_t expected) {
-  std::string out(expected, '\0');
+  std::string out(expected + 1, '\0');
   zlib::inflate_stream is;
   zlib::z_params zs;
   zs.next_in = in.data();
@@ -77,6 +79,7 @@ std::string inflate_exact(std::string_view in, std::size_t expected) {
   if (ec != zlib::error::end_of_stream || zs.total_out != expected || zs.avail_in != 0)
     throw BusError("bus message: the body does not inflate to the declared " +
                    std::to_string(expected) + " bytes");
+  out.resize(expected);
   return out;
 }
 

@@ -11,6 +11,8 @@
 #   --seconds N       run time per target (default 12)
 #   --targets a,b     only these targets (default: every target in fuzz/targets.cmake)
 #   --jobs N          libFuzzer -jobs=N -workers=N (parallel runs of one target; default 1)
+#   --parallel N      run N targets side by side, each for --seconds (default 1; scripts/test.sh
+#                     runs as many as there are cores)
 #   --build-dir DIR   the normal build tree whose static libraries are linked (default build)
 #   --fuzz-dir DIR    the fuzz build tree (default build-fuzz)
 #   --merge           after running, merge each target's new inputs into fuzz/corpus/<target>
@@ -26,6 +28,7 @@ cd "$here"
 seconds=12
 targets=""
 jobs=1
+parallel=1
 build_dir=build
 fuzz_dir=build-fuzz
 merge=0
@@ -36,12 +39,13 @@ while [ $# -gt 0 ]; do
     --seconds) seconds="$2"; shift ;;
     --targets) targets="$2"; shift ;;
     --jobs) jobs="$2"; shift ;;
+    --parallel) parallel="$2"; shift ;;
     --build-dir) build_dir="$2"; shift ;;
     --fuzz-dir) fuzz_dir="$2"; shift ;;
     --merge) merge=1 ;;
     --build-only) build_only=1 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -93,40 +97,64 @@ seeds_of() {  # extra read-only seed directories for a target
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-failed=()
-report=()
-for t in $targets; do
-  work="$fuzz_dir/corpus/$t"
-  artifacts="$fuzz_dir/artifacts/$t/"
-  log="$fuzz_dir/logs/$t.log"
+# run_one TARGET: one libFuzzer run; its outcome goes to <fuzz-dir>/logs/TARGET.result
+# ("ok <line>" or "failed <line>"), so runs can go side by side.
+run_one() {
+  local t="$1"
+  local work="$fuzz_dir/corpus/$t"
+  local artifacts="$fuzz_dir/artifacts/$t/"
+  local log="$fuzz_dir/logs/$t.log"
   mkdir -p "$work" "$artifacts" "$(dirname "$log")"
-  dirs=("$work" "fuzz/corpus/$t")
+  local dirs=("$work" "fuzz/corpus/$t")
+  local d
   for d in $(seeds_of "$t"); do [ -d "$d" ] && dirs+=("$d"); done
-  args=(-max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$artifacts"
+  local args=(-max_total_time="$seconds" -print_final_stats=1 -artifact_prefix="$artifacts"
     -timeout=10 -rss_limit_mb=2048 -max_len=16384)
   if [ "$jobs" -gt 1 ]; then args+=(-jobs="$jobs" -workers="$jobs"); fi
-  echo "---- fuzz_$t (${seconds} s)"
-  set +e
-  "$fuzz_dir/fuzz_$t" "${args[@]}" "${extra[@]}" "${dirs[@]}" > "$log" 2>&1
-  rc=$?
-  set -e
-  execs="$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}')"
-  rate="$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{s += $2} END {print s + 0}')"
-  cov="$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | awk '{print $2}')"
+  local rc=0
+  "$fuzz_dir/fuzz_$t" "${args[@]}" "${extra[@]}" "${dirs[@]}" > "$log" 2>&1 || rc=$?
+  local execs rate cov
+  execs="$(grep -E '^stat::number_of_executed_units' "$log" | awk '{s += $2} END {print s + 0}' || true)"
+  rate="$(grep -E '^stat::average_exec_per_sec' "$log" | awk '{s += $2} END {print s + 0}' || true)"
+  cov="$(grep -oE 'cov: [0-9]+' "$log" | tail -1 | awk '{print $2}' || true)"
   if [ "$rc" -ne 0 ]; then
-    failed+=("$t")
-    report+=("$(printf '%-16s FAILED (exit %s) — see %s' "$t" "$rc" "$log")")
-    grep -E 'ERROR:|runtime error|FUZZ_CHECK|terminate called|Test unit written' "$log" | head -5 || true
+    printf 'failed %-16s FAILED (exit %s) — see %s\n' "$t" "$rc" "$log" > "$log.result"
   else
-    report+=("$(printf '%-16s %9s runs %8s exec/s  cov %s' "$t" "$execs" "$rate" "${cov:-?}")")
+    printf 'ok %-16s %9s runs %8s exec/s  cov %s\n' "$t" "$execs" "$rate" "${cov:-?}" > "$log.result"
   fi
   if [ "$merge" -eq 1 ] && [ "$rc" -eq 0 ]; then
     "$fuzz_dir/fuzz_$t" -merge=1 -max_len=16384 "fuzz/corpus/$t" "$work" > "$log.merge" 2>&1
   fi
+}
+
+running=0
+for t in $targets; do
+  rm -f "$fuzz_dir/logs/$t.log.result"
+  echo "---- fuzz_$t (${seconds} s)"
+  run_one "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$parallel" ]; then wait -n || true; running=$((running - 1)); fi
+done
+wait || true
+
+failed=()
+report=()
+for t in $targets; do
+  log="$fuzz_dir/logs/$t.log"
+  if [ ! -f "$log.result" ]; then
+    failed+=("$t"); report+=("$(printf '%-16s FAILED (no result) — see %s' "$t" "$log")")
+    continue
+  fi
+  read -r status line < "$log.result"
+  report+=("$line")
+  if [ "$status" != ok ]; then
+    failed+=("$t")
+    grep -E 'ERROR:|runtime error|FUZZ_CHECK|terminate called|Test unit written' "$log" | head -5 || true
+  fi
 done
 
 echo
-echo "fuzz.sh: $(echo $targets | wc -w) targets, ${seconds} s each, $(( $(date +%s) - t2 )) s in all"
+echo "fuzz.sh: $(echo $targets | wc -w) targets, ${seconds} s each, $parallel at a time, $(( $(date +%s) - t2 )) s in all"
 for r in "${report[@]}"; do echo "  $r"; done
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz.sh: crashes in: ${failed[*]}. Fix the parser, then copy the input from" >&2

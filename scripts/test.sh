@@ -151,7 +151,7 @@ if [ "$quick" -eq 0 ]; then
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_ctest build-tsan -L tsan
 
   step "fuzz targets, 12 s each (build-fuzz/)"
-  if scripts/fuzz.sh --seconds 12 --build-dir build --fuzz-dir build-fuzz; then
+  if scripts/fuzz.sh --seconds 12 --parallel "$jobs" --build-dir build --fuzz-dir build-fuzz; then
     summary+=("build-fuzz: every fuzz target ran 12 s without a crash")
   else
     total_fail=$((total_fail + 1))

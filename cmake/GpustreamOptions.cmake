@@ -20,6 +20,9 @@ option(GPUSTREAM_INSTALL_DEBUG_INFO
   OFF)
 option(GPUSTREAM_USE_PCH "Precompile the heavy Boost headers" ON)
 option(GPUSTREAM_WERROR "Treat warnings as errors" OFF)
+option(GPUSTREAM_UNITY_BUILD
+  "Compile the libraries and the CLI in batches of sources (a unity build): less than half the CPU of a sanitizer build's library compile; scripts/test.sh uses it for build-asan/ and build-tsan/"
+  OFF)
 set(GPUSTREAM_SANITIZE "" CACHE STRING "Sanitizers: '', 'address,undefined' or 'thread'")
 
 if(NOT CMAKE_CXX_COMPILER_LAUNCHER)
@@ -57,3 +60,13 @@ if(GPUSTREAM_SANITIZE)
   # the PCH would hide is still caught by scripts/lint.sh, which compiles each changed file
   # without the PCH.
 endif()
+
+# gpustream_unity(target): the target's sources compiled in batches of 8 when
+# GPUSTREAM_UNITY_BUILD is on. Each batch is one translation unit, so names in anonymous
+# namespaces must be unique across a target's files (a clash is a compile error in the
+# sanitizer builds). Measured on 10 probe sources under ASan: 42.2 → 17.7 CPU s.
+function(gpustream_unity target)
+  if(GPUSTREAM_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+  endif()
+endfunction()

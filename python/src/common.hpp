@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -24,6 +25,16 @@
 namespace gpustream::python {
 
 namespace py = pybind11;
+
+/// A name (an enum's to_string, a key) as a Python str.
+inline py::str name_of(std::string_view s) { return py::str(s.data(), s.size()); }
+
+/// An optional enum as its name, or None.
+template <typename E>
+py::object opt_name(const std::optional<E>& e) {
+  if (!e) return py::none();
+  return name_of(to_string(*e));
+}
 
 /// A boost::json::value (the SDK's encoder output) as plain Python objects (dict keeps the
 /// encoder's key order).

@@ -56,14 +56,6 @@ Metric metric_arg(const std::string& name) {
   throw py::value_error("unknown metric '" + name + "' (known: " + known + ")");
 }
 
-template <typename E>
-py::object opt_name(const std::optional<E>& e) {
-  if (!e) return py::none();
-  return py::str(std::string(to_string(*e)));
-}
-
-py::str name_of(std::string_view s) { return py::str(s.data(), s.size()); }
-
 py::dict present_metrics(const DeviceSample& d) {
   py::dict out;
   for (std::size_t i = 0; i < kMetricCount; ++i) {

@@ -9,14 +9,6 @@ namespace gpustream::python {
 
 namespace {
 
-py::str name_of(std::string_view s) { return py::str(s.data(), s.size()); }
-
-template <typename E>
-py::object opt_name(const std::optional<E>& e) {
-  if (!e) return py::none();
-  return name_of(to_string(*e));
-}
-
 py::dict metric_summaries(const DeviceWindowSummary& d) {
   py::dict out;
   for (const auto& [metric, s] : d.metrics) out[name_of(to_string(metric))] = s;
@@ -50,10 +42,13 @@ void bind_summary(py::module_& m) {
                              [](const DeviceWindowSummary& d) { return opt_name(d.energy_kind); })
       .def_readonly("energy_counter_resets", &DeviceWindowSummary::energy_counter_resets)
       .def_property_readonly(
-          "begin_edge", [](const DeviceWindowSummary& d) { return std::string(to_string(d.begin_edge)); },
-          "How the begin edge was obtained: sampled, interpolated, held, unknown (none: channel-only)")
+          "begin_edge",
+          [](const DeviceWindowSummary& d) { return std::string(to_string(d.begin_edge)); },
+          "How the begin edge was obtained: sampled, interpolated, held, unknown (none: "
+          "channel-only)")
       .def_property_readonly(
-          "end_edge", [](const DeviceWindowSummary& d) { return std::string(to_string(d.end_edge)); })
+          "end_edge",
+          [](const DeviceWindowSummary& d) { return std::string(to_string(d.end_edge)); })
       .def_readonly("begin_edge_ns", &DeviceWindowSummary::begin_edge_ns)
       .def_readonly("end_edge_ns", &DeviceWindowSummary::end_edge_ns)
       .def_readonly("estimated_joules", &DeviceWindowSummary::estimated_joules);

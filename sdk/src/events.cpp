@@ -19,11 +19,6 @@ namespace {
 constexpr std::array<std::string_view, kEventKindCount> kKinds{
     "xid", "ecc_single_bit", "ecc_double_bit", "clock_event", "power_source", "pstate", "other"};
 
-template <typename T>
-bool contains(const std::vector<T>& v, const T& x) {
-  return std::find(v.begin(), v.end(), x) != v.end();
-}
-
 }  // namespace
 
 std::string_view to_string(EventKind k) noexcept {
@@ -59,8 +54,12 @@ class EventSubscriber : public std::enable_shared_from_this<EventSubscriber> {
         channel_dropped_(std::move(channel_dropped)) {}
 
   bool matches(const GpuEvent& e) const {
-    if (!options_.probes.empty() && !contains(options_.probes, e.probe)) return false;
-    if (!options_.devices.empty() && !contains(options_.devices, e.device_id)) return false;
+    if (!options_.probes.empty() &&
+        std::ranges::find(options_.probes, e.probe) == options_.probes.end())
+      return false;
+    if (!options_.devices.empty() &&
+        std::ranges::find(options_.devices, e.device_id) == options_.devices.end())
+      return false;
     return true;
   }
 

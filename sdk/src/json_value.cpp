@@ -12,21 +12,30 @@
 
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
+#include "json_lossy.hpp"
 
 namespace gpustream {
+
+void detail::note_lossy(std::string_view what, std::string_view where) {
+  static LogOnce once;
+  if (once.first(std::string(what)))
+    logger()->warn("json: {} (first seen at {}); written in a JSON-safe form", what, where);
+}
+
+Reading detail::writable(const Reading& r, std::string_view where) {
+  if (r.has_value() && !std::isfinite(r.value())) {
+    note_lossy("non-finite metric value", where);
+    return Reading::missing(Absence::unsupported, r.source());
+  }
+  return r;
+}
+
 namespace {
 
 namespace json = boost::json;
 
-LogOnce& lossy_log() {
-  static LogOnce once;
-  return once;
-}
-
-void note_lossy(std::string_view what, std::string_view where) {
-  if (lossy_log().first(std::string(what)))
-    logger()->warn("json: {} (first seen at {}); written in a JSON-safe form", what, where);
-}
+using detail::note_lossy;
+using detail::writable;
 
 json::string_view sv(std::string_view s) noexcept { return {s.data(), s.size()}; }
 
@@ -48,14 +57,6 @@ json::value optional_number(const std::optional<double>& v, std::string_view whe
   if (v && std::isfinite(*v)) return json::value(*v);
   if (v) note_lossy("non-finite number", where);
   return json::value(nullptr);
-}
-
-Reading writable(const Reading& r, std::string_view where) {
-  if (r.has_value() && !std::isfinite(r.value())) {
-    note_lossy("non-finite metric value", where);
-    return Reading::missing(Absence::unsupported, r.source());
-  }
-  return r;
 }
 
 json::value metric_value(Metric m, double v) {

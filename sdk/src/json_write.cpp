@@ -11,19 +11,13 @@
 
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
+#include "json_lossy.hpp"
 
 namespace gpustream {
 namespace {
 
-LogOnce& lossy_log() {
-  static LogOnce once;
-  return once;
-}
-
-void note_lossy(std::string_view what, std::string_view where) {
-  if (lossy_log().first(std::string(what)))
-    logger()->warn("json: {} (first seen at {}); written in a JSON-safe form", what, where);
-}
+using detail::note_lossy;
+using detail::writable;
 
 bool is_bytes_metric(Metric m) noexcept {
   static const auto kTable = [] {
@@ -33,15 +27,6 @@ bool is_bytes_metric(Metric m) noexcept {
     return t;
   }();
   return kTable[static_cast<std::size_t>(m)];
-}
-
-/// What a Reading is written as: a present non-finite value becomes absent ("unsupported").
-Reading writable(const Reading& r, std::string_view where) {
-  if (r.has_value() && !std::isfinite(r.value())) {
-    note_lossy("non-finite metric value", where);
-    return Reading::missing(Absence::unsupported, r.source());
-  }
-  return r;
 }
 
 /// Appends to a std::string through a raw cursor: the string is grown ahead and trimmed by
@@ -172,13 +157,27 @@ class Writer {
       }
       *p_++ = '\\';
       switch (c) {
-        case '"': *p_++ = '"'; break;
-        case '\\': *p_++ = '\\'; break;
-        case '\n': *p_++ = 'n'; break;
-        case '\r': *p_++ = 'r'; break;
-        case '\t': *p_++ = 't'; break;
-        case '\b': *p_++ = 'b'; break;
-        case '\f': *p_++ = 'f'; break;
+        case '"':
+          *p_++ = '"';
+          break;
+        case '\\':
+          *p_++ = '\\';
+          break;
+        case '\n':
+          *p_++ = 'n';
+          break;
+        case '\r':
+          *p_++ = 'r';
+          break;
+        case '\t':
+          *p_++ = 't';
+          break;
+        case '\b':
+          *p_++ = 'b';
+          break;
+        case '\f':
+          *p_++ = 'f';
+          break;
         default:
           *p_++ = 'u';
           *p_++ = '0';

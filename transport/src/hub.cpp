@@ -20,7 +20,7 @@ namespace {
 
 // One "logged once" record for the whole process: the hub's warnings are about the process's
 // situation (e.g. a listener), not about one hub.
-LogOnce g_log_once;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+LogOnce g_hub_log;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 std::chrono::milliseconds sweep_period(const ServerLimits& l) {
   const auto shortest = std::min({l.write_timeout, l.slow_client_timeout, l.tcp_idle_timeout});
@@ -59,7 +59,8 @@ void Hub::start() {
   std::weak_ptr<Hub> weak = weak_from_this();
   listener_ = std::make_shared<Listener>(strand_, options_.limits, registry_, metrics_,
                                          [weak](tcp::socket s, ConnKind kind) {
-                                           if (auto h = weak.lock()) h->on_accept(std::move(s), kind);
+                                           if (auto h = weak.lock())
+                                             h->on_accept(std::move(s), kind);
                                          });
   listener_->bind(options_.http, options_.tcp);
   http_bound_ = listener_->http_bound();
@@ -96,8 +97,7 @@ void Hub::start() {
   // clients start after them (resume with `since` to get them).
   const auto last = channel_.last_sequence();
   auto cur = cursor_.load();
-  while (cur < last && !cursor_.compare_exchange_weak(cur, last)) {
-  }
+  while (cur < last && !cursor_.compare_exchange_weak(cur, last)) {}
 
   asio::post(strand_, [self = shared_from_this()] {
     if (self->stopping_) return;
@@ -155,7 +155,7 @@ std::vector<ProbeStats> Hub::probe_stats() const {
   try {
     return stats_();
   } catch (const std::exception& e) {
-    if (g_log_once.first("stats"))
+    if (g_hub_log.first("stats"))
       logger()->warn("gpustream serve: stats source failed: {}", e.what());
     return {};
   }

@@ -13,7 +13,7 @@ using boost::system::error_code;
 
 namespace {
 
-LogOnce g_log_once;
+LogOnce g_accept_log;
 
 tcp::acceptor bind_one(const Strand& strand, const tcp::endpoint& ep) {
   tcp::acceptor a(strand);
@@ -86,7 +86,7 @@ void Listener::accept(ConnKind kind) {
     if (ec == asio::error::operation_aborted || self->closed_) return;
     if (ec) {
       // Out of file descriptors and the like: say it once, retry a little later (no busy loop).
-      if (g_log_once.first("accept:" + ec.message()))
+      if (g_accept_log.first("accept:" + ec.message()))
         logger()->warn("gpustream serve: accept failed: {} (retrying)", ec.message());
       auto t = std::make_shared<asio::steady_timer>(self->strand_, std::chrono::milliseconds{100});
       t->async_wait([self, t, kind](error_code) { self->accept(kind); });

@@ -57,12 +57,12 @@ std::string last_error(natsStatus s) {
 void on_connected(natsConnection*, void*) {}
 
 /// Owns the libnats connection of one run of the worker thread.
-class Connection {
+class NatsConnection {
  public:
-  explicit Connection(const NatsBridgeOptions& o) : options_(o) {}
-  ~Connection() { close(); }
-  Connection(const Connection&) = delete;
-  Connection& operator=(const Connection&) = delete;
+  explicit NatsConnection(const NatsBridgeOptions& o) : options_(o) {}
+  ~NatsConnection() { close(); }
+  NatsConnection(const NatsConnection&) = delete;
+  NatsConnection& operator=(const NatsConnection&) = delete;
 
   /// Creates the connection; it then (re)connects by itself. False when libnats refused the
   /// options or the URL (`error` says why); a server that is not there yet is not an error.
@@ -243,7 +243,7 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
   static LogOnce log_once;  // process-wide: one bridge per URL is the norm
   auto log = logger();
   const std::string url = redact_url_credentials(options_.url);  // for logs: no credentials
-  Connection conn(options_);
+  NatsConnection conn(options_);
   auto next_open = std::chrono::steady_clock::now();
   bool was_connected = false;
   bool ever_connected = false;

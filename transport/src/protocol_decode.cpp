@@ -6,41 +6,17 @@
 
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
+#include "protocol_fields.hpp"
 
 namespace gpustream::transport {
 namespace json = boost::json;
 
 namespace {
 
-[[noreturn]] void bad(std::string_view where, std::string_view what) {
-  throw JsonError("$." + std::string(where) + ": " + std::string(what));
-}
-
-const json::value* find(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && !v->is_null() ? v : nullptr;
-}
-
-std::string text(const json::object& o, std::string_view key, bool required = false) {
-  const auto* v = find(o, key);
-  if (!v) {
-    if (required) bad(key, "required key is missing");
-    return {};
-  }
-  if (!v->is_string()) bad(key, "expected a string");
-  return std::string(v->get_string());
-}
-
-std::uint64_t u64(const json::object& o, std::string_view key, bool required = false) {
-  const auto* v = find(o, key);
-  if (!v) {
-    if (required) bad(key, "required key is missing");
-    return 0;
-  }
-  if (v->is_uint64()) return v->get_uint64();
-  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-  bad(key, "expected a non-negative integer");
-}
+using fields::bad;
+using fields::find;
+using fields::text;
+using fields::u64;
 
 std::vector<std::string> texts(const json::object& o, std::string_view key) {
   std::vector<std::string> out;
@@ -103,7 +79,7 @@ Subscribed decode_subscribed(const json::object& o) {
 
 DeviceInfo device_info_from_json(const json::value& v) {
   const auto& d = object_at(v, "devices[]");
-  DeviceInfo info{text(d, "id", true), text(d, "vendor"), text(d, "name"), text(d, "probe"), 0,
+  DeviceInfo info{text(d, "id", true),  text(d, "vendor"), text(d, "name"), text(d, "probe"), 0,
                   text(d, "pci_bus_id")};
   if (const auto* i = find(d, "index")) {
     if (!i->is_int64() || i->get_int64() < INT32_MIN || i->get_int64() > INT32_MAX)

@@ -7,37 +7,10 @@
 
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
+#include "protocol_fields.hpp"
 
 namespace gpustream::transport {
 namespace json = boost::json;
-
-namespace {
-
-[[noreturn]] void bad(std::string_view key, std::string_view what) {
-  throw JsonError("$." + std::string(key) + ": " + std::string(what));
-}
-
-const json::value* find(const json::object& o, std::string_view key) {
-  const auto* v = o.if_contains(key);
-  return v && !v->is_null() ? v : nullptr;
-}
-
-std::string text(const json::object& o, std::string_view key) {
-  const auto* v = find(o, key);
-  if (!v) bad(key, "required key is missing");
-  if (!v->is_string()) bad(key, "expected a string");
-  return std::string(v->get_string());
-}
-
-std::uint64_t u64(const json::object& o, std::string_view key) {
-  const auto* v = find(o, key);
-  if (!v) bad(key, "required key is missing");
-  if (v->is_uint64()) return v->get_uint64();
-  if (v->is_int64() && v->get_int64() >= 0) return static_cast<std::uint64_t>(v->get_int64());
-  bad(key, "expected an unsigned integer");
-}
-
-}  // namespace
 
 json::object event_to_json(const GpuEvent& e) {
   json::object o;
@@ -63,17 +36,17 @@ GpuEvent parse_event_message(std::string_view text_in) {
   const json::value v = parse_json(text_in);
   if (!v.is_object()) throw JsonError("$: expected an object");
   const auto& o = v.get_object();
-  if (const auto* t = find(o, "type"); t && (!t->is_string() || t->get_string() != "event"))
-    bad("type", "expected \"event\"");
+  if (const auto* t = fields::find(o, "type"); t && (!t->is_string() || t->get_string() != "event"))
+    fields::bad("type", "expected \"event\"");
   GpuEvent e;
-  e.sequence = u64(o, "sequence");
-  const auto* t = find(o, "time_unix_ns");
-  if (!t || !t->is_int64()) bad("time_unix_ns", "expected an integer");
+  e.sequence = fields::u64(o, "sequence", true);
+  const auto* t = fields::find(o, "time_unix_ns");
+  if (!t || !t->is_int64()) fields::bad("time_unix_ns", "expected an integer");
   e.time_unix_ns = t->get_int64();
-  e.probe = text(o, "probe");
-  e.device_id = text(o, "device");
-  e.kind = event_kind_from_string(text(o, "kind")).value_or(EventKind::other);
-  if (find(o, "data")) e.data = u64(o, "data");
+  e.probe = fields::text(o, "probe", true);
+  e.device_id = fields::text(o, "device", true);
+  e.kind = event_kind_from_string(fields::text(o, "kind", true)).value_or(EventKind::other);
+  if (fields::find(o, "data")) e.data = fields::u64(o, "data", true);
   return e;
 }
 

@@ -68,5 +68,10 @@ endif()
 function(gpustream_unity target)
   if(GPUSTREAM_UNITY_BUILD)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 8)
+    # GCC warns when a class of one file of a batch holds a type from another file's anonymous
+    # namespace: true of the batch, not of the code (every file is its own unit elsewhere).
+    if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+      target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+    endif()
   endif()
 endfunction()

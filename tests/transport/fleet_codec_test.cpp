@@ -374,6 +374,106 @@ TEST(BusCodec, AFullBiggerThanTheWholeStateIsDecodedButNotKept) {
 namespace gpustream::transport::test {
 namespace {
 
+std::string read_source(const std::string& relative) {
+  std::ifstream f(std::string(GPUSTREAM_SOURCE_DIR) + "/" + relative, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+/// The seeds of the bus_decoder fuzz target (fuzz/corpus/bus_decoder/), made by the encoder from
+/// the real snapshots of the snapshot_json corpus: single messages (compressed and plain) and
+/// node states carrying a full then deltas against it.
+std::map<std::string, std::string> make_bus_seeds() {
+  std::map<std::string, std::string> out;
+  const GpuSnapshot a100 =
+      snapshot_from_json_string(read_source("fuzz/corpus/snapshot_json/protocol_example.json"));
+  const GpuSnapshot host =
+      snapshot_from_json_string(read_source("fuzz/corpus/snapshot_json/minimal_host.json"));
+  auto later = [](GpuSnapshot s, int t) {
+    s.time_unix_ns += t * 1'000'000'000LL;
+    for (auto& d : s.devices) {
+      d.metrics.set(Metric::utilization_percent, 10.0 * t, Source::nvml);
+      if (t == 2) d.processes.clear();
+    }
+    return s;
+  };
+  for (const bool compress : {true, false}) {
+    const std::string form = compress ? "z" : "p";
+    BusEncoder one("node-1", "gpustream/0.1.0", {.full_every = 1, .compress = compress});
+    out["full_a100_" + form + ".gsb"] = one.encode(a100);
+    out["full_host_" + form + ".gsb"] = one.encode(host);
+    BusEncoder seq("node-2", "gpustream/0.1.0", {.full_every = 3, .compress = compress});
+    std::map<std::string, std::string> messages;  // a node state of 4 messages of one stream
+    std::string state = "GSK1 4\n";
+    for (int t = 0; t < 4; ++t) {
+      const std::string& m = seq.encode(later(a100, t));
+      state += std::to_string(m.size()) + "\n" + m;
+    }
+    out["stream_a100_" + form + ".gsk"] = state;
+    (void)seq.encode(host);
+    out["state_" + form + ".gsk"] = encode_node_state(seq.last_fulls());
+  }
+  return out;
+}
+
+/// The regression input of the bus_decoder fuzz target for ADeltaWhoseEndBeastReadsPastInflates:
+/// a node state holding a full then the delta whose stream end Beast reads past.
+std::string lookahead_regression() {
+  BusEncoder enc("node-1", "a", {.full_every = 2});
+  GpuSnapshot s = sample(0, 1);
+  const std::string full = enc.encode(s);
+  s.devices[0].name = "changed";
+  const std::string delta = enc.encode(s);
+  return "GSK1 2\n" + std::to_string(full.size()) + "\n" + full + std::to_string(delta.size()) +
+         "\n" + delta;
+}
+
+// The committed seeds are what the encoder makes now (up to each encoder's random epoch):
+// every one decodes. GPUSTREAM_WRITE_BUS_SEEDS=1 rewrites them (after an encoding change).
+TEST(BusCodec, FuzzSeedsAreDecodableEncoderOutput) {
+  const std::string dir = std::string(GPUSTREAM_SOURCE_DIR) + "/fuzz/corpus/bus_decoder";
+  const auto seeds = make_bus_seeds();
+  const std::string regression = "fuzz/regressions/bus_decoder/lookahead_delta.gsk";
+  if (std::getenv("GPUSTREAM_WRITE_BUS_SEEDS")) {
+    std::filesystem::create_directories(dir);
+    for (const auto& [name, bytes] : seeds)
+      std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+    std::filesystem::create_directories(std::string(GPUSTREAM_SOURCE_DIR) +
+                                        "/fuzz/regressions/bus_decoder");
+    std::ofstream(std::string(GPUSTREAM_SOURCE_DIR) + "/" + regression, std::ios::binary)
+        << lookahead_regression();
+  }
+  {
+    BusDecoder dec;
+    const std::string state = read_source(regression);
+    const auto msgs = decode_node_state(state);
+    ASSERT_EQ(msgs.size(), 2u) << regression;
+    EXPECT_TRUE(dec.decode(msgs[0]));
+    EXPECT_TRUE(dec.decode(msgs[1])) << "the delta of " << regression;
+  }
+  for (const auto& seed_entry : seeds) {
+    const std::string& name = seed_entry.first;
+    const std::string seed = read_source("fuzz/corpus/bus_decoder/" + name);
+    ASSERT_FALSE(seed.empty()) << name << " is missing: run with GPUSTREAM_WRITE_BUS_SEEDS=1";
+    BusDecoder dec;
+    std::size_t decoded = 0;
+    if (seed.starts_with("GSK1 ")) {
+      for (const auto m : decode_node_state(seed)) decoded += dec.decode(m) ? 1 : 0;
+    } else {
+      decoded += dec.decode(seed) ? 1 : 0;
+    }
+    EXPECT_EQ(decoded, name.starts_with("stream_")  ? 4u
+                       : name.starts_with("state_") ? 2u
+                                                    : 1u)
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
 // Full messages of bodies from 1 MiB to the 8 MiB limit, each decoded whole.
 TEST(BusCodec, LargeBodiesInflate) {
   BusEncoder enc("node-1", "gpustream/0.1.0", {.full_every = 1});
@@ -396,7 +496,8 @@ namespace {
 
 // Found by BusCodec.StateBytesAreBounded…: this delta's 37-byte deflate stream is valid (zlib
 // inflates it whole) but Beast's inflate_stream reads one byte past its end before it reports
-// the end, so the decoder refused it ("need buffers"). The bytes are deterministic (level 6).
+// the end, so the decoder refused it ("need buffers"). The bytes are deterministic (level 6);
+// the same stream is fuzz/regressions/bus_decoder/lookahead_delta.gsk.
 TEST(BusCodec, ADeltaWhoseEndBeastReadsPastInflates) {
   BusEncoder enc("node-1", "a", {.full_every = 2});
   BusDecoder dec;

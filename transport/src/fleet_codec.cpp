@@ -359,7 +359,7 @@ class CountingResource final : public json::memory_resource {
   }
   void do_deallocate(void* p, std::size_t n, std::size_t align) override {
     *bytes_ -= n;
-    ::operator delete(p, n, std::align_val_t(align));
+    ::operator delete(p, std::align_val_t(align));
   }
   bool do_is_equal(const json::memory_resource& o) const noexcept override { return this == &o; }
   std::shared_ptr<std::size_t> bytes_;

@@ -40,6 +40,11 @@ void add_fleet_options(CLI::App& sub, FleetCliOptions& o) {
                  "Nodes kept at most; beyond, new nodes replace gone ones or are refused "
                  "(default 100000)")
       ->check(CLI::Range(1, 10000000));
+  sub.add_option("--max-bus-state-bytes", o.max_bus_state_bytes,
+                 "Bytes the last full snapshots of all nodes' streams may take together in the "
+                 "bus decoder; beyond, the stream heard from longest ago is dropped and rebuilt "
+                 "from its next full message (default 536870912: 512 MiB)")
+      ->check(CLI::Range(std::size_t{1} << 20, std::size_t{1} << 40));
 }
 
 int run_fleet(const FleetCliOptions& o) {
@@ -72,8 +77,10 @@ int run_fleet(const FleetCliOptions& o) {
   fo.stale_after = ms(o.stale_seconds);
   fo.gone_after = ms(o.gone_seconds);
   fo.max_nodes = o.max_nodes;
+  fo.limits.max_state_bytes = o.max_bus_state_bytes;
   auto fleet = std::make_unique<transport::FleetView>(io.get_executor(), channel, fo);
   so.extra_routes = fleet->routes();
+  so.extra_metrics = fleet->metrics();
   transport::Server server(io.get_executor(), channel, so);
   try {
     fleet->start();

@@ -60,6 +60,8 @@ struct FleetCliOptions {
   double stale_seconds = 5;
   double gone_seconds = 30;
   std::size_t max_nodes = 100000;
+  /// Bytes the bus decoder keeps of all (node, probe) streams together (BusLimits).
+  std::size_t max_bus_state_bytes = std::size_t{512} << 20;
 };
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 /// Runs until SIGINT/SIGTERM like serve; 2 for a bad flag, 1 when NATS cannot be reached or an

@@ -14,7 +14,8 @@ set(GPUSTREAM_FUZZ_TARGETS
   snapshot_json    # the gpustream/1 decoder (sdk/src/json_read.cpp, json_parse.cpp)
   client_message   # client protocol messages (transport/src/protocol.cpp)
   http_access      # Host/Origin/token checks (transport/src/access.cpp)
-  config)          # the config file (sdk/src/config.cpp)
+  config           # the config file (sdk/src/config.cpp)
+  bus_decoder)     # the fleet bus decoder, GSB1/GSK1 (transport/src/fleet_codec.cpp)
 
 # The translation units the fuzzers exercise. The libFuzzer build compiles these (only) with
 # coverage and sanitizer instrumentation; everything else they need comes from the normal
@@ -32,4 +33,5 @@ set(GPUSTREAM_FUZZ_INSTRUMENTED_SOURCES
   sdk/src/model.cpp
   sdk/src/config.cpp
   transport/src/protocol.cpp
-  transport/src/access.cpp)
+  transport/src/access.cpp
+  transport/src/fleet_codec.cpp)

@@ -90,6 +90,48 @@ void ChannelState::add(const std::shared_ptr<Subscriber>& sub,
   if (wake) sub->wake();
 }
 
+void ChannelState::erase_latest_locked(LatestMap::iterator it, std::vector<SnapshotPtr>& released) {
+  latest_by_first_.erase(it->second.first);
+  latest_by_last_.erase(it->second.last);
+  latest_bytes_ -= it->second.bytes;
+  released.push_back(std::move(it->second.snap));
+  latest_.erase(it);
+}
+
+void ChannelState::set_latest_locked(const SnapshotPtr& ptr, std::size_t bytes,
+                                     std::vector<SnapshotPtr>& released) {
+  bytes += kLatestEntryOverhead;
+  const std::pair<std::string_view, std::string_view> key(ptr->node, ptr->probe);
+  auto it = latest_.find(key);
+  if (it != latest_.end()) {
+    // Replaced in place: out of the eviction order while the others make room for it.
+    latest_bytes_ -= it->second.bytes;
+    released.push_back(std::exchange(it->second.snap, ptr));
+    it->second.bytes = 0;
+    auto node = latest_by_last_.extract(it->second.last);
+    while (!latest_by_last_.empty() && latest_bytes_ + bytes > latest_max_bytes_) {
+      erase_latest_locked(latest_by_last_.begin()->second, released);
+      ++latest_evicted_;
+    }
+    node.key() = ptr->sequence;
+    latest_by_last_.insert(std::move(node));
+  } else {
+    while (!latest_by_last_.empty() &&
+           (latest_.size() >= latest_capacity_ || latest_bytes_ + bytes > latest_max_bytes_)) {
+      erase_latest_locked(latest_by_last_.begin()->second, released);
+      ++latest_evicted_;
+    }
+    it = latest_.emplace(LatestKey(ptr->node, ptr->probe), LatestEntry{}).first;
+    it->second.snap = ptr;
+    it->second.first = ptr->sequence;
+    latest_by_first_.emplace(ptr->sequence, it);
+    latest_by_last_.emplace(ptr->sequence, it);
+  }
+  it->second.last = ptr->sequence;
+  it->second.bytes = bytes;
+  latest_bytes_ += bytes;
+}
+
 void ChannelState::remove(const Subscriber* sub) {
   std::shared_ptr<Subscriber> removed;  // released after unlocking
   std::lock_guard lock(mu_);
@@ -104,8 +146,10 @@ void ChannelState::remove(const Subscriber* sub) {
 }  // namespace detail
 
 SnapshotChannel::SnapshotChannel(boost::asio::any_io_executor ex, std::size_t history_capacity,
-                                 std::size_t history_max_bytes)
-    : state_(std::make_shared<detail::ChannelState>(ex, history_capacity, history_max_bytes)),
+                                 std::size_t history_max_bytes, std::size_t latest_capacity,
+                                 std::size_t latest_max_bytes)
+    : state_(std::make_shared<detail::ChannelState>(ex, history_capacity, history_max_bytes,
+                                                    latest_capacity, latest_max_bytes)),
       events_(std::make_unique<EventChannel>(std::move(ex))) {}
 
 SnapshotChannel::~SnapshotChannel() {
@@ -120,10 +164,9 @@ SnapshotChannel::~SnapshotChannel() {
 SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
   auto snap = std::make_shared<GpuSnapshot>(std::move(s));
   const std::size_t bytes = approx_bytes(*snap);
-  SnapshotPtr replaced;  // the previous latest of this probe (of this node)
   auto& wake = wake_list();
   const std::size_t mark = wake.size();
-  auto& evicted = evicted_list();  // oldest history entries, released after unlocking
+  auto& evicted = evicted_list();  // history and latest entries, released after unlocking
   const std::size_t evicted_mark = evicted.size();
   {
     auto& st = *state_;
@@ -148,13 +191,7 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
       st.history_bytes_ += bytes;
       ++st.history_size_;
     }
-    auto it = std::find_if(st.latest_.begin(), st.latest_.end(), [&](const SnapshotPtr& l) {
-      return l->probe == ptr->probe && l->node == ptr->node;
-    });
-    if (it != st.latest_.end())
-      replaced = std::exchange(*it, ptr);
-    else
-      st.latest_.push_back(ptr);
+    st.set_latest_locked(ptr, bytes, evicted);
     for (const auto& sub : st.subscribers_)
       if (sub->filter().matches(*ptr) && sub->offer(ptr, bytes)) wake.push_back(sub);
   }
@@ -185,16 +222,47 @@ std::shared_ptr<SnapshotQueue> SnapshotChannel::subscribe_queue(const SubscribeO
 }
 
 std::vector<SnapshotPtr> SnapshotChannel::latest() const {
+  std::vector<SnapshotPtr> out;
   std::lock_guard lock(state_->mu_);
-  return state_->latest_;
+  out.reserve(state_->latest_.size());
+  for (const auto& [first, it] : state_->latest_by_first_) out.push_back(it->second.snap);
+  return out;
 }
 
 SnapshotPtr SnapshotChannel::latest(std::string_view probe) const {
   std::lock_guard lock(state_->mu_);
-  for (const auto& l : state_->latest_)
-    if (l->probe == probe) return l;
+  for (const auto& [first, it] : state_->latest_by_first_)
+    if (it->second.snap->probe == probe) return it->second.snap;
   return nullptr;
 }
+
+std::size_t SnapshotChannel::forget_node(std::string_view node) {
+  std::vector<SnapshotPtr> released;  // destroyed after unlocking
+  std::lock_guard lock(state_->mu_);
+  auto& st = *state_;
+  auto it = st.latest_.lower_bound(std::pair<std::string_view, std::string_view>(node, ""));
+  while (it != st.latest_.end() && it->first.first == node) st.erase_latest_locked(it++, released);
+  return released.size();
+}
+
+std::size_t SnapshotChannel::latest_size() const {
+  std::lock_guard lock(state_->mu_);
+  return state_->latest_.size();
+}
+
+std::size_t SnapshotChannel::latest_bytes() const {
+  std::lock_guard lock(state_->mu_);
+  return state_->latest_bytes_;
+}
+
+std::uint64_t SnapshotChannel::latest_evicted() const {
+  std::lock_guard lock(state_->mu_);
+  return state_->latest_evicted_;
+}
+
+std::size_t SnapshotChannel::latest_capacity() const noexcept { return state_->latest_capacity_; }
+
+std::size_t SnapshotChannel::latest_max_bytes() const noexcept { return state_->latest_max_bytes_; }
 
 std::vector<SnapshotPtr> SnapshotChannel::history_since(std::uint64_t seq,
                                                         std::optional<Gap>* gap) const {

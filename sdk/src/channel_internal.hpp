@@ -4,13 +4,19 @@
 // Neither lock is held while user code (a callback) or an executor's post runs.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <new>
+#include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "gpustream/channel.hpp"
 
@@ -172,15 +178,38 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   HandlerSlot slot_;
 };
 
+/// The key of the latest cache: (node, probe), so that a node's entries are contiguous.
+using LatestKey = std::pair<std::string, std::string>;
+struct LatestLess {
+  using is_transparent = void;
+  template <typename A, typename B>
+  bool operator()(const A& a, const B& b) const {
+    using View = std::pair<std::string_view, std::string_view>;
+    return View(a.first, a.second) < View(b.first, b.second);
+  }
+};
+struct LatestEntry {
+  SnapshotPtr snap;
+  std::size_t bytes = 0;    // approx_bytes(*snap) + kLatestEntryOverhead
+  std::uint64_t first = 0;  // sequence of the key's first publication (latest()'s order)
+  std::uint64_t last = 0;   // sequence of its newest (the eviction order: stalest first)
+};
+using LatestMap = std::map<LatestKey, LatestEntry, LatestLess>;
+/// What one latest entry costs beyond its snapshot: the map nodes, the key, the order indexes.
+inline constexpr std::size_t kLatestEntryOverhead = 256;
+
 /// The channel's shared state; Subscription and SnapshotQueue keep a weak_ptr to it.
 class ChannelState {
  public:
   ChannelState(boost::asio::any_io_executor ex, std::size_t history_capacity,
-               std::size_t history_max_bytes)
+               std::size_t history_max_bytes, std::size_t latest_capacity,
+               std::size_t latest_max_bytes)
       : ex_(std::move(ex)),
         history_(history_capacity),
         history_entry_bytes_(history_capacity),
         history_max_bytes_(history_max_bytes),
+        latest_capacity_(std::max<std::size_t>(latest_capacity, 1)),
+        latest_max_bytes_(latest_max_bytes),
         instance_(new_instance_id()) {}
 
   static std::string new_instance_id();
@@ -196,13 +225,27 @@ class ChannelState {
   std::vector<std::size_t> history_entry_bytes_;  // approx_bytes of each slot's snapshot
   std::size_t history_bytes_ = 0;
   const std::size_t history_max_bytes_;
-  std::vector<SnapshotPtr> latest_;   // newest per probe
+  // The newest snapshot per (node, probe), bounded by latest_capacity_ entries and
+  // latest_max_bytes_ (at least the newest one is kept); the stalest entry is evicted first.
+  LatestMap latest_;
+  std::map<std::uint64_t, LatestMap::iterator> latest_by_first_;  // LatestEntry::first → entry
+  std::map<std::uint64_t, LatestMap::iterator> latest_by_last_;   // LatestEntry::last → entry
+  std::size_t latest_bytes_ = 0;
+  std::uint64_t latest_evicted_ = 0;
+  const std::size_t latest_capacity_;
+  const std::size_t latest_max_bytes_;
   std::uint64_t last_sequence_ = 0;
   const std::string instance_;
   std::vector<std::shared_ptr<Subscriber>> subscribers_;
 
   /// With mu_ held: the oldest sequence still in the history (last_sequence_ + 1 when empty).
   std::uint64_t oldest_locked() const noexcept;
+  /// With mu_ held: makes `ptr` (`bytes` of it) the latest of its (node, probe), evicting the
+  /// stalest others as the bounds require; what leaves the cache goes to `released`.
+  void set_latest_locked(const SnapshotPtr& ptr, std::size_t bytes,
+                         std::vector<SnapshotPtr>& released);
+  /// With mu_ held: removes one entry of the latest cache (its snapshot goes to `released`).
+  void erase_latest_locked(LatestMap::iterator it, std::vector<SnapshotPtr>& released);
 };
 
 }  // namespace gpustream::detail

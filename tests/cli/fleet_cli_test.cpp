@@ -46,6 +46,9 @@ TEST(FleetCli, FleetRefusesWhatCannotWork) {
   r = run("fleet --nats nats://127.0.0.1:1 --stale 10 --gone 5");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(has(r.err, "--gone")) << r.err;
+  r = run("fleet --nats nats://127.0.0.1:1 --max-bus-state-bytes 1000");  // under 1 MiB
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r.err, "--max-bus-state-bytes")) << r.err;
   // Nothing answers on port 1: a clear error and exit 1, not a hang.
   r = run("fleet --nats nats://127.0.0.1:1 --listen 127.0.0.1:0");
   EXPECT_EQ(r.exit_code, 1);

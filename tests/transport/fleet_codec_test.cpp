@@ -1,6 +1,11 @@
 // The fleet's bus encoding: round trip, deltas, a mid-stream joiner, hostile messages, node names.
 #include "gpustream/transport/fleet_codec.hpp"
 
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -278,6 +283,237 @@ TEST(BusCodec, EveryBodySizeInflates) {
     ASSERT_TRUE(d) << t;
     EXPECT_EQ(d->snapshot, with_node(s, "node-1")) << t;
   }
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
+/// A snapshot whose JSON is just under `body_bytes`: the largest a stream may send.
+GpuSnapshot at_body_size(std::size_t body_bytes) {
+  GpuSnapshot s = sample(0, 8);
+  s.node = "n";
+  std::string json;
+  append_json(json, s);
+  s.errors.push_back({"filler", std::string(body_bytes - json.size() - 1024, '0'), ""});
+  return s;
+}
+
+// The worst input for the decoder's memory: many streams, each a full message at the maximum
+// body size (8 MiB inflated from a 1 MiB message). Without the byte bound 24 of them held about
+// 24 × 8 MiB; with it the kept state never passes the bound, the stalest stream goes first and
+// an evicted stream rebuilds from its next full message.
+TEST(BusCodec, StateBytesAreBoundedUnderManyStreamsOfTheMaximumSize) {
+  BusLimits limits;
+  limits.max_state_bytes = 40u << 20;
+  BusDecoder dec(limits);
+  const GpuSnapshot big = at_body_size(limits.max_body_bytes);
+  std::vector<BusEncoder> encoders;
+  for (int i = 0; i < 24; ++i)
+    encoders.emplace_back("node-" + std::to_string(i), "a", BusEncoderOptions{.full_every = 2});
+  for (std::size_t i = 0; i < encoders.size(); ++i) {
+    const std::string& msg = encoders[i].encode(big);
+    ASSERT_LE(msg.size(), limits.max_message_bytes);
+    ASSERT_GT(parse_bus_header(msg).body_bytes, limits.max_body_bytes - 2048);
+    ASSERT_TRUE(dec.decode(msg)) << i;
+    ASSERT_LE(dec.state_bytes(), limits.max_state_bytes) << i;
+    // What is counted is what the kept documents really take: at least their JSON.
+    if (i == 0) {
+      EXPECT_GT(dec.state_bytes(), limits.max_body_bytes - 2048);
+    }
+  }
+  EXPECT_GE(dec.streams(), 3u);
+  EXPECT_LT(dec.streams(), 6u);
+  EXPECT_EQ(dec.evicted(), encoders.size() - dec.streams());
+  // The newest stream is kept: its delta applies.
+  GpuSnapshot next = big;
+  next.devices[0].name = "changed";
+  const auto d = dec.decode(encoders.back().encode(next));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot, with_node(next, "node-23"));
+  // The first was evicted: its delta waits, its next full rebuilds it, then deltas apply.
+  const auto waiting = dec.waiting();
+  EXPECT_FALSE(dec.decode(encoders[0].encode(next)));
+  EXPECT_EQ(dec.waiting(), waiting + 1);
+  const std::string full = encoders[0].encode(next);
+  ASSERT_TRUE(encoders[0].last_was_full());
+  ASSERT_TRUE(dec.decode(full));
+  GpuSnapshot third = next;
+  third.devices[1].name = "third";
+  const auto r = dec.decode(encoders[0].encode(third));
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->header.full);
+  EXPECT_EQ(r->snapshot, with_node(third, "node-0"));
+  EXPECT_LE(dec.state_bytes(), limits.max_state_bytes);
+  // Forgetting a node gives its bytes back.
+  const auto before = dec.state_bytes();
+  dec.forget("node-0");
+  EXPECT_LT(dec.state_bytes(), before);
+}
+
+TEST(BusCodec, AFullBiggerThanTheWholeStateIsDecodedButNotKept) {
+  BusLimits limits;
+  limits.max_state_bytes = 4u << 20;
+  BusDecoder dec(limits);
+  ASSERT_TRUE(dec.decode(BusEncoder("small").encode(sample(0, 1))));
+  BusEncoder enc("big");
+  const auto d = dec.decode(enc.encode(at_body_size(limits.max_body_bytes)));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot.errors.size(), 1u);
+  EXPECT_EQ(dec.streams(), 1u);  // "small" is not evicted for a stream that cannot fit anyway
+  EXPECT_EQ(dec.evicted(), 1u);
+  EXPECT_LE(dec.state_bytes(), limits.max_state_bytes);
+  EXPECT_FALSE(dec.decode(enc.encode(at_body_size(limits.max_body_bytes))));  // a delta: waits
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
+std::string read_source(const std::string& relative) {
+  std::ifstream f(std::string(GPUSTREAM_SOURCE_DIR) + "/" + relative, std::ios::binary);
+  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
+}
+
+/// The seeds of the bus_decoder fuzz target (fuzz/corpus/bus_decoder/), made by the encoder from
+/// the real snapshots of the snapshot_json corpus: single messages (compressed and plain) and
+/// node states carrying a full then deltas against it.
+std::map<std::string, std::string> make_bus_seeds() {
+  std::map<std::string, std::string> out;
+  const GpuSnapshot a100 =
+      snapshot_from_json_string(read_source("fuzz/corpus/snapshot_json/protocol_example.json"));
+  const GpuSnapshot host =
+      snapshot_from_json_string(read_source("fuzz/corpus/snapshot_json/minimal_host.json"));
+  auto later = [](GpuSnapshot s, int t) {
+    s.time_unix_ns += t * 1'000'000'000LL;
+    for (auto& d : s.devices) {
+      d.metrics.set(Metric::utilization_percent, 10.0 * t, Source::nvml);
+      if (t == 2) d.processes.clear();
+    }
+    return s;
+  };
+  for (const bool compress : {true, false}) {
+    const std::string form = compress ? "z" : "p";
+    BusEncoder one("node-1", "gpustream/0.1.0", {.full_every = 1, .compress = compress});
+    out["full_a100_" + form + ".gsb"] = one.encode(a100);
+    out["full_host_" + form + ".gsb"] = one.encode(host);
+    BusEncoder seq("node-2", "gpustream/0.1.0", {.full_every = 3, .compress = compress});
+    std::map<std::string, std::string> messages;  // a node state of 4 messages of one stream
+    std::string state = "GSK1 4\n";
+    for (int t = 0; t < 4; ++t) {
+      const std::string& m = seq.encode(later(a100, t));
+      state += std::to_string(m.size()) + "\n" + m;
+    }
+    out["stream_a100_" + form + ".gsk"] = state;
+    (void)seq.encode(host);
+    out["state_" + form + ".gsk"] = encode_node_state(seq.last_fulls());
+  }
+  return out;
+}
+
+/// The regression input of the bus_decoder fuzz target for ADeltaWhoseEndBeastReadsPastInflates:
+/// a node state holding a full then the delta whose stream end Beast reads past.
+std::string lookahead_regression() {
+  BusEncoder enc("node-1", "a", {.full_every = 2});
+  GpuSnapshot s = sample(0, 1);
+  const std::string full = enc.encode(s);
+  s.devices[0].name = "changed";
+  const std::string delta = enc.encode(s);
+  return "GSK1 2\n" + std::to_string(full.size()) + "\n" + full + std::to_string(delta.size()) +
+         "\n" + delta;
+}
+
+// The committed seeds are what the encoder makes now (up to each encoder's random epoch):
+// every one decodes. GPUSTREAM_WRITE_BUS_SEEDS=1 rewrites them (after an encoding change).
+TEST(BusCodec, FuzzSeedsAreDecodableEncoderOutput) {
+  const std::string dir = std::string(GPUSTREAM_SOURCE_DIR) + "/fuzz/corpus/bus_decoder";
+  const auto seeds = make_bus_seeds();
+  const std::string regression = "fuzz/regressions/bus_decoder/lookahead_delta.gsk";
+  if (std::getenv("GPUSTREAM_WRITE_BUS_SEEDS")) {
+    std::filesystem::create_directories(dir);
+    for (const auto& [name, bytes] : seeds)
+      std::ofstream(dir + "/" + name, std::ios::binary) << bytes;
+    std::filesystem::create_directories(std::string(GPUSTREAM_SOURCE_DIR) +
+                                        "/fuzz/regressions/bus_decoder");
+    std::ofstream(std::string(GPUSTREAM_SOURCE_DIR) + "/" + regression, std::ios::binary)
+        << lookahead_regression();
+  }
+  {
+    BusDecoder dec;
+    const std::string state = read_source(regression);
+    const auto msgs = decode_node_state(state);
+    ASSERT_EQ(msgs.size(), 2u) << regression;
+    EXPECT_TRUE(dec.decode(msgs[0]));
+    EXPECT_TRUE(dec.decode(msgs[1])) << "the delta of " << regression;
+  }
+  for (const auto& seed_entry : seeds) {
+    const std::string& name = seed_entry.first;
+    const std::string seed = read_source("fuzz/corpus/bus_decoder/" + name);
+    ASSERT_FALSE(seed.empty()) << name << " is missing: run with GPUSTREAM_WRITE_BUS_SEEDS=1";
+    BusDecoder dec;
+    std::size_t decoded = 0;
+    if (seed.starts_with("GSK1 ")) {
+      for (const auto m : decode_node_state(seed)) decoded += dec.decode(m) ? 1 : 0;
+    } else {
+      decoded += dec.decode(seed) ? 1 : 0;
+    }
+    EXPECT_EQ(decoded, name.starts_with("stream_")  ? 4u
+                       : name.starts_with("state_") ? 2u
+                                                    : 1u)
+        << name;
+  }
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
+// Full messages of bodies from 1 MiB to the 8 MiB limit, each decoded whole.
+TEST(BusCodec, LargeBodiesInflate) {
+  BusEncoder enc("node-1", "gpustream/0.1.0", {.full_every = 1});
+  BusDecoder dec;
+  for (std::size_t mib = 1; mib <= 8; ++mib) {
+    for (const std::size_t less : {std::size_t{1024}, std::size_t{4096} + mib * 7}) {
+      const GpuSnapshot s = at_body_size(mib * (std::size_t{1} << 20) - less);
+      const auto d = dec.decode(enc.encode(s));
+      ASSERT_TRUE(d) << mib;
+      EXPECT_EQ(d->snapshot, with_node(s, "node-1")) << mib << " MiB";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
+// Found by BusCodec.StateBytesAreBounded…: this delta's 37-byte deflate stream is valid (zlib
+// inflates it whole) but Beast's inflate_stream reads one byte past its end before it reports
+// the end, so the decoder refused it ("need buffers"). The bytes are deterministic (level 6);
+// the same stream is fuzz/regressions/bus_decoder/lookahead_delta.gsk.
+TEST(BusCodec, ADeltaWhoseEndBeastReadsPastInflates) {
+  BusEncoder enc("node-1", "a", {.full_every = 2});
+  BusDecoder dec;
+  GpuSnapshot s = sample(0, 1);
+  ASSERT_TRUE(dec.decode(enc.encode(s)));
+  s.devices[0].name = "changed";
+  const std::string delta = enc.encode(s);
+  ASSERT_FALSE(enc.last_was_full());
+  const std::string body = delta.substr(delta.find('\n') + 1);
+  ASSERT_EQ(body.size(), 37u);
+  EXPECT_EQ(static_cast<unsigned char>(body.back()), 0u);
+  const auto d = dec.decode(delta);
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot, with_node(s, "node-1"));
+  // Not an opening for trailing bytes: one byte more after the stream is still refused.
+  EXPECT_THROW((void)BusDecoder().decode(delta + "x"), BusError);
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <memory>
+#include <new>
 #include <random>
 #include <stdexcept>
 #include <vector>
@@ -62,21 +64,33 @@ void deflate_into(std::string& out, std::string_view in, int level) {
 }
 
 /// Inflates `in`, expecting exactly `expected` bytes (<= the limit): never more than one byte
-/// beyond is produced. The spare byte matters: with an output buffer exactly filled, Beast's
-/// inflate_stream can stop with need_buffers before it has read the stream's end marker.
+/// beyond is produced. Two quirks of Beast's inflate_stream are worked around:
+///  - with an output buffer exactly filled, it can stop with need_buffers before it has read the
+///    stream's end marker: the output has one spare byte;
+///  - it can need one byte of input beyond the end of a valid stream to see that end (it reads
+///    the bit buffer ahead; found with a 37-byte delta body that zlib itself inflates whole): the
+///    input gets one zero byte of padding. What it read ahead stays in its bit buffer, whose size
+///    in bits is the low 6 bits of z_params::data_type (as in zlib): the stream's own length is
+///    total_in less those whole bytes, and it must be all of `in` (nothing trails the stream).
 std::string inflate_exact(std::string_view in, std::size_t expected) {
+  std::string padded;
+  padded.reserve(in.size() + 1);
+  padded.assign(in);
+  padded += '\0';
   std::string out(expected + 1, '\0');
   zlib::inflate_stream is;
   zlib::z_params zs;
-  zs.next_in = in.data();
-  zs.avail_in = in.size();
+  zs.next_in = padded.data();
+  zs.avail_in = padded.size();
   zs.next_out = out.data();
   zs.avail_out = out.size();
   boost::system::error_code ec;
   is.write(zs, zlib::Flush::finish, ec);
   if (ec && ec != zlib::error::end_of_stream)
     throw BusError("bus message: bad deflate body: " + ec.message());
-  if (ec != zlib::error::end_of_stream || zs.total_out != expected || zs.avail_in != 0)
+  const std::size_t read_ahead = static_cast<std::size_t>(zs.data_type & 63) / 8;
+  if (ec != zlib::error::end_of_stream || zs.total_out != expected ||
+      zs.total_in - read_ahead != in.size())
     throw BusError("bus message: the body does not inflate to the declared " +
                    std::to_string(expected) + " bytes");
   out.resize(expected);
@@ -328,6 +342,70 @@ const std::string& BusEncoder::encode(const GpuSnapshot& s) {
 
 // ---- decoder ----
 
+namespace {
+
+/// Counts what a stream's base document allocates, so that the decoder's byte bound is exact.
+/// (json::make_shared_resource keeps the resource as a member of its own wrapper, so the count
+/// lives apart, shared with whoever reads it.)
+class CountingResource final : public json::memory_resource {
+ public:
+  explicit CountingResource(std::shared_ptr<std::size_t> bytes) : bytes_(std::move(bytes)) {}
+
+ private:
+  void* do_allocate(std::size_t n, std::size_t align) override {
+    void* p = ::operator new(n, std::align_val_t(align));
+    *bytes_ += n;
+    return p;
+  }
+  void do_deallocate(void* p, std::size_t n, std::size_t align) override {
+    *bytes_ -= n;
+    ::operator delete(p, std::align_val_t(align));
+  }
+  bool do_is_equal(const json::memory_resource& o) const noexcept override { return this == &o; }
+  std::shared_ptr<std::size_t> bytes_;
+};
+
+/// A kept stream's bookkeeping beyond its document: map and eviction-order nodes, the resource.
+constexpr std::size_t kStreamOverhead = 256;
+
+}  // namespace
+
+void BusDecoder::touch(Streams::iterator it) {
+  auto& st = it->second;
+  if (st.tick != 0) by_tick_.erase(st.tick);
+  st.tick = ++next_tick_;
+  by_tick_.emplace(st.tick, &it->first);
+}
+
+void BusDecoder::erase(Streams::iterator it) {
+  if (it->second.tick != 0) by_tick_.erase(it->second.tick);
+  state_bytes_ -= it->second.bytes;
+  streams_.erase(it);
+}
+
+BusDecoder::Streams::iterator BusDecoder::keep(const Key& key, Streams::iterator it,
+                                               json::value&& doc) {
+  auto count = std::make_shared<std::size_t>(0);
+  json::value stored(std::move(doc), json::make_shared_resource<CountingResource>(count));
+  const std::size_t bytes =
+      *count + key.first.size() + key.second.size() + sizeof(Stream) + kStreamOverhead;
+  if (it != streams_.end()) erase(it);  // its old base goes first; the stream rebuilds below
+  if (bytes > limits_.max_state_bytes) {
+    ++evicted_;
+    return streams_.end();
+  }
+  // The stalest first (the count bound is the caller's: a new stream over it is refused).
+  while (!by_tick_.empty() && state_bytes_ + bytes > limits_.max_state_bytes) {
+    erase(streams_.find(*by_tick_.begin()->second));
+    ++evicted_;
+  }
+  it = streams_.emplace(key, Stream{}).first;
+  it->second.base_doc = std::move(stored);
+  it->second.bytes = bytes;
+  state_bytes_ += bytes;
+  return it;
+}
+
 std::optional<BusDecoder::Decoded> BusDecoder::decode(std::string_view message) {
   BusHeader h = parse_bus_header(message, limits_);
   const auto body_at = message.find('\n') + 1;
@@ -371,17 +449,16 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode(std::string_view message) 
   }
   out.snapshot.node = out.header.node;  // the header names the node; the body must agree
   if (out.header.full) {
-    if (it == streams_.end()) {
-      if (streams_.size() >= limits_.max_streams)
-        throw BusError("bus message: more than " + std::to_string(limits_.max_streams) +
-                       " streams");
-      it = streams_.emplace(key, Stream{}).first;
-    }
+    if (it == streams_.end() && streams_.size() >= limits_.max_streams)
+      throw BusError("bus message: more than " + std::to_string(limits_.max_streams) + " streams");
+    it = keep(key, it, std::move(doc));
+    if (it == streams_.end())
+      return out;  // decoded, but too big to keep: its deltas wait for a full that fits
     it->second.epoch = out.header.epoch;
     it->second.base = out.header.seq;
-    it->second.base_doc = std::move(doc);
   }
   it->second.last_seq = out.header.seq;
+  touch(it);
   return out;
 }
 
@@ -421,8 +498,9 @@ std::vector<std::string_view> decode_node_state(std::string_view state, const Bu
 }
 
 void BusDecoder::forget(std::string_view node) {
-  for (auto it = streams_.begin(); it != streams_.end();)
-    it = it->first.first == node ? streams_.erase(it) : std::next(it);
+  for (auto it = streams_.lower_bound(std::make_pair(std::string(node), std::string()));
+       it != streams_.end() && it->first.first == node;)
+    erase(it++);
 }
 
 }  // namespace gpustream::transport

@@ -10,6 +10,7 @@ namespace {
 constexpr std::string_view kFleetHtml = R"html(<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>gpustream fleet</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
 <style>
 body{font:14px system-ui,sans-serif;margin:0;background:#111;color:#ddd}
 header{padding:10px 16px;background:#1b1b1b;display:flex;gap:16px;align-items:center;flex-wrap:wrap}

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include <nats/nats.h>
+#include <spdlog/fmt/fmt.h>
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -88,7 +89,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
             agent = d->header.agent;
             snap = std::move(d->snapshot);
           }
-          st.waiting = decoder.waiting();
+          sync_decoder_stats();
         } else if (!data.empty() && data.front() == '{') {  // serve --nats-encoding json
           if (data.size() > options.limits.max_message_bytes)
             throw BusError("a JSON message over the size limit");
@@ -124,6 +125,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
 
   void sweep(NodeTable::Clock::time_point now) {
     std::vector<GpuSnapshot> out;
+    std::vector<std::string> gone;
     {
       std::lock_guard lock(mu);
       for (const auto& [node, state] : table.advance(now)) {
@@ -133,10 +135,29 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
         for (const auto& [probe, s] : it->second)
           out.push_back(state == NodeState::stale ? stale_copy(*s, heard_ns)
                                                   : gone_marker(*s, heard_ns));
-        if (state == NodeState::gone) decoder.forget(node);
+        if (state == NodeState::gone) {
+          decoder.forget(node);
+          last.erase(it);
+          gone.push_back(node);
+        }
       }
+      sync_decoder_stats();
     }
+    // Subscribers see the gone markers; then the node leaves the latest cache (and so
+    // /api/v1/snapshot, /metrics), unless it spoke again in between.
     for (auto& s : out) channel.publish(std::move(s));
+    for (const auto& node : gone) {
+      std::lock_guard lock(mu);
+      if (table.state(node) == NodeState::gone) channel.forget_node(node);
+    }
+  }
+
+  /// With mu held.
+  void sync_decoder_stats() {
+    st.waiting = decoder.waiting();
+    st.bus_streams = decoder.streams();
+    st.bus_state_bytes = decoder.state_bytes();
+    st.bus_evicted = decoder.evicted();
   }
 
   void arm() {
@@ -242,6 +263,11 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
     asio::post(strand, [self = shared_from_this()] { self->arm(); });
   }
 
+  FleetStats st_copy() const {
+    std::lock_guard lock(mu);
+    return st;
+  }
+
   void stop() {
     asio::post(strand, [self = shared_from_this()] {
       self->stopped = true;
@@ -290,6 +316,39 @@ void FleetView::on_message(std::string_view data, std::string_view subject) {
 }
 
 void FleetView::sweep(NodeTable::Clock::time_point now) { impl_->sweep(now); }
+
+std::function<std::string()> FleetView::metrics() {
+  std::weak_ptr<Impl> weak = impl_;
+  return [weak]() -> std::string {
+    auto self = weak.lock();
+    if (!self) return {};
+    const auto st = self->st_copy();
+    const auto& ch = self->channel;
+    std::string out;
+    const auto family = [&out](std::string_view name, std::string_view type, std::string_view help,
+                               std::uint64_t value) {
+      out +=
+          fmt::format("# HELP {} {}\n# TYPE {} {}\n{} {}\n", name, help, name, type, name, value);
+    };
+    family("gpustream_fleet_messages_total", "counter", "Bus messages received.", st.messages);
+    family("gpustream_fleet_messages_rejected_total", "counter",
+           "Bus messages rejected: malformed, oversized or of an unknown format.", st.rejected);
+    family("gpustream_fleet_bus_streams", "gauge",
+           "(node, probe) streams the bus decoder keeps a full snapshot of.", st.bus_streams);
+    family("gpustream_fleet_bus_state_bytes", "gauge",
+           "Bytes those streams hold (bounded by --max-bus-state-bytes).", st.bus_state_bytes);
+    family("gpustream_fleet_bus_streams_evicted_total", "counter",
+           "Streams evicted (stalest first) to stay within --max-bus-state-bytes.", st.bus_evicted);
+    family("gpustream_fleet_latest_entries", "gauge",
+           "(node, probe) snapshots in the latest cache.", ch.latest_size());
+    family("gpustream_fleet_latest_bytes", "gauge", "Bytes of the latest cache (bounded).",
+           ch.latest_bytes());
+    family("gpustream_fleet_latest_evicted_total", "counter",
+           "Latest-cache entries evicted (stalest first) to stay within its bounds.",
+           ch.latest_evicted());
+    return out;
+  };
+}
 
 ExtraRoutes FleetView::routes() {
   std::weak_ptr<Impl> weak = impl_;

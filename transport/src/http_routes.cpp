@@ -146,11 +146,11 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
   }
   if (path == "/metrics") {
     const auto counters = hub.counters();
-    return text_response(req, http::status::ok,
-                         render_prometheus(hub.channel().latest(), hub.probe_stats(), &counters,
-                                           {hub.options().metrics_processes}) +
-                             render_event_metrics(hub.channel().events().totals(), &counters),
-                         kPrometheusContentType);
+    auto text = render_prometheus(hub.channel().latest(), hub.probe_stats(), &counters,
+                                  {hub.options().metrics_processes}) +
+                render_event_metrics(hub.channel().events().totals(), &counters);
+    if (const auto& extra = hub.options().extra_metrics) text += extra();
+    return text_response(req, http::status::ok, std::move(text), kPrometheusContentType);
   }
   if (path == "/api/v1/events") return text_response(req, http::status::ok, api_events(hub), kJson);
   if (path == "/api/v1/snapshot")

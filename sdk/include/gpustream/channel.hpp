@@ -28,6 +28,12 @@ namespace gpustream {
 
 using SnapshotPtr = std::shared_ptr<const GpuSnapshot>;
 
+/// Bounds of a channel's latest cache (one snapshot per (node, probe)): entries, and bytes
+/// (approx_bytes of each snapshot plus its bookkeeping). A fleet of 10,000 nodes with a few
+/// probes of 8 GPUs each fits in the defaults.
+inline constexpr std::size_t kDefaultLatestCapacity = std::size_t{1} << 18;    // 262,144
+inline constexpr std::size_t kDefaultLatestMaxBytes = std::size_t{256} << 20;  // 256 MiB
+
 /// What happens when a subscriber falls behind (its queue holds `capacity` snapshots, or
 /// `max_bytes` of them: a queue is full when either bound is reached; it always takes at least
 /// one snapshot, however large).
@@ -170,8 +176,13 @@ class SnapshotChannel {
  public:
   /// The history keeps the newest `history_capacity` snapshots, fewer when they exceed
   /// `history_max_bytes` (approx_bytes; at least the newest one is kept). 0 capacity: none.
+  /// The latest cache keeps at most `latest_capacity` (node, probe) entries (at least 1) and
+  /// `latest_max_bytes` of them; beyond either, the entry published longest ago is evicted
+  /// (the newest one is always kept).
   explicit SnapshotChannel(boost::asio::any_io_executor ex, std::size_t history_capacity = 1024,
-                           std::size_t history_max_bytes = kDefaultHistoryMaxBytes);
+                           std::size_t history_max_bytes = kDefaultHistoryMaxBytes,
+                           std::size_t latest_capacity = kDefaultLatestCapacity,
+                           std::size_t latest_max_bytes = kDefaultLatestMaxBytes);
   ~SnapshotChannel();
   SnapshotChannel(const SnapshotChannel&) = delete;
   SnapshotChannel& operator=(const SnapshotChannel&) = delete;
@@ -191,6 +202,15 @@ class SnapshotChannel {
   std::vector<SnapshotPtr> latest() const;
   /// The newest snapshot of `probe`, or null.
   SnapshotPtr latest(std::string_view probe) const;
+  /// Drops every latest entry of `node` (a fleet's node that is gone), so latest() no longer
+  /// lists it; the history and subscribers' queues are untouched. Returns how many were dropped.
+  std::size_t forget_node(std::string_view node);
+  /// The latest cache now: entries, their bytes (as bounded), and how many were evicted so far.
+  std::size_t latest_size() const;
+  std::size_t latest_bytes() const;
+  std::uint64_t latest_evicted() const;
+  std::size_t latest_capacity() const noexcept;
+  std::size_t latest_max_bytes() const noexcept;
   /// History with sequence > seq, oldest first. When the history no longer reaches seq + 1,
   /// *gap (if given) is set to Gap{seq, how many are gone, "history_too_old"}; else reset.
   std::vector<SnapshotPtr> history_since(std::uint64_t seq,

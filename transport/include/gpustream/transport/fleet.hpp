@@ -19,7 +19,9 @@
 // Staleness is explicit (NodeTable): a node not heard from for `stale_after` is `stale` — its
 // snapshots are replaced by copies whose metrics are absent with reason `stale` and an error
 // `node_stale`, so no old number is shown as current — and after `gone_after` (the bucket's
-// time-to-live) it is `gone`: its snapshots are replaced by empty ones with an error `node_gone`.
+// time-to-live) it is `gone`: empty snapshots with an error `node_gone` are published (for the
+// subscribers), then the node is dropped from the channel's latest cache (SnapshotChannel::
+// forget_node), so /api/v1/snapshot no longer lists it; /api/v1/nodes still shows it as gone.
 //
 // Thread safety: every public member may be called from any thread. Messages are handled on
 // libnats's delivery thread; the staleness sweep runs on the executor given.
@@ -29,6 +31,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -135,13 +138,16 @@ struct FleetOptions {
 };
 
 struct FleetStats {
-  std::uint64_t messages = 0;       // bus messages received
-  std::uint64_t bytes = 0;          // their payload bytes
-  std::uint64_t snapshots = 0;      // snapshots published into the channel
-  std::uint64_t rejected = 0;       // malformed, oversized, unknown-format messages
-  std::uint64_t waiting = 0;        // deltas that came before their stream's full message
-  std::uint64_t kv_nodes = 0;       // nodes read from the key-value bucket at start
-  std::uint64_t nodes_refused = 0;  // messages dropped because the node table was full
+  std::uint64_t messages = 0;         // bus messages received
+  std::uint64_t bytes = 0;            // their payload bytes
+  std::uint64_t snapshots = 0;        // snapshots published into the channel
+  std::uint64_t rejected = 0;         // malformed, oversized, unknown-format messages
+  std::uint64_t waiting = 0;          // deltas that came before their stream's full message
+  std::uint64_t kv_nodes = 0;         // nodes read from the key-value bucket at start
+  std::uint64_t nodes_refused = 0;    // messages dropped because the node table was full
+  std::uint64_t bus_streams = 0;      // gauge: (node, probe) streams the decoder keeps
+  std::uint64_t bus_state_bytes = 0;  // gauge: their bytes (≤ BusLimits::max_state_bytes)
+  std::uint64_t bus_evicted = 0;      // streams evicted to stay within max_state_bytes
   bool connected = false;
 };
 
@@ -164,6 +170,9 @@ class FleetView {
   /// /api/v1/nodes, /api/v1/nodes/<name> (its snapshots), /api/v1/fit?bytes=N and /fleet, for
   /// ServerOptions::extra_routes. The view must outlive the server.
   ExtraRoutes routes();
+  /// The gpustream_fleet_* families for /metrics (ServerOptions::extra_metrics): the stats
+  /// above and the channel's latest cache. The view must outlive the server.
+  std::function<std::string()> metrics();
   /// Handles one bus message as if it had arrived now (the subscription's path; tests use it).
   void on_message(std::string_view data, std::string_view subject);
   /// Runs the staleness sweep at `now` (the timer's path; tests use it).

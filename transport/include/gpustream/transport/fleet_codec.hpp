@@ -27,7 +27,8 @@
 // Decoding is bounded: a message longer than BusLimits::max_message_bytes, a body that inflates
 // past max_body_bytes (inflation stops there), a header that does not parse, a patch that does not
 // apply or a snapshot that does not decode is a BusError — never a crash. Each costs at most one
-// pass over max_body_bytes.
+// pass over max_body_bytes. What a decoder keeps is bounded too: at most max_streams streams and
+// max_state_bytes of them together (the stream heard from longest ago is evicted first).
 //
 // Thread safety: an encoder or a decoder is used by one thread at a time; distinct ones are
 // independent.
@@ -67,6 +68,10 @@ struct BusLimits {
   std::size_t max_message_bytes = 1024 * 1024;   // one message as received
   std::size_t max_body_bytes = 8 * 1024 * 1024;  // its body once inflated
   std::size_t max_streams = 100000;              // (node, probe) streams a decoder keeps
+  /// Bytes the kept streams may hold together (their base documents as allocated, keys and
+  /// bookkeeping). Beyond it the stream heard from longest ago is evicted: it rebuilds from its
+  /// next full message. A single full message bigger than this is decoded but not kept.
+  std::size_t max_state_bytes = std::size_t{512} << 20;
 };
 
 /// The header line of a bus message.
@@ -141,16 +146,34 @@ class BusDecoder {
   std::uint64_t waiting() const noexcept { return waiting_; }
   std::uint64_t stale() const noexcept { return stale_; }
   std::size_t streams() const noexcept { return streams_.size(); }
+  /// Bytes the kept streams hold now (at most BusLimits::max_state_bytes).
+  std::size_t state_bytes() const noexcept { return state_bytes_; }
+  /// Streams evicted to stay within max_state_bytes, and full messages too big to keep.
+  std::uint64_t evicted() const noexcept { return evicted_; }
 
  private:
+  using Key = std::pair<std::string, std::string>;  // (node, probe)
   struct Stream {
     std::uint64_t epoch = 0;
     std::uint64_t base = 0;
     std::uint64_t last_seq = 0;
-    boost::json::value base_doc;
+    std::uint64_t tick = 0;       // when a message of it was last taken (the eviction order)
+    std::size_t bytes = 0;        // what it holds: base_doc as allocated, key, bookkeeping
+    boost::json::value base_doc;  // allocated from its own counting resource
   };
+  using Streams = std::map<Key, Stream, std::less<>>;
+  void touch(Streams::iterator it);
+  void erase(Streams::iterator it);
+  /// Stores `doc` as the base of `key`'s stream, evicting the stalest others to make room.
+  /// Returns the stream, or streams_.end() when `doc` alone is over max_state_bytes.
+  Streams::iterator keep(const Key& key, Streams::iterator it, boost::json::value&& doc);
+
   BusLimits limits_;
-  std::map<std::pair<std::string, std::string>, Stream, std::less<>> streams_;
+  Streams streams_;
+  std::map<std::uint64_t, const Key*> by_tick_;  // oldest first
+  std::uint64_t next_tick_ = 0;
+  std::size_t state_bytes_ = 0;
+  std::uint64_t evicted_ = 0;
   std::uint64_t waiting_ = 0;
   std::uint64_t stale_ = 0;
 };

@@ -112,6 +112,9 @@ struct ServerOptions {
   std::size_t metrics_processes = 0;
   /// Endpoints beyond the built-in ones (same Host/Origin/token rules and limits); empty: none.
   ExtraRoutes extra_routes;
+  /// More Prometheus text appended to /metrics (e.g. `gpustream fleet`'s gpustream_fleet_*
+  /// families); runs on the server's strand: thread-safe and quick. Empty: none.
+  std::function<std::string()> extra_metrics;
 };
 
 /// The server's own counters (monotonic except the *_open gauges).

@@ -59,12 +59,9 @@ std::string event_message(const GpuEvent& e) {
   return s;
 }
 
-GpuEvent parse_event_message(std::string_view text_in) {
-  const json::value v = parse_json(text_in);
-  if (!v.is_object()) throw JsonError("$: expected an object");
-  const auto& o = v.get_object();
-  if (const auto* t = find(o, "type"); t && (!t->is_string() || t->get_string() != "event"))
-    bad("type", "expected \"event\"");
+namespace {
+
+GpuEvent event_from_object(const json::object& o) {
   GpuEvent e;
   e.sequence = u64(o, "sequence");
   const auto* t = find(o, "time_unix_ns");
@@ -75,6 +72,26 @@ GpuEvent parse_event_message(std::string_view text_in) {
   e.kind = event_kind_from_string(text(o, "kind")).value_or(EventKind::other);
   if (find(o, "data")) e.data = u64(o, "data");
   return e;
+}
+
+}  // namespace
+
+GpuEvent parse_event_message(std::string_view text_in) {
+  const json::value v = parse_json(text_in);
+  if (!v.is_object()) throw JsonError("$: expected an object");
+  const auto& o = v.get_object();
+  if (const auto* t = find(o, "type"); t && (!t->is_string() || t->get_string() != "event"))
+    bad("type", "expected \"event\"");
+  return event_from_object(o);
+}
+
+std::optional<GpuEvent> parse_if_event_message(std::string_view text_in) {
+  const json::value v = parse_json(text_in);
+  if (!v.is_object()) throw JsonError("$: expected an object");
+  const auto& o = v.get_object();
+  const auto* t = find(o, "type");
+  if (!t || !t->is_string() || t->get_string() != "event") return std::nullopt;
+  return event_from_object(o);
 }
 
 }  // namespace gpustream::transport

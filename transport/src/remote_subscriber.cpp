@@ -31,7 +31,7 @@ using transport::RemoteConnection;
 
 namespace {
 
-LogOnce g_log_once;
+LogOnce g_log_once;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 std::string describe(const error_code& ec, const RemoteConnection& c) {
   if (!c.failure_detail().empty()) return c.failure_detail();
@@ -56,7 +56,7 @@ void validate_remote_url(std::string_view url) { (void)transport::parse_remote_u
 
 class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(asio::any_io_executor ex, RemoteSubscriberOptions o)
+  Impl(const asio::any_io_executor& ex, RemoteSubscriberOptions o)
       : strand_(asio::make_strand(ex)),
         options_(std::move(o)),
         url_(transport::parse_remote_url(options_.url)),
@@ -82,7 +82,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       if (stopped_ || started_) return;
       started_ = true;
     }
-    asio::co_spawn(strand_, run(shared_from_this()), [](std::exception_ptr e) {
+    asio::co_spawn(strand_, run(shared_from_this()), [](const std::exception_ptr& e) {
       if (!e) return;
       try {
         std::rethrow_exception(e);
@@ -444,8 +444,9 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       decode_errors_{0}, last_sequence_{0}, events_{0};
 };
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the public signature takes it by value
 RemoteSubscriber::RemoteSubscriber(asio::any_io_executor ex, RemoteSubscriberOptions options)
-    : impl_(std::make_shared<Impl>(std::move(ex), std::move(options))) {}
+    : impl_(std::make_shared<Impl>(ex, std::move(options))) {}
 
 RemoteSubscriber::~RemoteSubscriber() { impl_->stop(); }
 

@@ -16,7 +16,8 @@
 namespace gpustream::python {
 
 namespace {
-constexpr auto kWaitSlice = std::chrono::milliseconds{100};  // how often a stream checks signals
+// How often a waiting stream checks for signals.
+constexpr auto kEventWaitSlice = std::chrono::milliseconds{100};
 
 std::string event_repr(const GpuEvent& e) {
   std::string out =
@@ -41,7 +42,7 @@ PyEvent PyEventStream::next() {
                                                 : clock::duration::zero());
   for (;;) {
     auto e = without_gil([&] {
-      auto slice = clock::duration(kWaitSlice);
+      auto slice = clock::duration(kEventWaitSlice);
       if (bounded)
         slice = std::min(slice, std::max(clock::duration::zero(), deadline - clock::now()));
       return queue_->pop_for(slice);

@@ -37,6 +37,13 @@ int watch_exit_code(const Output& out, int code) {
   return kExitFailure;
 }
 
+// A GPU event: a line on stderr (stdout keeps its one format), and under the live table.
+void print_event(const GpuEvent& e, Printer& printer) {
+  const auto line = event_line(e);
+  std::cerr << "gpustream: event " + line + "\n";
+  printer.note_event(line);
+}
+
 // Sets `stop` on SIGINT/SIGTERM or as soon as the reader of `out` is gone, for the remote watch
 // whose loop only looks at one flag.
 class StopWatcher {
@@ -71,6 +78,7 @@ int run_connected_watch(const Config& config, const WatchOptions& o) {
     if (!out.write(printer.render(s))) stop.store(true);
   };
   h.on_gap = print_gap;
+  h.on_event = [&printer](const GpuEvent& e) { print_event(e, printer); };
   h.on_status = [](const RemoteStatus& st) {
     if (!st.reason.empty()) std::cerr << "gpustream: " << st.reason << "\n";
   };
@@ -109,14 +117,8 @@ int run_watch(Config config, const WatchOptions& o) {
   auto queue = t.channel().subscribe_queue(so);
   // GPU events (Xid, ECC, ...) as they happen, on stderr: stdout keeps its one format.
   EventSubscription events;
-  if (!recording) {
-    events = t.events().subscribe([](const EventPtr& e) {
-      std::string line = "gpustream: event #" + std::to_string(e->sequence) + " on " +
-                         e->device_id + ": " + std::string(to_string(e->kind));
-      if (e->data) line += " " + std::to_string(*e->data);
-      std::cerr << line + "\n";
-    });
-  }
+  if (!recording)
+    events = t.events().subscribe([&printer](const EventPtr& e) { print_event(*e, printer); });
   t.start();
   for (const auto& e : t.setup_errors()) std::cerr << "gpustream: " << e << "\n";
 

@@ -1,5 +1,7 @@
 #include "format.hpp"
 
+#include <ctime>
+
 #include <fmt/format.h>
 
 namespace gpustream::cli {
@@ -128,6 +130,38 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
                          e.device.empty() ? "" : " (device " + e.device + ")");
   }
   return out;
+}
+
+std::string event_line(const GpuEvent& e) {
+  const std::int64_t ns = e.time_unix_ns;
+  auto seconds = static_cast<std::time_t>(ns / 1'000'000'000);
+  std::int64_t rest = ns % 1'000'000'000;
+  if (rest < 0) {  // before the epoch: floor, not truncation
+    --seconds;
+    rest += 1'000'000'000;
+  }
+  const std::int64_t millis = rest / 1'000'000;
+  std::tm tm{};
+  std::string time = "(unknown time)";
+  if (::gmtime_r(&seconds, &tm) != nullptr) {
+    char buf[40];
+    if (std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm) > 0)
+      time = fmt::format("{}.{:03}Z", buf, millis);
+  }
+  std::string detail;
+  if (e.data) {
+    switch (e.kind) {
+      case EventKind::clock_event:
+      case EventKind::other:
+        detail = fmt::format(" {:#x}", *e.data);
+        break;
+      default:
+        detail = fmt::format(" {}", *e.data);
+        break;
+    }
+  }
+  return fmt::format("{} {} {}{} (#{}, {})", time, e.device_id.empty() ? "-" : e.device_id,
+                     to_string(e.kind), detail, e.sequence, e.probe);
 }
 
 }  // namespace gpustream::cli

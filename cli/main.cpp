@@ -97,8 +97,9 @@ int main(int argc, char** argv) {
                    "DRM client processes captured at most (default 1024)")
       ->check(CLI::PositiveNumber);
 
-  auto* watch = app.add_subcommand(
-      "watch", "A live table of every GPU (or JSON lines); GPU events (Xid, ECC, ...) on stderr");
+  auto* watch = app.add_subcommand("watch",
+                                   "A live table of every GPU (or JSON lines); GPU events (Xid, "
+                                   "ECC, ...) on stderr, also with --connect");
   add_common_options(*watch, common);
   watch->add_flag("--json", watch_o.json, "One snapshot per line, JSON");
   watch->add_option("--count", watch_o.count, "Stop after N snapshots")->check(CLI::PositiveNumber);

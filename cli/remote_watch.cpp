@@ -25,6 +25,10 @@ int run_remote_watch(const RemoteSubscriberOptions& options, const RemoteWatchLi
   });
   if (handlers.on_gap) sub.on_gap(handlers.on_gap);
   if (handlers.on_status) sub.on_status(handlers.on_status);
+  if (handlers.on_event)
+    sub.on_event([&](const EventPtr& e) {
+      if (!done) handlers.on_event(*e);
+    });
 
   // Polls the interruption flag and the duration; everything runs on this thread.
   const auto end = limits.duration.count() > 0

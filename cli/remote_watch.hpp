@@ -23,6 +23,7 @@ struct RemoteWatchHandlers {
   std::function<void(const GpuSnapshot&)> on_snapshot;
   std::function<void(const Gap&)> on_gap;
   std::function<void(const RemoteStatus&)> on_status;
+  std::function<void(const GpuEvent&)> on_event;
 };
 
 /// For `gpustream watch --connect URL`: runs a RemoteSubscriber on an io_context of its own on

@@ -42,8 +42,20 @@ std::string Printer::render_one(const GpuSnapshot& s) {
   for (const auto& [_, snap] : latest_) ptrs.push_back(&snap);
   std::string text = tty_ ? "\x1b[H\x1b[2J" : "";
   text += table_header() + "\n" + format_table(ptrs);
-  if (!tty_) text += "\n";
+  if (!tty_) return text + "\n";
+  std::lock_guard lock(events_mu_);
+  if (!events_.empty()) {
+    text += "\nGPU events (newest last):\n";
+    for (const auto& line : events_) text += "  " + line + "\n";
+  }
   return text;
+}
+
+void Printer::note_event(std::string line) {
+  if (json_ || !tty_) return;
+  std::lock_guard lock(events_mu_);
+  events_.push_back(std::move(line));
+  while (events_.size() > kEventLines) events_.pop_front();
 }
 
 void print_gap(const Gap& g) {

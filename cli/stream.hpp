@@ -3,7 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <deque>
 #include <map>
+#include <mutex>
 #include <string>
 
 #include "gpustream/channel.hpp"
@@ -19,6 +21,11 @@ class Printer {
   Printer(bool json, bool tty, std::string container = {})
       : json_(json), tty_(tty), container_(std::move(container)) {}
   std::string render(const GpuSnapshot& s);
+  /// A GPU event's line (event_line): the live table on a terminal shows the newest
+  /// kEventLines under it from the next render on (its redraw clears whatever was printed
+  /// between two). Thread-safe: events may come from another thread than render()'s.
+  void note_event(std::string line);
+  static constexpr std::size_t kEventLines = 5;
 
  private:
   std::string render_one(const GpuSnapshot& s);
@@ -26,6 +33,8 @@ class Printer {
   bool tty_;
   std::string container_;
   std::map<std::string, GpuSnapshot> latest_;  // for the table: newest per probe
+  std::mutex events_mu_;
+  std::deque<std::string> events_;  // guarded by events_mu_: the newest event lines
 };
 
 /// Whether the process runs in the container `selector` names: a prefix (at least 4 characters)

@@ -13,6 +13,7 @@ set(GPUSTREAM_FUZZ_TARGETS
   macmon           # macmon pipe lines (probes/apple/macmon_parse.cpp)
   snapshot_json    # the gpustream/1 decoder (sdk/src/json_read.cpp, json_parse.cpp)
   client_message   # client protocol messages (transport/src/protocol.cpp)
+  event_message    # the server's event messages (transport/src/protocol_event.cpp)
   http_access      # Host/Origin/token checks (transport/src/access.cpp)
   config           # the config file (sdk/src/config.cpp)
   bus_decoder)     # the fleet bus decoder, GSB1/GSK1 (transport/src/fleet_codec.cpp)
@@ -33,5 +34,6 @@ set(GPUSTREAM_FUZZ_INSTRUMENTED_SOURCES
   sdk/src/model.cpp
   sdk/src/config.cpp
   transport/src/protocol.cpp
+  transport/src/protocol_event.cpp
   transport/src/access.cpp
   transport/src/fleet_codec.cpp)

@@ -109,6 +109,18 @@ Absence NvmlBackend::failed(NvmlDevice& dev, Call call, nvml::Return rc, const c
   }
 }
 
+bool NvmlBackend::record(NvmlDevice& dev, nvml::Return rc, Call call, const char* function,
+                         MetricSet& into, std::initializer_list<Metric> metrics,
+                         std::vector<SampleError>& errors) {
+  if (rc == nvml::kSuccess) {
+    succeeded(dev, call);
+    return true;
+  }
+  const auto why = failed(dev, call, rc, function, errors);
+  for (auto metric : metrics) into.set_absent(metric, why, Source::nvml);
+  return false;
+}
+
 void NvmlBackend::mark_lost(NvmlDevice& dev, nvml::Return rc, const char* function) {
   dev.retry_delay = dev.retry_delay.count() == 0
                         ? options_.lost_retry_initial

@@ -184,6 +184,11 @@ class NvmlBackend {
   Absence failed(NvmlDevice& dev, Call call, nvml::Return rc, const char* function,
                  std::vector<SampleError>& errors);
   void succeeded(NvmlDevice& dev, Call call);
+  /// Records the outcome of one call on `dev` (succeeded() or failed()); on failure the
+  /// `metrics` it would have filled are set absent in `into` with failed()'s reason. True when
+  /// the call succeeded.
+  bool record(NvmlDevice& dev, nvml::Return rc, Call call, const char* function, MetricSet& into,
+              std::initializer_list<Metric> metrics, std::vector<SampleError>& errors);
   /// Reads one process list into `out`; false when it could not be read (already reported).
   bool read_processes(NvmlDevice& dev, nvml::ProcessesFn* fn, Call call, const char* function,
                       std::vector<nvidia::NvmlProcessEntry>& out,

@@ -36,16 +36,10 @@ void NvmlBackend::sample_health(NvmlDevice& dev, DeviceSample& out,
                                 std::vector<SampleError>& errors) {
   auto& m = out.metrics;
   const auto h = dev.handle;
-  // Records a call's outcome; false when it failed (its metrics are then absent with why).
+  // record() bound to this device and its metrics.
   const auto ok = [&](nvml::Return rc, Call call, const char* function,
                       std::initializer_list<Metric> metrics) {
-    if (rc == nvml::kSuccess) {
-      succeeded(dev, call);
-      return true;
-    }
-    const auto why = failed(dev, call, rc, function, errors);
-    for (auto metric : metrics) m.set_absent(metric, why, Source::nvml);
-    return false;
+    return record(dev, rc, call, function, m, metrics, errors);
   };
   const auto unsupported = [&](std::initializer_list<Metric> metrics) {
     for (auto metric : metrics) m.set_absent(metric, Absence::unsupported, Source::nvml);

@@ -186,12 +186,7 @@ DeviceSample NvmlBackend::sample_mig_instance(NvmlDevice& parent, NvmlDevice& in
                                               Metric::memory_free_bytes};
   const auto memory = [&](nvml::Return rc, const char* function, unsigned long long used,
                           unsigned long long total, unsigned long long free) {
-    if (rc != nvml::kSuccess) {
-      const auto why = failed(inst, Call::memory, rc, function, errors);
-      for (auto metric : kMemory) m.set_absent(metric, why, Source::nvml);
-      return;
-    }
-    succeeded(inst, Call::memory);
+    if (!record(inst, rc, Call::memory, function, m, kMemory, errors)) return;
     m.set(Metric::memory_used_bytes, static_cast<double>(used), Source::nvml);
     m.set(Metric::memory_total_bytes, static_cast<double>(total), Source::nvml);
     m.set(Metric::memory_free_bytes, static_cast<double>(free), Source::nvml);

@@ -21,11 +21,14 @@ from ._gpustream import (  # noqa: F401  (re-exported)
     DeviceFit,
     DeviceWindow,
     Engine,
+    Event,
+    EventStream,
     Gap,
     Host,
     HostProcess,
     JsonError,
     MetricSummary,
+    MigInstance,
     MyDeviceUsage,
     MyProcess,
     Process,
@@ -43,8 +46,9 @@ from ._gpustream import (  # noqa: F401  (re-exported)
 )
 
 __all__ = [
-    "AbsentMetricError", "ConfigError", "Device", "DeviceFit", "DeviceWindow", "Engine", "Gap",
-    "Host", "HostProcess", "JsonError", "MetricSummary", "MyDeviceUsage", "MyProcess", "Process",
+    "AbsentMetricError", "ConfigError", "Device", "DeviceFit", "DeviceWindow", "Engine", "Event",
+    "EventStream", "Gap", "Host", "HostProcess", "JsonError", "MetricSummary", "MigInstance",
+    "MyDeviceUsage", "MyProcess", "Process",
     "Reading", "RemoteClient", "SampleError", "Snapshot", "Stream", "Subscription", "Telemetry",
     "Window", "WindowSummary", "connect", "known_probes", "snapshot_from_json",
 ]

@@ -122,6 +122,7 @@ void stop_all_live();
 
 void bind_snapshot(py::module_& m);
 void bind_delivery(py::module_& m);
+void bind_events(py::module_& m);
 void bind_telemetry(py::module_& m);
 void bind_remote(py::module_& m);
 void bind_bench(py::module_& m);

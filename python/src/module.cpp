@@ -13,6 +13,7 @@ PYBIND11_MODULE(_gpustream, m) {
                                                             PyExc_LookupError);
   gp::bind_snapshot(m);
   gp::bind_delivery(m);
+  gp::bind_events(m);
   gp::bind_summary(m);
   gp::bind_telemetry(m);
   gp::bind_remote(m);

@@ -4,7 +4,7 @@
 // The connection runs on an io_context and a thread of its own. Each snapshot received is
 // published into a local SnapshotChannel (so subscriptions and streams get the same policies as
 // local ones); that channel numbers them again, so `sequence` is the client's own gap-free count,
-// not the server's (see docs/python.md).
+// not the server's (see docs/python.md). GPU events likewise go into the channel's events().
 #include <pybind11/stl.h>
 
 #include <condition_variable>
@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 
 #include "delivery.hpp"
+#include "event_stream.hpp"
 #include "gpustream/transport/remote_subscriber.hpp"
 
 namespace gpustream::python {
@@ -31,6 +32,7 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
         subscriber_(std::make_unique<RemoteSubscriber>(io_.get_executor(), std::move(options))) {
     subscriber_->on_snapshot([this](const SnapshotPtr& s) { channel_.publish(*s); });
     subscriber_->on_gap([this](const Gap&) { server_gaps_.fetch_add(1); });
+    subscriber_->on_event([this](const EventPtr& e) { channel_.events().publish(*e); });
     subscriber_->on_status([this](const RemoteStatus& st) {
       {
         std::lock_guard lock(mu_);
@@ -150,7 +152,15 @@ void bind_remote(py::module_& m) {
              const py::object& timeout, const std::string& policy, long long capacity) {
             return stream_on(r, probes, devices, timeout, policy, capacity);
           },
-          GPUSTREAM_PY_STREAM_ARGS);
+          GPUSTREAM_PY_STREAM_ARGS)
+      .def(
+          "events",
+          [](PyRemote& r, const py::object& probes, const py::object& devices,
+             const py::object& timeout) { return events_on(r, probes, devices, timeout); },
+          GPUSTREAM_PY_EVENTS_ARGS, kEventsDoc)
+      .def(
+          "recent_events", [](PyRemote& r) { return recent_events_on(r); },
+          "The newest events received (at most 256, 256 KiB), oldest first.");
 
   m.def(
       "connect",

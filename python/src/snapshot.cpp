@@ -170,6 +170,15 @@ void bind_snapshot(py::module_& m) {
         return "<gpustream.SampleError " + e.code + ": " + e.message + ">";
       });
 
+  py::class_<MigIdentity>(m, "MigInstance", "The identity of a MIG instance (Device.mig).")
+      .def_readonly("gpu_instance_id", &MigIdentity::gpu_instance_id)
+      .def_readonly("compute_instance_id", &MigIdentity::compute_instance_id)
+      .def_readonly("profile", &MigIdentity::profile, "e.g. \"1g.5gb\"")
+      .def("__repr__", [](const MigIdentity& g) {
+        return "<gpustream.MigInstance " + g.profile + " gi " + std::to_string(g.gpu_instance_id) +
+               " ci " + std::to_string(g.compute_instance_id) + ">";
+      });
+
   py::class_<PyDevice>(m, "Device", "What one probe saw of one device.")
       .def_property_readonly("id", [](const PyDevice& d) { return d.d->id; })
       .def_property_readonly("vendor",
@@ -177,6 +186,26 @@ void bind_snapshot(py::module_& m) {
       .def_property_readonly("index", [](const PyDevice& d) { return d.d->index; })
       .def_property_readonly("name", [](const PyDevice& d) { return d.d->name; })
       .def_property_readonly("pci_bus_id", [](const PyDevice& d) { return d.d->pci_bus_id; })
+      .def_property_readonly(
+          "parent",
+          [](const PyDevice& d) -> py::object {
+            if (d.d->parent.empty()) return py::none();
+            return py::str(d.d->parent);
+          },
+          "For a partition (a MIG instance): the id of its physical device, in the same "
+          "snapshot. None for a physical device.")
+      .def_property_readonly(
+          "mig",
+          [](const PyDevice& d) -> py::object {
+            if (!d.d->mig) return py::none();
+            return py::cast(*d.d->mig);
+          },
+          "A MigInstance (gpu_instance_id, compute_instance_id, profile) for a MIG instance; "
+          "None when the device is not one.")
+      .def_property_readonly(
+          "partitioned", [](const PyDevice& d) { return d.d->partitioned; },
+          "True for a physical device in MIG mode: work goes to its instances (the devices "
+          "whose parent it is); its own metrics stay device-wide.")
       .def_property_readonly(
           "metrics", [](const PyDevice& d) { return present_metrics(*d.d); },
           "{metric: value} of the metrics that have a value (an absent one is not there: "

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "delivery.hpp"
+#include "event_stream.hpp"
 #include "gpustream/config.hpp"
 #include "gpustream/config_json.hpp"
 #include "gpustream/json.hpp"
@@ -212,6 +213,13 @@ void bind_telemetry(py::module_& m) {
             return stream_on(t, probes, devices, timeout, policy, capacity);
           },
           GPUSTREAM_PY_STREAM_ARGS)
+      .def(
+          "events",
+          [](PyTelemetry& t, const py::object& probes, const py::object& devices,
+             const py::object& timeout) { return events_on(t, probes, devices, timeout); },
+          GPUSTREAM_PY_EVENTS_ARGS, kEventsDoc)
+      .def(
+          "recent_events", [](PyTelemetry& t) { return recent_events_on(t); }, kRecentEventsDoc)
       .def("_begin_window", &PyTelemetry::begin_window, py::arg("name"),
            py::arg("probes") = py::none(), py::arg("devices") = py::none())
       .def("_end_window", &PyTelemetry::end_window, py::arg("name"))

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -40,7 +41,8 @@ std::size_t event_bytes(const GpuEvent& e) noexcept {
 namespace detail {
 
 /// One subscriber: a bounded queue (count and bytes, the oldest dropped first) drained on its
-/// strand by at most one delivery task at a time.
+/// strand by at most one delivery task at a time, or (without a callback: an EventQueue) popped
+/// by the consumer.
 class EventSubscriber : public std::enable_shared_from_this<EventSubscriber> {
  public:
   EventSubscriber(const boost::asio::any_io_executor& ex, std::function<void(const EventPtr&)> cb,
@@ -75,6 +77,10 @@ class EventSubscriber : public std::enable_shared_from_this<EventSubscriber> {
       ++dropped_;
       channel_dropped_->fetch_add(1, std::memory_order_relaxed);
     }
+    if (!callback_) {  // pull-style: a waiting pop takes it
+      ready_.notify_one();
+      return;
+    }
     if (scheduled_) return;
     scheduled_ = true;
     boost::asio::post(strand_, [self = shared_from_this()] { self->drain(); });
@@ -100,11 +106,45 @@ class EventSubscriber : public std::enable_shared_from_this<EventSubscriber> {
     scheduled_ = false;
   }
 
+  /// Pull-style: the next event, waiting up to `timeout` (zero: no wait) unless closed or the
+  /// channel is gone.
+  EventPtr pop(std::chrono::steady_clock::duration timeout) {
+    std::unique_lock lock(mu_);
+    if (timeout > std::chrono::steady_clock::duration::zero())
+      ready_.wait_for(lock, timeout, [&] { return !active_ || channel_gone_ || !queue_.empty(); });
+    if (!active_ || queue_.empty()) return nullptr;
+    auto e = std::move(queue_.front());
+    queue_.pop_front();
+    bytes_ -= event_bytes(*e);
+    return e;
+  }
+
+  /// The channel is being destroyed: nothing more comes; pops stop waiting.
+  void channel_gone() {
+    std::lock_guard lock(mu_);
+    channel_gone_ = true;
+    ready_.notify_all();
+  }
+
+  bool open() const {
+    std::lock_guard lock(mu_);
+    return active_ && !channel_gone_;
+  }
+  std::size_t size() const {
+    std::lock_guard lock(mu_);
+    return queue_.size();
+  }
+  std::size_t bytes() const {
+    std::lock_guard lock(mu_);
+    return bytes_;
+  }
+
   void deactivate() {
     std::unique_lock lock(mu_);
     active_ = false;
     queue_.clear();
     bytes_ = 0;
+    ready_.notify_all();
     idle_.wait(lock, [&] { return !running_ || runner_ == std::this_thread::get_id(); });
   }
 
@@ -127,12 +167,14 @@ class EventSubscriber : public std::enable_shared_from_this<EventSubscriber> {
 
   mutable std::mutex mu_;
   std::condition_variable idle_;
+  std::condition_variable ready_;  // pull-style: an event was queued, or closed
   std::deque<EventPtr> queue_;  // guarded by mu_, as is everything below
   std::size_t bytes_ = 0;
   std::uint64_t dropped_ = 0;
   bool active_ = true;
   bool scheduled_ = false;
   bool running_ = false;
+  bool channel_gone_ = false;
   std::thread::id runner_;
 };
 
@@ -140,6 +182,13 @@ class EventChannelState {
  public:
   EventChannelState(boost::asio::any_io_executor ex, EventLimits limits)
       : ex_(std::move(ex)), limits_(limits) {}
+  EventChannelState(const EventChannelState&) = delete;
+  EventChannelState& operator=(const EventChannelState&) = delete;
+
+  ~EventChannelState() {
+    for (auto& w : subs_)
+      if (auto s = w.lock()) s->channel_gone();
+  }
 
   EventPtr publish(GpuEvent e) {
     std::vector<std::shared_ptr<EventSubscriber>> subs;
@@ -264,6 +313,20 @@ void EventSubscription::reset() {
 bool EventSubscription::active() const { return sub_ && sub_->active(); }
 std::uint64_t EventSubscription::dropped() const { return sub_ ? sub_->dropped() : 0; }
 
+// --- EventQueue ---
+
+EventQueue::EventQueue(std::shared_ptr<detail::EventSubscriber> sub) : sub_(std::move(sub)) {}
+EventQueue::~EventQueue() { close(); }
+EventPtr EventQueue::try_pop() { return sub_->pop(std::chrono::steady_clock::duration::zero()); }
+EventPtr EventQueue::pop_for(std::chrono::steady_clock::duration timeout) {
+  return sub_->pop(timeout);
+}
+void EventQueue::close() { sub_->deactivate(); }
+bool EventQueue::closed() const { return !sub_->open(); }
+std::size_t EventQueue::size() const { return sub_->size(); }
+std::size_t EventQueue::bytes() const { return sub_->bytes(); }
+std::uint64_t EventQueue::dropped() const { return sub_->dropped(); }
+
 // --- EventChannel ---
 
 EventChannel::EventChannel(boost::asio::any_io_executor ex, EventLimits limits)
@@ -275,6 +338,12 @@ EventPtr EventChannel::publish(GpuEvent e) { return state_->publish(std::move(e)
 EventSubscription EventChannel::subscribe(std::function<void(const EventPtr&)> on_event,
                                           EventSubscribeOptions options) {
   return EventSubscription(state_->subscribe(std::move(on_event), std::move(options)));
+}
+
+std::shared_ptr<EventQueue> EventChannel::subscribe_queue(EventSubscribeOptions options) {
+  options.executor.reset();
+  // Not make_shared: the constructor is private to EventChannel.
+  return std::shared_ptr<EventQueue>(new EventQueue(state_->subscribe({}, std::move(options))));
 }
 
 std::vector<EventPtr> EventChannel::recent() const { return state_->recent(); }

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/io_context.hpp>
@@ -142,6 +144,90 @@ TEST(EventChannel, SinkOutlivingTheChannelDoesNothing) {
     EXPECT_EQ(ch.last_sequence(), 1U);
   }
   sink(xid("GPU-0", 79));  // the channel is gone: dropped (no use after free under ASan)
+}
+
+TEST(EventQueue, PopsInOrderAndFilters) {
+  boost::asio::io_context io;  // never run: a queue needs no executor
+  EventChannel ch(io.get_executor());
+  auto all = ch.subscribe_queue();
+  EventSubscribeOptions only1;
+  only1.devices = {"GPU-1"};
+  auto gpu1 = ch.subscribe_queue(only1);
+  EXPECT_EQ(all->try_pop(), nullptr);
+  EXPECT_EQ(all->pop_for(std::chrono::milliseconds(1)), nullptr);  // nothing yet: times out
+  const auto p = ch.publish(xid("GPU-0", 79));
+  const auto p2 = ch.publish(xid("GPU-1", 48));
+  EXPECT_EQ(all->size(), 2U);
+  EXPECT_EQ(all->bytes(), event_bytes(*p) + event_bytes(*p2));
+  EXPECT_EQ(all->try_pop().get(), p.get());                 // the same object, not a copy
+  const auto second = all->pop_for(std::chrono::hours(1));  // queued: no wait
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->sequence, 2U);
+  EXPECT_EQ(all->try_pop(), nullptr);
+  EXPECT_EQ(all->bytes(), 0U);
+  const auto only = gpu1->try_pop();
+  ASSERT_NE(only, nullptr);
+  EXPECT_EQ(only->device_id, "GPU-1");
+  EXPECT_EQ(gpu1->try_pop(), nullptr);
+  EXPECT_FALSE(all->closed());
+}
+
+// The worst input for one queue nobody pops: every bound holds, the losses are exact, and what
+// is left is the newest.
+TEST(EventQueue, StormIsBoundedInCountAndBytes) {
+  boost::asio::io_context io;
+  EventLimits limits;
+  limits.queue = 100;
+  limits.queue_bytes = 16 * 1024;  // the tighter bound here
+  EventChannel ch(io.get_executor(), limits);
+  auto q = ch.subscribe_queue();
+  constexpr std::uint64_t kStorm = 20000;
+  const std::string long_id(1000, 'x');
+  for (std::uint64_t i = 0; i < kStorm; ++i) ch.publish(xid(long_id, i));
+  const auto per_event = event_bytes(*ch.recent().back());
+  const auto queued = limits.queue_bytes / per_event;
+  ASSERT_GT(queued, 0U);
+  EXPECT_EQ(q->size(), queued);
+  EXPECT_LE(q->bytes(), limits.queue_bytes);
+  EXPECT_EQ(q->dropped(), kStorm - queued);
+  const auto oldest = q->try_pop();
+  ASSERT_NE(oldest, nullptr);
+  EXPECT_EQ(oldest->sequence, kStorm - queued + 1);
+}
+
+TEST(EventQueue, CloseWakesAWaiterAndDiscards) {
+  boost::asio::io_context io;
+  EventChannel ch(io.get_executor());
+  auto q = ch.subscribe_queue();
+  ch.publish(xid("GPU-0", 79));
+  EventPtr got = ch.recent().back();
+  std::thread waiter([&] {
+    while (q->pop_for(std::chrono::hours(1))) {  // takes the queued one, then waits
+    }
+    got = nullptr;
+  });
+  q->close();  // before or while the waiter waits: either way it returns at once
+  waiter.join();
+  EXPECT_EQ(got, nullptr);
+  EXPECT_TRUE(q->closed());
+  ch.publish(xid("GPU-0", 79));  // no longer subscribed
+  EXPECT_EQ(q->size(), 0U);
+  EXPECT_EQ(q->try_pop(), nullptr);
+}
+
+TEST(EventQueue, OutlivesItsChannel) {
+  boost::asio::io_context io;
+  std::shared_ptr<EventQueue> q;
+  {
+    EventChannel ch(io.get_executor());
+    q = ch.subscribe_queue();
+    ch.publish(xid("GPU-0", 79));
+  }
+  EXPECT_TRUE(q->closed());
+  const auto e = q->pop_for(std::chrono::hours(1));  // still queued: popped
+  ASSERT_NE(e, nullptr);
+  EXPECT_EQ(*e->data, 79U);
+  EXPECT_EQ(q->pop_for(std::chrono::hours(1)), nullptr);  // the channel is gone: no wait
 }
 
 TEST(EventChannel, SnapshotChannelOwnsOne) {

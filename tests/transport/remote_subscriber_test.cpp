@@ -105,6 +105,39 @@ TEST_P(RemoteSubscriberTest, ReceivesLiveSnapshotsEqualToThePublishedOnes) {
   EXPECT_EQ(sub->status().state, RemoteStatus::State::connected);
 }
 
+TEST_P(RemoteSubscriberTest, DeliversEventsWithTheServersSequenceAndItsDeviceFilter) {
+  Fixture f;
+  f.start();
+  Seen seen;
+  std::vector<EventPtr> events;
+  auto sub = make_subscriber(f, {.url = url_of(f, GetParam()), .devices = {"GPU-b"}}, seen);
+  sub->on_event([&](const EventPtr& e) { events.push_back(e); });
+  sub->start();
+  ASSERT_TRUE(f.run_until([&] { return seen.connected() == 1; }));
+  GpuEvent e;
+  e.time_unix_ns = 1764135600123456789;
+  e.probe = "nvidia";
+  e.device_id = "GPU-a";  // not selected: the server does not send it
+  e.kind = EventKind::xid;
+  e.data = 79;
+  f.channel.events().publish(e);
+  e.device_id = "GPU-b";
+  const auto sent = f.channel.events().publish(e);
+  e.kind = EventKind::ecc_double_bit;
+  e.data.reset();
+  f.channel.events().publish(e);
+  ASSERT_TRUE(f.run_until([&] { return events.size() >= 2; }));
+  f.run_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(*events[0], *sent);  // every field, the server's sequence (2) included
+  EXPECT_EQ(events[1]->sequence, 3u);
+  EXPECT_EQ(events[1]->kind, EventKind::ecc_double_bit);
+  EXPECT_FALSE(events[1]->data);
+  EXPECT_EQ(sub->counters().events, 2u);
+  EXPECT_EQ(sub->counters().decode_errors, 0u);
+  EXPECT_TRUE(seen.snapshots.empty());
+}
+
 TEST_P(RemoteSubscriberTest, SinceReplaysTheHistoryThenStreamsLiveWithoutDuplicates) {
   Fixture f;
   f.start();

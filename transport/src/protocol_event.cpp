@@ -32,12 +32,9 @@ std::string event_message(const GpuEvent& e) {
   return s;
 }
 
-GpuEvent parse_event_message(std::string_view text_in) {
-  const json::value v = parse_json(text_in);
-  if (!v.is_object()) throw JsonError("$: expected an object");
-  const auto& o = v.get_object();
-  if (const auto* t = fields::find(o, "type"); t && (!t->is_string() || t->get_string() != "event"))
-    fields::bad("type", "expected \"event\"");
+namespace {
+
+GpuEvent event_from_object(const json::object& o) {
   GpuEvent e;
   e.sequence = fields::u64(o, "sequence", true);
   const auto* t = fields::find(o, "time_unix_ns");
@@ -48,6 +45,26 @@ GpuEvent parse_event_message(std::string_view text_in) {
   e.kind = event_kind_from_string(fields::text(o, "kind", true)).value_or(EventKind::other);
   if (fields::find(o, "data")) e.data = fields::u64(o, "data", true);
   return e;
+}
+
+}  // namespace
+
+GpuEvent parse_event_message(std::string_view text_in) {
+  const json::value v = parse_json(text_in);
+  if (!v.is_object()) throw JsonError("$: expected an object");
+  const auto& o = v.get_object();
+  if (const auto* t = fields::find(o, "type"); t && (!t->is_string() || t->get_string() != "event"))
+    fields::bad("type", "expected \"event\"");
+  return event_from_object(o);
+}
+
+std::optional<GpuEvent> parse_if_event_message(std::string_view text_in) {
+  const json::value v = parse_json(text_in);
+  if (!v.is_object()) throw JsonError("$: expected an object");
+  const auto& o = v.get_object();
+  const auto* t = fields::find(o, "type");
+  if (!t || !t->is_string() || t->get_string() != "event") return std::nullopt;
+  return event_from_object(o);
 }
 
 }  // namespace gpustream::transport

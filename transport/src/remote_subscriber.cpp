@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/transport/address.hpp"
+#include "gpustream/transport/protocol_event.hpp"
 #include "remote_connection.hpp"
 
 namespace gpustream {
@@ -29,7 +31,7 @@ using transport::RemoteConnection;
 
 namespace {
 
-LogOnce g_log_once;
+LogOnce g_log_once;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 std::string describe(const error_code& ec, const RemoteConnection& c) {
   if (!c.failure_detail().empty()) return c.failure_detail();
@@ -54,7 +56,7 @@ void validate_remote_url(std::string_view url) { (void)transport::parse_remote_u
 
 class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(asio::any_io_executor ex, RemoteSubscriberOptions o)
+  Impl(const asio::any_io_executor& ex, RemoteSubscriberOptions o)
       : strand_(asio::make_strand(ex)),
         options_(std::move(o)),
         url_(transport::parse_remote_url(options_.url)),
@@ -72,6 +74,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   std::function<void(const Gap&)> on_gap;
   std::function<void(const RemoteStatus&)> on_status;
   std::function<void(const RemoteHello&)> on_hello;
+  std::function<void(const EventPtr&)> on_event;
 
   void start() {
     {
@@ -79,7 +82,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       if (stopped_ || started_) return;
       started_ = true;
     }
-    asio::co_spawn(strand_, run(shared_from_this()), [](std::exception_ptr e) {
+    asio::co_spawn(strand_, run(shared_from_this()), [](const std::exception_ptr& e) {
       if (!e) return;
       try {
         std::rethrow_exception(e);
@@ -121,6 +124,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
     c.duplicates = duplicates_.load();
     c.gaps = gaps_.load();
     c.decode_errors = decode_errors_.load();
+    c.events = events_.load();
     c.last_sequence = last_sequence_.load();
     return c;
   }
@@ -319,10 +323,36 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
         if (g_log_once.first("remote-error:" + server_error_))
           logger()->warn("{}: server error {}", log_url_, server_error_);
         break;
-      case Kind::other:  // newer servers may send more; ignore them
+      case Kind::other:  // an `event`; newer servers may send more types: ignored
+        on_other_message(text);
         break;
     }
     return true;
+  }
+
+  /// The subscription's probes and devices applied to an event here.
+  bool event_wanted(const GpuEvent& e) const {
+    const auto& o = options_;
+    return (o.probes.empty() ||
+            std::find(o.probes.begin(), o.probes.end(), e.probe) != o.probes.end()) &&
+           (o.devices.empty() ||
+            std::find(o.devices.begin(), o.devices.end(), e.device_id) != o.devices.end());
+  }
+
+  void on_other_message(std::string_view text) {
+    std::optional<GpuEvent> e;
+    try {
+      e = transport::parse_if_event_message(text);
+    } catch (const JsonError& error) {
+      decode_error(error.what());
+      return;
+    }
+    // Events are live only (never replayed); before the ack they come unfiltered.
+    if (!e || (awaiting_ack_ && !event_wanted(*e))) return;
+    ++events_;
+    if (!on_event) return;
+    const auto p = std::make_shared<const GpuEvent>(std::move(*e));
+    invoke([&] { on_event(p); });
   }
 
   /// The subscription's probes, devices and fields applied to `s` here, with the result of
@@ -411,11 +441,12 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   mutable std::mutex status_mu_;
   RemoteStatus status_;
   std::atomic<std::uint64_t> connections_{0}, snapshots_{0}, duplicates_{0}, gaps_{0},
-      decode_errors_{0}, last_sequence_{0};
+      decode_errors_{0}, last_sequence_{0}, events_{0};
 };
 
+// NOLINTNEXTLINE(performance-unnecessary-value-param): the public signature takes it by value
 RemoteSubscriber::RemoteSubscriber(asio::any_io_executor ex, RemoteSubscriberOptions options)
-    : impl_(std::make_shared<Impl>(std::move(ex), std::move(options))) {}
+    : impl_(std::make_shared<Impl>(ex, std::move(options))) {}
 
 RemoteSubscriber::~RemoteSubscriber() { impl_->stop(); }
 
@@ -428,6 +459,9 @@ void RemoteSubscriber::on_status(std::function<void(const RemoteStatus&)> cb) {
 }
 void RemoteSubscriber::on_hello(std::function<void(const RemoteHello&)> cb) {
   impl_->on_hello = std::move(cb);
+}
+void RemoteSubscriber::on_event(std::function<void(const EventPtr&)> cb) {
+  impl_->on_event = std::move(cb);
 }
 void RemoteSubscriber::start() { impl_->start(); }
 void RemoteSubscriber::stop() { impl_->stop(); }

@@ -17,11 +17,17 @@
 // events (counted in EventSubscription::dropped() and EventCounters::dropped); a subscriber
 // sees a hole in `sequence` where events were dropped.
 //
+// A subscriber either gets callbacks (subscribe) or pops from a queue of its own
+// (subscribe_queue: an EventQueue, for a consumer with a thread of its own, such as the Python
+// module's iterator); both have the same bounded queue.
+//
 // Thread safety: every member may be called from any thread. publish() never waits for a
 // subscriber and never runs user code (callbacks are posted, one delivery task per subscriber
-// in flight). Cancellation: reset()/destroy the EventSubscription.
+// in flight). Cancellation: reset()/destroy the EventSubscription, close()/destroy the
+// EventQueue.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -126,6 +132,38 @@ class EventSubscription {
   std::shared_ptr<detail::EventSubscriber> sub_;
 };
 
+/// Pull-style event subscriber, from EventChannel::subscribe_queue: the same queue as a callback
+/// subscriber's (bounded by EventLimits::queue and queue_bytes; when full, the oldest event is
+/// dropped and counted in dropped()), popped by the consumer. Thread-safe: any thread may pop
+/// (each event goes to one popper) while the channel publishes. close() — or destroying the
+/// queue — unsubscribes, discards what is queued and wakes a waiting pop_for, which then returns
+/// null. When the channel is destroyed first, what is queued can still be popped and pops no
+/// longer wait.
+class EventQueue {
+ public:
+  ~EventQueue();
+  EventQueue(const EventQueue&) = delete;
+  EventQueue& operator=(const EventQueue&) = delete;
+
+  /// The next event, or null when none is queued.
+  EventPtr try_pop();
+  /// The next event, waiting up to `timeout`; null on timeout or when closed.
+  EventPtr pop_for(std::chrono::steady_clock::duration timeout);
+  void close();
+  /// True after close() or once the channel is gone.
+  bool closed() const;
+  /// Events waiting, and event_bytes() of them.
+  std::size_t size() const;
+  std::size_t bytes() const;
+  /// Events discarded because the queue was full (the oldest go first).
+  std::uint64_t dropped() const;
+
+ private:
+  friend class EventChannel;
+  explicit EventQueue(std::shared_ptr<detail::EventSubscriber> sub);
+  std::shared_ptr<detail::EventSubscriber> sub_;
+};
+
 struct EventSubscribeOptions {
   std::vector<std::string> probes;   // empty: every probe
   std::vector<std::string> devices;  // empty: every device
@@ -146,6 +184,9 @@ class EventChannel {
 
   EventSubscription subscribe(std::function<void(const EventPtr&)> on_event,
                               EventSubscribeOptions options = {});
+  /// A pull-style subscriber (options.executor is not used). Unsubscribe with
+  /// EventQueue::close() or by dropping the last shared_ptr.
+  std::shared_ptr<EventQueue> subscribe_queue(EventSubscribeOptions options = {});
 
   /// The newest events (at most limits.recent, limits.recent_bytes), oldest first.
   std::vector<EventPtr> recent() const;

@@ -6,11 +6,13 @@
 //
 // `sequence` is the server's event sequence (its own numbering, not the snapshots'): a client
 // that sees a hole in it knows events were dropped for it (a slow client). `data` is left out
-// when the event has none. Old clients ignore the message (an unknown `type`).
+// when the event has none. Old clients ignore the message (an unknown `type`);
+// RemoteSubscriber::on_event delivers it.
 //
 // Thread safety: reentrant.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -27,5 +29,9 @@ std::string event_message(const GpuEvent& e);
 /// Decodes an `event` message (or an object of /api/v1/events). A `kind` this version does not
 /// know reads as EventKind::other. Throws JsonError (gpustream/json.hpp) naming what is wrong.
 GpuEvent parse_event_message(std::string_view text);
+/// For a client reading a stream of server messages: the event when `text` is an `event`
+/// message, nullopt when it is a message of another type. Throws JsonError for text that is not
+/// a JSON object or an `event` message that does not decode.
+std::optional<GpuEvent> parse_if_event_message(std::string_view text);
 
 }  // namespace gpustream::transport

@@ -52,6 +52,7 @@
 #include <boost/asio/any_io_executor.hpp>
 
 #include "gpustream/channel.hpp"
+#include "gpustream/events.hpp"
 #include "gpustream/model.hpp"
 #include "gpustream/transport/protocol.hpp"
 
@@ -114,6 +115,7 @@ struct RemoteCounters {
   std::uint64_t duplicates = 0;         // dropped: sequence not above the last delivered
   std::uint64_t gaps = 0;               // gap messages delivered
   std::uint64_t decode_errors = 0;      // messages that were not valid protocol JSON
+  std::uint64_t events = 0;             // event messages received (and wanted)
   std::uint64_t last_sequence = 0;      // of the last delivered snapshot (0: none yet)
 };
 
@@ -133,6 +135,10 @@ class RemoteSubscriber {
   void on_status(std::function<void(const RemoteStatus&)> cb);
   /// Each hello (once per connection).
   void on_hello(std::function<void(const RemoteHello&)> cb);
+  /// Each GPU event (`event` message: Xid, ECC, ...), live as the server sends it, with the
+  /// server's own event `sequence` (a hole in it: events dropped for this client). Events are
+  /// not replayed on reconnect: those sent while disconnected are not seen.
+  void on_event(std::function<void(const EventPtr&)> cb);
 
   /// Starts connecting. Idempotent; a stopped subscriber does not start again.
   void start();

@@ -74,6 +74,7 @@ int run_fleet(const FleetCliOptions& o) {
   fo.max_nodes = o.max_nodes;
   auto fleet = std::make_unique<transport::FleetView>(io.get_executor(), channel, fo);
   so.extra_routes = fleet->routes();
+  so.fit_source = fleet->fit_source();
   transport::Server server(io.get_executor(), channel, so);
   try {
     fleet->start();

@@ -291,6 +291,17 @@ void FleetView::on_message(std::string_view data, std::string_view subject) {
 
 void FleetView::sweep(NodeTable::Clock::time_point now) { impl_->sweep(now); }
 
+FitSource FleetView::fit_source() {
+  std::weak_ptr<Impl> weak = impl_;
+  return [weak](std::uint64_t bytes) -> std::vector<FitEntry> {
+    auto self = weak.lock();
+    if (!self) return {};
+    const auto latest = self->channel.latest();
+    std::lock_guard lock(self->mu);
+    return fit_entries(fleet_fits(latest, self->table, bytes, wall_now_ns()));
+  };
+}
+
 ExtraRoutes FleetView::routes() {
   std::weak_ptr<Impl> weak = impl_;
   return [weak](std::string_view path, std::string_view target) -> std::optional<ExtraResponse> {

@@ -59,7 +59,8 @@ void Hub::start() {
   std::weak_ptr<Hub> weak = weak_from_this();
   listener_ = std::make_shared<Listener>(strand_, options_.limits, registry_, metrics_,
                                          [weak](tcp::socket s, ConnKind kind) {
-                                           if (auto h = weak.lock()) h->on_accept(std::move(s), kind);
+                                           if (auto h = weak.lock())
+                                             h->on_accept(std::move(s), kind);
                                          });
   listener_->bind(options_.http, options_.tcp);
   http_bound_ = listener_->http_bound();
@@ -96,8 +97,7 @@ void Hub::start() {
   // clients start after them (resume with `since` to get them).
   const auto last = channel_.last_sequence();
   auto cur = cursor_.load();
-  while (cur < last && !cursor_.compare_exchange_weak(cur, last)) {
-  }
+  while (cur < last && !cursor_.compare_exchange_weak(cur, last)) {}
 
   asio::post(strand_, [self = shared_from_this()] {
     if (self->stopping_) return;
@@ -177,6 +177,12 @@ std::vector<std::string> Hub::known_devices() const {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+std::string Hub::fit(const FitRequest& r) {
+  auto entries = options_.fit_source ? options_.fit_source(r.bytes)
+                                     : local_fits(channel_.latest(), r.bytes, wall_now_ns());
+  return fit_result_message(r.id, r.bytes, entries, r.limit);
 }
 
 std::string Hub::hello(std::uint64_t* last_sequence) {

@@ -62,6 +62,8 @@ class Hub : public std::enable_shared_from_this<Hub> {
   /// Probe names and device ids the server knows now (latest snapshots and statistics).
   std::vector<std::string> known_probes() const;
   std::vector<std::string> known_devices() const;
+  /// The fit_result message answering `r` (ServerOptions::fit_source, else local_fits()).
+  std::string fit(const FitRequest& r);
   /// Highest sequence the hub has fanned out (or found in the channel at start).
   std::uint64_t cursor() const noexcept { return cursor_.load(std::memory_order_relaxed); }
 

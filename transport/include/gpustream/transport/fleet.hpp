@@ -7,6 +7,7 @@
 //   fleet.start();                                     // the key-value state, then the bus
 //   gpustream::transport::ServerOptions so;
 //   so.extra_routes = fleet.routes();                  // /api/v1/nodes, /api/v1/fit, /fleet
+//   so.fit_source = fleet.fit_source();                // the protocol's `fit` message
 //   gpustream::transport::Server server(io.get_executor(), channel, so);
 //
 // The agents (`gpustream serve --nats URL --node NAME`) publish the compact bus encoding
@@ -120,6 +121,8 @@ std::vector<FleetFit> fleet_fits(const std::vector<SnapshotPtr>& latest, const N
 std::string nodes_json(const std::vector<SnapshotPtr>& latest, const NodeTable& table,
                        std::int64_t now_unix_ns);
 std::string fit_json(const std::vector<FleetFit>& fits, std::uint64_t bytes);
+/// The fits as the protocol's fit_result entries (the same fields as fit_json's).
+std::vector<FitEntry> fit_entries(const std::vector<FleetFit>& fits);
 /// The fleet dashboard page (/fleet).
 std::string_view fleet_dashboard_html() noexcept;
 
@@ -164,6 +167,9 @@ class FleetView {
   /// /api/v1/nodes, /api/v1/nodes/<name> (its snapshots), /api/v1/fit?bytes=N and /fleet, for
   /// ServerOptions::extra_routes. The view must outlive the server.
   ExtraRoutes routes();
+  /// fleet_fits() over every node, for ServerOptions::fit_source (the protocol's `fit`). The
+  /// view must outlive the server; after the view is gone it answers with no device.
+  FitSource fit_source();
   /// Handles one bus message as if it had arrived now (the subscription's path; tests use it).
   void on_message(std::string_view data, std::string_view subject);
   /// Runs the staleness sweep at `now` (the timer's path; tests use it).

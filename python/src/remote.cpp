@@ -83,9 +83,13 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
 
   /// The server's answer to `fit` (RemoteSubscriber::fit), as a dict; RuntimeError with the
   /// reason when there is none, TimeoutError after `timeout` seconds.
-  py::dict fit(long long bytes, long long limit, double timeout) {
+  py::dict fit(const py::int_& bytes_arg, long long limit, double timeout) {
     if (closed()) throw std::runtime_error("fit: not connected (the client is closed)");
-    if (bytes < 0) throw py::value_error("bytes must be >= 0");
+    const unsigned long long bytes = PyLong_AsUnsignedLongLong(bytes_arg.ptr());
+    if (PyErr_Occurred()) {  // negative, or past 2**64 - 1
+      PyErr_Clear();
+      throw py::value_error("bytes must be a whole number from 0 to 2**64 - 1");
+    }
     if (limit < 1 || limit > static_cast<long long>(transport::kFitMaxLimit))
       throw py::value_error("limit must be from 1 to " + std::to_string(transport::kFitMaxLimit));
     auto done = std::make_shared<std::promise<RemoteFitAnswer>>();

@@ -92,5 +92,8 @@ def test_fit_asks_the_server(server, scheme):
         assert len(remote.fit(0, limit=1)["fits"]) == 1
         with pytest.raises(ValueError, match="limit"):
             remote.fit(0, limit=0)
+        for bad in (-1, 2**64):
+            with pytest.raises(ValueError, match="bytes"):
+                remote.fit(bad)
     with pytest.raises(RuntimeError, match="not connected"):
         remote.fit(0)

@@ -12,7 +12,8 @@
 //
 // The agents (`gpustream serve --nats URL --node NAME`) publish the compact bus encoding
 // (fleet_codec.hpp) on <prefix>.<node>.<probe> and keep their last full state in a JetStream
-// key-value bucket. FleetView reads the bucket once when it starts (every node shows at once),
+// key-value bucket. FleetView reads the bucket once when it starts, in one pass (a key-value
+// watcher; every node shows at once),
 // then subscribes to <prefix>.>, rebuilds each snapshot and publishes it into the channel with
 // its `node` set: the Server then serves the whole fleet with its usual API, protocol, /metrics
 // and dashboard. docs/fleet.md.
@@ -135,6 +136,11 @@ struct FleetOptions {
   std::chrono::milliseconds connect_timeout{5000};
   std::size_t max_nodes = 100000;
   BusLimits limits;
+  /// How the key-value state is read at start: true, in one pass (a watcher on every key that
+  /// delivers each key's last value, then the end of the initial values); false, key by key
+  /// (list the keys, then one get per key: a round trip each; kept for comparison,
+  /// bench/fleet_kv_bench.cpp).
+  bool kv_watch = true;
 };
 
 struct FleetStats {

@@ -31,7 +31,8 @@ using transport::RemoteConnection;
 
 namespace {
 
-LogOnce g_log_once;
+// One "logged once" record for the process: the warnings are about a URL, whichever subscriber.
+LogOnce g_log_once;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 /// fit() queries waiting for their answer, at most (a caller that never waits cannot grow it).
 constexpr std::size_t kMaxFitsInFlight = 64;
@@ -64,7 +65,7 @@ void validate_remote_url(std::string_view url) { (void)transport::parse_remote_u
 
 class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(asio::any_io_executor ex, RemoteSubscriberOptions o)
+  Impl(const asio::any_io_executor& ex, RemoteSubscriberOptions o)
       : strand_(asio::make_strand(ex)),
         options_(std::move(o)),
         url_(transport::parse_remote_url(options_.url)),
@@ -89,7 +90,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       if (stopped_ || started_) return;
       started_ = true;
     }
-    asio::co_spawn(strand_, run(shared_from_this()), [](std::exception_ptr e) {
+    asio::co_spawn(strand_, run(shared_from_this()), [](const std::exception_ptr& e) {
       if (!e) return;
       try {
         std::rethrow_exception(e);
@@ -516,8 +517,11 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       decode_errors_{0}, last_sequence_{0};
 };
 
-RemoteSubscriber::RemoteSubscriber(asio::any_io_executor ex, RemoteSubscriberOptions options)
-    : impl_(std::make_shared<Impl>(std::move(ex), std::move(options))) {}
+// The public signature takes the executor by value (it is cheap to copy); Impl only reads it.
+RemoteSubscriber::RemoteSubscriber(
+    asio::any_io_executor ex,  // NOLINT(performance-unnecessary-value-param)
+    RemoteSubscriberOptions options)
+    : impl_(std::make_shared<Impl>(ex, std::move(options))) {}
 
 RemoteSubscriber::~RemoteSubscriber() { impl_->stop(); }
 

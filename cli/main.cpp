@@ -125,7 +125,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
 
   auto* serve = app.add_subcommand(
-      "serve", "Serve snapshots: HTTP + WebSocket (dashboard, /metrics, /api/v1), optional TCP");
+      "serve",
+      "Serve snapshots: HTTP + WebSocket (dashboard, /metrics, /api/v1 incl. /api/v1/fit?bytes=N), "
+      "optional TCP");
   add_common_options(*serve, common);
   add_serve_options(*serve, serve_o);
 

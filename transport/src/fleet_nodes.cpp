@@ -250,11 +250,9 @@ std::vector<FitEntry> fit_entries(const std::vector<FleetFit>& fits) {
 }
 
 std::string fit_json(const std::vector<FleetFit>& fits, std::uint64_t bytes) {
-  // The entries are the protocol's fit_result entries (one encoder for both).
-  json::array out;
-  for (const auto& e : fit_entries(fits)) out.push_back(to_json(e));
-  json::object doc{{"schema", kSchema}, {"bytes", bytes}, {"fits", std::move(out)}};
-  return json::serialize(doc) + "\n";
+  // The entries are the protocol's fit_result entries, the document serve's /api/v1/fit
+  // (one encoder for all three).
+  return fit_json(fit_entries(fits), bytes);
 }
 
 }  // namespace gpustream::transport

@@ -1,5 +1,4 @@
 // FleetView: the key-value state at start, then the bus, into a SnapshotChannel (libnats).
-#include <charconv>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -9,7 +8,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "access.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/transport/address.hpp"
@@ -373,7 +371,8 @@ FitSource FleetView::fit_source() {
 
 ExtraRoutes FleetView::routes() {
   std::weak_ptr<Impl> weak = impl_;
-  return [weak](std::string_view path, std::string_view target) -> std::optional<ExtraResponse> {
+  // /api/v1/fit is the server's own route (fit_source() answers it), as in `gpustream serve`.
+  return [weak](std::string_view path, std::string_view) -> std::optional<ExtraResponse> {
     auto self = weak.lock();
     if (!self) return std::nullopt;
     if (path == "/fleet" || path == "/fleet/")
@@ -382,18 +381,6 @@ ExtraRoutes FleetView::routes() {
       const auto latest = self->channel.latest();
       std::lock_guard lock(self->mu);
       return ExtraResponse{200, nodes_json(latest, self->table, wall_now_ns())};
-    }
-    if (path == "/api/v1/fit") {
-      const auto q = query_parameter(target, "bytes");
-      std::uint64_t bytes = 0;
-      const auto r = q ? std::from_chars(q->data(), q->data() + q->size(), bytes)
-                       : std::from_chars_result{nullptr, std::errc::invalid_argument};
-      if (!q || r.ec != std::errc() || r.ptr != q->data() + q->size())
-        return ExtraResponse{400, "{\"error\":\"expected ?bytes=N (a whole number of bytes)\"}\n"};
-      const auto latest = self->channel.latest();
-      std::lock_guard lock(self->mu);
-      return ExtraResponse{200,
-                           fit_json(fleet_fits(latest, self->table, bytes, wall_now_ns()), bytes)};
     }
     return std::nullopt;
   };

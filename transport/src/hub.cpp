@@ -179,10 +179,13 @@ std::vector<std::string> Hub::known_devices() const {
   return out;
 }
 
+std::vector<FitEntry> Hub::fits(std::uint64_t bytes) {
+  return options_.fit_source ? options_.fit_source(bytes)
+                             : local_fits(channel_.latest(), bytes, wall_now_ns());
+}
+
 std::string Hub::fit(const FitRequest& r) {
-  auto entries = options_.fit_source ? options_.fit_source(r.bytes)
-                                     : local_fits(channel_.latest(), r.bytes, wall_now_ns());
-  return fit_result_message(r.id, r.bytes, entries, r.limit);
+  return fit_result_message(r.id, r.bytes, fits(r.bytes), r.limit);
 }
 
 std::string Hub::hello(std::uint64_t* last_sequence) {

@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 
+#include "access.hpp"
 #include "gpustream/detail/json_parse.hpp"
 #include "gpustream/json.hpp"
 
@@ -280,6 +281,24 @@ std::string fit_result_message(std::string_view id, std::uint64_t bytes,
   }
   out += written < fits.size() ? "],\"truncated\":true}\n" : "],\"truncated\":false}\n";
   return out;
+}
+
+std::string fit_json(const std::vector<FitEntry>& fits, std::uint64_t bytes) {
+  json::array out;
+  out.reserve(fits.size());
+  for (const auto& e : fits) out.push_back(to_json(e));
+  json::object doc{{"schema", kSchema}, {"bytes", bytes}, {"fits", std::move(out)}};
+  return to_compact_json(doc) + "\n";
+}
+
+std::optional<std::uint64_t> fit_bytes_parameter(std::string_view target) {
+  const auto q = query_parameter(target, "bytes");
+  if (!q || q->empty()) return std::nullopt;
+  std::uint64_t bytes = 0;
+  // Digits only: from_chars refuses a sign, a fraction, spaces and anything past 2^64 - 1.
+  const auto r = std::from_chars(q->data(), q->data() + q->size(), bytes);
+  if (r.ec != std::errc() || r.ptr != q->data() + q->size()) return std::nullopt;
+  return bytes;
 }
 
 std::vector<DeviceInfo> devices_of(const std::vector<SnapshotPtr>& latest) {

@@ -6,8 +6,8 @@
 //   gpustream::transport::FleetView fleet(io.get_executor(), channel, fo);
 //   fleet.start();                                     // the key-value state, then the bus
 //   gpustream::transport::ServerOptions so;
-//   so.extra_routes = fleet.routes();                  // /api/v1/nodes, /api/v1/fit, /fleet
-//   so.fit_source = fleet.fit_source();                // the protocol's `fit` message
+//   so.extra_routes = fleet.routes();                  // /api/v1/nodes, /fleet
+//   so.fit_source = fleet.fit_source();                // `fit` messages and /api/v1/fit
 //   gpustream::transport::Server server(io.get_executor(), channel, so);
 //
 // The agents (`gpustream serve --nats URL --node NAME`) publish the compact bus encoding
@@ -118,7 +118,8 @@ std::vector<FleetFit> fleet_fits(const std::vector<SnapshotPtr>& latest, const N
                                  std::uint64_t bytes, std::int64_t now_unix_ns);
 
 /// The JSON documents of the fleet endpoints (docs/fleet.md): /api/v1/nodes (one summary per
-/// node: state, last seen, agent, devices, utilization and memory totals) and /api/v1/fit.
+/// node: state, last seen, agent, devices, utilization and memory totals) and /api/v1/fit
+/// (the fits as fit_entries(), through protocol.hpp's fit_json: serve's encoder too).
 std::string nodes_json(const std::vector<SnapshotPtr>& latest, const NodeTable& table,
                        std::int64_t now_unix_ns);
 std::string fit_json(const std::vector<FleetFit>& fits, std::uint64_t bytes);
@@ -170,11 +171,12 @@ class FleetView {
 
   std::vector<NodeInfo> nodes() const;
   FleetStats stats() const;
-  /// /api/v1/nodes, /api/v1/nodes/<name> (its snapshots), /api/v1/fit?bytes=N and /fleet, for
+  /// /api/v1/nodes, /api/v1/nodes/<name> (its snapshots) and /fleet, for
   /// ServerOptions::extra_routes. The view must outlive the server.
   ExtraRoutes routes();
-  /// fleet_fits() over every node, for ServerOptions::fit_source (the protocol's `fit`). The
-  /// view must outlive the server; after the view is gone it answers with no device.
+  /// fleet_fits() over every node, for ServerOptions::fit_source (the protocol's `fit` and the
+  /// server's /api/v1/fit?bytes=N). The view must outlive the server; after the view is gone it
+  /// answers with no device.
   FitSource fit_source();
   /// Handles one bus message as if it had arrived now (the subscription's path; tests use it).
   void on_message(std::string_view data, std::string_view subject);

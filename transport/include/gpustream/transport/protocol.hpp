@@ -215,6 +215,16 @@ std::string error_message(std::string_view code, std::string_view message,
 std::string fit_result_message(std::string_view id, std::uint64_t bytes,
                                const std::vector<FitEntry>& fits, std::size_t limit);
 
+/// The document of the HTTP endpoint /api/v1/fit (`gpustream serve`'s and `gpustream fleet`'s):
+/// {"schema","bytes","fits":[every entry, most free first]}, each entry as in fit_result.
+std::string fit_json(const std::vector<FitEntry>& fits, std::uint64_t bytes);
+/// The `bytes` of an /api/v1/fit request target ("/api/v1/fit?bytes=N"): nullopt when it is
+/// missing or not a whole number of bytes from 0 to 2^64 − 1 (the endpoint then answers 400).
+std::optional<std::uint64_t> fit_bytes_parameter(std::string_view target);
+/// The 400 body of /api/v1/fit for a bad or missing `bytes`.
+inline constexpr std::string_view kFitBytesError =
+    "{\"error\":\"expected ?bytes=N (a whole number of bytes from 0 to 18446744073709551615)\"}\n";
+
 /// Compact JSON text of `v`, by the codec's rules: doubles in their shortest round-trip form,
 /// always with a '.' or an exponent ("0.5", "64.0", not "5E-1" or "64"); strings as valid UTF-8.
 /// Object keys keep their insertion order.

@@ -66,6 +66,8 @@ async def case_hello(server):
             check(isinstance(p.get("reason", ""), str), f"{tr}: probe reason {p}")
         check({p["name"] for p in h["probes"]} >= {"simulated", "host"}, f"{tr}: probes {h['probes']}")
         check(h["devices"], f"{tr}: hello lists no device")
+        check(isinstance(h.get("requests"), list) and {"subscribe", "fit"} <= set(h["requests"]),
+              f"{tr}: hello's requests {h.get('requests')} do not list subscribe and fit")
         for d in h["devices"]:
             for k, t in (("id", str), ("vendor", str), ("name", str), ("probe", str),
                          ("index", int), ("pci_bus_id", str)):

@@ -2,10 +2,21 @@
 // the largest N), the bounded answer, and the real Server answering over TCP and WebSocket —
 // with its own devices, or with a fit source (what `gpustream fleet` sets) — while a client
 // that sends garbage or an oversized request never disturbs another. RemoteSubscriber::fit
-// against the same server.
+// against the same server; hello's `requests` list, and RemoteSubscriber::fit against a scripted
+// server whose hello lists no `fit` (fails at once) or has no list (asks, as before).
+#include <algorithm>
+
 #include <gtest/gtest.h>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read_until.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/json.hpp>
 
+#include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "gpustream/transport/remote_subscriber.hpp"
 #include "harness.hpp"
@@ -263,6 +274,123 @@ TEST(TransportFitMessage, RemoteSubscriberAsksAndGetsTheAnswerOrAnError) {
     sub.stop();
     EXPECT_TRUE(f.stop());
   }
+}
+
+TEST(TransportFitMessage, HelloListsTheRequestsTheServerAnswers) {
+  Fixture f;
+  f.start();
+  auto tcp = connected_tcp(f);
+  auto ws = connected_ws(f);
+  for (const auto& c : {tcp, ws}) {
+    const auto hello = c->of_type("hello").at(0);
+    ASSERT_TRUE(hello.contains("requests"));
+    const auto& requests = hello.at("requests").as_array();
+    ASSERT_EQ(requests.size(), 2U);
+    EXPECT_EQ(requests[0], "subscribe");
+    EXPECT_EQ(requests[1], "fit");
+    // The decoder gives the list back; the C++ client reads it from there.
+    const auto m = parse_server_message(boost::json::serialize(hello));
+    ASSERT_TRUE(m.hello.requests);
+    EXPECT_EQ(*m.hello.requests, (std::vector<std::string>{"subscribe", "fit"}));
+  }
+  // Every listed request is one the server parses (not "unknown message type").
+  for (const auto r : kClientRequests) {
+    const std::string text = R"({"type":")" + std::string(r) + R"(","bytes":0})";
+    EXPECT_NO_THROW(parse_client_message(text)) << text;
+  }
+  EXPECT_THROW(parse_client_message(R"({"type":"unsubscribe"})"), ProtocolError);
+  // An older server's hello has no list: nullopt, which is not an empty list.
+  auto m = parse_server_message(R"({"type":"hello","schema":"gpustream/1","last_sequence":0})");
+  EXPECT_FALSE(m.hello.requests);
+  m = parse_server_message(
+      R"({"type":"hello","schema":"gpustream/1","last_sequence":0,"requests":[]})");
+  ASSERT_TRUE(m.hello.requests);
+  EXPECT_TRUE(m.hello.requests->empty());
+  EXPECT_THROW(parse_server_message(
+                   R"({"type":"hello","schema":"gpustream/1","last_sequence":0,"requests":[1]})"),
+               JsonError);
+  EXPECT_TRUE(f.stop());
+}
+
+/// What a scripted server received, line by line, and whether the client closed.
+struct ScriptLog {
+  std::vector<std::string> lines;
+  bool ended = false;
+};
+
+/// A TCP server of another version: sends `hello`, answers a subscribe with `subscribed` and a
+/// fit as a server that does not know `fit` does (bad_request, no id); records every line.
+boost::asio::awaitable<void> scripted_server(boost::asio::ip::tcp::acceptor* a, std::string hello,
+                                             ScriptLog* log) {
+  namespace asio = boost::asio;
+  auto sock = co_await a->async_accept(asio::use_awaitable);
+  co_await asio::async_write(sock, asio::buffer(hello), asio::use_awaitable);
+  std::string buf;
+  for (;;) {
+    boost::system::error_code ec;
+    const auto n = co_await asio::async_read_until(sock, asio::dynamic_buffer(buf), '\n',
+                                                   asio::redirect_error(asio::use_awaitable, ec));
+    if (ec) break;
+    log->lines.push_back(buf.substr(0, n - 1));
+    buf.erase(0, n);
+    const auto m = parse_client_message(log->lines.back());
+    const auto reply = m.kind == ClientMessage::Kind::subscribe
+                           ? subscribed_message({m.subscribe, {}, {}})
+                           : error_message(kErrBadRequest, "unknown message type 'fit'");
+    co_await asio::async_write(sock, asio::buffer(reply), asio::use_awaitable);
+  }
+  log->ended = true;
+}
+
+/// RemoteSubscriber::fit against a scripted server whose hello lists `requests` (nullopt: no
+/// list). Returns the answer; `log` gets what the server received, up to the client's close.
+RemoteFitAnswer fit_against(std::optional<std::vector<std::string>> requests, ScriptLog& log) {
+  Fixture f;
+  boost::asio::ip::tcp::acceptor acceptor(f.io, {boost::asio::ip::address_v4::loopback(), 0});
+  Hello h;
+  h.server = "gpustream/0.0.9";
+  h.instance = "0123456789abcdef";
+  h.requests = std::move(requests);
+  boost::asio::co_spawn(f.io, scripted_server(&acceptor, hello_message(h), &log),
+                        boost::asio::detached);
+  RemoteSubscriberOptions o;
+  o.url = "tcp://127.0.0.1:" + std::to_string(acceptor.local_endpoint().port());
+  RemoteSubscriber sub(f.io.get_executor(), o);
+  sub.start();
+  EXPECT_TRUE(f.run_until([&] { return sub.status().state == RemoteStatus::State::connected; }));
+  std::vector<RemoteFitAnswer> answers;
+  sub.fit(kGiB, [&](RemoteFitAnswer a) { answers.push_back(std::move(a)); });
+  EXPECT_TRUE(f.run_until([&] { return answers.size() == 1; }));
+  sub.stop();
+  EXPECT_TRUE(f.run_until([&] { return log.ended; }));  // every line it sent has been read
+  return answers.empty() ? RemoteFitAnswer{} : std::move(answers[0]);
+}
+
+TEST(TransportFitMessage, RemoteSubscriberFailsAtOnceWhenHelloListsNoFit) {
+  ScriptLog log;
+  const auto a = fit_against(std::vector<std::string>{"subscribe"}, log);
+  EXPECT_FALSE(a.result);
+  EXPECT_EQ(a.error,
+            "the server (gpustream/0.0.9) does not support fit: its hello lists the requests "
+            "[subscribe]");
+  // Nothing was asked: the server got the subscribe only (a fit would have got its
+  // "unknown message type" answer instead of the error above).
+  ASSERT_EQ(log.lines.size(), 1U);
+  EXPECT_EQ(parse_client_message(log.lines[0]).kind, ClientMessage::Kind::subscribe);
+}
+
+TEST(TransportFitMessage, RemoteSubscriberStillAsksAServerWhoseHelloHasNoList) {
+  ScriptLog log;
+  const auto a = fit_against(std::nullopt, log);
+  EXPECT_FALSE(a.result);
+  EXPECT_EQ(a.error, "bad_request: unknown message type 'fit'");
+  ASSERT_EQ(log.lines.size(), 2U);
+  EXPECT_EQ(parse_client_message(log.lines[1]).kind, ClientMessage::Kind::fit);
+  // A list with `fit` (a newer server's): the fit is sent too.
+  ScriptLog listed;
+  const auto b = fit_against(std::vector<std::string>{"subscribe", "fit", "later"}, listed);
+  EXPECT_EQ(b.error, "bad_request: unknown message type 'fit'");  // the script's answer
+  EXPECT_EQ(listed.lines.size(), 2U);
 }
 
 }  // namespace

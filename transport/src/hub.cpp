@@ -2,6 +2,7 @@
 #include "hub.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include <boost/asio/post.hpp>
 
@@ -201,6 +202,7 @@ std::string Hub::hello(std::uint64_t* last_sequence) {
     for (const auto& s : latest) h.probes.push_back({s->probe, "unknown", ""});
   }
   h.devices = devices_of(latest);
+  h.requests.emplace(std::begin(kClientRequests), std::end(kClientRequests));
   if (last_sequence) *last_sequence = h.last_sequence;
   return hello_message(h);
 }

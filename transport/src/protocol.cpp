@@ -337,6 +337,7 @@ std::string hello_message(const Hello& h) {
   json::array devices;
   for (const auto& d : h.devices) devices.push_back(to_json(d));
   o["devices"] = std::move(devices);
+  if (h.requests) o["requests"] = strings(*h.requests);
   return with_newline(to_compact_json(o));
 }
 

@@ -78,6 +78,8 @@ Hello decode_hello(const json::object& o) {
     if (!a->is_array()) bad("devices", "expected an array");
     for (const auto& e : a->get_array()) h.devices.push_back(device_info_from_json(e));
   }
+  // Absent (a server older than the list): nullopt, not an empty list (which says "none").
+  if (find(o, "requests")) h.requests = texts(o, "requests");
   return h;
 }
 

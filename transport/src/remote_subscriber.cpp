@@ -302,6 +302,12 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
         // not sent again. From further back it is (in order, after the older history).
         preview_ok_ = *r.since == h.last_sequence;
         reply = transport::encode_subscribe(r);
+        // A hello that lists its requests without `fit`: fit() fails at once. Without the
+        // list (an older server) a fit is sent and an "unknown message type" refusal answers.
+        fit_unsupported_.clear();
+        if (h.requests &&
+            std::find(h.requests->begin(), h.requests->end(), "fit") == h.requests->end())
+          fit_unsupported_ = fit_unsupported_reason(h);
         if (on_hello) invoke([&] { on_hello(h); });
         break;
       }
@@ -386,6 +392,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       invoke([&] { handler(RemoteFitAnswer{std::nullopt, std::move(why)}); });
     };
     if (!conn_ || awaiting_ack_) return refuse("not connected");
+    if (!fit_unsupported_.empty()) return refuse(fit_unsupported_);
     if (limit < 1 || limit > transport::kFitMaxLimit)
       return refuse("limit must be from 1 to " + std::to_string(transport::kFitMaxLimit));
     if (fits_.size() >= kMaxFitsInFlight)
@@ -402,6 +409,22 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
     auto h = std::move(it->handler);
     fits_.erase(it);
     return h;
+  }
+
+  /// Names what the server sent, bounded (whole names only, so the text stays valid UTF-8).
+  static std::string fit_unsupported_reason(const RemoteHello& h) {
+    constexpr std::size_t kMaxNamed = 200;  // bytes of names quoted from the server
+    std::string listed;
+    for (const auto& r : *h.requests) {
+      if (listed.size() + r.size() > kMaxNamed) {
+        listed += listed.empty() ? "..." : ", ...";
+        break;
+      }
+      listed += (listed.empty() ? "" : ", ") + r;
+    }
+    const std::string server = h.server.size() <= 64 ? h.server : "...";
+    return "the server (" + server + ") does not support fit: its hello lists the requests [" +
+           listed + "]";
   }
 
   /// An error about one of our fits: by its id, or (an older server that does not know `fit`
@@ -500,6 +523,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
     std::function<void(RemoteFitAnswer)> handler;
   };
   std::deque<PendingFit> fits_;  // at most kMaxFitsInFlight
+  std::string fit_unsupported_;  // the connection's hello lists no `fit`: why fit() fails
   std::uint64_t fit_ids_ = 0;
   std::minstd_rand rng_;
 

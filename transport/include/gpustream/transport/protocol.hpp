@@ -129,6 +129,11 @@ struct ClientMessage {
 /// list sizes, rate in (0, 1000]).
 ClientMessage parse_client_message(std::string_view text);
 
+/// The client requests this server answers after hello, listed in hello's `requests`: the
+/// types parse_client_message() accepts, `auth` left out (it is the TCP handshake, before
+/// hello). A request added to the protocol is added here.
+inline constexpr std::string_view kClientRequests[] = {"subscribe", "fit"};
+
 /// The subscribe message a client sends (no trailing newline).
 std::string encode_subscribe(const SubscribeRequest& r);
 /// The fit message a client sends (no trailing newline).
@@ -167,6 +172,10 @@ struct Hello {
   std::size_t history_capacity = 0;
   std::vector<ProbeInfo> probes;
   std::vector<DeviceInfo> devices;
+  /// The client requests the server answers (kClientRequests for this version's server).
+  /// nullopt: the key was not sent — a server older than the list, which knows `subscribe`
+  /// and may or may not know `fit` (it answers an unknown one with bad_request).
+  std::optional<std::vector<std::string>> requests;
 };
 
 /// The acknowledgement of a subscribe: what is in force, and what the server does not know.

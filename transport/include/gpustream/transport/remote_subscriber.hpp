@@ -144,9 +144,11 @@ class RemoteSubscriber {
   /// `gpustream serve` answers with its own devices, `gpustream fleet` with every node's, most
   /// free first, at most `limit` (1..transport::kFitMaxLimit) of them. `handler` runs once, on
   /// the subscriber's strand like the other callbacks: with the result, or with an error when
-  /// not connected, when the connection drops first, when the server refuses the request (an
-  /// older server without `fit` says "unknown message type 'fit'"), or past 64 queries in
-  /// flight. Any thread. After stop() the handler is not called.
+  /// not connected, when the server's hello lists its requests without `fit` (at once, nothing
+  /// is sent: "... does not support fit: its hello lists the requests [subscribe]"), when the
+  /// connection drops first, when the server refuses the request (a server whose hello has no
+  /// list and that does not know `fit` says "unknown message type 'fit'"), or past 64 queries
+  /// in flight. Any thread. After stop() the handler is not called.
   void fit(std::uint64_t bytes, std::function<void(RemoteFitAnswer)> handler,
            std::size_t limit = transport::kFitDefaultLimit);
 

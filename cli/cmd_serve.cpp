@@ -167,8 +167,9 @@ void add_serve_options(CLI::App& sub, ServeOptions& o) {
       ->check(CLI::Range(1.0, 86400.0));
 }
 
-void apply_serve_config(const Config& config, CLI::App& sub) {
-  static constexpr std::pair<std::string_view, const char*> kKeys[] = {
+// The config file's keys of the server flags serve and fleet share (add_server_options).
+const std::vector<ConfigKey>& server_config_keys() {
+  static const std::vector<ConfigKey> keys = {
       {"listen", "--listen"},
       {"tcp", "--tcp"},
       {"token_file", "--token"},
@@ -184,36 +185,37 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
       {"write_timeout_seconds", "--write-timeout"},
       {"send_queue", "--send-queue"},
       {"max_subscribes", "--max-subscribes"},
-      {"nats", "--nats"},
-      {"node", "--node"},
-      {"nats_prefix", "--nats-prefix"},
-      {"nats_encoding", "--nats-encoding"},
-      {"nats_full_every", "--nats-full-every"},
-      {"nats_kv_bucket", "--nats-kv-bucket"},
-      {"nats_kv_ttl_seconds", "--nats-kv-ttl"},
       {"metrics_processes", "--metrics-processes"},
   };
-  const auto* section = config.probe_settings.section(kServeSection);
+  return keys;
+}
+
+void apply_config_section(const Config& config, CLI::App& sub, std::string_view section_name,
+                          const std::vector<const std::vector<ConfigKey>*>& tables) {
+  const auto* section = config.probe_settings.section(section_name);
   if (!section) return;
   for (const auto& entry : *section) {
     const std::string_view key = entry.first;  // not a structured binding: the lambda uses it
     const SettingValue& value = entry.second;
-    const auto* row = std::find_if(std::begin(kKeys), std::end(kKeys),
-                                   [&](const auto& k) { return k.first == key; });
-    const std::string name = "serve." + std::string(key);
-    if (row == std::end(kKeys)) {
+    const ConfigKey* row = nullptr;
+    for (const auto* t : tables)
+      for (const auto& k : *t)
+        if (k.key == key) row = &k;
+    const std::string name = std::string(section_name) + "." + std::string(key);
+    if (!row) {
       std::string known;
-      for (const auto& k : kKeys) {
-        if (!known.empty()) known += ", ";
-        known += k.first;
-      }
+      for (const auto* t : tables)
+        for (const auto& k : *t) {
+          if (!known.empty()) known += ", ";
+          known += k.key;
+        }
       std::string what = "config key '" + name;
       what += "': unknown key (known: ";
       what += known;
       what += ")";
       throw ConfigError(what);
     }
-    CLI::Option* opt = sub.get_option(row->second);
+    CLI::Option* opt = sub.get_option(std::string(row->flag));
     if (opt->count() > 0) continue;  // the command line wins
     // The value goes through the flag's own parser and checks, as if it had been typed.
     std::vector<std::string> texts;
@@ -239,6 +241,19 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
       throw ConfigError("config key '" + name + "': " + e.what());
     }
   }
+}
+
+void apply_serve_config(const Config& config, CLI::App& sub) {
+  static const std::vector<ConfigKey> serve_keys = {
+      {"nats", "--nats"},
+      {"node", "--node"},
+      {"nats_prefix", "--nats-prefix"},
+      {"nats_encoding", "--nats-encoding"},
+      {"nats_full_every", "--nats-full-every"},
+      {"nats_kv_bucket", "--nats-kv-bucket"},
+      {"nats_kv_ttl_seconds", "--nats-kv-ttl"},
+  };
+  apply_config_section(config, sub, kServeSection, {&server_config_keys(), &serve_keys});
 }
 
 int run_serve(Config config, const ServeOptions& o) {

@@ -126,7 +126,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
 
   auto* serve = app.add_subcommand(
-      "serve", "Serve snapshots: HTTP + WebSocket (dashboard, /metrics, /api/v1), optional TCP");
+      "serve",
+      "Serve snapshots: HTTP + WebSocket (dashboard, /metrics, /api/v1 incl. /api/v1/fit?bytes=N), "
+      "optional TCP");
   add_common_options(*serve, common);
   add_serve_options(*serve, serve_o);
 
@@ -179,7 +181,13 @@ int main(int argc, char** argv) {
     // The doctor's report says everything; the libraries' info lines would only interleave.
     if (*doctor && common.log_level.empty()) common.log_level = "warn";
     if (*snapshot && !replay_capture.empty()) prepare_replay_capture(common, replay_capture);
-    if (*fleet) return run_fleet(fleet_o);
+    if (*fleet) {
+      if (!fleet_o.config_file.empty())
+        apply_fleet_config(
+            gpustream::load_config(fleet_o.config_file, gpustream::Config{}, cli_config_sections()),
+            *fleet);
+      return run_fleet(fleet_o);
+    }
     const auto config = make_config(common);
     if (*list) return run_list(config, list_o);
     if (*doctor) return run_doctor(config, doctor_o);

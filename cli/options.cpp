@@ -13,7 +13,8 @@
 namespace gpustream::cli {
 
 void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval) {
-  sub.add_option("--simulate", o.simulate, "Add N simulated GPUs")->check(CLI::Range(0, kMaxSimulatedGpus));
+  sub.add_option("--simulate", o.simulate, "Add N simulated GPUs")
+      ->check(CLI::Range(0, kMaxSimulatedGpus));
   sub.add_flag("--simulate-if-no-gpu", o.simulate_if_no_gpu,
                "Add 2 simulated GPUs when no real GPU is found (and say so)");
   static const std::string probes_help =
@@ -81,6 +82,7 @@ Config make_config(const CommonOptions& o) {
 ConfigSections cli_config_sections() {
   ConfigSections sections = config_sections();
   sections.emplace_back(kServeSection);
+  sections.emplace_back(kFleetSection);
   return sections;
 }
 

@@ -35,8 +35,11 @@ struct CommonOptions {
 
 /// The config file's section of `gpustream serve`'s own settings (see serve.hpp).
 inline constexpr std::string_view kServeSection = "serve";
+/// The config file's section of `gpustream fleet`'s settings (see serve.hpp).
+inline constexpr std::string_view kFleetSection = "fleet";
 
-/// The sections a config file may hold: every probe's (from the registry) and kServeSection.
+/// The sections a config file may hold: every probe's (from the registry), kServeSection and
+/// kFleetSection.
 ConfigSections cli_config_sections();
 
 /// Adds the common flags to a subcommand.

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -54,6 +55,7 @@ void check_nats_url(const std::string& url);
 /// gpustream fleet: the server flags plus the fleet's own (docs/fleet.md).
 struct FleetCliOptions {
   ServeOptions server;
+  std::string config_file;  // --config: a JSON config file whose "fleet" object is read
   std::string nats = "nats://127.0.0.1:4222";
   std::string subject_prefix = "gpustream";
   std::string kv_bucket = "gpustream_nodes";  // "off": do not read the key-value state
@@ -64,9 +66,29 @@ struct FleetCliOptions {
   std::size_t max_bus_state_bytes = std::size_t{512} << 20;
 };
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
+/// The config file's "fleet" object (docs/configuration.md): the shared server keys
+/// (server_config_keys) and "nats", "subject_prefix", "kv_bucket", "stale_seconds",
+/// "gone_seconds", "max_nodes" — each the flag of the same meaning, checked like it; a flag on
+/// the command line wins. Throws ConfigError (bad file, unknown key, bad value).
+void apply_fleet_config(const Config& config, CLI::App& sub);
 /// Runs until SIGINT/SIGTERM like serve; 2 for a bad flag, 1 when NATS cannot be reached or an
 /// address cannot be bound.
 int run_fleet(const FleetCliOptions& o);
+
+/// One key of a config file's section and the flag it stands for.
+struct ConfigKey {
+  std::string_view key;   // e.g. "max_connections"
+  std::string_view flag;  // e.g. "--max-connections"
+};
+/// The keys of the server flags that serve and fleet share (add_server_options): listen, tcp,
+/// token_file, allow_origins, allow_hosts, the limits, metrics_processes.
+const std::vector<ConfigKey>& server_config_keys();
+/// Applies the config file's `section_name` object to the flags of `sub` that `tables` name:
+/// each value goes through its flag's parser and checks as if typed; a flag given on the command
+/// line wins. Throws ConfigError naming "<section>.<key>" for an unknown key (with the known
+/// ones) or a bad value. Call after `sub` has parsed.
+void apply_config_section(const Config& config, CLI::App& sub, std::string_view section_name,
+                          const std::vector<const std::vector<ConfigKey>*>& tables);
 
 /// The config file's "serve" object: each key is the flag it stands for ("listen", "tcp",
 /// "token_file", "allow_origins", "allow_hosts", "max_connections", "max_http_connections",

@@ -83,6 +83,54 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
     });
   }
 
+  /// The server's answer to `fit` (RemoteSubscriber::fit), as a dict; RuntimeError with the
+  /// reason when there is none, TimeoutError after `timeout` seconds.
+  py::dict fit(const py::int_& bytes_arg, long long limit, double timeout) {
+    if (closed()) throw std::runtime_error("fit: not connected (the client is closed)");
+    const unsigned long long bytes = PyLong_AsUnsignedLongLong(bytes_arg.ptr());
+    if (PyErr_Occurred()) {  // negative, or past 2**64 - 1
+      PyErr_Clear();
+      throw py::value_error("bytes must be a whole number from 0 to 2**64 - 1");
+    }
+    if (limit < 1 || limit > static_cast<long long>(transport::kFitMaxLimit))
+      throw py::value_error("limit must be from 1 to " + std::to_string(transport::kFitMaxLimit));
+    auto done = std::make_shared<std::promise<RemoteFitAnswer>>();
+    auto answer = done->get_future();
+    subscriber_->fit(
+        static_cast<std::uint64_t>(bytes),
+        [done](RemoteFitAnswer a) { done->set_value(std::move(a)); },
+        static_cast<std::size_t>(limit));
+    const bool ready = without_gil([&] {
+      return answer.wait_for(std::chrono::duration<double>(timeout)) == std::future_status::ready;
+    });
+    if (!ready) {
+      PyErr_SetString(PyExc_TimeoutError, "fit: no answer within the timeout");
+      throw py::error_already_set();
+    }
+    auto a = answer.get();
+    if (!a.result) throw std::runtime_error("fit: " + a.error);
+    py::list fits;
+    for (const auto& e : a.result->fits) {
+      py::dict d;
+      d["node"] = e.node;
+      d["device"] = e.device;
+      d["name"] = e.name;
+      d["probe"] = e.probe;
+      d["vendor"] = e.vendor;
+      d["free_bytes"] = e.free_bytes;
+      d["source"] = e.source;
+      d["state"] = e.state;
+      d["age_seconds"] = e.age_seconds;
+      fits.append(d);
+    }
+    py::dict out;
+    out["bytes"] = a.result->bytes;
+    out["total"] = a.result->total;
+    out["truncated"] = a.result->truncated;
+    out["fits"] = fits;
+    return out;
+  }
+
   py::dict status() {
     RemoteStatus st;
     {
@@ -130,6 +178,12 @@ void bind_remote(py::module_& m) {
       .def("wait_connected", &PyRemote::wait_connected, py::arg("timeout") = 5.0,
            "True once connected; False after `timeout` seconds or when closed.")
       .def_property_readonly("status", &PyRemote::status)
+      .def("fit", &PyRemote::fit, py::arg("bytes"), py::arg("limit") = 16, py::arg("timeout") = 5.0,
+           "Where `bytes` of device memory fit now, asked of the server (the protocol's `fit`): "
+           "{'bytes','total','truncated','fits':[{'node','device','name','probe','vendor',"
+           "'free_bytes','source','state','age_seconds'}]}, most free first. `gpustream fleet` "
+           "answers for every node. RuntimeError when not connected or refused; TimeoutError "
+           "after `timeout` seconds.")
       .def(
           "latest",
           [](PyRemote& r) {

@@ -9,6 +9,7 @@
 namespace {
 
 using gpustream::cli::test::run;
+using gpustream::cli::test::TempDir;
 
 bool has(const std::string& text, const std::string& needle) {
   return text.find(needle) != std::string::npos;
@@ -53,6 +54,65 @@ TEST(FleetCli, FleetRefusesWhatCannotWork) {
   r = run("fleet --nats nats://127.0.0.1:1 --listen 127.0.0.1:0");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_TRUE(has(r.err, "cannot connect")) << r.err;
+}
+
+// `gpustream fleet --config FILE`: the file's "fleet" object holds every fleet flag, checked like
+// the flag (the error names the key's path), and a flag on the command line wins.
+TEST(FleetCli, FleetReadsItsConfigSectionAndTheFlagWins) {
+  TempDir t;
+  const auto file = [&](const std::string& name, const std::string& text) {
+    t.write(name, text);
+    return (t.path() / name).string();
+  };
+  // The section's values are applied: "off" and no tcp leave nothing to serve.
+  auto cfg = file("off.json", R"({"fleet": {"listen": "off", "nats": "nats://127.0.0.1:1",)"
+                              R"( "stale_seconds": 2.5, "gone_seconds": 10, "max_nodes": 50,)"
+                              R"( "kv_bucket": "off", "subject_prefix": "gpustream.zone-a",)"
+                              R"( "max_connections": 8, "allow_hosts": ["a.example"]}})");
+  auto r = run("fleet --config " + cfg);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r.err, "nothing to serve")) << r.err;
+  // A flag given on the command line wins over the file: here it brings a listener back, and the
+  // file's unreachable NATS server is what stops it (exit 1), not a usage error.
+  r = run("fleet --config " + cfg + " --listen 127.0.0.1:0");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_TRUE(has(r.err, "cannot connect")) << r.err;
+  // The stale/gone order is checked across the file and the flags, naming both keys.
+  r = run("fleet --config " + cfg + " --stale 20 --listen 127.0.0.1:0");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r.err, "fleet.gone_seconds")) << r.err;
+
+  struct Bad {
+    const char* json;
+    const char* names;
+  };
+  for (const auto& b : {
+           Bad{R"({"fleet": {"stale_seconds": 0}})", "'fleet.stale_seconds'"},
+           Bad{R"({"fleet": {"gone_seconds": 1e9}})", "'fleet.gone_seconds'"},
+           Bad{R"({"fleet": {"max_nodes": 0}})", "'fleet.max_nodes'"},
+           Bad{R"({"fleet": {"max_bus_state_bytes": 1024}})", "'fleet.max_bus_state_bytes'"},
+           Bad{R"({"fleet": {"max_connections": 0}})", "'fleet.max_connections'"},
+           Bad{R"({"fleet": {"max_message_bytes": 10}})", "'fleet.max_message_bytes'"},
+           Bad{R"({"fleet": {"nats": "http://x:1"}})", "'fleet.nats': --nats: expected nats://"},
+           Bad{R"({"fleet": {"kv_bucket": "a.b"}})", "'fleet.kv_bucket'"},
+           Bad{R"({"fleet": {"subject_prefix": "a..b"}})", "'fleet.subject_prefix'"},
+           Bad{R"({"fleet": {"subject_prefix": "gpustream.>"}})", "'fleet.subject_prefix'"},
+           Bad{R"({"fleet": {"allow_hosts": [true]}})", "'fleet.allow_hosts': expected a string"},
+           Bad{R"({"fleet": {"stale": 5}})", "'fleet.stale': unknown key (known: listen"},
+           Bad{R"({"fleet": {"node": "n1"}})", "'fleet.node': unknown key"},  // an agent's key
+           Bad{R"({"fleet": 5})", "fleet"},
+           Bad{R"({"flet": {}})", "flet"},
+       }) {
+    r = run("fleet --config " + file("bad.json", b.json));
+    EXPECT_EQ(r.exit_code, 2) << b.json;
+    EXPECT_TRUE(has(r.err, b.names)) << b.json << ": " << r.err;
+  }
+  // The same checks on the command line.
+  r = run("fleet --kv-bucket a.b");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(has(r.err, "--kv-bucket")) << r.err;
+  r = run("fleet --config /nonexistent/fleet.json");
+  EXPECT_EQ(r.exit_code, 2);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -44,6 +45,28 @@ def get_json(server, path):
 
 def states(server):
     return {n["node"]: n["state"] for n in get_json(server, "/api/v1/nodes")["nodes"]}
+
+
+def tcp_fit(server, requests):
+    """Over the TCP protocol (auth line first): hello, then each request line; returns the answer
+    (fit_result or error) of each, in order, skipping the snapshots streamed meanwhile."""
+    host, port = server.tcp.rsplit(":", 1)
+    answers = []
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        f = s.makefile("rwb")
+        f.write((json.dumps({"type": "auth", "token": TOKEN}) + "\n").encode())
+        f.flush()
+        if json.loads(f.readline())["type"] != "hello":
+            fail("fit over TCP: no hello")
+        for r in requests:
+            f.write((r if isinstance(r, str) else json.dumps(r)).encode() + b"\n")
+            f.flush()
+            while True:
+                m = json.loads(f.readline())
+                if m["type"] in ("fit_result", "error"):
+                    answers.append(m)
+                    break
+    return answers
 
 
 def wait_until(what, predicate, timeout=30.0):
@@ -155,6 +178,38 @@ def main():
             fail("fit offers a device with less free memory than asked")
         print("fit:", [(f["node"], f["device"], f["free_bytes"]) for f in fit[:3]], flush=True)
 
+        # The same query over the protocol (TCP): the same devices, ranked the same, with their
+        # node, state, age and source; bounded by its limit; garbage gets an error naming the
+        # field and echoing the id, and the connection goes on answering.
+        answers = tcp_fit(second, [{"type": "fit", "bytes": 1, "id": "all"},
+                                   {"type": "fit", "bytes": 1, "limit": 2, "id": "two"},
+                                   {"type": "fit", "bytes": biggest + 1, "id": "none"},
+                                   '{"type":"fit","bytes":-1,"id":"bad"}',
+                                   '{"type":"fit","bytes":0}'])
+        a, two, none, bad, zero = answers
+        if a["type"] != "fit_result" or a["id"] != "all" or a["total"] != 6:
+            fail(f"fit over TCP: {a}")
+        proto = [(f["node"], f["device"]) for f in a["fits"]]
+        if sorted(proto) != sorted((f["node"], f["device"]) for f in fit):
+            fail(f"fit over TCP and /api/v1/fit disagree: {a['fits']} vs {fit}")
+        if [f["free_bytes"] for f in a["fits"]] != sorted((f["free_bytes"] for f in a["fits"]),
+                                                          reverse=True):
+            fail(f"fit over TCP not ranked by free memory: {a['fits']}")
+        for f in a["fits"]:
+            if f["state"] != "up" or f["source"] not in ("simulated", "derived") or \
+                    not isinstance(f["age_seconds"], float) or f["age_seconds"] < 0:
+                fail(f"fit over TCP: an entry without state/source/age: {f}")
+        if len(two["fits"]) != 2 or not two["truncated"] or two["total"] != 6:
+            fail(f"fit over TCP: limit 2 not applied: {two}")
+        if none["fits"] or none["total"] != 0:
+            fail(f"fit over TCP offers a device with less free memory than asked: {none}")
+        if bad["type"] != "error" or bad["code"] != "bad_request" or bad.get("id") != "bad" or \
+                "fit.bytes" not in bad["message"]:
+            fail(f"fit over TCP: a negative bytes should be refused by name: {bad}")
+        if zero["type"] != "fit_result" or zero["total"] != 6:
+            fail(f"fit over TCP: the connection should answer after an error: {zero}")
+        print("fit over TCP:", proto[:3], flush=True)
+
         # Kill one agent: stale (values withheld, not offered by fit), then gone.
         agents["rack2-n3"].send_signal(signal.SIGKILL)
         agents["rack2-n3"].wait()
@@ -172,6 +227,9 @@ def main():
                     fail(f"a stale node's metric is not absent as stale: {d}")
         if any(f["node"] == "rack2-n3" for f in get_json(second, "/api/v1/fit?bytes=1")["fits"]):
             fail("fit offers a stale node")
+        over_tcp = tcp_fit(second, [{"type": "fit", "bytes": 1}])[0]
+        if any(f["node"] == "rack2-n3" for f in over_tcp["fits"]) or over_tcp["total"] != 4:
+            fail(f"fit over TCP offers a stale node: {over_tcp}")
         wait_until("rack2-n3 gone", lambda: states(second).get("rack2-n3") == "gone", 15)
         t_gone = time.monotonic() - t0
         others = states(second)

@@ -66,6 +66,8 @@ async def case_hello(server):
             check(isinstance(p.get("reason", ""), str), f"{tr}: probe reason {p}")
         check({p["name"] for p in h["probes"]} >= {"simulated", "host"}, f"{tr}: probes {h['probes']}")
         check(h["devices"], f"{tr}: hello lists no device")
+        check(isinstance(h.get("requests"), list) and {"subscribe", "fit"} <= set(h["requests"]),
+              f"{tr}: hello's requests {h.get('requests')} do not list subscribe and fit")
         for d in h["devices"]:
             for k, t in (("id", str), ("vendor", str), ("name", str), ("probe", str),
                          ("index", int), ("pci_bus_id", str)):
@@ -221,10 +223,49 @@ async def case_unknown_ids(server):
         await c.close()
 
 
+FIT_KEYS = {"node", "device", "name", "probe", "vendor", "free_bytes", "source", "state",
+            "age_seconds"}
+
+
+async def case_fit(server):
+    """protocol.md, `fit`: answered by `fit_result` with the request's id, most free first, cut
+    to `limit`; a bad `bytes` is a bad_request naming the field with the id; the stream goes on."""
+    ids = {d["id"] for d in (await devices_ready(server)) if d["probe"] == "simulated"}
+    for tr in ("tcp", "ws"):
+        c = await open_conn(tr, server)
+        await expect(c, "hello")
+        await c.send({"type": "fit", "bytes": 0, "id": f"{tr}-all"})
+        r = await expect(c, "fit_result")
+        check(r.get("id") == f"{tr}-all" and r["bytes"] == 0 and r["schema"] == "gpustream/1",
+              f"{tr}: fit_result head: {r}")
+        check(r["total"] == len(ids) and not r["truncated"], f"{tr}: every device fits 0: {r}")
+        check({f["device"] for f in r["fits"]} == ids, f"{tr}: fit devices: {r['fits']}")
+        frees = [f["free_bytes"] for f in r["fits"]]
+        check(frees == sorted(frees, reverse=True), f"{tr}: not most free first: {frees}")
+        for f in r["fits"]:
+            check(set(f) == FIT_KEYS, f"{tr}: fit entry keys: {sorted(f)}")
+            check(f["node"] == "" and f["state"] == "up", f"{tr}: a serve's own device: {f}")
+            check(isinstance(f["free_bytes"], int) and isinstance(f["age_seconds"], float) and
+                  f["age_seconds"] >= 0, f"{tr}: number types: {f}")
+        await c.send({"type": "fit", "bytes": 0, "limit": 1, "id": "one"})
+        r = await expect(c, "fit_result")
+        check(len(r["fits"]) == 1 and r["truncated"] and r["total"] == len(ids), f"limit: {r}")
+        await c.send({"type": "fit", "bytes": 2**64 - 1, "id": "max"})
+        r = await expect(c, "fit_result")
+        check(r["fits"] == [] and r["total"] == 0, f"nothing fits 2^64 - 1: {r}")
+        await c.send({"type": "fit", "bytes": 2**64, "id": "over"})
+        e = await expect(c, "error")
+        check(e["code"] == "bad_request" and e.get("id") == "over" and "fit.bytes" in e["message"],
+              f"{tr}: bytes past 2^64 - 1: {e}")
+        check(len(await snapshots(c, 2)) == 2, f"{tr}: the stream goes on after the error")
+        await c.close()
+
+
 CASES_SUBSCRIBE = {
     "hello": (["--simulate", "2", "--interval", "0.1"], case_hello),
     "auth": (["--simulate", "1", "--interval", "0.1", "--token", "{tmp}/token", "--handshake-timeout", "0.5"], case_auth),
     "projection": (["--simulate", "2", "--interval", "0.05"], case_projection),
     "filters": (["--simulate", "2", "--interval", "0.05"], case_filters),
     "unknown_ids": (["--simulate", "2", "--interval", "0.05"], case_unknown_ids),
+    "fit": (["--simulate", "2", "--interval", "0.1"], case_fit),
 }

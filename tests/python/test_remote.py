@@ -75,3 +75,25 @@ def test_token(tmp_path):
             assert take(remote.stream(probes="simulated", timeout=10), 1)
     finally:
         s.stop()
+
+
+@pytest.mark.parametrize("scheme", ["ws", "tcp"])
+def test_fit_asks_the_server(server, scheme):
+    address = server.http if scheme == "ws" else server.tcp
+    with gpustream.connect(f"{scheme}://{address}") as remote:
+        assert remote.wait_connected(10), remote.status
+        take(remote.stream(timeout=10), 1)  # the server has sampled its devices
+        answer = remote.fit(0)
+        assert answer["bytes"] == 0 and answer["total"] == 2 and not answer["truncated"]
+        first = answer["fits"][0]
+        assert first["node"] == "" and first["state"] == "up" and first["free_bytes"] > 0
+        assert first["source"] in ("simulated", "derived")
+        assert remote.fit(2**64 - 1)["fits"] == []
+        assert len(remote.fit(0, limit=1)["fits"]) == 1
+        with pytest.raises(ValueError, match="limit"):
+            remote.fit(0, limit=0)
+        for bad in (-1, 2**64):
+            with pytest.raises(ValueError, match="bytes"):
+                remote.fit(bad)
+    with pytest.raises(RuntimeError, match="not connected"):
+        remote.fit(0)

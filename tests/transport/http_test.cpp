@@ -3,8 +3,8 @@
 #include <set>
 #include <sstream>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "harness.hpp"
 
@@ -256,6 +256,118 @@ TEST(TransportHttp, ATokenIsRequiredEverywhereButHealthz) {
   ASSERT_TRUE(
       f.run_until([&] { return t_right->count("snapshot") == 1 && w2->count("snapshot") == 1; }));
   EXPECT_EQ(f.server->counters().requests_unauthorized, 6u);
+  EXPECT_TRUE(f.stop());
+}
+
+// /api/v1/fit on `gpustream serve`: this machine's devices with the `fit` message's entries,
+// every one that fits (no limit), under the rules of every /api route.
+TEST(TransportHttp, FitAnswersWithTheFitMessagesEntries) {
+  Fixture f;
+  f.start();
+  f.publish("sim", 3);  // 3 devices, 7 GiB free each (8 total - 1 used: derived)
+  f.run_for(5ms);
+  auto r = http_request(f, "/api/v1/fit?bytes=0");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.headers.at("content-type"), "application/json");
+  auto v = json::parse(r.body).as_object();
+  std::set<std::string> keys;
+  for (const auto& kv : v) keys.insert(std::string(kv.key()));
+  EXPECT_EQ(keys, (std::set<std::string>{"schema", "bytes", "fits"}));
+  EXPECT_EQ(v.at("schema"), "gpustream/1");
+  EXPECT_EQ(v.at("bytes").to_number<std::uint64_t>(), 0U);
+  const auto fits = v.at("fits").as_array();
+  ASSERT_EQ(fits.size(), 3U);
+  for (const auto& e : fits) {
+    keys.clear();
+    for (const auto& kv : e.as_object()) keys.insert(std::string(kv.key()));
+    EXPECT_EQ(keys, (std::set<std::string>{"node", "device", "name", "probe", "vendor",
+                                           "free_bytes", "source", "state", "age_seconds"}));
+    EXPECT_EQ(e.at("node"), "");  // this machine's own device
+    EXPECT_EQ(e.at("free_bytes").to_number<std::uint64_t>(), 7ULL << 30);
+    EXPECT_EQ(e.at("source"), "derived");
+    EXPECT_EQ(e.at("state"), "up");
+    EXPECT_TRUE(e.at("age_seconds").is_double());
+  }
+  // The same devices, in the same order, as the protocol's fit_result.
+  auto c = connected_tcp(f);
+  c->send(R"({"type":"fit","bytes":0})");
+  ASSERT_TRUE(f.run_until([&] { return c->count("fit_result") == 1; }));
+  const auto proto = c->of_type("fit_result").at(0).at("fits").as_array();
+  ASSERT_EQ(proto.size(), fits.size());
+  for (std::size_t i = 0; i < fits.size(); ++i) {
+    auto a = fits[i].as_object();
+    auto b = proto[i].as_object();
+    a.erase("age_seconds");  // computed at each answer
+    b.erase("age_seconds");
+    EXPECT_EQ(a, b) << i;
+  }
+  // Nothing fits the largest N: an empty list, not an error.
+  r = http_request(f, "/api/v1/fit?bytes=18446744073709551615");
+  ASSERT_EQ(r.status, 200);
+  EXPECT_TRUE(json::parse(r.body).at("fits").as_array().empty());
+  EXPECT_EQ(json::parse(r.body).at("bytes").to_number<std::uint64_t>(), UINT64_MAX);
+  r = http_request(f, "/api/v1/fit?bytes=7516192768&x=1");  // exactly 7 GiB: all 3
+  EXPECT_EQ(json::parse(r.body).at("fits").as_array().size(), 3U);
+  r = http_request(f, "/api/v1/fit?bytes=7516192769");  // 1 byte more: none
+  EXPECT_TRUE(json::parse(r.body).at("fits").as_array().empty());
+
+  // Anything but a whole number of bytes from 0 to 2^64 - 1: 400 with a JSON error.
+  for (const char* bad :
+       {"/api/v1/fit", "/api/v1/fit?bytes=", "/api/v1/fit?bytes=lots", "/api/v1/fit?bytes=-1",
+        "/api/v1/fit?bytes=1.5", "/api/v1/fit?bytes=1e9", "/api/v1/fit?bytes=%2B1",
+        "/api/v1/fit?bytes=%201", "/api/v1/fit?bytes=1x", "/api/v1/fit?bytes=18446744073709551616",
+        "/api/v1/fit?size=1"}) {
+    r = http_request(f, bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_EQ(r.headers.at("content-type"), "application/json") << bad;
+    const auto err = json::parse(r.body);
+    EXPECT_NE(std::string(err.at("error").as_string()).find("?bytes=N"), std::string::npos);
+  }
+  EXPECT_EQ(http_request(f, "/api/v1/fit?bytes=1", {}, "POST").status, 405);
+  EXPECT_TRUE(f.stop());
+}
+
+TEST(TransportHttp, FitFollowsTheTokenAndHostRulesAndAFitSource) {
+  Fixture f;
+  ServerOptions o;
+  o.token = "s3cret";
+  o.allowed_hosts = {"gpu-box.lan"};
+  std::uint64_t asked = 0;
+  o.fit_source = [&asked](std::uint64_t bytes) {  // what `gpustream fleet` sets
+    asked = bytes;
+    std::vector<FitEntry> out(300);
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      out[i].node = "node-" + std::to_string(i);
+      out[i].device = "GPU-" + std::to_string(i);
+      out[i].free_bytes = (1000 - i) << 30;
+      out[i].state = "up";
+    }
+    return out;
+  };
+  f.start(o);
+  const auto port = std::to_string(f.http_port());
+  const std::map<std::string, std::string> auth{{"Authorization", "Bearer s3cret"}};
+  EXPECT_EQ(http_request(f, "/api/v1/fit?bytes=1").status, 401);
+  EXPECT_EQ(http_request(f, "/api/v1/fit?bytes=lots").status, 401);  // the token comes first
+  EXPECT_EQ(http_request(f, "/api/v1/fit?bytes=1", {{"Authorization", "Bearer nope"}}).status, 401);
+  auto evil = auth;
+  evil["Host"] = "evil.example.com:" + port;
+  EXPECT_EQ(http_request(f, "/api/v1/fit?bytes=1", evil).status, 403);
+  EXPECT_EQ(asked, 0U);  // refused before the planner is asked
+  auto lan = auth;
+  lan["Host"] = "gpu-box.lan:" + port;
+  auto r = http_request(f, "/api/v1/fit?bytes=123", lan);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(asked, 123U);
+  // Every entry of the source, no limit (a fit_result stops at 256).
+  const auto fits = json::parse(r.body).at("fits").as_array();
+  ASSERT_EQ(fits.size(), 300U);
+  EXPECT_EQ(fits[1].at("node"), "node-1");
+  r = http_request(f, "/api/v1/fit?token=s3cret&bytes=5");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(asked, 5U);
+  EXPECT_EQ(f.server->counters().requests_unauthorized, 3U);
+  EXPECT_EQ(f.server->counters().requests_forbidden, 1U);
   EXPECT_TRUE(f.stop());
 }
 

@@ -31,9 +31,11 @@
 #include "gpustream/channel.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
+#include "gpustream/transport/fleet.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
 #include "gpustream/transport/nats_bridge.hpp"
 #include "harness.hpp"
+#include "support/temp_tree.hpp"
 
 extern char** environ;
 
@@ -86,7 +88,9 @@ bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeo
 /// A nats-server child process on 127.0.0.1:port; killed by the destructor.
 class NatsServer {
  public:
-  explicit NatsServer(unsigned short port) : port_(port) {}
+  /// `store`: a folder for JetStream (`-js -sd store`); empty: no JetStream.
+  explicit NatsServer(unsigned short port, std::string store = {})
+      : port_(port), store_(std::move(store)) {}
   ~NatsServer() { stop(); }
 
   /// Starts it and waits until it accepts connections. False (with a failure) otherwise.
@@ -98,13 +102,15 @@ class NatsServer {
       return false;
     }
     const std::string port = std::to_string(port_);
-    const char* argv[] = {path.c_str(), "-a", "127.0.0.1", "-p", port.c_str(), nullptr};
+    const char* argv[] = {path.c_str(), "-a",  "127.0.0.1",    "-p",   port.c_str(),
+                          "-js",        "-sd", store_.c_str(), nullptr};
+    if (store_.empty()) argv[5] = nullptr;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
     posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    const int rc = ::posix_spawn(&pid_, path.c_str(), &fa, nullptr,
-                                 const_cast<char* const*>(argv), environ);
+    const int rc =
+        ::posix_spawn(&pid_, path.c_str(), &fa, nullptr, const_cast<char* const*>(argv), environ);
     posix_spawn_file_actions_destroy(&fa);
     if (rc != 0) {
       pid_ = -1;
@@ -127,6 +133,7 @@ class NatsServer {
 
  private:
   unsigned short port_;
+  std::string store_;
   pid_t pid_ = -1;
 };
 
@@ -248,9 +255,9 @@ TEST(NatsBridge, PublishesEachSnapshotOnItsSubject) {
   const auto a = channel.publish(make_snapshot("sim", 2, 1, true));
   const auto b = channel.publish(make_snapshot("nv.idia", 1));
   const auto c = channel.publish(make_snapshot("sim", 3));
-  for (const auto& [want, subject] : {std::pair{a, "gpustream.test_host.sim"},
-                                      std::pair{b, "gpustream.test_host.nv_idia"},
-                                      std::pair{c, "gpustream.test_host.sim"}}) {
+  for (const auto& [want, subject] :
+       {std::pair{a, "gpustream.test_host.sim"}, std::pair{b, "gpustream.test_host.nv_idia"},
+        std::pair{c, "gpustream.test_host.sim"}}) {
     const auto got = sub.next();
     ASSERT_TRUE(got) << "no message for sequence " << want->sequence;
     EXPECT_EQ(got->subject, subject);
@@ -348,11 +355,111 @@ TEST(NatsBridge, ConnectsWhenTheServerComesUpLater) {
   ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
   const auto s = channel.publish(make_snapshot("sim"));
   std::optional<Subscriber::Received> got;
-  while ((got = sub.next()) && got->snapshot.sequence != s->sequence) {
-  }
+  while ((got = sub.next()) && got->snapshot.sequence != s->sequence) {}
   ASSERT_TRUE(got) << "the snapshot published once connected never arrived";
   EXPECT_EQ(got->subject, "gpustream.test_host.sim");
   EXPECT_EQ(got->snapshot, *s);
+}
+
+/// Puts `value` under `key` in `bucket` (created in memory, history 1, when missing).
+class Bucket {
+ public:
+  Bucket(const std::string& url, const char* bucket) {
+    natsStatus s = natsConnection_ConnectTo(&nc_, url.c_str());
+    if (s == NATS_OK) s = natsConnection_JetStream(&js_, nc_, nullptr);
+    if (s == NATS_OK) {
+      kvConfig cfg;
+      kvConfig_Init(&cfg);
+      cfg.Bucket = bucket;
+      cfg.History = 1;
+      cfg.StorageType = js_MemoryStorage;
+      cfg.MaxValueSize = 4 << 20;
+      s = js_CreateKeyValue(&kv_, js_, &cfg);
+    }
+    ok_ = s == NATS_OK;
+  }
+  ~Bucket() {
+    if (kv_) kvStore_Destroy(kv_);
+    if (js_) jsCtx_Destroy(js_);
+    if (nc_) natsConnection_Destroy(nc_);
+  }
+  bool ok() const { return ok_; }
+  bool put(const std::string& key, const std::string& value) {
+    uint64_t rev = 0;
+    return kvStore_Put(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size())) ==
+           NATS_OK;
+  }
+  bool erase(const std::string& key) { return kvStore_Delete(kv_, key.c_str()) == NATS_OK; }
+
+ private:
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+  kvStore* kv_ = nullptr;
+  bool ok_ = false;
+};
+
+/// A new FleetView reads the whole bucket before start() returns, in one pass (a key-value
+/// watcher) or key by key: the same nodes either way; a deleted key is no node; garbage and an
+/// oversized state are refused (counted) without stopping the read; max_nodes bounds it; an
+/// empty bucket ends at once.
+TEST(FleetViewBucket, ANewViewReadsEveryNodeOfTheBucketInOnePass) {
+  gpustream::test::TempTree store;
+  const auto port = free_port();
+  NatsServer server(port, store.path("js"));
+  ASSERT_TRUE(server.start());
+  constexpr const char* kName = "fleet_test_nodes";
+  Bucket bucket(server.url(), kName);
+  ASSERT_TRUE(bucket.ok());
+  const auto fleet_options = [&](bool watch, std::size_t max_nodes) {
+    FleetOptions o;
+    o.url = server.url();
+    o.kv_bucket = kName;
+    o.kv_watch = watch;
+    o.max_nodes = max_nodes;
+    o.limits.max_message_bytes = 4096;  // so that an oversized state fits a NATS message
+    o.stale_after = std::chrono::hours(1);
+    o.gone_after = std::chrono::hours(2);
+    return o;
+  };
+  const auto read = [&](bool watch, std::size_t max_nodes = 100000) {
+    boost::asio::io_context io;
+    SnapshotChannel channel(io.get_executor());
+    FleetView view(io.get_executor(), channel, fleet_options(watch, max_nodes));
+    view.start();
+    std::vector<std::string> names;
+    for (const auto& n : view.nodes()) names.push_back(n.name);
+    const auto st = view.stats();
+    view.stop();
+    return std::make_pair(names, st);
+  };
+  // An empty bucket: nothing, and no wait for a timeout.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(read(true).first.empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+
+  constexpr int kNodes = 40;
+  std::vector<std::string> expected;
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string node = "node-" + std::to_string(100 + i);
+    BusEncoder enc(node, "gpustream/test");
+    enc.encode(make_snapshot("sim", 2));
+    ASSERT_TRUE(bucket.put(node, encode_node_state(enc.last_fulls())));
+    expected.push_back(node);
+  }
+  ASSERT_TRUE(bucket.put("node-gone", "x"));
+  ASSERT_TRUE(bucket.erase("node-gone"));
+  ASSERT_TRUE(bucket.put("node-garbage", "GSK1 1\n5\nhello"));
+  // The worst state: past the bound of 64 messages of max_message_bytes each (plus framing).
+  ASSERT_TRUE(bucket.put("node-huge", "GSK1 1\n" + std::string(64 * (4096 + 32) + 1, 'x')));
+
+  for (const bool watch : {true, false}) {
+    const auto [names, st] = read(watch);
+    EXPECT_EQ(names, expected) << (watch ? "watcher" : "key by key");
+    EXPECT_EQ(st.kv_nodes, static_cast<std::uint64_t>(kNodes));
+    EXPECT_EQ(st.rejected, 2U);  // the garbage and the oversized state
+  }
+  // Bounded by max_nodes: the first 10 keys read, the rest shows as it publishes.
+  EXPECT_EQ(read(true, 10).first.size(), 10U);
 }
 
 }  // namespace

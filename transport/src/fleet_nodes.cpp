@@ -242,21 +242,17 @@ std::string nodes_json(const std::vector<SnapshotPtr>& latest, const NodeTable& 
   return json::serialize(doc) + "\n";
 }
 
+std::vector<FitEntry> fit_entries(const std::vector<FleetFit>& fits) {
+  std::vector<FitEntry> out;
+  out.reserve(fits.size());
+  for (const auto& f : fits) out.push_back(fit_entry(f.fit, to_string(f.state), f.age_ns));
+  return out;
+}
+
 std::string fit_json(const std::vector<FleetFit>& fits, std::uint64_t bytes) {
-  json::array out;
-  for (const auto& f : fits) {
-    out.push_back(json::object{{"node", f.fit.node},
-                               {"device", f.fit.device_id},
-                               {"name", f.fit.name},
-                               {"probe", f.fit.probe},
-                               {"vendor", to_string(f.fit.vendor)},
-                               {"free_bytes", f.fit.free_bytes},
-                               {"source", to_string(f.fit.source)},
-                               {"state", to_string(f.state)},
-                               {"age_seconds", static_cast<double>(f.age_ns) / 1e9}});
-  }
-  json::object doc{{"schema", kSchema}, {"bytes", bytes}, {"fits", std::move(out)}};
-  return json::serialize(doc) + "\n";
+  // The entries are the protocol's fit_result entries, the document serve's /api/v1/fit
+  // (one encoder for all three).
+  return fit_json(fit_entries(fits), bytes);
 }
 
 }  // namespace gpustream::transport

@@ -1,5 +1,4 @@
 // FleetView: the key-value state at start, then the bus, into a SnapshotChannel (libnats).
-#include <charconv>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -10,7 +9,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "access.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/transport/address.hpp"
@@ -36,6 +34,9 @@ std::string node_of_subject(std::string_view subject) {
   return std::string(subject.substr(before == std::string_view::npos ? 0 : before + 1,
                                     last - (before == std::string_view::npos ? 0 : before + 1)));
 }
+
+/// Messages in one node state at most (decode_node_state's own bound).
+constexpr std::size_t kMaxNodeStateMessages = 64;
 
 }  // namespace
 
@@ -74,8 +75,8 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   }
 
   /// Decodes and publishes one message; `heard` is when it arrived (or, for the key-value
-  /// state, when it was written).
-  void handle(std::string_view data, std::string_view subject, NodeTable::Clock::time_point heard,
+  /// state, when it was written). True when it published a snapshot.
+  bool handle(std::string_view data, std::string_view subject, NodeTable::Clock::time_point heard,
               std::int64_t heard_unix_ns) {
     std::optional<GpuSnapshot> snap;
     std::string agent = "unknown";
@@ -104,16 +105,16 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
         if (log_once.first("fleet-reject"))
           logger()->warn("fleet: a message on {} was rejected: {} (counted; logged once)", subject,
                          e.what());
-        return;
+        return false;
       }
-      if (!snap) return;
+      if (!snap) return false;
       std::optional<NodeState> before;
       if (!table.heard(snap->node, agent, snap->time_unix_ns, heard, heard_unix_ns, &before)) {
         ++st.nodes_refused;
         if (log_once.first("fleet-full"))
           logger()->warn("fleet: more than {} nodes; messages of new nodes are dropped",
                          options.max_nodes);
-        return;
+        return false;
       }
       ++st.snapshots;
     }
@@ -121,6 +122,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
     auto ptr = channel.publish(std::move(*snap));
     std::lock_guard lock(mu);
     last[ptr->node][ptr->probe] = ptr;
+    return true;
   }
 
   void sweep(NodeTable::Clock::time_point now) {
@@ -171,6 +173,108 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
     });
   }
 
+  /// One node's state from the bucket: `written_ns` is when it was put (libnats gives
+  /// nanoseconds since the epoch; a coarser unit is scaled, and an unknown time counts as now).
+  /// False when it is unreadable (counted, logged once) or gave no snapshot.
+  bool load_node_state(std::string_view key, std::string_view value, std::int64_t written_ns,
+                       NodeTable::Clock::time_point now, std::int64_t now_ns) {
+    while (written_ns > 0 && written_ns < 100'000'000'000'000'000) written_ns *= 1000;
+    if (written_ns <= 0 || written_ns > now_ns) written_ns = now_ns;
+    const auto age = std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - written_ns));
+    try {
+      // A node state is at most 64 messages of at most limits.max_message_bytes each.
+      if (value.size() > kMaxNodeStateMessages * (options.limits.max_message_bytes + 32))
+        throw BusError("a node state over the size limit");
+      bool any = false;
+      for (const auto msg : decode_node_state(value, options.limits))
+        any |= handle(msg, key, now - std::chrono::duration_cast<NodeTable::Clock::duration>(age),
+                      written_ns);
+      return any;
+    } catch (const std::exception& ex) {
+      std::lock_guard lock(mu);
+      ++st.rejected;
+      if (log_once.first("fleet-kv"))
+        logger()->warn("fleet: the state of node '{}' in the bucket is unreadable: {}", key,
+                       ex.what());
+      return false;
+    }
+  }
+
+  /// The bucket in one pass: a watcher on every key delivers the last value of each, then a
+  /// null entry that marks the end of the initial values. Bounded: at most max_nodes entries
+  /// (each bounded in bytes by load_node_state); stops when nothing arrives for
+  /// connect_timeout.
+  std::uint64_t load_kv_watch(kvStore* kv) {
+    kvWatchOptions wo;
+    kvWatchOptions_Init(&wo);
+    wo.IgnoreDeletes = true;  // a deleted or purged key is no node
+    wo.Timeout = options.connect_timeout.count();
+    kvWatcher* w = nullptr;
+    natsStatus s = kvStore_WatchAll(&w, kv, &wo);
+    if (s != NATS_OK) {
+      logger()->warn("fleet: cannot watch the bucket '{}': {}", options.kv_bucket, nats_error(s));
+      return 0;
+    }
+    std::uint64_t loaded = 0, seen = 0;
+    const auto now = NodeTable::Clock::now();
+    const auto now_ns = wall_now_ns();
+    while (true) {
+      kvEntry* e = nullptr;
+      s = kvWatcher_Next(&e, w, options.connect_timeout.count());
+      if (s != NATS_OK) {
+        logger()->warn("fleet: the bucket '{}' was read only in part ({} keys): {}",
+                       options.kv_bucket, seen, nats_error(s));
+        break;
+      }
+      if (!e) break;  // the end of the initial values
+      if (seen == options.max_nodes) {
+        kvEntry_Destroy(e);
+        logger()->warn(
+            "fleet: the bucket '{}' holds more than {} nodes (--max-nodes); the rest "
+            "show as they publish",
+            options.kv_bucket, options.max_nodes);
+        break;
+      }
+      ++seen;
+      const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
+                                   static_cast<std::size_t>(kvEntry_ValueLen(e)));
+      if (load_node_state(kvEntry_Key(e), value, kvEntry_Created(e), now, now_ns)) ++loaded;
+      kvEntry_Destroy(e);
+    }
+    kvWatcher_Stop(w);
+    kvWatcher_Destroy(w);
+    return loaded;
+  }
+
+  /// The bucket key by key (kvStore_Keys, then one kvStore_Get per key: a round trip each).
+  std::uint64_t load_kv_key_by_key(kvStore* kv) {
+    kvKeysList keys{};
+    kvWatchOptions wo;
+    kvWatchOptions_Init(&wo);
+    wo.Timeout = options.connect_timeout.count();
+    const natsStatus s = kvStore_Keys(&keys, kv, &wo);
+    if (s != NATS_OK) {
+      if (s != NATS_NOT_FOUND)
+        logger()->warn("fleet: cannot list the bucket '{}': {}", options.kv_bucket, nats_error(s));
+      return 0;
+    }
+    std::uint64_t loaded = 0;
+    const auto now = NodeTable::Clock::now();
+    const auto now_ns = wall_now_ns();
+    const int count = std::min<int>(
+        keys.Count, static_cast<int>(std::min<std::size_t>(options.max_nodes, INT32_MAX)));
+    for (int i = 0; i < count; ++i) {
+      kvEntry* e = nullptr;
+      if (kvStore_Get(&e, kv, keys.Keys[i]) != NATS_OK) continue;
+      const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
+                                   static_cast<std::size_t>(kvEntry_ValueLen(e)));
+      if (load_node_state(keys.Keys[i], value, kvEntry_Created(e), now, now_ns)) ++loaded;
+      kvEntry_Destroy(e);
+    }
+    kvKeysList_Destroy(&keys);
+    return loaded;
+  }
+
   void load_kv() {
     jsCtx* js = nullptr;
     kvStore* kv = nullptr;
@@ -185,44 +289,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
       if (js) jsCtx_Destroy(js);
       return;
     }
-    kvKeysList keys{};
-    kvWatchOptions wo;
-    kvWatchOptions_Init(&wo);
-    wo.Timeout = options.connect_timeout.count();
-    s = kvStore_Keys(&keys, kv, &wo);
-    std::uint64_t loaded = 0;
-    if (s == NATS_OK) {
-      const auto now = NodeTable::Clock::now();
-      const auto now_ns = wall_now_ns();
-      for (int i = 0; i < keys.Count; ++i) {
-        kvEntry* e = nullptr;
-        if (kvStore_Get(&e, kv, keys.Keys[i]) != NATS_OK) continue;
-        const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
-                                     static_cast<std::size_t>(kvEntry_ValueLen(e)));
-        // When the state was written (libnats gives nanoseconds since the epoch; a coarser unit
-        // is scaled, and an unknown time counts as now).
-        std::int64_t written_ns = kvEntry_Created(e);
-        while (written_ns > 0 && written_ns < 100'000'000'000'000'000) written_ns *= 1000;
-        if (written_ns <= 0 || written_ns > now_ns) written_ns = now_ns;
-        const auto age = std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - written_ns));
-        try {
-          for (const auto msg : decode_node_state(value, options.limits))
-            handle(msg, keys.Keys[i],
-                   now - std::chrono::duration_cast<NodeTable::Clock::duration>(age), written_ns);
-          ++loaded;
-        } catch (const std::exception& ex) {
-          std::lock_guard lock(mu);
-          ++st.rejected;
-          if (log_once.first("fleet-kv"))
-            logger()->warn("fleet: the state of node '{}' in the bucket is unreadable: {}",
-                           keys.Keys[i], ex.what());
-        }
-        kvEntry_Destroy(e);
-      }
-      kvKeysList_Destroy(&keys);
-    } else if (s != NATS_NOT_FOUND) {
-      logger()->warn("fleet: cannot list the bucket '{}': {}", options.kv_bucket, nats_error(s));
-    }
+    const std::uint64_t loaded = options.kv_watch ? load_kv_watch(kv) : load_kv_key_by_key(kv);
     {
       std::lock_guard lock(mu);
       st.kv_nodes = loaded;
@@ -350,9 +417,21 @@ std::function<std::string()> FleetView::metrics() {
   };
 }
 
+FitSource FleetView::fit_source() {
+  std::weak_ptr<Impl> weak = impl_;
+  return [weak](std::uint64_t bytes) -> std::vector<FitEntry> {
+    auto self = weak.lock();
+    if (!self) return {};
+    const auto latest = self->channel.latest();
+    std::lock_guard lock(self->mu);
+    return fit_entries(fleet_fits(latest, self->table, bytes, wall_now_ns()));
+  };
+}
+
 ExtraRoutes FleetView::routes() {
   std::weak_ptr<Impl> weak = impl_;
-  return [weak](std::string_view path, std::string_view target) -> std::optional<ExtraResponse> {
+  // /api/v1/fit is the server's own route (fit_source() answers it), as in `gpustream serve`.
+  return [weak](std::string_view path, std::string_view) -> std::optional<ExtraResponse> {
     auto self = weak.lock();
     if (!self) return std::nullopt;
     if (path == "/fleet" || path == "/fleet/")
@@ -361,18 +440,6 @@ ExtraRoutes FleetView::routes() {
       const auto latest = self->channel.latest();
       std::lock_guard lock(self->mu);
       return ExtraResponse{200, nodes_json(latest, self->table, wall_now_ns())};
-    }
-    if (path == "/api/v1/fit") {
-      const auto q = query_parameter(target, "bytes");
-      std::uint64_t bytes = 0;
-      const auto r = q ? std::from_chars(q->data(), q->data() + q->size(), bytes)
-                       : std::from_chars_result{nullptr, std::errc::invalid_argument};
-      if (!q || r.ec != std::errc() || r.ptr != q->data() + q->size())
-        return ExtraResponse{400, "{\"error\":\"expected ?bytes=N (a whole number of bytes)\"}\n"};
-      const auto latest = self->channel.latest();
-      std::lock_guard lock(self->mu);
-      return ExtraResponse{200,
-                           fit_json(fleet_fits(latest, self->table, bytes, wall_now_ns()), bytes)};
     }
     return std::nullopt;
   };

@@ -1,4 +1,4 @@
-// The HTTP endpoints: /, /ws (upgrade checks), /metrics, /api/v1/*, /healthz.
+// The HTTP endpoints: /, /ws (upgrade checks), /metrics, /api/v1/* (fit included), /healthz.
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/json.hpp>
@@ -158,6 +158,14 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
   if (path == "/api/v1/devices")
     return text_response(req, http::status::ok, api_devices(hub), kJson);
   if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(hub), kJson);
+  if (path == "/api/v1/fit") {
+    // The `fit` message's planner (a fleet's fit source, or this machine's devices), every
+    // device that fits: the same entries as fit_result, without its limit.
+    const auto bytes = fit_bytes_parameter(target);
+    if (!bytes)
+      return text_response(req, http::status::bad_request, std::string(kFitBytesError), kJson);
+    return text_response(req, http::status::ok, fit_json(hub.fits(*bytes), *bytes), kJson);
+  }
   if (path == "/ws")
     return text_response(req, http::status::upgrade_required, "use a WebSocket client\n");
   if (const auto& extra = hub.options().extra_routes) {

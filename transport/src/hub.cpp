@@ -2,6 +2,7 @@
 #include "hub.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 #include <boost/asio/post.hpp>
 
@@ -179,6 +180,15 @@ std::vector<std::string> Hub::known_devices() const {
   return out;
 }
 
+std::vector<FitEntry> Hub::fits(std::uint64_t bytes) {
+  return options_.fit_source ? options_.fit_source(bytes)
+                             : local_fits(channel_.latest(), bytes, wall_now_ns());
+}
+
+std::string Hub::fit(const FitRequest& r) {
+  return fit_result_message(r.id, r.bytes, fits(r.bytes), r.limit);
+}
+
 std::string Hub::hello(std::uint64_t* last_sequence) {
   Hello h;
   h.instance = channel_.instance();
@@ -192,6 +202,7 @@ std::string Hub::hello(std::uint64_t* last_sequence) {
     for (const auto& s : latest) h.probes.push_back({s->probe, "unknown", ""});
   }
   h.devices = devices_of(latest);
+  h.requests.emplace(std::begin(kClientRequests), std::end(kClientRequests));
   if (last_sequence) *last_sequence = h.last_sequence;
   return hello_message(h);
 }

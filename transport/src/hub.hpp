@@ -62,6 +62,11 @@ class Hub : public std::enable_shared_from_this<Hub> {
   /// Probe names and device ids the server knows now (latest snapshots and statistics).
   std::vector<std::string> known_probes() const;
   std::vector<std::string> known_devices() const;
+  /// Every device where `bytes` fit now, most free first: ServerOptions::fit_source, else
+  /// local_fits() over the channel's latest snapshots. The `fit` message and /api/v1/fit.
+  std::vector<FitEntry> fits(std::uint64_t bytes);
+  /// The fit_result message answering `r` (fits(), cut to the request's limit).
+  std::string fit(const FitRequest& r);
   /// Highest sequence the hub has fanned out (or found in the channel at start).
   std::uint64_t cursor() const noexcept { return cursor_.load(std::memory_order_relaxed); }
 

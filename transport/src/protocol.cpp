@@ -8,6 +8,7 @@
 
 #include <boost/json.hpp>
 
+#include "access.hpp"
 #include "gpustream/detail/json_parse.hpp"
 #include "gpustream/json.hpp"
 
@@ -65,6 +66,44 @@ SubscribeRequest parse_subscribe(const json::object& o) {
     } else {
       bad("subscribe.since: expected a non-negative integer");
     }
+  }
+  return r;
+}
+
+std::uint64_t whole_number(const json::value& v, const std::string& where) {
+  if (v.is_uint64()) return v.get_uint64();
+  if (v.is_int64() && v.get_int64() >= 0) return static_cast<std::uint64_t>(v.get_int64());
+  // A double here is a fraction, an exponent form or a number past 2^64 - 1 (the parser makes
+  // those doubles): none is a whole number of bytes we can hold.
+  bad(where + ": expected a whole number from 0 to 18446744073709551615");
+}
+
+/// The fit's `id` first, so that every later refusal can name it.
+std::string fit_id(const json::object& o) {
+  const auto* v = o.if_contains("id");
+  if (!v || v->is_null()) return {};
+  const auto* s = v->if_string();
+  if (!s) bad("fit.id: expected a string");
+  if (s->size() > kFitMaxIdBytes)
+    bad("fit.id: longer than " + std::to_string(kFitMaxIdBytes) + " bytes");
+  return {s->data(), s->size()};
+}
+
+FitRequest parse_fit(const json::object& o) {
+  FitRequest r;
+  r.id = fit_id(o);
+  try {
+    const auto* b = o.if_contains("bytes");
+    if (!b || b->is_null()) bad("fit.bytes: required (the device memory to place, in bytes)");
+    r.bytes = whole_number(*b, "fit.bytes");
+    if (const auto* l = o.if_contains("limit"); l && !l->is_null()) {
+      const auto n = whole_number(*l, "fit.limit");
+      if (n < 1 || n > kFitMaxLimit)
+        bad("fit.limit: must be from 1 to " + std::to_string(kFitMaxLimit));
+      r.limit = static_cast<std::size_t>(n);
+    }
+  } catch (const ProtocolError& e) {
+    throw ProtocolError(e.code(), e.what(), r.id);
   }
   return r;
 }
@@ -153,6 +192,9 @@ ClientMessage parse_client_message(std::string_view text) {
   if (t == "subscribe") {
     m.kind = ClientMessage::Kind::subscribe;
     m.subscribe = parse_subscribe(*o);
+  } else if (t == "fit") {
+    m.kind = ClientMessage::Kind::fit;
+    m.fit = parse_fit(*o);
   } else if (t == "auth") {
     m.kind = ClientMessage::Kind::auth;
     const auto* tok = o->if_contains("token");
@@ -173,6 +215,90 @@ std::string encode_subscribe(const SubscribeRequest& r) {
   if (r.max_rate_hz) o["max_rate_hz"] = *r.max_rate_hz;
   if (r.since) o["since"] = *r.since;
   return to_compact_json(o);
+}
+
+std::string encode_fit(const FitRequest& r) {
+  json::object o;
+  o["type"] = "fit";
+  if (!r.id.empty()) o["id"] = r.id;
+  o["bytes"] = r.bytes;
+  o["limit"] = r.limit;
+  return to_compact_json(o);
+}
+
+json::object to_json(const FitEntry& e) {
+  return json::object{{"node", e.node},     {"device", e.device}, {"name", e.name},
+                      {"probe", e.probe},   {"vendor", e.vendor}, {"free_bytes", e.free_bytes},
+                      {"source", e.source}, {"state", e.state},   {"age_seconds", e.age_seconds}};
+}
+
+FitEntry fit_entry(const DeviceFit& f, std::string_view state, std::int64_t age_ns) {
+  FitEntry e;
+  e.node = f.node;
+  e.device = f.device_id;
+  e.name = f.name;
+  e.probe = f.probe;
+  e.vendor = std::string(to_string(f.vendor));
+  e.free_bytes = f.free_bytes;
+  e.source = std::string(to_string(f.source));
+  e.state = std::string(state);
+  e.age_seconds = static_cast<double>(std::max<std::int64_t>(0, age_ns)) / 1e9;
+  return e;
+}
+
+std::vector<FitEntry> local_fits(const std::vector<SnapshotPtr>& latest, std::uint64_t bytes,
+                                 std::int64_t now_unix_ns) {
+  std::vector<FitEntry> out;
+  for (const auto& f : fits(latest, bytes))
+    out.push_back(fit_entry(f, "up", now_unix_ns - f.time_unix_ns));
+  return out;
+}
+
+std::string fit_result_message(std::string_view id, std::uint64_t bytes,
+                               const std::vector<FitEntry>& fits, std::size_t limit) {
+  limit = std::clamp<std::size_t>(limit, 1, kFitMaxLimit);
+  // Head and tail around the entries; the tail (truncated, and "]}\n") is written last, so
+  // the bound counts it before an entry is let in.
+  json::object head{{"type", "fit_result"}};
+  if (!id.empty()) head["id"] = id;
+  head["schema"] = kSchema;
+  head["bytes"] = bytes;
+  head["total"] = static_cast<std::uint64_t>(fits.size());
+  std::string out = to_compact_json(head);
+  out.pop_back();  // '}'
+  out += ",\"fits\":[";
+  static constexpr std::string_view kTailMax = "],\"truncated\":false}\n";
+  std::size_t written = 0;
+  std::string entry;
+  for (const auto& f : fits) {
+    if (written == limit) break;
+    entry.clear();
+    if (written > 0) entry.push_back(',');
+    append_compact_json(entry, to_json(f));
+    if (out.size() + entry.size() + kTailMax.size() > kFitMaxReplyBytes) break;
+    out += entry;
+    ++written;
+  }
+  out += written < fits.size() ? "],\"truncated\":true}\n" : "],\"truncated\":false}\n";
+  return out;
+}
+
+std::string fit_json(const std::vector<FitEntry>& fits, std::uint64_t bytes) {
+  json::array out;
+  out.reserve(fits.size());
+  for (const auto& e : fits) out.push_back(to_json(e));
+  json::object doc{{"schema", kSchema}, {"bytes", bytes}, {"fits", std::move(out)}};
+  return to_compact_json(doc) + "\n";
+}
+
+std::optional<std::uint64_t> fit_bytes_parameter(std::string_view target) {
+  const auto q = query_parameter(target, "bytes");
+  if (!q || q->empty()) return std::nullopt;
+  std::uint64_t bytes = 0;
+  // Digits only: from_chars refuses a sign, a fraction, spaces and anything past 2^64 - 1.
+  const auto r = std::from_chars(q->data(), q->data() + q->size(), bytes);
+  if (r.ec != std::errc() || r.ptr != q->data() + q->size()) return std::nullopt;
+  return bytes;
 }
 
 std::vector<DeviceInfo> devices_of(const std::vector<SnapshotPtr>& latest) {
@@ -211,6 +337,7 @@ std::string hello_message(const Hello& h) {
   json::array devices;
   for (const auto& d : h.devices) devices.push_back(to_json(d));
   o["devices"] = std::move(devices);
+  if (h.requests) o["requests"] = strings(*h.requests);
   return with_newline(to_compact_json(o));
 }
 
@@ -243,13 +370,14 @@ std::string subscribed_message(const Subscribed& s) {
   o["devices"] = strings(r.devices);
   o["fields"] = metric_names(r.fields);
   o["max_rate_hz"] = r.max_rate_hz ? json::value(*r.max_rate_hz) : json::value(nullptr);
-  o["unknown"] = json::object{{"probes", strings(s.unknown_probes)},
-                              {"devices", strings(s.unknown_devices)}};
+  o["unknown"] =
+      json::object{{"probes", strings(s.unknown_probes)}, {"devices", strings(s.unknown_devices)}};
   return with_newline(to_compact_json(o));
 }
 
-std::string error_message(std::string_view code, std::string_view message) {
+std::string error_message(std::string_view code, std::string_view message, std::string_view id) {
   json::object o{{"type", "error"}, {"code", code}, {"message", to_valid_utf8(message)}};
+  if (!id.empty()) o["id"] = to_valid_utf8(id);
   return with_newline(to_compact_json(o));
 }
 

@@ -1,5 +1,6 @@
-// The wire protocol, server → client: the decoders of hello, snapshot, gap, subscribed and
-// error (the encoders are in protocol.cpp). RemoteSubscriber and the tests use these.
+// The wire protocol, server → client: the decoders of hello, snapshot, gap, subscribed,
+// fit_result and error (the encoders are in protocol.cpp). RemoteSubscriber and the tests use
+// these.
 #include <cstdint>
 
 #include <boost/json.hpp>
@@ -53,6 +54,8 @@ Hello decode_hello(const json::object& o) {
     if (!a->is_array()) bad("devices", "expected an array");
     for (const auto& e : a->get_array()) h.devices.push_back(device_info_from_json(e));
   }
+  // Absent (a server older than the list): nullopt, not an empty list (which says "none").
+  if (find(o, "requests")) h.requests = texts(o, "requests");
   return h;
 }
 
@@ -73,6 +76,38 @@ Subscribed decode_subscribed(const json::object& o) {
     s.unknown_devices = texts(uo, "devices");
   }
   return s;
+}
+
+FitResult decode_fit_result(const json::object& o) {
+  FitResult r;
+  r.id = text(o, "id");
+  r.bytes = u64(o, "bytes", true);
+  r.total = u64(o, "total");
+  if (const auto* t = find(o, "truncated")) {
+    if (!t->is_bool()) bad("truncated", "expected true or false");
+    r.truncated = t->get_bool();
+  }
+  const auto* a = find(o, "fits");
+  if (!a) bad("fits", "required key is missing");
+  if (!a->is_array()) bad("fits", "expected an array");
+  for (const auto& e : a->get_array()) {
+    const auto& f = object_at(e, "fits[]");
+    FitEntry x;
+    x.node = text(f, "node");
+    x.device = text(f, "device", true);
+    x.name = text(f, "name");
+    x.probe = text(f, "probe");
+    x.vendor = text(f, "vendor");
+    x.free_bytes = u64(f, "free_bytes", true);
+    x.source = text(f, "source");
+    x.state = text(f, "state");
+    if (const auto* age = find(f, "age_seconds")) {
+      if (!age->is_number()) bad("fits[].age_seconds", "expected a number");
+      x.age_seconds = age->to_number<double>();
+    }
+    r.fits.push_back(std::move(x));
+  }
+  return r;
 }
 
 }  // namespace
@@ -109,7 +144,10 @@ ServerMessage parse_server_message(std::string_view message) {
     m.subscribed = decode_subscribed(o);
   } else if (type == "error") {
     m.kind = ServerMessage::Kind::error;
-    m.error = ServerError{text(o, "code"), text(o, "message")};
+    m.error = ServerError{text(o, "code"), text(o, "message"), text(o, "id")};
+  } else if (type == "fit_result") {
+    m.kind = ServerMessage::Kind::fit_result;
+    m.fit = decode_fit_result(o);
   }
   return m;
 }

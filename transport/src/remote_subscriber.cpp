@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <random>
 #include <thread>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
@@ -31,7 +33,11 @@ using transport::RemoteConnection;
 
 namespace {
 
+// One "logged once" record for the process: the warnings are about a URL, whichever subscriber.
 LogOnce g_log_once;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+
+/// fit() queries waiting for their answer, at most (a caller that never waits cannot grow it).
+constexpr std::size_t kMaxFitsInFlight = 64;
 
 std::string describe(const error_code& ec, const RemoteConnection& c) {
   if (!c.failure_detail().empty()) return c.failure_detail();
@@ -43,11 +49,16 @@ std::string describe(const error_code& ec, const RemoteConnection& c) {
 
 std::string_view to_string(RemoteStatus::State s) noexcept {
   switch (s) {
-    case RemoteStatus::State::idle: return "idle";
-    case RemoteStatus::State::connecting: return "connecting";
-    case RemoteStatus::State::connected: return "connected";
-    case RemoteStatus::State::disconnected: return "disconnected";
-    case RemoteStatus::State::stopped: return "stopped";
+    case RemoteStatus::State::idle:
+      return "idle";
+    case RemoteStatus::State::connecting:
+      return "connecting";
+    case RemoteStatus::State::connected:
+      return "connected";
+    case RemoteStatus::State::disconnected:
+      return "disconnected";
+    case RemoteStatus::State::stopped:
+      return "stopped";
   }
   return "unknown";
 }
@@ -110,6 +121,13 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       self->deadline_.cancel();
       if (self->conn_) self->conn_->close(true);
     });
+  }
+
+  void fit(std::uint64_t bytes, std::size_t limit, std::function<void(RemoteFitAnswer)> handler) {
+    asio::post(strand_,
+               [self = shared_from_this(), bytes, limit, h = std::move(handler)]() mutable {
+                 self->start_fit(bytes, limit, std::move(h));
+               });
   }
 
   RemoteStatus status() const {
@@ -242,17 +260,18 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       std::optional<std::string> reply;
       if (!handle(text, reply, flags->subscribed, reason)) break;
       if (flags->subscribed) deadline_.cancel();
-      if (reply) {
-        ec = co_await conn->write(std::move(*reply));
-        if (ec) reason = describe(ec, *conn);
-      }
+      if (reply) send(std::move(*reply));
     }
     if (flags->timed_out)
       reason = "no answer within " + std::to_string(options_.connect_timeout.count()) +
                " ms (connect, handshake or subscribe)";
+    if (!write_error_.empty()) reason = write_error_;
     deadline_.cancel();
     conn->close(stopped());
     if (conn_ == conn) conn_.reset();
+    outbox_.clear();
+    write_error_.clear();
+    fail_fits("the connection ended before the answer: " + reason);
     co_return SessionEnd{flags->subscribed, std::move(reason)};
   }
 
@@ -287,6 +306,12 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
         // not sent again. From further back it is (in order, after the older history).
         preview_ok_ = *r.since == h.last_sequence;
         reply = transport::encode_subscribe(r);
+        // A hello that lists its requests without `fit`: fit() fails at once. Without the
+        // list (an older server) a fit is sent and an "unknown message type" refusal answers.
+        fit_unsupported_.clear();
+        if (h.requests &&
+            std::find(h.requests->begin(), h.requests->end(), "fit") == h.requests->end())
+          fit_unsupported_ = fit_unsupported_reason(h);
         if (on_hello) invoke([&] { on_hello(h); });
         break;
       }
@@ -296,10 +321,10 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
         if (m.subscribed.request.since) resume_ = *m.subscribed.request.since;
         if (!m.subscribed.unknown_probes.empty() || !m.subscribed.unknown_devices.empty()) {
           if (g_log_once.first("remote-unknown:" + options_.url))
-            logger()->warn("{}: the server does not know {} of the probes and {} of the devices "
-                           "asked for (yet)",
-                           log_url_, m.subscribed.unknown_probes.size(),
-                           m.subscribed.unknown_devices.size());
+            logger()->warn(
+                "{}: the server does not know {} of the probes and {} of the devices "
+                "asked for (yet)",
+                log_url_, m.subscribed.unknown_probes.size(), m.subscribed.unknown_devices.size());
         }
         awaiting_ack_ = false;
         subscribed = true;
@@ -314,7 +339,18 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       case Kind::gap:
         if (!awaiting_ack_) on_gap_message(std::move(m.gap));
         break;
+      case Kind::fit_result:
+        if (auto h = take_fit(m.fit.id)) {
+          RemoteFitAnswer a;
+          a.result = std::move(m.fit);
+          invoke([&] { h(std::move(a)); });
+        }
+        break;
       case Kind::error:
+        if (auto h = take_fit_for_error(m.error)) {
+          invoke([&] { h(RemoteFitAnswer{std::nullopt, m.error.code + ": " + m.error.message}); });
+          break;
+        }
         server_error_ = m.error.code + ": " + m.error.message;
         if (awaiting_ack_) {
           reason = "server refused: " + server_error_;
@@ -355,6 +391,86 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
     invoke([&] { on_event(p); });
   }
 
+  /// Queues `message` behind what is being written: one write in flight on the connection.
+  void send(std::string message) {
+    if (!conn_) return;
+    outbox_.push_back(std::move(message));
+    if (!writing_) asio::co_spawn(strand_, drain(conn_, shared_from_this()), asio::detached);
+  }
+
+  asio::awaitable<void> drain(std::shared_ptr<RemoteConnection> conn, std::shared_ptr<Impl>) {
+    writing_ = true;
+    while (!outbox_.empty() && conn == conn_) {
+      auto m = std::move(outbox_.front());
+      outbox_.pop_front();
+      const error_code ec = co_await conn->write(std::move(m));
+      if (ec) {
+        write_error_ = describe(ec, *conn);
+        conn->close(false);  // the read fails too and the session ends
+        break;
+      }
+    }
+    writing_ = false;
+    // A new connection queued while the old one's last write was still out: its turn now.
+    if (!outbox_.empty() && conn_ && conn_ != conn)
+      asio::co_spawn(strand_, drain(conn_, shared_from_this()), asio::detached);
+  }
+
+  void start_fit(std::uint64_t bytes, std::size_t limit,
+                 std::function<void(RemoteFitAnswer)> handler) {
+    const auto refuse = [&](std::string why) {
+      invoke([&] { handler(RemoteFitAnswer{std::nullopt, std::move(why)}); });
+    };
+    if (!conn_ || awaiting_ack_) return refuse("not connected");
+    if (!fit_unsupported_.empty()) return refuse(fit_unsupported_);
+    if (limit < 1 || limit > transport::kFitMaxLimit)
+      return refuse("limit must be from 1 to " + std::to_string(transport::kFitMaxLimit));
+    if (fits_.size() >= kMaxFitsInFlight)
+      return refuse("too many fit queries in flight (" + std::to_string(kMaxFitsInFlight) + ")");
+    transport::FitRequest r{bytes, limit, "f" + std::to_string(++fit_ids_)};
+    fits_.push_back({r.id, std::move(handler)});
+    send(transport::encode_fit(r));
+  }
+
+  std::function<void(RemoteFitAnswer)> take_fit(const std::string& id) {
+    const auto it =
+        std::find_if(fits_.begin(), fits_.end(), [&](const PendingFit& p) { return p.id == id; });
+    if (it == fits_.end()) return {};
+    auto h = std::move(it->handler);
+    fits_.erase(it);
+    return h;
+  }
+
+  /// Names what the server sent, bounded (whole names only, so the text stays valid UTF-8).
+  static std::string fit_unsupported_reason(const RemoteHello& h) {
+    constexpr std::size_t kMaxNamed = 200;  // bytes of names quoted from the server
+    std::string listed;
+    for (const auto& r : *h.requests) {
+      if (listed.size() + r.size() > kMaxNamed) {
+        listed += listed.empty() ? "..." : ", ...";
+        break;
+      }
+      listed += (listed.empty() ? "" : ", ") + r;
+    }
+    const std::string server = h.server.size() <= 64 ? h.server : "...";
+    return "the server (" + server + ") does not support fit: its hello lists the requests [" +
+           listed + "]";
+  }
+
+  /// An error about one of our fits: by its id, or (an older server that does not know `fit`
+  /// and names no id) the oldest one.
+  std::function<void(RemoteFitAnswer)> take_fit_for_error(const transport::ServerError& e) {
+    if (!e.id.empty()) return take_fit(e.id);
+    if (fits_.empty() || e.message.find("'fit'") == std::string::npos) return {};
+    return take_fit(fits_.front().id);
+  }
+
+  void fail_fits(const std::string& why) {
+    auto pending = std::move(fits_);
+    fits_.clear();
+    for (auto& p : pending) invoke([&] { p.handler(RemoteFitAnswer{std::nullopt, why}); });
+  }
+
   /// The subscription's probes, devices and fields applied to `s` here, with the result of
   /// decoding the server's projected message (a metric left out reads as not_collected).
   /// False when nothing of `s` is wanted.
@@ -393,9 +509,10 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   /// The server's sequence space changed: say so with a gap and start again from its beginning.
   void server_restarted() {
     Gap g{*resume_, 0, std::string(kGapServerRestarted)};
-    logger()->info("{}: the server was restarted (new instance); its snapshots are numbered "
-                   "from 1 again, delivering them from its first",
-                   log_url_);
+    logger()->info(
+        "{}: the server was restarted (new instance); its snapshots are numbered "
+        "from 1 again, delivering them from its first",
+        log_url_);
     resume_ = 0;
     ++gaps_;
     if (on_gap) invoke([&] { on_gap(g); });
@@ -422,12 +539,22 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   asio::steady_timer retry_timer_;
   asio::steady_timer deadline_;
   std::shared_ptr<RemoteConnection> conn_;
-  std::string instance_;  // the server instance resume_ refers to
+  std::string instance_;                 // the server instance resume_ refers to
   std::optional<std::uint64_t> resume_;  // the last sequence delivered (or skipped by a gap)
   bool awaiting_ack_ = true;
   bool preview_ok_ = false;  // snapshots before the ack are ours to deliver
   std::string server_error_;
-  std::string warned_key_;  // the LogOnce key of the last disconnection warning
+  std::string warned_key_;          // the LogOnce key of the last disconnection warning
+  std::deque<std::string> outbox_;  // messages waiting for the write in flight
+  bool writing_ = false;
+  std::string write_error_;  // why a write failed (ends the session)
+  struct PendingFit {
+    std::string id;
+    std::function<void(RemoteFitAnswer)> handler;
+  };
+  std::deque<PendingFit> fits_;  // at most kMaxFitsInFlight
+  std::string fit_unsupported_;  // the connection's hello lists no `fit`: why fit() fails
+  std::uint64_t fit_ids_ = 0;
   std::minstd_rand rng_;
 
   // any thread
@@ -462,6 +589,11 @@ void RemoteSubscriber::on_hello(std::function<void(const RemoteHello&)> cb) {
 }
 void RemoteSubscriber::on_event(std::function<void(const EventPtr&)> cb) {
   impl_->on_event = std::move(cb);
+}
+
+void RemoteSubscriber::fit(std::uint64_t bytes, std::function<void(RemoteFitAnswer)> handler,
+                           std::size_t limit) {
+  impl_->fit(bytes, limit, std::move(handler));
 }
 void RemoteSubscriber::start() { impl_->start(); }
 void RemoteSubscriber::stop() { impl_->stop(); }

@@ -336,9 +336,10 @@ void StreamSession::shutdown(bool graceful) {
   pump();  // closes now when nothing is queued or in flight, else after the last write
 }
 
-void StreamSession::send_error(std::string_view code, std::string_view message, bool then_close) {
+void StreamSession::send_error(std::string_view code, std::string_view message, bool then_close,
+                               std::string_view id) {
   if (closing_) return;
-  enqueue(error_message(code, message));
+  enqueue(error_message(code, message, id));
   if (then_close)
     shutdown(true);
   else
@@ -362,7 +363,14 @@ void StreamSession::handle_message(std::string_view text) {
     msg = parse_client_message(text);
   } catch (const ProtocolError& e) {
     ServerMetrics::bump(m.messages_rejected);
-    send_error(e.code(), e.what(), false);
+    send_error(e.code(), e.what(), false, e.id());
+    return;
+  }
+  if (msg.kind == ClientMessage::Kind::fit) {
+    // Answered at once from the latest snapshots; the answer is a control message (bounded by
+    // kFitMaxReplyBytes; a client that asks without reading is disconnected as a slow one).
+    enqueue(hub_->fit(msg.fit));
+    pump();
     return;
   }
   if (msg.kind == ClientMessage::Kind::auth) {

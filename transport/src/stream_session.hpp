@@ -61,7 +61,9 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   void handle_message(std::string_view text);
   void write_done(const boost::system::error_code& ec);
   /// Queues an error message; with then_close, closes once it is flushed.
-  void send_error(std::string_view code, std::string_view message, bool then_close);
+  /// `id`: the refused request's id (a fit's), echoed in the error.
+  void send_error(std::string_view code, std::string_view message, bool then_close,
+                  std::string_view id = {});
   /// The transport failed (read or write error): close without flushing.
   void transport_failed();
   /// Something arrived from the client (for the TCP idle timeout).

@@ -6,12 +6,14 @@
 //   gpustream::transport::FleetView fleet(io.get_executor(), channel, fo);
 //   fleet.start();                                     // the key-value state, then the bus
 //   gpustream::transport::ServerOptions so;
-//   so.extra_routes = fleet.routes();                  // /api/v1/nodes, /api/v1/fit, /fleet
+//   so.extra_routes = fleet.routes();                  // /api/v1/nodes, /fleet
+//   so.fit_source = fleet.fit_source();                // `fit` messages and /api/v1/fit
 //   gpustream::transport::Server server(io.get_executor(), channel, so);
 //
 // The agents (`gpustream serve --nats URL --node NAME`) publish the compact bus encoding
 // (fleet_codec.hpp) on <prefix>.<node>.<probe> and keep their last full state in a JetStream
-// key-value bucket. FleetView reads the bucket once when it starts (every node shows at once),
+// key-value bucket. FleetView reads the bucket once when it starts, in one pass (a key-value
+// watcher; every node shows at once),
 // then subscribes to <prefix>.>, rebuilds each snapshot and publishes it into the channel with
 // its `node` set: the Server then serves the whole fleet with its usual API, protocol, /metrics
 // and dashboard. docs/fleet.md.
@@ -119,10 +121,13 @@ std::vector<FleetFit> fleet_fits(const std::vector<SnapshotPtr>& latest, const N
                                  std::uint64_t bytes, std::int64_t now_unix_ns);
 
 /// The JSON documents of the fleet endpoints (docs/fleet.md): /api/v1/nodes (one summary per
-/// node: state, last seen, agent, devices, utilization and memory totals) and /api/v1/fit.
+/// node: state, last seen, agent, devices, utilization and memory totals) and /api/v1/fit
+/// (the fits as fit_entries(), through protocol.hpp's fit_json: serve's encoder too).
 std::string nodes_json(const std::vector<SnapshotPtr>& latest, const NodeTable& table,
                        std::int64_t now_unix_ns);
 std::string fit_json(const std::vector<FleetFit>& fits, std::uint64_t bytes);
+/// The fits as the protocol's fit_result entries (the same fields as fit_json's).
+std::vector<FitEntry> fit_entries(const std::vector<FleetFit>& fits);
 /// The fleet dashboard page (/fleet).
 std::string_view fleet_dashboard_html() noexcept;
 
@@ -135,6 +140,11 @@ struct FleetOptions {
   std::chrono::milliseconds connect_timeout{5000};
   std::size_t max_nodes = 100000;
   BusLimits limits;
+  /// How the key-value state is read at start: true, in one pass (a watcher on every key that
+  /// delivers each key's last value, then the end of the initial values); false, key by key
+  /// (list the keys, then one get per key: a round trip each; kept for comparison,
+  /// bench/fleet_kv_bench.cpp).
+  bool kv_watch = true;
 };
 
 struct FleetStats {
@@ -167,12 +177,16 @@ class FleetView {
 
   std::vector<NodeInfo> nodes() const;
   FleetStats stats() const;
-  /// /api/v1/nodes, /api/v1/nodes/<name> (its snapshots), /api/v1/fit?bytes=N and /fleet, for
+  /// /api/v1/nodes, /api/v1/nodes/<name> (its snapshots) and /fleet, for
   /// ServerOptions::extra_routes. The view must outlive the server.
   ExtraRoutes routes();
   /// The gpustream_fleet_* families for /metrics (ServerOptions::extra_metrics): the stats
   /// above and the channel's latest cache. The view must outlive the server.
   std::function<std::string()> metrics();
+  /// fleet_fits() over every node, for ServerOptions::fit_source (the protocol's `fit` and the
+  /// server's /api/v1/fit?bytes=N). The view must outlive the server; after the view is gone it
+  /// answers with no device.
+  FitSource fit_source();
   /// Handles one bus message as if it had arrived now (the subscription's path; tests use it).
   void on_message(std::string_view data, std::string_view subject);
   /// Runs the staleness sweep at `now` (the timer's path; tests use it).

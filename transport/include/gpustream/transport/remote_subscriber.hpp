@@ -15,12 +15,12 @@
 // then streams live. Snapshots that arrive before the server acknowledged the subscribe come
 // unfiltered. When resuming exactly from hello's last_sequence the server does not send them
 // again: the client applies its probes, devices and fields to them itself (not max_rate_hz);
-// when resuming from further back, the replay sends them again in order and they are skipped. Every snapshot whose sequence is
-// not above the last delivered one is dropped, so callbacks see strictly increasing sequences
-// with no duplicate. A hole the server cannot fill (its history no longer reaches back) is reported
-// through on_gap, never hidden. When the connection drops, the client reconnects with
-// exponential backoff (with jitter) and resumes the same way, so a server restart or a dropped
-// connection loses nothing that is still in the server's history ring.
+// when resuming from further back, the replay sends them again in order and they are skipped. Every
+// snapshot whose sequence is not above the last delivered one is dropped, so callbacks see strictly
+// increasing sequences with no duplicate. A hole the server cannot fill (its history no longer
+// reaches back) is reported through on_gap, never hidden. When the connection drops, the client
+// reconnects with exponential backoff (with jitter) and resumes the same way, so a server restart
+// or a dropped connection loses nothing that is still in the server's history ring.
 //
 // A server restarted with a fresh channel numbers from 1 again. Its hello carries a new
 // `instance`: the client then reports a Gap{last delivered, 0, "server_restarted"} (what the old
@@ -89,6 +89,12 @@ struct RemoteSubscriberOptions {
 /// The server's hello (the protocol's one Hello type).
 using RemoteHello = transport::Hello;
 
+/// The answer to RemoteSubscriber::fit: the result, or why there is none.
+struct RemoteFitAnswer {
+  std::optional<transport::FitResult> result;
+  std::string error;  // set when result is not: "not connected", the server's error, ...
+};
+
 /// Where the connection is.
 struct RemoteStatus {
   enum class State {
@@ -139,6 +145,18 @@ class RemoteSubscriber {
   /// server's own event `sequence` (a hole in it: events dropped for this client). Events are
   /// not replayed on reconnect: those sent while disconnected are not seen.
   void on_event(std::function<void(const EventPtr&)> cb);
+
+  /// Asks the server where `bytes` of device memory fit now (the protocol's `fit` message):
+  /// `gpustream serve` answers with its own devices, `gpustream fleet` with every node's, most
+  /// free first, at most `limit` (1..transport::kFitMaxLimit) of them. `handler` runs once, on
+  /// the subscriber's strand like the other callbacks: with the result, or with an error when
+  /// not connected, when the server's hello lists its requests without `fit` (at once, nothing
+  /// is sent: "... does not support fit: its hello lists the requests [subscribe]"), when the
+  /// connection drops first, when the server refuses the request (a server whose hello has no
+  /// list and that does not know `fit` says "unknown message type 'fit'"), or past 64 queries
+  /// in flight. Any thread. After stop() the handler is not called.
+  void fit(std::uint64_t bytes, std::function<void(RemoteFitAnswer)> handler,
+           std::size_t limit = transport::kFitDefaultLimit);
 
   /// Starts connecting. Idempotent; a stopped subscriber does not start again.
   void start();

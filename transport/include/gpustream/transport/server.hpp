@@ -13,8 +13,8 @@
 // a snapshot is serialized once per encoding (once, plus once per distinct projection that
 // clients asked for) and the same buffer is written to every client. Each client has a bounded
 // send queue with one write in flight; a client whose queue stays full, or whose write stalls,
-// is disconnected and counted, and the others never wait for it. See docs/protocol.md ("Wire messages") and
-// docs/security.md.
+// is disconnected and counted, and the others never wait for it. See docs/protocol.md ("Wire
+// messages") and docs/security.md.
 //
 // Thread safety: all of the server's work runs on one strand of the executor it is given, so
 // the io_context may be run by one thread or several. start(), stop(), the endpoint getters and
@@ -38,6 +38,7 @@
 
 #include "gpustream/channel.hpp"
 #include "gpustream/probe_stats.hpp"
+#include "gpustream/transport/protocol.hpp"
 
 namespace gpustream::transport {
 
@@ -60,11 +61,11 @@ struct ServerLimits {
   /// `error` "timeout"). A client expecting long silences sends empty lines as keep-alives.
   std::chrono::milliseconds tcp_idle_timeout{300000};
   std::chrono::milliseconds write_timeout{10000};  // one write stalled this long → disconnect
-  std::size_t send_queue_messages = 64;  // per client: snapshots waiting to be written
+  std::size_t send_queue_messages = 64;            // per client: snapshots waiting to be written
   /// Per client: bytes of the messages waiting to be written (snapshots and control messages).
   std::size_t send_queue_bytes = 8 * 1024 * 1024;
   std::chrono::milliseconds slow_client_timeout{5000};  // queue full this long → disconnect
-  std::size_t max_subscribes_per_connection = 64;    // subscribe messages over a connection's life
+  std::size_t max_subscribes_per_connection = 64;  // subscribe messages over a connection's life
   /// Non-empty messages a client may send over a connection's life (subscribe, auth, and
   /// refused ones); past it the connection gets an `error` "limit" and is closed. Empty TCP
   /// lines (keep-alives) are not counted.
@@ -87,6 +88,11 @@ struct ExtraResponse {
 /// Host and token checks; nullopt: 404. Runs on the server's strand: thread-safe and quick.
 using ExtraRoutes =
     std::function<std::optional<ExtraResponse>(std::string_view path, std::string_view target)>;
+
+/// The planner behind the protocol's `fit` message: every device where `bytes` of device memory
+/// fit now, most free first (the server cuts the answer to the client's limit and to
+/// kFitMaxReplyBytes). Runs on the server's strand: thread-safe and quick.
+using FitSource = std::function<std::vector<FitEntry>(std::uint64_t bytes)>;
 
 struct ServerOptions {
   /// HTTP + WebSocket listener; nullopt: none.
@@ -115,6 +121,9 @@ struct ServerOptions {
   /// More Prometheus text appended to /metrics (e.g. `gpustream fleet`'s gpustream_fleet_*
   /// families); runs on the server's strand: thread-safe and quick. Empty: none.
   std::function<std::string()> extra_metrics;
+  /// Answers `fit` messages; empty: local_fits() over the channel's latest snapshots (the
+  /// machine's own devices). `gpustream fleet` sets FleetView::fit_source() (every node's).
+  FitSource fit_source;
 };
 
 /// The server's own counters (monotonic except the *_open gauges).
@@ -129,11 +138,11 @@ struct ServerCounters {
   std::uint64_t requests_unauthorized = 0;  // missing or wrong token (401, TCP auth)
   std::uint64_t messages_rejected = 0;      // malformed, oversized or over a limit
   std::uint64_t slow_clients_disconnected = 0;
-  std::uint64_t snapshots_received = 0;  // from the channel
-  std::uint64_t serializations = 0;      // snapshot encodings made (all projections)
-  std::uint64_t snapshots_sent = 0;      // snapshot messages queued to clients
-  std::uint64_t snapshots_dropped = 0;   // not queued because a client's queue was full
-  std::uint64_t idle_closed = 0;         // HTTP connections closed to make room, idle TCP ones
+  std::uint64_t snapshots_received = 0;     // from the channel
+  std::uint64_t serializations = 0;         // snapshot encodings made (all projections)
+  std::uint64_t snapshots_sent = 0;         // snapshot messages queued to clients
+  std::uint64_t snapshots_dropped = 0;      // not queued because a client's queue was full
+  std::uint64_t idle_closed = 0;            // HTTP connections closed to make room, idle TCP ones
   std::uint64_t encoded_cache_bytes = 0;    // gauge: bytes held by the encoding cache
   std::uint64_t encoded_cache_entries = 0;  // gauge: encodings held (all sequences)
   std::uint64_t events_received = 0;        // GPU events from the channel (channel.events())

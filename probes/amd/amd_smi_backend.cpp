@@ -326,6 +326,7 @@ void add_processes(const std::vector<std::byte>& buffer, std::uint32_t n, Device
     p.pid = info.pid;
     p.name = bounded(info.name, sizeof info.name);
     p.gpu_memory_bytes = info.memory_usage.vram_mem;
+    p.gtt_memory_bytes = info.memory_usage.gtt_mem;
     set_engine_usage(p,
                      engines.update({p.pid, out.id, 0}, {{"gfx", info.engine_usage.gfx},
                                                          {"enc", info.engine_usage.enc}}),

@@ -200,6 +200,9 @@ ProcessSample process_from(const json::value& v, const Path& at) {
                                    [&](const json::value& x) { return as_uint64(x, at / key); });
   };
   p.gpu_memory_bytes = u64("gpu_memory_bytes");
+  // Newer than the format: optional, and null or left out both read as unknown.
+  if (const auto* g = maybe(o, "gtt_memory_bytes"))
+    p.gtt_memory_bytes = as_uint64(*g, at / "gtt_memory_bytes");
   p.gpu_utilization_percent = nullable<double>(
       need(o, "gpu_utilization_percent", at),
       [&](const json::value& x) { return as_double(x, at / "gpu_utilization_percent"); });

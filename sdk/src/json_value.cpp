@@ -87,6 +87,7 @@ json::object process_json(const ProcessSample& p) {
   o.emplace("pid", p.pid);
   o.emplace("name", text(p.name));
   o.emplace("gpu_memory_bytes", optional_integer(p.gpu_memory_bytes));
+  if (p.gtt_memory_bytes) o.emplace("gtt_memory_bytes", *p.gtt_memory_bytes);
   o.emplace("gpu_utilization_percent", optional_number(p.gpu_utilization_percent, p.name));
   o.emplace("host_rss_bytes", optional_integer(p.host_rss_bytes));
   o.emplace("per_process_exact", p.per_process_exact);

@@ -227,6 +227,10 @@ void write_process(Writer& w, const ProcessSample& p) {
   w.string(p.name);
   w.raw(",\"gpu_memory_bytes\":");
   w.optional_integer(p.gpu_memory_bytes);
+  if (p.gtt_memory_bytes) {  // left out when unknown: the key is newer than the format
+    w.raw(",\"gtt_memory_bytes\":");
+    w.optional_integer(p.gtt_memory_bytes);
+  }
   w.raw(",\"gpu_utilization_percent\":");
   w.optional_number(p.gpu_utilization_percent, p.name);
   w.raw(",\"host_rss_bytes\":");

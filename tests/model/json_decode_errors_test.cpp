@@ -74,6 +74,9 @@ TEST(JsonDecodeErrors, WrongTypes) {
       {"process memory", [](json::object& o) { process0(o)["gpu_memory_bytes"] = -4096; },
        "$.devices[0].processes[0].gpu_memory_bytes: expected an unsigned integer in [0, 2^64), "
        "got -4096"},
+      {"process gtt", [](json::object& o) { process0(o)["gtt_memory_bytes"] = -1; },
+       "$.devices[0].processes[0].gtt_memory_bytes: expected an unsigned integer in [0, 2^64), "
+       "got -1"},
       {"bool", [](json::object& o) { process0(o)["per_process_exact"] = "yes"; },
        "$.devices[0].processes[0].per_process_exact: expected true or false, got string"},
       {"throttle", [](json::object& o) { device0(o)["throttle_reasons"].as_array()[1] = 3; },

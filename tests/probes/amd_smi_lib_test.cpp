@@ -280,6 +280,8 @@ TEST_F(AmdSmiLib, EveryMetricIsMappedWithThe26xLayouts) {
   EXPECT_EQ(d.processes[1].pid, 4242);
   EXPECT_EQ(d.processes[1].name, "python3");
   EXPECT_EQ(d.processes[1].gpu_memory_bytes, 1073741824u);
+  EXPECT_EQ(d.processes[1].gtt_memory_bytes, 2097152u);  // memory_usage.gtt_mem, at offset 336
+  EXPECT_EQ(d.processes[0].gtt_memory_bytes, 0u);
   EXPECT_FALSE(d.processes_absent);
 }
 
@@ -296,6 +298,8 @@ TEST_F(AmdSmiLib, EveryMetricIsMappedWithThe6xLayouts) {
   ASSERT_EQ(s.devices[0].processes.size(), 2u);
   EXPECT_EQ(s.devices[0].processes[1].name, "python3");
   EXPECT_EQ(s.devices[0].processes[1].gpu_memory_bytes, 1073741824u);
+  EXPECT_EQ(s.devices[0].processes[1].gtt_memory_bytes, 2097152u);  // at offset 112 in 6.x
+  EXPECT_EQ(s.devices[0].processes[0].gtt_memory_bytes, 0u);
 }
 
 TEST_F(AmdSmiLib, ProcessEngineTimeBecomesPercentBetweenSamples) {

@@ -237,6 +237,9 @@ struct ProcessSample {
   std::int64_t pid = 0;
   std::string name;
   std::optional<std::uint64_t> gpu_memory_bytes;
+  /// GTT (system memory the GPU maps through its GART, AMD) the process holds, bytes; unset when
+  /// the source does not say (every non-AMD source), never 0 for unknown.
+  std::optional<std::uint64_t> gtt_memory_bytes;
   std::optional<double> gpu_utilization_percent;
   std::optional<std::uint64_t> host_rss_bytes;
   /// false when the source only gives a device-wide figure (e.g. nvidia-smi fallback).

@@ -301,6 +301,11 @@ DeviceSample device_from(const json::value& v, const Path& at) {
     d.throttle_reasons.reserve(a.size());
     for (std::size_t i = 0; i < a.size(); ++i) d.throttle_reasons.push_back(as_string(a[i], tp[i]));
   }
+  if (const auto* ta = maybe(o, "throttle_reasons_absent")) {
+    const Path tap = at / "throttle_reasons_absent";
+    d.throttle_reasons_absent = as_enum(*ta, tap, absence_from_string);
+    if (!d.throttle_reasons.empty()) fail(tap, "throttle reasons both present and absent");
+  }
   d.engines = engines_from(need(o, "engines", at), at / "engines");
   const Path pp = at / "processes";
   const auto& procs = as_array(need(o, "processes", at), pp);

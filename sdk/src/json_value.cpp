@@ -153,6 +153,8 @@ json::value to_json(const DeviceSample& d) {
   throttle.reserve(d.throttle_reasons.size());
   for (const auto& t : d.throttle_reasons) throttle.emplace_back(text(t));
   o.emplace("throttle_reasons", std::move(throttle));
+  if (d.throttle_reasons_absent)
+    o.emplace("throttle_reasons_absent", name(to_string(*d.throttle_reasons_absent)));
   o.emplace("engines", engines_json(d.engines));
   json::array processes;
   processes.reserve(d.processes.size());

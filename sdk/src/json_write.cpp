@@ -345,7 +345,12 @@ void write_device(Writer& w, const DeviceSample& d) {
     if (i) w.raw(',');
     w.string(d.throttle_reasons[i]);
   }
-  w.raw("],\"engines\":");
+  w.raw(']');
+  if (d.throttle_reasons_absent) {
+    w.raw(",\"throttle_reasons_absent\":");
+    w.plain_string(to_string(*d.throttle_reasons_absent));
+  }
+  w.raw(",\"engines\":");
   write_engines(w, d.engines);
   w.raw(",\"processes\":[");
   for (std::size_t i = 0; i < d.processes.size(); ++i) {

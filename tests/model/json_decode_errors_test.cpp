@@ -112,6 +112,8 @@ TEST(JsonDecodeErrors, UnknownEnumNames) {
        "$.devices[0].power_kind: unknown value \"peak\""},
       {"processes absent", [](json::object& o) { device0(o)["processes_absent"] = "gone"; },
        "$.devices[0].processes_absent: unknown value \"gone\""},
+      {"throttle absent", [](json::object& o) { device0(o)["throttle_reasons_absent"] = "gone"; },
+       "$.devices[0].throttle_reasons_absent: unknown value \"gone\""},
       {"engine absence",
        [](json::object& o) { device0(o)["engines"].as_array()[2].as_object()["absent"] = "later"; },
        "$.devices[0].engines[2].absent: unknown value \"later\""},
@@ -167,6 +169,9 @@ TEST(JsonDecodeErrors, OptionalKeysMayBeLeftOutOrNull) {
 
 TEST(JsonDecodeErrors, InconsistentMetrics) {
   expect_cases({
+      {"throttle both",
+       [](json::object& o) { device0(o)["throttle_reasons_absent"] = "unsupported"; },
+       "$.devices[0].throttle_reasons_absent: throttle reasons both present and absent"},
       {"both", [](json::object& o) { device0(o)["absent"].as_object()["power_watts"] = "stale"; },
        "$.devices[0].absent.power_watts: metric is both present and absent"},
       {"source of absent",

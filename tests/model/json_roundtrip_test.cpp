@@ -175,6 +175,30 @@ TEST(JsonRoundTrip, ProcessGttMemoryFromOlderAndNullProducers) {
   EXPECT_EQ(snapshot_from_json(doc).devices[0].processes[0].gtt_memory_bytes, 8192u);
 }
 
+TEST(JsonRoundTrip, ThrottleReasonsAbsentWithItsReason) {
+  GpuSnapshot s;
+  DeviceSample a, b, c;
+  a.id = "amd-0";
+  a.throttle_reasons_absent = Absence::no_permission;
+  b.id = "amd-1";
+  b.throttle_reasons = {"ppt0", "temp_hotspot"};
+  c.id = "amd-2";  // not throttled: neither reasons nor an absence
+  s.devices = {a, b, c};
+  const std::string text = to_json_string(s);
+  EXPECT_NE(text.find(R"("throttle_reasons":[],"throttle_reasons_absent":"no_permission",)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("throttle_reasons_absent"), text.rfind("throttle_reasons_absent"))
+      << "written only where set";
+  EXPECT_EQ(parse_json(text), to_json(s));
+  const GpuSnapshot back = through_text(s);
+  EXPECT_EQ(back, s);
+  EXPECT_EQ(back.devices[0].throttle_reasons_absent, Absence::no_permission);
+  EXPECT_FALSE(back.devices[1].throttle_reasons_absent);
+  EXPECT_FALSE(back.devices[2].throttle_reasons_absent);
+  EXPECT_EQ(snapshot_from_json(to_json(s)), s);
+}
+
 TEST(JsonEncoding, WholeByteCountsAreIntegersOtherNumbersDoubles) {
   const GpuSnapshot s = test::rich_snapshot();
   const json::value doc = parse_json(to_json_string(s));

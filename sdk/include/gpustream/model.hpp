@@ -275,6 +275,11 @@ struct DeviceSample {
   std::optional<PowerKind> power_kind;
   PowerState power_state = PowerState::unknown;
   std::vector<std::string> throttle_reasons;
+  /// Set when the probe tried to read why the clocks are held down and could not (`unsupported`,
+  /// `no_permission`, `tool_failed`, `lost`); `throttle_reasons` is then empty. Unset:
+  /// `throttle_reasons` is what the probe saw (empty: not throttled, or a probe that does not
+  /// read throttling at all).
+  std::optional<Absence> throttle_reasons_absent;
   std::vector<EngineSample> engines;
   std::vector<ProcessSample> processes;
   /// Set when the probe cannot list the processes using this device (e.g. `unsupported`: the

@@ -292,6 +292,10 @@ std::map<int, std::vector<ProcessUsage>> parse_amd_smi_process(std::string_view 
     p.name = string_at(info, {"name"});
     auto vram = first_of(info, {{"memory_usage", "vram_mem"}, {"mem_usage"}, {"mem"}});
     if (const auto bytes = whole(vram)) p.gpu_memory_bytes = static_cast<std::uint64_t>(*bytes);
+    // GTT only where amd-smi prints memory_usage (6.0/6.1 bare bytes, later {"value", "unit"});
+    // the 6.2.0 form with only mem_usage leaves it unknown.
+    if (const auto gtt = whole(measure(path(info, {"memory_usage", "gtt_mem"}))))
+      p.gtt_memory_bytes = static_cast<std::uint64_t>(*gtt);
     if (const auto* usage = path(info, {"usage"}); usage && usage->is_object()) {
       for (const auto& [engine, value] : usage->as_object())
         if (auto ns = busy_ns(value)) u.engine_busy_ns[std::string(engine)] = *ns;

@@ -1,6 +1,8 @@
 #include "amd/amd_smi_api.hpp"
 
+#include <algorithm>
 #include <cstdio>
+#include <iterator>
 
 namespace gpustream::amdsmi {
 
@@ -34,9 +36,65 @@ std::optional<LibVersion> classify_version(const VersionRaw& raw, std::string* w
   return std::nullopt;
 }
 
+bool power_limit_in_microwatts(const LibVersion& v) noexcept {
+  if (v.layout != Layout::v6) return false;
+  if (v.year != 24) return v.year > 24;  // 23.x: watts
+  return v.major > 5 || (v.major == 5 && v.minor >= 2);
+}
+
+bool process_list_gives_pids(const LibVersion& v) noexcept {
+  if (v.layout != Layout::v6) return false;
+  return v.year == 23 || (v.year == 24 && (v.major < 5 || (v.major == 5 && v.minor == 0)));
+}
+
 std::size_t market_name_length(const LibVersion& v) noexcept {
   if (v.layout == Layout::v26) return 256;
   return (v.year == 24 && v.major >= 6) ? 256 : 64;
+}
+
+namespace {
+
+// The driver's ASIC-independent throttler bits (Linux drivers/gpu/drm/amd/pm/swsmu/inc/
+// amdgpu_smu.h, SMU_THROTTLER_*_BIT), which amdsmi passes on in indep_throttle_status.
+struct ThrottleBit {
+  unsigned bit;
+  const char* name;
+};
+constexpr ThrottleBit kThrottleBits[] = {
+    {0, "ppt0"},          {1, "ppt1"},          {2, "ppt2"},          {3, "ppt3"},
+    {4, "spl"},           {5, "fppt"},          {6, "sppt"},          {7, "sppt_apu"},
+    {16, "tdc_gfx"},      {17, "tdc_soc"},      {18, "tdc_mem"},      {19, "tdc_vdd"},
+    {20, "tdc_cvip"},     {21, "edc_cpu"},      {22, "edc_gfx"},      {23, "apcc"},
+    {32, "temp_gpu"},     {33, "temp_core"},    {34, "temp_mem"},     {35, "temp_edge"},
+    {36, "temp_hotspot"}, {37, "temp_soc"},     {38, "temp_vr_gfx"},  {39, "temp_vr_soc"},
+    {40, "temp_vr_mem0"}, {41, "temp_vr_mem1"}, {42, "temp_liquid0"}, {43, "temp_liquid1"},
+    {44, "vrhot0"},       {45, "vrhot1"},       {46, "prochot_cpu"},  {47, "prochot_gfx"},
+    {56, "ppm"},          {57, "fit"},
+};
+
+}  // namespace
+
+std::vector<std::string> throttle_bit_names(std::uint64_t bits) {
+  std::vector<std::string> out;
+  for (unsigned bit = 0; bit < 64; ++bit) {
+    if ((bits >> bit & 1U) == 0) continue;
+    const auto* known = std::find_if(std::begin(kThrottleBits), std::end(kThrottleBits),
+                                     [&](const ThrottleBit& t) { return t.bit == bit; });
+    out.push_back(known != std::end(kThrottleBits) ? known->name : "bit" + std::to_string(bit));
+  }
+  return out;
+}
+
+std::optional<std::vector<std::string>> throttle_reasons(const GpuMetricsHead& m) {
+  if (m.format_revision != 1) return std::nullopt;  // APU (2.x, 3.x) tables: not these fields
+  if (m.content_revision >= 3 && m.indep_throttle_status != ~std::uint64_t{0})
+    return throttle_bit_names(m.indep_throttle_status);
+  if (m.throttle_status != ~std::uint32_t{0}) {
+    // Only the ASIC-dependent word (tables before 1.3): its bits differ per ASIC.
+    if (m.throttle_status == 0) return std::vector<std::string>{};
+    return std::vector<std::string>{"throttled"};
+  }
+  return std::nullopt;
 }
 
 std::string format_bdf(std::uint64_t bdf) {
@@ -81,6 +139,8 @@ Api Api::load(const DynamicLibrary& lib) {
   api.fan_rpms = lib.optional<FanFn>("amdsmi_get_gpu_fan_rpms");
   api.process_list = lib.optional<ProcessListFn>("amdsmi_get_gpu_process_list");
   api.asic_info = lib.optional<AsicInfoFn>("amdsmi_get_gpu_asic_info");
+  api.gpu_metrics = lib.optional<GpuMetricsFn>("amdsmi_get_gpu_metrics_info");
+  api.process_info = lib.optional<ProcessInfoFn>("amdsmi_get_gpu_process_info");
   return api;
 }
 

@@ -6,7 +6,9 @@
 //  * layout v6: library 23.x and 24.x, i.e. ROCm 6.0.0 (23.4.0) through ROCm 6.3 (24.7.x); read at
 //    tags rocm-6.0.0, rocm-6.1.0, rocm-6.2.0 and amd-staging 0ceca28 (24.7.0). The structs used
 //    here are identical across those (6.0/6.1 name amdsmi_clk_info_t's first field cur_clk and
-//    end it with sleep_clk: same size, same offsets of what is read).
+//    end it with sleep_clk: same size, same offsets of what is read). Two things do change
+//    within 6.x and are chosen by version: amdsmi_get_gpu_process_list fills pids up to 24.5.0
+//    (process_list_gives_pids) and power_limit's unit (power_limit_in_microwatts).
 //  * layout v26: library 26.x (ROCm 7.x; header AMDSMI_LIB_VERSION_MAJOR 26, MINOR 1). There the
 //    version struct loses its `year` (major comes first), AMDSMI_MAX_STRING_LENGTH grows from 64
 //    to 256 (amdsmi_proc_info_t's name and container_name grow from 32 to 256 bytes and gain
@@ -26,6 +28,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpustream/dynamic_library.hpp"
 
@@ -138,6 +141,67 @@ static_assert(sizeof(ProcInfoV6) == 224 && sizeof(ProcInfoV26) == 704);
 static_assert(offsetof(ProcInfoV26, memory_usage) == 336 &&
               offsetof(ProcInfoV6, memory_usage) == 112);
 
+/// The start of amdsmi_gpu_metrics_t (amdsmi_get_gpu_metrics_info): amd_metrics_table_header_t
+/// and the fields of the driver's gpu_metrics v1.0 to v1.3. This part is the same in every release
+/// gpustream knows: read in ROCm/amdsmi include/amd_smi/amdsmi.h at tags rocm-6.0.0 (23.4.0),
+/// rocm-6.1.0 (24.5.0), rocm-6.2.0 (24.6.2), amd-staging 0ceca28 (24.7.0), and in
+/// ROCm/rocm-systems projects/amdsmi/include/amd_smi/amdsmi.h at 019df164 (26.5.0). What follows
+/// it differs (v1.4 and later fields, XCP statistics, an APU pointer in 26.x), so only this part is
+/// declared and only this part is read. Fields a device's table lacks are their type's maximum.
+struct GpuMetricsHead {
+  std::uint16_t structure_size;                    // of the driver's table
+  std::uint8_t format_revision, content_revision;  // 1.x: discrete GPU tables
+  std::uint16_t temperature[6];                    // edge, hotspot, mem, vrgfx, vrsoc, vrmem (°C)
+  std::uint16_t average_activity[3];               // gfx, umc, mm (%)
+  std::uint16_t average_socket_power;              // W
+  std::uint64_t energy_accumulator;
+  std::uint64_t system_clock_counter;  // ns
+  std::uint16_t average_clock[7];      // MHz
+  std::uint16_t current_clock[7];      // MHz
+  std::uint32_t throttle_status;       // ASIC-dependent bits
+  std::uint16_t current_fan_speed;     // RPM
+  std::uint16_t pcie_link_width, pcie_link_speed;
+  std::uint32_t gfx_activity_acc, mem_activity_acc;  // v1.1
+  std::uint16_t temperature_hbm[4];
+  std::uint64_t firmware_timestamp;                     // v1.2
+  std::uint16_t voltage_soc, voltage_gfx, voltage_mem;  // v1.3, mV
+  std::uint64_t indep_throttle_status;                  // ASIC-independent SMU_THROTTLER_* bits
+};
+static_assert(offsetof(GpuMetricsHead, energy_accumulator) == 24);
+static_assert(offsetof(GpuMetricsHead, throttle_status) == 68);
+static_assert(offsetof(GpuMetricsHead, gfx_activity_acc) == 80);
+static_assert(offsetof(GpuMetricsHead, firmware_timestamp) == 96);
+static_assert(offsetof(GpuMetricsHead, indep_throttle_status) == 112);
+static_assert(sizeof(GpuMetricsHead) == 120);
+/// sizeof(amdsmi_gpu_metrics_t) of the releases read (computed from the field lists above):
+/// 352 (23.4), 424 (24.5, 24.6), 1832 (24.7), 4720 (26.5). The library writes its whole struct,
+/// so the call gets a zeroed buffer more than three times the largest.
+inline constexpr std::size_t kGpuMetricsBuffer = 16384;
+static_assert(kGpuMetricsBuffer >= 3 * 4720);
+
+/// The throttle reasons amdsmi_gpu_metrics_t gives (docs/probes.md): the names of the set bits of
+/// indep_throttle_status (1.3+ tables), else "throttled" when the ASIC-dependent throttle_status is
+/// not 0; empty: not throttled. std::nullopt when the table has neither (an APU's 2.x/3.x table, or
+/// both fields at their maximum, amdsmi's "not available").
+std::optional<std::vector<std::string>> throttle_reasons(const GpuMetricsHead& m);
+/// "ppt0", "temp_hotspot", ... for each set SMU_THROTTLER bit; "bit<n>" for one without a name.
+std::vector<std::string> throttle_bit_names(std::uint64_t bits);
+
+/// Whether amdsmi_power_info_t's power_limit is in µW (else W) in this release. The library fills
+/// it from hwmon power1_cap (µW) in smi_amdgpu_get_power_cap (src/amd_smi/amd_smi_utils.cc),
+/// which divided by 10^6 up to 24.5.1 (tags rocm-6.0.0 = 23.4.0, rocm-6.1.0 = 24.5.0,
+/// rocm-6.1.1 = 24.5.1: "Dividing by 1000000 to get measurement in Watts") and stopped in
+/// 24.5.2 (commit c24d667 "SWDEV-450580 - Fix powercap set: API - Reverted to uW for power cap
+/// limits"; tags rocm-6.1.2 = 24.5.2, rocm-6.2.0 = 24.6.2 and amd-staging 24.7.0 keep µW, and
+/// their amdsmi.h documents amdsmi_power_cap_info_t's power_cap as "(uW)"). 26.x: watts.
+bool power_limit_in_microwatts(const LibVersion& v) noexcept;
+
+/// Whether amdsmi_get_gpu_process_list fills amdsmi_process_handle_t (uint32_t pids; each
+/// process's amdsmi_proc_info_t then comes from amdsmi_get_gpu_process_info) instead of
+/// amdsmi_proc_info_t entries: 23.x and 24.5.0 (tags rocm-6.0.0, rocm-6.1.0). From 24.5.1
+/// (rocm-6.1.1) on the list holds amdsmi_proc_info_t, 224 bytes in every 6.x release.
+bool process_list_gives_pids(const LibVersion& v) noexcept;
+
 /// amdsmi_asic_info_t is read only for market_name (offset 0 in every known release: 64 bytes up
 /// to library 24.5, 256 from 24.6 and in 26.x), into a buffer larger than any known release's.
 inline constexpr std::size_t kAsicInfoBuffer = 2048;
@@ -165,6 +229,8 @@ using ClockFn = Status(ProcessorHandle, std::uint32_t, ClkInfo*);
 using FanFn = Status(ProcessorHandle, std::uint32_t, std::int64_t*);
 using ProcessListFn = Status(ProcessorHandle, std::uint32_t*, void*);  // ProcInfoV6/V26 array
 using AsicInfoFn = Status(ProcessorHandle, void*);
+using ProcessInfoFn = Status(ProcessorHandle, std::uint32_t, ProcInfoV6*);  // 23.x, 24.5.0
+using GpuMetricsFn = Status(ProcessorHandle, void*);  // amdsmi_gpu_metrics_t, kGpuMetricsBuffer
 
 /// The typed function table. Null pointers are functions the library does not export.
 struct Api {
@@ -189,6 +255,8 @@ struct Api {
   FanFn* fan_rpms = nullptr;
   ProcessListFn* process_list = nullptr;
   AsicInfoFn* asic_info = nullptr;
+  GpuMetricsFn* gpu_metrics = nullptr;
+  ProcessInfoFn* process_info = nullptr;
 
   /// Looks every function up. Throws DynamicLibraryError (errc::symbol_missing) whose message is
   /// "<symbol> missing from <file>" when a required function is not exported.

@@ -3,6 +3,7 @@
 #include "amd/amd_smi_backend.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -172,7 +173,8 @@ Absence AmdSmiBackend::failed(const AmdSmiDevice& dev, const char* function, Sta
 void AmdSmiBackend::sample_device(AmdSmiDevice& dev, DeviceSample& out,
                                   std::vector<SampleError>& errors) {
   const auto& api = lib_->api();
-  const auto layout = lib_->version()->layout;
+  const auto version = *lib_->version();
+  const auto layout = version.layout;
   auto& m = out.metrics;
   const auto src = Source::amd_smi;
   auto* h = dev.handle;
@@ -223,7 +225,8 @@ void AmdSmiBackend::sample_device(AmdSmiDevice& dev, DeviceSample& out,
       amdsmi::PowerInfoV6 p{};
       rc = api.power_info(h, &p);
       current = p.current_socket_power;
-      average = p.average_socket_power;  // 6.x power_limit's unit is not documented: not read
+      average = p.average_socket_power;
+      limit = p.power_limit;  // W or µW by release: converted below
     }
     if (rc == amdsmi::kSuccess) {
       if (power_valid(current)) {
@@ -236,13 +239,23 @@ void AmdSmiBackend::sample_device(AmdSmiDevice& dev, DeviceSample& out,
       } else {
         m.set_absent(Metric::power_average_watts, Absence::unsupported, src);
       }
-      if (power_valid(limit)) m.set(Metric::power_limit_watts, static_cast<double>(limit), src);
+      const bool microwatts = amdsmi::power_limit_in_microwatts(version);
+      // µW releases still mark "not read" with 0xFFFF; 0 is no cap at all.
+      const bool limit_valid =
+          microwatts ? limit != 0xFFFFU && limit < 0xFFFFFFFFU && limit > 0 : power_valid(limit);
+      if (limit_valid) {
+        m.set(Metric::power_limit_watts, static_cast<double>(limit) * (microwatts ? 1e-6 : 1.0),
+              src);
+      } else {
+        m.set_absent(Metric::power_limit_watts, Absence::unsupported, src);
+      }
       if (m[Metric::power_watts]) out.power_kind = PowerKind::instant;
       // A board with only the average (Navi, MI200 and older): power::settle below makes
       // power_watts that average (power_kind average).
     } else {
       fail(Metric::power_watts, "amdsmi_get_power_info", rc);
       m[Metric::power_average_watts] = m[Metric::power_watts];
+      m[Metric::power_limit_watts] = m[Metric::power_watts];
     }
   }
   if (api.energy) {
@@ -306,12 +319,45 @@ void AmdSmiBackend::sample_device(AmdSmiDevice& dev, DeviceSample& out,
       fail(Metric::fan_rpm, "amdsmi_get_gpu_fan_rpms", rc ? rc : amdsmi::kNotSupported);
     }
   }
+  if (api.gpu_metrics) {
+    read_throttle(dev, out, errors);
+  } else {
+    out.throttle_reasons_absent = Absence::unsupported;  // a library without gpu_metrics
+  }
   power::settle(out);
   if (options_.processes && api.process_list) {
     read_processes(dev, out, errors);
   } else {
     out.processes_absent = options_.processes ? Absence::unsupported : Absence::not_collected;
   }
+}
+
+void AmdSmiBackend::read_throttle(const AmdSmiDevice& dev, DeviceSample& out,
+                                  std::vector<SampleError>& errors) {
+  // The library writes its whole amdsmi_gpu_metrics_t (up to 4720 bytes in 26.5) into the
+  // buffer; only the v1.0-v1.3 head, the same in every known release, is read from it.
+  metrics_buffer_.assign(amdsmi::kGpuMetricsBuffer, std::byte{0});
+  const auto rc = lib_->api().gpu_metrics(dev.handle, metrics_buffer_.data());
+  if (rc != amdsmi::kSuccess) {
+    out.throttle_reasons_absent = failed(dev, "amdsmi_get_gpu_metrics_info", rc, errors);
+    return;
+  }
+  amdsmi::GpuMetricsHead head{};
+  std::memcpy(&head, metrics_buffer_.data(), sizeof head);
+  if (auto reasons = amdsmi::throttle_reasons(head)) {
+    out.throttle_reasons = std::move(*reasons);
+    if (head.content_revision >= 3 && head.indep_throttle_status != ~std::uint64_t{0}) {
+      char hex[24];
+      std::snprintf(hex, sizeof hex, "0x%llx",
+                    static_cast<unsigned long long>(head.indep_throttle_status));
+      out.attributes["indep_throttle_status"] = hex;
+    }
+    return;
+  }
+  out.throttle_reasons_absent = Absence::unsupported;
+  if (log_once_.first(dev.bdf + ":throttle_table"))
+    logger()->debug("amd library: GPU {}: gpu_metrics table {}.{} has no throttle status", dev.bdf,
+                    unsigned{head.format_revision}, unsigned{head.content_revision});
 }
 
 namespace {
@@ -326,6 +372,7 @@ void add_processes(const std::vector<std::byte>& buffer, std::uint32_t n, Device
     p.pid = info.pid;
     p.name = bounded(info.name, sizeof info.name);
     p.gpu_memory_bytes = info.memory_usage.vram_mem;
+    p.gtt_memory_bytes = info.memory_usage.gtt_mem;
     set_engine_usage(p,
                      engines.update({p.pid, out.id, 0}, {{"gfx", info.engine_usage.gfx},
                                                          {"enc", info.engine_usage.enc}}),
@@ -340,7 +387,14 @@ void AmdSmiBackend::read_processes(AmdSmiDevice& dev, DeviceSample& out,
                                    std::vector<SampleError>& errors) {
   const auto& api = lib_->api();
   const bool v26 = lib_->version()->layout == amdsmi::Layout::v26;
-  const std::size_t entry = v26 ? sizeof(amdsmi::ProcInfoV26) : sizeof(amdsmi::ProcInfoV6);
+  const bool pids = amdsmi::process_list_gives_pids(*lib_->version());
+  if (pids && !api.process_info) {
+    out.processes_absent = Absence::unsupported;
+    return;
+  }
+  const std::size_t entry = pids  ? sizeof(std::uint32_t)
+                            : v26 ? sizeof(amdsmi::ProcInfoV26)
+                                  : sizeof(amdsmi::ProcInfoV6);
   constexpr std::uint32_t kMaxProcesses = 1024;  // the bound: 1024 * 704 B = 704 KiB at most
   std::uint32_t n = 0;
   auto rc = api.process_list(dev.handle, &n, nullptr);  // max 0: the count
@@ -355,7 +409,21 @@ void AmdSmiBackend::read_processes(AmdSmiDevice& dev, DeviceSample& out,
     out.processes_absent = failed(dev, "amdsmi_get_gpu_process_list", rc, errors);
     return;
   }
-  if (v26) {
+  if (pids) {
+    // 23.x and 24.5.0: the list holds pids; each one's amdsmi_proc_info_t is asked for. A
+    // process that ended in between (or a slot the library left empty) is skipped.
+    std::vector<std::byte> infos;
+    std::uint32_t found = 0;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      std::uint32_t pid = 0;
+      std::memcpy(&pid, process_buffer_.data() + std::size_t{i} * sizeof pid, sizeof pid);
+      amdsmi::ProcInfoV6 info{};
+      if (pid == 0 || api.process_info(dev.handle, pid, &info) != amdsmi::kSuccess) continue;
+      infos.resize(infos.size() + sizeof info);
+      std::memcpy(infos.data() + std::size_t{found++} * sizeof info, &info, sizeof info);
+    }
+    add_processes<amdsmi::ProcInfoV6>(infos, found, out, engines_);
+  } else if (v26) {
     add_processes<amdsmi::ProcInfoV26>(process_buffer_, n, out, engines_);
   } else {
     add_processes<amdsmi::ProcInfoV6>(process_buffer_, n, out, engines_);
@@ -386,6 +454,7 @@ GpuSnapshot AmdSmiBackend::sample() {
       if (dev.lost) {
         d.metrics.fill_absent(Absence::lost, Source::amd_smi);
         d.processes_absent = Absence::lost;
+        d.throttle_reasons_absent = Absence::lost;
         d.attributes["state"] = "lost";
         snap.errors.push_back({"gpu_lost", dev.lost_message, d.id});
       } else if (dev.handle_generation == generation) {

@@ -152,6 +152,8 @@ class AmdSmiBackend {
   std::vector<Listed> list_devices();
   void sample_device(AmdSmiDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
   void read_processes(AmdSmiDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
+  /// throttle_reasons from amdsmi_get_gpu_metrics_info (only the layout-stable head is read).
+  void read_throttle(const AmdSmiDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
   /// Maps a failed status to an absence; logs each new failure once; records an error for
   /// unexpected ones.
   Absence failed(const AmdSmiDevice& dev, const char* function, amdsmi::Status rc,
@@ -163,6 +165,7 @@ class AmdSmiBackend {
   std::vector<AmdSmiDevice> devices_;  // guarded by mu_
   bool enumerated_ = false;
   std::vector<std::byte> process_buffer_;
+  std::vector<std::byte> metrics_buffer_;  // amdsmi::kGpuMetricsBuffer bytes
   EngineBusyTracker engines_;
   proc::ProcessTable process_table_;
   LogOnce log_once_;

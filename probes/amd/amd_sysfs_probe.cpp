@@ -226,14 +226,18 @@ void AmdSysfsProbe::add_processes(std::vector<DeviceSample>& devices, GpuSnapsho
     auto& p = procs[key];
     p.pid = c.pid;
     p.name = c.comm;
-    std::optional<std::uint64_t> vram;
-    if (auto it = c.info.resident_bytes.find("vram"); it != c.info.resident_bytes.end()) {
-      vram = it->second;
-    } else if (auto l = c.info.legacy_memory_bytes.find("vram");
-               l != c.info.legacy_memory_bytes.end()) {
-      vram = l->second;
-    }
-    if (vram) p.gpu_memory_bytes = p.gpu_memory_bytes.value_or(0) + *vram;
+    // drm-resident-<region> (kernels with drm_print_memory_stats), else amdgpu's legacy
+    // drm-memory-<region>; a region the client does not report stays unknown.
+    const auto region = [&](const char* name) -> std::optional<std::uint64_t> {
+      if (auto it = c.info.resident_bytes.find(name); it != c.info.resident_bytes.end())
+        return it->second;
+      if (auto it = c.info.legacy_memory_bytes.find(name); it != c.info.legacy_memory_bytes.end())
+        return it->second;
+      return std::nullopt;
+    };
+    if (const auto vram = region("vram"))
+      p.gpu_memory_bytes = p.gpu_memory_bytes.value_or(0) + *vram;
+    if (const auto gtt = region("gtt")) p.gtt_memory_bytes = p.gtt_memory_bytes.value_or(0) + *gtt;
     // Clients without a drm-client-id (old kernels) share one counter per (pid, device). The
     // tracker's instance joins the device part of the key: a reused pid starts afresh.
     const EngineBusyTracker::Key ck{c.pid, c.info.pdev + '#' + std::to_string(c.instance),

@@ -130,6 +130,9 @@ void bind_snapshot(py::module_& m) {
       .def_readonly("pid", &ProcessSample::pid)
       .def_readonly("name", &ProcessSample::name)
       .def_readonly("gpu_memory_bytes", &ProcessSample::gpu_memory_bytes)
+      .def_readonly("gtt_memory_bytes", &ProcessSample::gtt_memory_bytes,
+                    "AMD GTT bytes the process holds (system memory the GPU maps); None when the "
+                    "source does not say.")
       .def_readonly("gpu_utilization_percent", &ProcessSample::gpu_utilization_percent)
       .def_readonly("host_rss_bytes", &ProcessSample::host_rss_bytes)
       .def_readonly("per_process_exact", &ProcessSample::per_process_exact)

@@ -200,6 +200,9 @@ ProcessSample process_from(const json::value& v, const Path& at) {
                                    [&](const json::value& x) { return as_uint64(x, at / key); });
   };
   p.gpu_memory_bytes = u64("gpu_memory_bytes");
+  // Newer than the format: optional, and null or left out both read as unknown.
+  if (const auto* g = maybe(o, "gtt_memory_bytes"))
+    p.gtt_memory_bytes = as_uint64(*g, at / "gtt_memory_bytes");
   p.gpu_utilization_percent = nullable<double>(
       need(o, "gpu_utilization_percent", at),
       [&](const json::value& x) { return as_double(x, at / "gpu_utilization_percent"); });
@@ -297,6 +300,11 @@ DeviceSample device_from(const json::value& v, const Path& at) {
     const auto& a = as_array(*t, tp);
     d.throttle_reasons.reserve(a.size());
     for (std::size_t i = 0; i < a.size(); ++i) d.throttle_reasons.push_back(as_string(a[i], tp[i]));
+  }
+  if (const auto* ta = maybe(o, "throttle_reasons_absent")) {
+    const Path tap = at / "throttle_reasons_absent";
+    d.throttle_reasons_absent = as_enum(*ta, tap, absence_from_string);
+    if (!d.throttle_reasons.empty()) fail(tap, "throttle reasons both present and absent");
   }
   d.engines = engines_from(need(o, "engines", at), at / "engines");
   const Path pp = at / "processes";

@@ -88,6 +88,7 @@ json::object process_json(const ProcessSample& p) {
   o.emplace("pid", p.pid);
   o.emplace("name", text(p.name));
   o.emplace("gpu_memory_bytes", optional_integer(p.gpu_memory_bytes));
+  if (p.gtt_memory_bytes) o.emplace("gtt_memory_bytes", *p.gtt_memory_bytes);
   o.emplace("gpu_utilization_percent", optional_number(p.gpu_utilization_percent, p.name));
   o.emplace("host_rss_bytes", optional_integer(p.host_rss_bytes));
   o.emplace("per_process_exact", p.per_process_exact);
@@ -153,6 +154,8 @@ json::value to_json(const DeviceSample& d) {
   throttle.reserve(d.throttle_reasons.size());
   for (const auto& t : d.throttle_reasons) throttle.emplace_back(text(t));
   o.emplace("throttle_reasons", std::move(throttle));
+  if (d.throttle_reasons_absent)
+    o.emplace("throttle_reasons_absent", name(to_string(*d.throttle_reasons_absent)));
   o.emplace("engines", engines_json(d.engines));
   json::array processes;
   processes.reserve(d.processes.size());

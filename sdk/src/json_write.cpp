@@ -226,6 +226,10 @@ void write_process(Writer& w, const ProcessSample& p) {
   w.string(p.name);
   w.raw(",\"gpu_memory_bytes\":");
   w.optional_integer(p.gpu_memory_bytes);
+  if (p.gtt_memory_bytes) {  // left out when unknown: the key is newer than the format
+    w.raw(",\"gtt_memory_bytes\":");
+    w.optional_integer(p.gtt_memory_bytes);
+  }
   w.raw(",\"gpu_utilization_percent\":");
   w.optional_number(p.gpu_utilization_percent, p.name);
   w.raw(",\"host_rss_bytes\":");
@@ -340,7 +344,12 @@ void write_device(Writer& w, const DeviceSample& d) {
     if (i) w.raw(',');
     w.string(d.throttle_reasons[i]);
   }
-  w.raw("],\"engines\":");
+  w.raw(']');
+  if (d.throttle_reasons_absent) {
+    w.raw(",\"throttle_reasons_absent\":");
+    w.plain_string(to_string(*d.throttle_reasons_absent));
+  }
+  w.raw(",\"engines\":");
   write_engines(w, d.engines);
   w.raw(",\"processes\":[");
   for (std::size_t i = 0; i < d.processes.size(); ++i) {

@@ -74,6 +74,9 @@ TEST(JsonDecodeErrors, WrongTypes) {
       {"process memory", [](json::object& o) { process0(o)["gpu_memory_bytes"] = -4096; },
        "$.devices[0].processes[0].gpu_memory_bytes: expected an unsigned integer in [0, 2^64), "
        "got -4096"},
+      {"process gtt", [](json::object& o) { process0(o)["gtt_memory_bytes"] = -1; },
+       "$.devices[0].processes[0].gtt_memory_bytes: expected an unsigned integer in [0, 2^64), "
+       "got -1"},
       {"bool", [](json::object& o) { process0(o)["per_process_exact"] = "yes"; },
        "$.devices[0].processes[0].per_process_exact: expected true or false, got string"},
       {"throttle", [](json::object& o) { device0(o)["throttle_reasons"].as_array()[1] = 3; },
@@ -109,6 +112,8 @@ TEST(JsonDecodeErrors, UnknownEnumNames) {
        "$.devices[0].power_kind: unknown value \"peak\""},
       {"processes absent", [](json::object& o) { device0(o)["processes_absent"] = "gone"; },
        "$.devices[0].processes_absent: unknown value \"gone\""},
+      {"throttle absent", [](json::object& o) { device0(o)["throttle_reasons_absent"] = "gone"; },
+       "$.devices[0].throttle_reasons_absent: unknown value \"gone\""},
       {"engine absence",
        [](json::object& o) { device0(o)["engines"].as_array()[2].as_object()["absent"] = "later"; },
        "$.devices[0].engines[2].absent: unknown value \"later\""},
@@ -164,6 +169,9 @@ TEST(JsonDecodeErrors, OptionalKeysMayBeLeftOutOrNull) {
 
 TEST(JsonDecodeErrors, InconsistentMetrics) {
   expect_cases({
+      {"throttle both",
+       [](json::object& o) { device0(o)["throttle_reasons_absent"] = "unsupported"; },
+       "$.devices[0].throttle_reasons_absent: throttle reasons both present and absent"},
       {"both", [](json::object& o) { device0(o)["absent"].as_object()["power_watts"] = "stale"; },
        "$.devices[0].absent.power_watts: metric is both present and absent"},
       {"source of absent",

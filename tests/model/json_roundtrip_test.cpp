@@ -132,6 +132,73 @@ TEST(JsonEncoding, DeterministicGoldenText) {
   EXPECT_EQ(through_text(s), s);
 }
 
+TEST(JsonRoundTrip, ProcessGttMemoryKnownZeroAndUnknown) {
+  GpuSnapshot s;
+  DeviceSample d;
+  d.id = "amd-0";
+  for (const std::optional<std::uint64_t>& gtt :
+       {std::optional<std::uint64_t>{22528ULL * 1024}, std::optional<std::uint64_t>{0},
+        std::optional<std::uint64_t>{}}) {
+    ProcessSample p;
+    p.pid = static_cast<std::int64_t>(d.processes.size()) + 1;
+    p.gpu_memory_bytes = 4096;
+    p.gtt_memory_bytes = gtt;
+    d.processes.push_back(p);
+  }
+  s.devices.push_back(d);
+  const std::string text = to_json_string(s);
+  EXPECT_NE(text.find(R"("gpu_memory_bytes":4096,"gtt_memory_bytes":23068672,)"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"("gtt_memory_bytes":0,)"), std::string::npos) << "0 is a value";
+  const json::value doc = parse_json(text);
+  const auto& procs = doc.at("devices").at(0).at("processes").as_array();
+  EXPECT_TRUE(procs[0].at("gtt_memory_bytes").is_int64());
+  EXPECT_FALSE(procs[2].as_object().contains("gtt_memory_bytes")) << "unknown: left out";
+  EXPECT_EQ(doc, to_json(s)) << "text and document encoders agree";
+  const GpuSnapshot back = through_text(s);
+  EXPECT_EQ(back, s);
+  EXPECT_EQ(back.devices[0].processes[1].gtt_memory_bytes, 0u);
+  EXPECT_FALSE(back.devices[0].processes[2].gtt_memory_bytes);
+  EXPECT_EQ(snapshot_from_json(to_json(s)), s);
+}
+
+TEST(JsonRoundTrip, ProcessGttMemoryFromOlderAndNullProducers) {
+  // A producer older than the key (no gtt_memory_bytes) and one writing null both read as
+  // unknown; a decoder older than the key ignores it (unknown keys are ignored).
+  json::value doc = to_json(test::rich_snapshot());
+  auto& p0 = doc.at("devices").at(0).at("processes").at(0).as_object();
+  ASSERT_FALSE(p0.contains("gtt_memory_bytes"));
+  EXPECT_FALSE(snapshot_from_json(doc).devices[0].processes[0].gtt_memory_bytes);
+  p0["gtt_memory_bytes"] = nullptr;
+  EXPECT_FALSE(snapshot_from_json(doc).devices[0].processes[0].gtt_memory_bytes);
+  p0["gtt_memory_bytes"] = 8192;
+  EXPECT_EQ(snapshot_from_json(doc).devices[0].processes[0].gtt_memory_bytes, 8192u);
+}
+
+TEST(JsonRoundTrip, ThrottleReasonsAbsentWithItsReason) {
+  GpuSnapshot s;
+  DeviceSample a, b, c;
+  a.id = "amd-0";
+  a.throttle_reasons_absent = Absence::no_permission;
+  b.id = "amd-1";
+  b.throttle_reasons = {"ppt0", "temp_hotspot"};
+  c.id = "amd-2";  // not throttled: neither reasons nor an absence
+  s.devices = {a, b, c};
+  const std::string text = to_json_string(s);
+  EXPECT_NE(text.find(R"("throttle_reasons":[],"throttle_reasons_absent":"no_permission",)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("throttle_reasons_absent"), text.rfind("throttle_reasons_absent"))
+      << "written only where set";
+  EXPECT_EQ(parse_json(text), to_json(s));
+  const GpuSnapshot back = through_text(s);
+  EXPECT_EQ(back, s);
+  EXPECT_EQ(back.devices[0].throttle_reasons_absent, Absence::no_permission);
+  EXPECT_FALSE(back.devices[1].throttle_reasons_absent);
+  EXPECT_FALSE(back.devices[2].throttle_reasons_absent);
+  EXPECT_EQ(snapshot_from_json(to_json(s)), s);
+}
+
 TEST(JsonEncoding, WholeByteCountsAreIntegersOtherNumbersDoubles) {
   const GpuSnapshot s = test::rich_snapshot();
   const json::value doc = parse_json(to_json_string(s));

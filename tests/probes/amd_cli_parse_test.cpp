@@ -80,6 +80,29 @@ TEST(AmdSmiParseHostile, VramThatIsNotAFiniteCountIsAbsent) {
   EXPECT_EQ(p.at(0)[3].process.gpu_memory_bytes, 2u * 1048576u);
 }
 
+// memory_usage.gtt_mem (SCHEMA_NOTES.md: 6.0/6.1 bare numbers, amd-smi 26 {"value","unit"} in
+// "B"): a known 0 stays 0; the 6.2.0 form with only mem_usage, "N/A" and non-finite values leave
+// it unknown.
+TEST(AmdSmiParse, ProcessGttMemory) {
+  const auto p = parse_amd_smi_process(R"([{"gpu": 0, "process_list": [
+      {"process_info": {"pid": 1, "memory_usage": {"gtt_mem": 22528, "vram_mem": 4096}}},
+      {"process_info": {"pid": 2, "memory_usage": {"gtt_mem": {"value": 23068672, "unit": "B"},
+                                                    "vram_mem": {"value": 0, "unit": "B"}}}},
+      {"process_info": {"pid": 3, "memory_usage": {"gtt_mem": {"value": 3, "unit": "MB"}}}},
+      {"process_info": {"pid": 4, "memory_usage": {"gtt_mem": {"value": 0, "unit": "B"}}}},
+      {"process_info": {"pid": 5, "mem_usage": {"value": 0, "unit": "B"}}},
+      {"process_info": {"pid": 6, "memory_usage": {"gtt_mem": "N/A"}}},
+      {"process_info": {"pid": 7, "memory_usage": {"gtt_mem": {"value": "inf", "unit": "B"}}}}]}])");
+  ASSERT_EQ(p.at(0).size(), 7u);
+  const auto gtt = [&](std::size_t i) { return p.at(0)[i].process.gtt_memory_bytes; };
+  EXPECT_EQ(gtt(0), 22528u);
+  EXPECT_EQ(gtt(1), 23068672u);
+  EXPECT_EQ(p.at(0)[1].process.gpu_memory_bytes, 0u);
+  EXPECT_EQ(gtt(2), 3u * 1048576u);
+  EXPECT_EQ(gtt(3), 0u);
+  for (std::size_t i = 4; i < 7; ++i) EXPECT_FALSE(gtt(i)) << "pid " << p.at(0)[i].process.pid;
+}
+
 TEST(AmdSmiParseHostile, NonFiniteMetricIsAbsentAndTheOthersStay) {
   auto m = parse_amd_smi_metric(R"([{"gpu": 0,
       "usage": {"gfx_activity": "inf", "umc_activity": "nan"},

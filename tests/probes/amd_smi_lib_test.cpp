@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "amd_smi_lib_fixture.hpp"
 #include "gpustream/dynamic_library.hpp"
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/source_note.hpp"
@@ -25,62 +26,7 @@ namespace {
 using test::ProbeHarness;
 using test::TempTree;
 
-class AmdSmiLib : public ::testing::Test {
- protected:
-  AmdSmiLib() {
-    log_ = tree_.file("amdsmi.log", "");
-    ::setenv(fakes::kFakeAmdSmiLogEnv, log_.c_str(), 1);
-    scenario("devices=1\n");
-  }
-  ~AmdSmiLib() override {
-    ::unsetenv(fakes::kFakeAmdSmiLogEnv);
-    ::unsetenv(fakes::kFakeAmdSmiScenarioEnv);
-  }
-
-  /// Written to the file the fake reads at its next amdsmi_init.
-  void scenario(const std::string& text) {
-    const auto file = tree_.file("scenario.txt", text);
-    ::setenv(fakes::kFakeAmdSmiScenarioEnv, file.c_str(), 1);
-  }
-  /// Lines of the fake's event log equal to `what`.
-  int count(const std::string& what) const {
-    std::ifstream in(log_);
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) n += line == what ? 1 : 0;
-    return n;
-  }
-  int count_prefix(const std::string& prefix) const {
-    std::ifstream in(log_);
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) n += line.rfind(prefix, 0) == 0 ? 1 : 0;
-    return n;
-  }
-
-  std::shared_ptr<AmdSmiLibProbe> make(LibrarySessionMode mode,
-                                       std::string library = fakes::kFakeAmdSmiLib) {
-    return make_amd_smi_lib_probe(harness_.executors(), {.library = std::move(library),
-                                                         .library_session = mode,
-                                                         .procfs_root = tree_.path("proc"),
-                                                         .clock = [this] { return now_ns_; }});
-  }
-
-  static const DeviceSample& device(const GpuSnapshot& s, const std::string& id) {
-    const auto* d = s.find_device(id);
-    if (!d) throw std::runtime_error("no device " + id);
-    return *d;
-  }
-  static bool has_error(const GpuSnapshot& s, const std::string& code) {
-    return std::any_of(s.errors.begin(), s.errors.end(),
-                       [&](const SampleError& e) { return e.code == code; });
-  }
-
-  TempTree tree_;
-  ProbeHarness harness_;
-  std::string log_;
-  std::int64_t now_ns_ = 1'000'000'000;
-};
+using test::AmdSmiLib;
 
 // Three GPUs told apart by their gfx activity (device i: 10 + 10 i %).
 std::string three_gpus(const std::string& extra = {}) {
@@ -280,6 +226,8 @@ TEST_F(AmdSmiLib, EveryMetricIsMappedWithThe26xLayouts) {
   EXPECT_EQ(d.processes[1].pid, 4242);
   EXPECT_EQ(d.processes[1].name, "python3");
   EXPECT_EQ(d.processes[1].gpu_memory_bytes, 1073741824u);
+  EXPECT_EQ(d.processes[1].gtt_memory_bytes, 2097152u);  // memory_usage.gtt_mem, at offset 336
+  EXPECT_EQ(d.processes[0].gtt_memory_bytes, 0u);
   EXPECT_FALSE(d.processes_absent);
 }
 
@@ -291,11 +239,13 @@ TEST_F(AmdSmiLib, EveryMetricIsMappedWithThe6xLayouts) {
   const auto s = harness_.sample(*probe).snapshot;
   ASSERT_EQ(s.devices.size(), 1u);
   expect_common_metrics(s.devices[0]);
-  // 6.x's power_limit has no documented unit: not read.
-  EXPECT_EQ(s.devices[0].metrics[Metric::power_limit_watts].reason(), Absence::unsupported);
+  // 24.6.2 writes power_limit in µW (750'000'000): reported in W.
+  EXPECT_EQ(s.devices[0].metrics[Metric::power_limit_watts].value(), 750);
   ASSERT_EQ(s.devices[0].processes.size(), 2u);
   EXPECT_EQ(s.devices[0].processes[1].name, "python3");
   EXPECT_EQ(s.devices[0].processes[1].gpu_memory_bytes, 1073741824u);
+  EXPECT_EQ(s.devices[0].processes[1].gtt_memory_bytes, 2097152u);  // at offset 112 in 6.x
+  EXPECT_EQ(s.devices[0].processes[0].gtt_memory_bytes, 0u);
 }
 
 TEST_F(AmdSmiLib, ProcessEngineTimeBecomesPercentBetweenSamples) {

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
 #include <string>
@@ -242,6 +243,72 @@ TEST_F(AmdSysfs, ProcessesDedupSumAndEngineDeltas) {
   EXPECT_GT(*p1.gpu_utilization_percent, 0.0);
   EXPECT_LE(*p1.gpu_utilization_percent, 100.0);
   EXPECT_TRUE(p1.engines.at(0).utilization_percent.has_value());
+}
+
+constexpr const char* kRecordedAmdgpuFdinfo = R"(pos:	0
+flags:	02100002
+mnt_id:	24
+ino:	1204
+drm-driver:	amdgpu
+drm-client-id:	30
+drm-pdev:	0000:04:00.0
+pasid:	32785
+drm-total-cpu:	0
+drm-shared-cpu:	0
+drm-active-cpu:	0
+drm-resident-cpu:	0
+drm-total-gtt:	22 MiB
+drm-shared-gtt:	0
+drm-active-gtt:	10 MiB
+drm-resident-gtt:	22 MiB
+drm-total-vram:	544428 KiB
+drm-shared-vram:	13584 KiB
+drm-active-vram:	260356 KiB
+drm-resident-vram:	544428 KiB
+drm-memory-vram:	544428 KiB
+drm-memory-gtt: 	22528 KiB
+drm-memory-cpu: 	0 KiB
+amd-memory-visible-vram:	544428 KiB
+amd-evicted-vram:	0 KiB
+amd-evicted-visible-vram:	0 KiB
+amd-requested-vram:	544428 KiB
+amd-requested-visible-vram:	90112 KiB
+amd-requested-gtt:	22528 KiB
+drm-engine-gfx:	39456116802 ns
+)";
+
+// Per-process GTT: drm-resident-gtt, else the legacy drm-memory-gtt, summed over distinct
+// clients; a client that reports no GTT region leaves it unknown, not 0.
+TEST_F(AmdSysfs, ProcessGttFromFdinfo) {
+  add_card(tree_, {.index = 0, .bus = "0000:04:00.0"});
+  add_card(tree_, {.index = 1, .bus = "0000:05:00.0"});
+  // pid 100: the recorded amdgpu fdinfo of ../shared/fixtures/amd_fdinfo/
+  // amdgpu_fdinfo_drm_print_memory_stats_patch.txt, verbatim (drm-resident-gtt 22 MiB,
+  // drm-memory-gtt 22528 KiB).
+  add_fd(tree_, 100, 3, "/dev/dri/renderD128", kRecordedAmdgpuFdinfo);
+  // pid 200: two clients with only the legacy keys (older kernels): 4 + 6 MiB.
+  const auto legacy = [](int client, int gtt_kib) {
+    return "drm-driver:\tamdgpu\ndrm-client-id:\t" + std::to_string(client) +
+           "\ndrm-pdev:\t0000:04:00.0\ndrm-memory-vram:\t1024 KiB\ndrm-memory-gtt: \t" +
+           std::to_string(gtt_kib) + " KiB\n";
+  };
+  add_fd(tree_, 200, 3, "/dev/dri/renderD128", legacy(40, 4096));
+  add_fd(tree_, 200, 4, "/dev/dri/renderD128", legacy(41, 6144));
+  // pid 300: no GTT line at all.
+  add_fd(tree_, 300, 3, "/dev/dri/renderD129", fdinfo(7, "0000:05:00.0", 512, 0));
+  auto p = probe();
+  auto snap = harness_.sample(*p).snapshot;
+  ASSERT_EQ(snap.devices.size(), 2u);
+  const auto& on0 = snap.devices[0].processes;
+  ASSERT_EQ(on0.size(), 2u);
+  EXPECT_EQ(on0[0].pid, 100);
+  EXPECT_EQ(on0[0].gtt_memory_bytes, 22ULL << 20);
+  EXPECT_EQ(on0[0].gpu_memory_bytes, 544428ULL * 1024);  // GTT is not in the VRAM figure
+  EXPECT_EQ(on0[1].pid, 200);
+  EXPECT_EQ(on0[1].gtt_memory_bytes, (4096ULL + 6144ULL) * 1024);
+  ASSERT_EQ(snap.devices[1].processes.size(), 1u);
+  EXPECT_FALSE(snap.devices[1].processes[0].gtt_memory_bytes);
+  EXPECT_EQ(snap.devices[1].processes[0].gpu_memory_bytes, 512u * 1024);
 }
 
 // Every process carries its name and host RSS from /proc/<pid>/comm and statm, like NVIDIA's.

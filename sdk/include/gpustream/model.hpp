@@ -237,6 +237,9 @@ struct ProcessSample {
   std::int64_t pid = 0;
   std::string name;
   std::optional<std::uint64_t> gpu_memory_bytes;
+  /// GTT (system memory the GPU maps through its GART, AMD) the process holds, bytes; unset when
+  /// the source does not say (every non-AMD source), never 0 for unknown.
+  std::optional<std::uint64_t> gtt_memory_bytes;
   std::optional<double> gpu_utilization_percent;
   std::optional<std::uint64_t> host_rss_bytes;
   /// false when the source only gives a device-wide figure (e.g. nvidia-smi fallback).
@@ -272,6 +275,11 @@ struct DeviceSample {
   std::optional<PowerKind> power_kind;
   PowerState power_state = PowerState::unknown;
   std::vector<std::string> throttle_reasons;
+  /// Set when the probe tried to read why the clocks are held down and could not (`unsupported`,
+  /// `no_permission`, `tool_failed`, `lost`); `throttle_reasons` is then empty. Unset:
+  /// `throttle_reasons` is what the probe saw (empty: not throttled, or a probe that does not
+  /// read throttling at all).
+  std::optional<Absence> throttle_reasons_absent;
   std::vector<EngineSample> engines;
   std::vector<ProcessSample> processes;
   /// Set when the probe cannot list the processes using this device (e.g. `unsupported`: the

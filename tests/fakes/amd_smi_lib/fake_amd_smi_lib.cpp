@@ -21,9 +21,13 @@
 //   call_cost_ns=N              burn N ns of CPU in every call (benchmarks: a real call's cost)
 //   device.<i>.<key>=value      uuid, bdf (dddd:bb:dd.f), name, gfx, umc, mm (%), vram_used,
 //                               vram_total, gtt_used, gtt_total (bytes), current_power,
-//                               average_power, power_limit (W; "na": not available), energy
+//                               average_power, power_limit (W, written in µW by 24.5.2..24.x;
+//                               "na": not available), energy
 //                               (counter), energy_resolution (µJ), temp_edge, temp_hotspot,
 //                               temp_mem (°C), clk_gfx, clk_mem (MHz), fan (0..255), fan_rpm,
+//                               throttle_status, indep_throttle_status (gpu_metrics bits, 0x..
+//                               allowed; "na": all ones, amdsmi's not available), metrics_revision
+//                               (the driver table's format.content, default 1.5),
 //                               processes=pid:name:vram:gtt:gfx_ns:enc_ns;...,
 //                               fail.<function>=CODE
 //
@@ -38,6 +42,7 @@
 // on an initialized library answers SUCCESS and one amdsmi_shut_down ends it for everybody
 // (not reference-counted): the log lets the tests see who called what.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -123,6 +128,45 @@ struct asic_info_26x_t {  // only market_name is filled; the rest is zero
   std::uint32_t vendor_id;
   char rest[1024];
 };
+// amdsmi_gpu_metrics_t: the header and the gpu_metrics v1.0-v1.3 fields (the same in 6.2.0 and
+// 26.x), then the rest of each release's struct, which the fake leaves at 0xFF (amdsmi's "not
+// available"). Whole sizes: 424 bytes in ROCm 6.2.0 (v1.4/v1.5 fields after these), 4720 in 26.x
+// (v1.6-v1.9 fields, XCP statistics and the APU pointer too; rocm-systems 019df164, 26.5.0).
+struct gpu_metrics_v13_t {
+  std::uint16_t structure_size;
+  std::uint8_t format_revision;
+  std::uint8_t content_revision;
+  std::uint16_t temperature_edge, temperature_hotspot, temperature_mem;
+  std::uint16_t temperature_vrgfx, temperature_vrsoc, temperature_vrmem;
+  std::uint16_t average_gfx_activity, average_umc_activity, average_mm_activity;
+  std::uint16_t average_socket_power;
+  std::uint64_t energy_accumulator;
+  std::uint64_t system_clock_counter;
+  std::uint16_t average_gfxclk_frequency, average_socclk_frequency, average_uclk_frequency;
+  std::uint16_t average_vclk0_frequency, average_dclk0_frequency, average_vclk1_frequency;
+  std::uint16_t average_dclk1_frequency;
+  std::uint16_t current_gfxclk, current_socclk, current_uclk, current_vclk0, current_dclk0;
+  std::uint16_t current_vclk1, current_dclk1;
+  std::uint32_t throttle_status;
+  std::uint16_t current_fan_speed;
+  std::uint16_t pcie_link_width, pcie_link_speed;
+  std::uint32_t gfx_activity_acc, mem_activity_acc;
+  std::uint16_t temperature_hbm[4];
+  std::uint64_t firmware_timestamp;
+  std::uint16_t voltage_soc, voltage_gfx, voltage_mem;
+  std::uint64_t indep_throttle_status;
+};
+struct gpu_metrics_62_t {
+  gpu_metrics_v13_t v13;
+  unsigned char later[424 - sizeof(gpu_metrics_v13_t)];
+};
+struct gpu_metrics_26x_t {
+  gpu_metrics_v13_t v13;
+  unsigned char later[4720 - sizeof(gpu_metrics_v13_t)];
+};
+static_assert(offsetof(gpu_metrics_v13_t, throttle_status) == 68 &&
+              offsetof(gpu_metrics_v13_t, indep_throttle_status) == 112);
+static_assert(sizeof(gpu_metrics_62_t) == 424 && sizeof(gpu_metrics_26x_t) == 4720);
 static_assert(sizeof(version_6x_t) == 24 && sizeof(version_26x_t) == 24);
 static_assert(sizeof(power_info_6x_t) == 68 && sizeof(power_info_26x_t) == 192);
 static_assert(sizeof(proc_info_6x_t) == 224 && sizeof(proc_info_26x_t) == 704);
@@ -144,6 +188,8 @@ struct Device {
   std::int64_t temp_edge = 40, temp_hotspot = 50, temp_mem = 45;
   std::uint32_t clk_gfx = 0, clk_mem = 0;
   std::int64_t fan = 0, fan_rpm = 0;
+  std::uint64_t throttle_status = 0, indep_throttle_status = 0;  // all ones: not available
+  unsigned metrics_format = 1, metrics_content = 5;              // the driver's table: 1.5
   std::vector<Process> processes;
   std::map<std::string, amdsmi_status_t> fail;
 };
@@ -156,6 +202,9 @@ struct Scenario {
   std::map<std::string, amdsmi_status_t> fail;
   long call_cost_ns = 0;
   bool v6() const { return v0 == 23 || v0 == 24; }
+  // ROCm 6.0.x (23.4) and 6.1.0 (24.5.0): amdsmi_get_gpu_process_list fills pids
+  // (amdsmi_process_handle_t), amdsmi_get_gpu_process_info gives each one's amdsmi_proc_info_t.
+  bool process_pids() const { return v0 == 23 || (v0 == 24 && (v1 < 5 || (v1 == 5 && v2 == 0))); }
 };
 
 amdsmi_status_t code_of(std::string v) {
@@ -224,6 +273,12 @@ void set_device(Device& d, const std::string& key, const std::string& v) {
     d.fan = std::stoll(v);
   else if (key == "fan_rpm")
     d.fan_rpm = std::stoll(v);
+  else if (key == "throttle_status")
+    d.throttle_status = v == "na" ? 0xFFFFFFFFULL : std::stoull(v, nullptr, 0);
+  else if (key == "indep_throttle_status")
+    d.indep_throttle_status = v == "na" ? ~0ULL : std::stoull(v, nullptr, 0);
+  else if (key == "metrics_revision")
+    std::sscanf(v.c_str(), "%u.%u", &d.metrics_format, &d.metrics_content);
   else if (key == "processes") {
     std::stringstream ss(v);
     std::string item;
@@ -368,6 +423,33 @@ void write_name(T& field, const std::string& s) {
   std::snprintf(field, sizeof field, "%s", s.c_str());
 }
 
+// 23.4 and 24.5.0: the pids only; a list too short for them is refused, as those releases do.
+amdsmi_status_t fill_pids(const Device& d, std::uint32_t* max, std::uint32_t* out) {
+  const auto n = static_cast<std::uint32_t>(d.processes.size());
+  if (*max == 0 || n == 0) {
+    *max = n;
+    return SUCCESS;
+  }
+  if (out == nullptr) return INVAL;
+  if (*max < n) return OUT_OF_RESOURCES;
+  for (std::uint32_t i = 0; i < n; ++i) out[i] = d.processes[i].pid;
+  *max = n;
+  return SUCCESS;
+}
+
+template <class Info>
+Info info_of(const Process& p) {
+  Info info{};
+  write_name(info.name, p.name);
+  info.pid = p.pid;
+  info.mem = p.vram + p.gtt;
+  info.engine_usage.gfx = p.gfx_ns;
+  info.engine_usage.enc = p.enc_ns;
+  info.memory_usage.gtt_mem = p.gtt;
+  info.memory_usage.vram_mem = p.vram;
+  return info;
+}
+
 template <class Info>
 amdsmi_status_t fill_processes(const Device& d, std::uint32_t* max, void* out) {
   const auto n = static_cast<std::uint32_t>(d.processes.size());
@@ -378,16 +460,7 @@ amdsmi_status_t fill_processes(const Device& d, std::uint32_t* max, void* out) {
   const auto room = *max;
   auto* list = static_cast<Info*>(out);
   for (std::uint32_t i = 0; i < n && i < room; ++i) {
-    Info info{};
-    const auto& p = d.processes[i];
-    write_name(info.name, p.name);
-    info.pid = p.pid;
-    info.mem = p.vram + p.gtt;
-    info.engine_usage.gfx = p.gfx_ns;
-    info.engine_usage.enc = p.enc_ns;
-    info.memory_usage.gtt_mem = p.gtt;
-    info.memory_usage.vram_mem = p.vram;
-    list[i] = info;
+    list[i] = info_of<Info>(d.processes[i]);
   }
   *max = n;
   return room >= n ? SUCCESS : OUT_OF_RESOURCES;
@@ -581,7 +654,12 @@ EXPORT amdsmi_status_t amdsmi_get_power_info(amdsmi_processor_handle h, void* in
     p.current_socket_power = w(d->current_power);
     p.average_socket_power = w(d->average_power);
     p.gfx_voltage = p.soc_voltage = p.mem_voltage = 0xFFFF;
-    p.power_limit = w(d->power_limit);
+    // power_limit is hwmon power1_cap: µW from 24.5.2 (ROCm 6.1.2) on, W (÷ 10^6) before.
+    const auto& s = c.st.scenario;
+    const bool microwatts = s.v0 > 24 || (s.v0 == 24 && (s.v1 > 5 || (s.v1 == 5 && s.v2 >= 2)));
+    p.power_limit = d->power_limit < 0 ? 0xFFFFU
+                    : microwatts       ? static_cast<std::uint32_t>(d->power_limit * 1000000)
+                                       : static_cast<std::uint32_t>(d->power_limit);
     std::memcpy(info, &p, sizeof p);
   } else {
     const auto w = [](std::int64_t v) {
@@ -658,6 +736,53 @@ EXPORT amdsmi_status_t amdsmi_get_gpu_process_list(amdsmi_processor_handle h,
   Device* d = nullptr;
   if (auto rc = c.device(h, &d); rc != SUCCESS) return rc;
   if (!max_processes) return INVAL;
+  if (c.st.scenario.process_pids())
+    return fill_pids(*d, max_processes, static_cast<std::uint32_t*>(list));
   return c.st.scenario.v6() ? fill_processes<proc_info_6x_t>(*d, max_processes, list)
                             : fill_processes<proc_info_26x_t>(*d, max_processes, list);
+}
+
+// 23.4 and 24.5.0 only (later releases dropped it).
+EXPORT amdsmi_status_t amdsmi_get_gpu_process_info(amdsmi_processor_handle h, std::uint32_t pid,
+                                                   proc_info_6x_t* info) {
+  Call c("amdsmi_get_gpu_process_info");
+  Device* d = nullptr;
+  if (auto rc = c.device(h, &d); rc != SUCCESS) return rc;
+  if (!c.st.scenario.process_pids()) return NOT_SUPPORTED;
+  if (!info) return INVAL;
+  for (const auto& p : d->processes) {
+    if (p.pid != pid) continue;
+    *info = info_of<proc_info_6x_t>(p);
+    return SUCCESS;
+  }
+  return 31;  // AMDSMI_STATUS_NOT_FOUND: the process ended
+}
+
+EXPORT amdsmi_status_t amdsmi_get_gpu_metrics_info(amdsmi_processor_handle h, void* metrics) {
+  Call c("amdsmi_get_gpu_metrics_info");
+  Device* d = nullptr;
+  if (auto rc = c.device(h, &d); rc != SUCCESS) return rc;
+  if (!metrics) return INVAL;
+  gpu_metrics_v13_t m;
+  std::memset(&m, 0xFF, sizeof m);
+  m.structure_size = 0x100;
+  m.format_revision = static_cast<std::uint8_t>(d->metrics_format);
+  m.content_revision = static_cast<std::uint8_t>(d->metrics_content);
+  m.temperature_edge = static_cast<std::uint16_t>(d->temp_edge);
+  m.average_gfx_activity = static_cast<std::uint16_t>(d->gfx);
+  m.throttle_status = static_cast<std::uint32_t>(d->throttle_status);
+  m.indep_throttle_status = d->indep_throttle_status;
+  // The whole struct of the release, as the library writes it.
+  if (c.st.scenario.v6()) {
+    gpu_metrics_62_t full;
+    std::memset(&full, 0xFF, sizeof full);
+    full.v13 = m;
+    std::memcpy(metrics, &full, sizeof full);
+  } else {
+    gpu_metrics_26x_t full;
+    std::memset(&full, 0xFF, sizeof full);
+    full.v13 = m;
+    std::memcpy(metrics, &full, sizeof full);
+  }
+  return SUCCESS;
 }

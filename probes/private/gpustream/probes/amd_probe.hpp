@@ -194,8 +194,9 @@ ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executo
 // attributes temperature_junction_celsius / temperature_mem_celsius), graphics/memory clocks,
 // fan (% of 255, rpm), and the processes with their VRAM and gfx/enc engine percentages
 // between samples. What the library answers NOT_SUPPORTED is absent `unsupported`; NO_PERM
-// `no_permission`; other failures `tool_failed` with an error. Throttle status is not read (it
-// sits in amdsmi_gpu_metrics_t, whose layout changes with every gpu_metrics version).
+// `no_permission`; other failures `tool_failed` with an error. Throttle reasons come from
+// amdsmi_gpu_metrics_t, of which only the head that every known release shares is read
+// (indep_throttle_status bits → names, else "throttled"); absent with a reason otherwise.
 //
 // Thread safety: one sample at a time per probe (the scheduler's contract); the backend locks.
 // Cancellation: a vendor call cannot be interrupted.

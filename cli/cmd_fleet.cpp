@@ -66,12 +66,12 @@ void check_prefix(const std::string& v) {
 const std::vector<ConfigKey>& fleet_config_keys() {
   // One row per key (a new fleet flag is one more row here).
   static const std::vector<ConfigKey> keys = {
-      {"nats", "--nats"},                      // the agents' NATS server(s)
-      {"subject_prefix", "--subject-prefix"},  // their subjects' first token(s)
-      {"kv_bucket", "--kv-bucket"},            // the key-value state read at start
-      {"stale_seconds", "--stale"},            // up -> stale
-      {"gone_seconds", "--gone"},              // stale -> gone
-      {"max_nodes", "--max-nodes"},            // the node table's bound
+      {"nats", "--nats"},                                // the agents' NATS server(s)
+      {"subject_prefix", "--subject-prefix"},            // their subjects' first token(s)
+      {"kv_bucket", "--kv-bucket"},                      // the key-value state read at start
+      {"stale_seconds", "--stale"},                      // up -> stale
+      {"gone_seconds", "--gone"},                        // stale -> gone
+      {"max_nodes", "--max-nodes"},                      // the node table's bound
       {"max_bus_state_bytes", "--max-bus-state-bytes"},  // the bus decoder's bytes
   };
   return keys;

@@ -116,13 +116,13 @@ struct RemoteStatus {
 std::string_view to_string(RemoteStatus::State s) noexcept;
 
 struct RemoteCounters {
-  std::uint64_t connections = 0;        // successful connections (hello received)
-  std::uint64_t snapshots = 0;          // delivered to on_snapshot
-  std::uint64_t duplicates = 0;         // dropped: sequence not above the last delivered
-  std::uint64_t gaps = 0;               // gap messages delivered
-  std::uint64_t decode_errors = 0;      // messages that were not valid protocol JSON
-  std::uint64_t events = 0;             // event messages received (and wanted)
-  std::uint64_t last_sequence = 0;      // of the last delivered snapshot (0: none yet)
+  std::uint64_t connections = 0;    // successful connections (hello received)
+  std::uint64_t snapshots = 0;      // delivered to on_snapshot
+  std::uint64_t duplicates = 0;     // dropped: sequence not above the last delivered
+  std::uint64_t gaps = 0;           // gap messages delivered
+  std::uint64_t decode_errors = 0;  // messages that were not valid protocol JSON
+  std::uint64_t events = 0;         // event messages received (and wanted)
+  std::uint64_t last_sequence = 0;  // of the last delivered snapshot (0: none yet)
 };
 
 class RemoteSubscriber {

@@ -8,6 +8,8 @@
 
 #include <pybind11/pybind11.h>
 
+#include <algorithm>
+#include <chrono>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -71,6 +73,36 @@ auto without_gil(F&& f) -> decltype(f()) {
   PyEval_RestoreThread(state);  // outside any handler and destructor (see above)
   if (error) std::rethrow_exception(error);
   if constexpr (!std::is_void_v<R>) return std::move(*result);
+}
+
+/// A stream's __next__: waits on `queue` (a SnapshotQueue or an EventQueue) without the GIL, in
+/// slices of 100 ms so that Ctrl-C reaches the waiting thread, until `take` turns a popped item
+/// into a result (it returns an empty optional to skip one). StopIteration when the queue is
+/// closed or `timeout` seconds (none: no limit) have passed.
+template <typename Queue, typename Take>
+auto next_from_queue(Queue& queue, std::optional<double> timeout, Take take) ->
+    typename decltype(take(queue.pop_for({})))::value_type {
+  using clock = std::chrono::steady_clock;
+  constexpr auto kWaitSlice = std::chrono::milliseconds{100};
+  const bool bounded = timeout.has_value();
+  const auto deadline = clock::now() + (bounded ? std::chrono::duration_cast<clock::duration>(
+                                                      std::chrono::duration<double>(*timeout))
+                                                : clock::duration::zero());
+  for (;;) {
+    auto item = without_gil([&] {
+      auto slice = clock::duration(kWaitSlice);
+      if (bounded)
+        slice = std::min(slice, std::max(clock::duration::zero(), deadline - clock::now()));
+      return queue.pop_for(slice);
+    });
+    if (item) {
+      if (auto result = take(std::move(item))) return std::move(*result);
+      continue;
+    }
+    if (queue.closed()) throw py::stop_iteration();
+    if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C while waiting
+    if (bounded && clock::now() >= deadline) throw py::stop_iteration();
+  }
 }
 
 /// probes/devices arguments: None, "a,b" or a list of strings.

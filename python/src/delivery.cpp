@@ -11,7 +11,6 @@
 namespace gpustream::python {
 
 namespace {
-constexpr auto kWaitSlice = std::chrono::milliseconds{100};  // how often a stream checks signals
 constexpr int kMaxBatch = 64;  // callbacks run under one take of the GIL at most
 }  // namespace
 
@@ -135,27 +134,11 @@ PyStream::~PyStream() { queue_->close(); }
 void PyStream::close_nogil() { queue_->close(); }
 
 PySnapshot PyStream::next() {
-  using clock = std::chrono::steady_clock;
-  const bool bounded = timeout_.has_value();
-  const auto deadline = clock::now() + (bounded ? std::chrono::duration_cast<clock::duration>(
-                                                      std::chrono::duration<double>(*timeout_))
-                                                : clock::duration::zero());
-  for (;;) {
-    auto item = without_gil([&] {
-      auto slice = clock::duration(kWaitSlice);
-      if (bounded)
-        slice = std::min(slice, std::max(clock::duration::zero(), deadline - clock::now()));
-      return queue_->pop_for(slice);
-    });
-    if (item) {
-      if (auto* snap = std::get_if<SnapshotPtr>(&*item)) return PySnapshot{*snap};
-      gaps_.push_back(std::get<Gap>(*item));
-      continue;
-    }
-    if (queue_->closed()) throw py::stop_iteration();
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C while waiting
-    if (bounded && clock::now() >= deadline) throw py::stop_iteration();
-  }
+  return next_from_queue(*queue_, timeout_, [&](std::optional<QueueItem> item) {
+    if (auto* snap = std::get_if<SnapshotPtr>(&*item)) return std::optional(PySnapshot{*snap});
+    gaps_.push_back(std::get<Gap>(*item));
+    return std::optional<PySnapshot>();
+  });
 }
 
 void bind_delivery(py::module_& m) {

@@ -16,8 +16,6 @@
 namespace gpustream::python {
 
 namespace {
-// How often a waiting stream checks for signals.
-constexpr auto kEventWaitSlice = std::chrono::milliseconds{100};
 
 std::string event_repr(const GpuEvent& e) {
   std::string out =
@@ -35,23 +33,8 @@ PyEventStream::~PyEventStream() { queue_->close(); }
 void PyEventStream::close_nogil() { queue_->close(); }
 
 PyEvent PyEventStream::next() {
-  using clock = std::chrono::steady_clock;
-  const bool bounded = timeout_.has_value();
-  const auto deadline = clock::now() + (bounded ? std::chrono::duration_cast<clock::duration>(
-                                                      std::chrono::duration<double>(*timeout_))
-                                                : clock::duration::zero());
-  for (;;) {
-    auto e = without_gil([&] {
-      auto slice = clock::duration(kEventWaitSlice);
-      if (bounded)
-        slice = std::min(slice, std::max(clock::duration::zero(), deadline - clock::now()));
-      return queue_->pop_for(slice);
-    });
-    if (e) return PyEvent{std::move(e)};
-    if (queue_->closed()) throw py::stop_iteration();
-    if (PyErr_CheckSignals() != 0) throw py::error_already_set();  // Ctrl-C while waiting
-    if (bounded && clock::now() >= deadline) throw py::stop_iteration();
-  }
+  return next_from_queue(*queue_, timeout_,
+                         [](EventPtr e) { return std::optional<PyEvent>(PyEvent{std::move(e)}); });
 }
 
 std::shared_ptr<PyEventStream> events_on(Hub& hub, const py::object& probes,

@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 
 #include "gpustream/transport/fleet.hpp"
+#include "gpustream/json.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
 #include "harness.hpp"
 
@@ -86,6 +87,42 @@ TEST(FleetView, AGoneNodeLeavesTheLatestCacheAndTheSnapshotApi) {
   EXPECT_NE(m2.find("\ngpustream_fleet_bus_streams 1\n"), std::string::npos) << m2;
   EXPECT_NE(m2.find("\ngpustream_fleet_latest_entries 1\n"), std::string::npos);
   EXPECT_EQ(view.stats().bus_streams, 1u);
+  view.stop();
+}
+
+// The worst input for the fleet's memory: one node that speaks under a thousand probe names
+// (JSON messages, which no bus decoder bounds), each snapshot ~100 KB. The view keeps no copy of
+// its own: what it holds is the channel's latest cache, bounded in entries and bytes, and the
+// stale copies and gone markers it publishes are made only from what that cache still holds.
+TEST(FleetView, ManyProbesOfOneNodeStayWithinTheLatestCacheBounds) {
+  boost::asio::io_context io;
+  constexpr std::size_t kEntries = 40;
+  constexpr std::size_t kBytes = std::size_t{2} << 20;
+  SnapshotChannel channel(io.get_executor(), 16, std::size_t{64} << 20, kEntries, kBytes);
+  FleetOptions o;
+  o.kv_bucket.clear();
+  o.stale_after = std::chrono::seconds(5);
+  o.gone_after = std::chrono::seconds(30);
+  FleetView view(io.get_executor(), channel, o);
+  for (int i = 0; i < 1000; ++i) {
+    auto snap = make_snapshot("p" + std::to_string(i), 8, 100);
+    snap.node = "node-a";
+    view.on_message(to_json_string(snap), "gpustream.node-a.p" + std::to_string(i));
+    ASSERT_LE(channel.latest_size(), kEntries);
+    ASSERT_LE(channel.latest_bytes(), kBytes);
+  }
+  EXPECT_EQ(view.stats().snapshots, 1000u);
+  EXPECT_GT(channel.latest_evicted(), 900u);
+  const auto held = channel.latest_size();
+  const auto after = NodeTable::Clock::now();  // every message was heard before this
+  // Stale, then gone: one copy/marker per entry the cache still held, never more.
+  const auto seq = channel.last_sequence();
+  view.sweep(after + std::chrono::seconds(6));
+  EXPECT_EQ(channel.last_sequence() - seq, held);
+  const auto seq_stale = channel.last_sequence();
+  view.sweep(after + std::chrono::seconds(31));
+  EXPECT_EQ(channel.last_sequence() - seq_stale, held);
+  EXPECT_EQ(channel.latest_size(), 0u);
   view.stop();
 }
 

@@ -54,12 +54,10 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   FleetOptions options;
   LogOnce log_once;
 
-  mutable std::mutex mu;  // decoder, table, latest_of, stats
+  mutable std::mutex mu;  // decoder, table, stats
   BusDecoder decoder;
   NodeTable table;
   FleetStats st;
-  /// node → its snapshots as they last arrived (for stale copies and the drill-down).
-  std::unordered_map<std::string, std::map<std::string, SnapshotPtr>> last;
 
   natsConnection* nc = nullptr;
   natsSubscription* sub = nullptr;
@@ -119,30 +117,39 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
       ++st.snapshots;
     }
     // Published outside the lock (the channel calls subscribers' wake-ups).
-    auto ptr = channel.publish(std::move(*snap));
-    std::lock_guard lock(mu);
-    last[ptr->node][ptr->probe] = ptr;
+    channel.publish(std::move(*snap));
     return true;
   }
 
   void sweep(NodeTable::Clock::time_point now) {
-    std::vector<GpuSnapshot> out;
-    std::vector<std::string> gone;
+    std::vector<std::pair<std::string, NodeState>> changed;
+    std::unordered_map<std::string, std::int64_t> heard_ns;
     {
       std::lock_guard lock(mu);
-      for (const auto& [node, state] : table.advance(now)) {
-        const auto it = last.find(node);
-        if (it == last.end()) continue;
-        const std::int64_t heard_ns = table.last_heard_unix_ns(node);
-        for (const auto& [probe, s] : it->second)
-          out.push_back(state == NodeState::stale ? stale_copy(*s, heard_ns)
-                                                  : gone_marker(*s, heard_ns));
-        if (state == NodeState::gone) {
-          decoder.forget(node);
-          last.erase(it);
-          gone.push_back(node);
-        }
-      }
+      changed = table.advance(now);
+      for (const auto& [node, state] : changed) heard_ns[node] = table.last_heard_unix_ns(node);
+    }
+    if (changed.empty()) return;
+    // A node's last snapshots are its entries in the channel's latest cache (bounded in entries
+    // and bytes there, stalest evicted first): a node whose entries were evicted gets no stale
+    // copy or gone marker, and shows no old numbers either. (The fleet keeps no copy of its
+    // own: that one was bounded only in count.)
+    std::unordered_map<std::string_view, std::vector<SnapshotPtr>> of_node;
+    for (const auto& [node, state] : changed) of_node[node];
+    const auto latest = channel.latest();
+    for (const auto& s : latest)
+      if (auto it = of_node.find(s->node); it != of_node.end()) it->second.push_back(s);
+    std::vector<GpuSnapshot> out;
+    std::vector<std::string> gone;
+    for (const auto& [node, state] : changed) {
+      for (const auto& s : of_node[node])
+        out.push_back(state == NodeState::stale ? stale_copy(*s, heard_ns[node])
+                                                : gone_marker(*s, heard_ns[node]));
+      if (state == NodeState::gone) gone.push_back(node);
+    }
+    {
+      std::lock_guard lock(mu);
+      for (const auto& node : gone) decoder.forget(node);
       sync_decoder_stats();
     }
     // Subscribers see the gone markers; then the node leaves the latest cache (and so

@@ -143,8 +143,8 @@ std::optional<double> measure_any(const json::value* v, double bare_scale) {
 }
 
 std::optional<double> first_of(const json::value& gpu,
-                                std::initializer_list<std::initializer_list<std::string_view>> ps,
-                                double bare_scale = 1) {
+                               std::initializer_list<std::initializer_list<std::string_view>> ps,
+                               double bare_scale = 1) {
   for (const auto& p : ps)
     if (auto v = measure(path(gpu, p), bare_scale)) return v;
   return std::nullopt;
@@ -232,19 +232,28 @@ std::vector<StaticInfo> parse_amd_smi_static(std::string_view text) {
     s.name = string_at(gpu, {"asic", "market_name"});
     if (s.name.empty()) s.name = string_at(gpu, {"board", "product_name"});
     s.vram_total_bytes = first_of(gpu, {{"vram", "size"}}, 1048576.0);
-    if (!s.vram_total_bytes) s.vram_total_bytes = first_of(gpu, {{"vram", "vram_size_mb"}}, 1048576.0);
+    if (!s.vram_total_bytes)
+      s.vram_total_bytes = first_of(gpu, {{"vram", "vram_size_mb"}}, 1048576.0);
     out.push_back(std::move(s));
   }
   return out;
 }
 
-std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text) {
+std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text,
+                                              std::map<int, ThrottleStatus>* throttle) {
   const auto doc = parse_tool_json(text, "amd-smi metric");
   std::map<int, MetricSet> out;
   constexpr auto S = Source::amd_smi;
   int i = 0;
   for (const auto& gpu : gpu_array(doc, "amd-smi metric")) {
-    auto& m = out[gpu_index(gpu, i++)];
+    const int index = gpu_index(gpu, i++);
+    auto& m = out[index];
+    if (const auto* t = path(gpu, {"power", "throttle_status"}); throttle && t) {
+      const std::string_view status = t->is_string() ? std::string_view(t->get_string()) : "";
+      (*throttle)[index] = status == "THROTTLED"     ? ThrottleStatus::throttled
+                           : status == "UNTHROTTLED" ? ThrottleStatus::unthrottled
+                                                     : ThrottleStatus::unknown;
+    }
     put(m, Metric::utilization_percent,
         first_of(gpu, {{"usage", "gfx_activity"}, {"usage", "gfx_usage"}}), S);
     put(m, Metric::memory_utilization_percent,
@@ -264,8 +273,7 @@ std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text) {
     put(m, Metric::clock_memory_mhz,
         first_of(gpu, {{"clock", "mem_0", "clk"}, {"clock", "mem", "cur_clk"}}), S);
     put(m, Metric::memory_used_bytes, first_of(gpu, {{"mem_usage", "used_vram"}}, 1048576.0), S);
-    put(m, Metric::memory_total_bytes, first_of(gpu, {{"mem_usage", "total_vram"}}, 1048576.0),
-        S);
+    put(m, Metric::memory_total_bytes, first_of(gpu, {{"mem_usage", "total_vram"}}, 1048576.0), S);
     put(m, Metric::memory_free_bytes, first_of(gpu, {{"mem_usage", "free_vram"}}, 1048576.0), S);
     put(m, Metric::energy_joules,
         first_of(gpu, {{"energy", "total_energy_consumption"}, {"energy", "accumulated_energy"}}),
@@ -318,9 +326,9 @@ std::map<int, std::vector<ProcessUsage>> parse_amd_smi_process(std::string_view 
 }
 
 std::vector<std::string> rocm_smi_args() {
-  return {"--showproductname", "--showuse",    "--showmemuse", "--showmeminfo", "vram",
-          "--showtemp",        "--showpower",  "--showclocks", "--showuniqueid", "--showbus",
-          "--json"};
+  return {
+      "--showproductname", "--showuse",    "--showmemuse",   "--showmeminfo", "vram",  "--showtemp",
+      "--showpower",       "--showclocks", "--showuniqueid", "--showbus",     "--json"};
 }
 
 std::vector<DeviceSample> parse_rocm_smi(std::string_view text) {

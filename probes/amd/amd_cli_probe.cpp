@@ -37,7 +37,8 @@ AmdProbe::AmdProbe(ProbeExecutors executors, AmdProbeOptions options)
     : BlockingProbe(std::move(executors)),
       options_(std::move(options)),
       process_table_(options_.procfs_root) {
-  if (options_.path.empty()) options_.path = options_.tool == AmdTool::amd_smi ? "amd-smi" : "rocm-smi";
+  if (options_.path.empty())
+    options_.path = options_.tool == AmdTool::amd_smi ? "amd-smi" : "rocm-smi";
   if (!options_.clock) options_.clock = [] { return steady_now_ns(); };
 }
 
@@ -74,8 +75,9 @@ std::string AmdProbe::run_tool(const std::vector<std::string>& args) const {
     throw ToolError(what + ": exited with code " + std::to_string(result.exit_code.value_or(-1)),
                     result.describe());
   if (result.output.find_first_not_of(" \t\r\n") == std::string::npos)
-    throw ToolError(what + " printed nothing (exit code 0): the amdgpu driver is probably not "
-                    "loaded",
+    throw ToolError(what +
+                        " printed nothing (exit code 0): the amdgpu driver is probably not "
+                        "loaded",
                     "empty output");
   return std::move(result.output);
 }
@@ -110,8 +112,7 @@ std::vector<ProcessSample> AmdProbe::processes_of(const DeviceSample& device,
   std::vector<ProcessSample> out;
   for (auto& u : found) {
     auto p = std::move(u.process);
-    set_engine_usage(p, engines_.update({p.pid, device.id, 0}, u.engine_busy_ns),
-                     Source::amd_smi);
+    set_engine_usage(p, engines_.update({p.pid, device.id, 0}, u.engine_busy_ns), Source::amd_smi);
     out.push_back(std::move(p));
   }
   return out;
@@ -134,7 +135,8 @@ GpuSnapshot AmdProbe::sample() {
     }
     std::lock_guard lock(mutex_);
     if (static_.empty()) static_ = amd_cli::parse_amd_smi_static(run_tool({"static", "--json"}));
-    auto metrics = amd_cli::parse_amd_smi_metric(run_tool({"metric", "--json"}));
+    std::map<int, amd_cli::ThrottleStatus> throttle;
+    auto metrics = amd_cli::parse_amd_smi_metric(run_tool({"metric", "--json"}), &throttle);
     std::map<int, std::vector<amd_cli::ProcessUsage>> processes;
     bool have_processes = false;
     if (options_.processes) {
@@ -162,6 +164,13 @@ GpuSnapshot AmdProbe::sample() {
       if (d.metrics[Metric::energy_joules]) d.energy_kind = EnergyKind::counter;
       power::settle(d);
       d.metrics.fill_absent(Absence::unsupported, Source::amd_smi);  // what amd-smi lacks
+      // amd-smi says only whether the GPU is throttled, not why: one reason, "throttled".
+      if (auto it = throttle.find(s.index); it != throttle.end()) {
+        if (it->second == amd_cli::ThrottleStatus::throttled)
+          d.throttle_reasons = {"throttled"};
+        else if (it->second == amd_cli::ThrottleStatus::unknown)
+          d.throttle_reasons_absent = Absence::unsupported;
+      }
       if (auto it = processes.find(s.index); it != processes.end())
         d.processes = processes_of(d, it->second);
       if (!have_processes)

@@ -76,15 +76,67 @@ TEST(AmdSmiParse, NotAvailableAnywhereAndTextBeforeJson) {
            "power": {"socket_power": "N/A"}, "clock": {"gfx_0": {"clk": "N/A"}},
            "temperature": {"edge": {"value": "N/A", "unit": "C"}}}])");
   ASSERT_EQ(m.count(0), 1u);
-  for (auto metric : {Metric::utilization_percent, Metric::power_watts,
-                      Metric::clock_graphics_mhz, Metric::temperature_celsius})
+  for (auto metric : {Metric::utilization_percent, Metric::power_watts, Metric::clock_graphics_mhz,
+                      Metric::temperature_celsius})
     EXPECT_FALSE(m[0][metric]) << to_string(metric);
 }
 
+// power.throttle_status: THROTTLED / UNTHROTTLED, "N/A" or another type is unknown, and a GPU
+// whose amd-smi prints no such key is left out (that amd-smi does not say).
+TEST(AmdSmiParse, ThrottleStatus) {
+  std::map<int, ThrottleStatus> t;
+  parse_amd_smi_metric(R"([{"gpu": 0, "power": {"throttle_status": "THROTTLED"}},
+      {"gpu": 1, "power": {"throttle_status": "UNTHROTTLED"}},
+      {"gpu": 2, "power": {"throttle_status": "N/A"}},
+      {"gpu": 3, "power": {"throttle_status": 1}},
+      {"gpu": 4, "power": {"socket_power": 5}},
+      {"gpu": 5, "power": "N/A"}])",
+                       &t);
+  EXPECT_EQ(t, (std::map<int, ThrottleStatus>{{0, ThrottleStatus::throttled},
+                                              {1, ThrottleStatus::unthrottled},
+                                              {2, ThrottleStatus::unknown},
+                                              {3, ThrottleStatus::unknown}}));
+}
+
+// Through the probe and the fake amd-smi: a throttled GPU says so, "N/A" is absent with a reason
+// (never shown as "not throttled"), UNTHROTTLED is an empty list.
+TEST(AmdCliProbeThrottle, ThrottleStatusReachesTheDevices) {
+  TempTree tree;
+  test::FakeAmdCli smi(tree, fakes::kFakeAmdSmi, "amd-smi");
+  smi.copy_recorded("static.json");
+  std::string metric = test::FakeAmdCli::recorded("metric.json");
+  const std::string unthrottled = R"("throttle_status": "UNTHROTTLED")";
+  auto at = metric.find(unthrottled);
+  ASSERT_NE(at, std::string::npos);
+  metric.replace(at, unthrottled.size(), R"("throttle_status": "THROTTLED")");
+  at = metric.find(unthrottled, at);
+  ASSERT_NE(at, std::string::npos);
+  metric.replace(at, unthrottled.size(), R"("throttle_status": "N/A")");
+  smi.set_output("metric.json", metric);
+  smi.set_output("process.json", "[]");
+  ProbeHarness harness;
+  auto probe =
+      make_amd_cli_probe(harness.executors(), {.tool = AmdTool::amd_smi, .path = smi.path()});
+  const auto r = harness.sample(*probe);
+  ASSERT_FALSE(r.ec) << r.ec.message();
+  ASSERT_EQ(r.snapshot.devices.size(), 4u);
+  const auto& d = r.snapshot.devices;
+  EXPECT_EQ(d[0].throttle_reasons, (std::vector<std::string>{"throttled"}));
+  EXPECT_FALSE(d[0].throttle_reasons_absent);
+  EXPECT_TRUE(d[1].throttle_reasons.empty());
+  EXPECT_EQ(d[1].throttle_reasons_absent, Absence::unsupported);
+  EXPECT_TRUE(d[2].throttle_reasons.empty());
+  EXPECT_FALSE(d[2].throttle_reasons_absent);
+}
+
 TEST(AmdSmiParse, SharedFixtures) {
-  const auto power = shared_fixture("amd_amdsmi/metric_power_json_changelog_rocm6.1.0_example.json");
+  const auto power =
+      shared_fixture("amd_amdsmi/metric_power_json_changelog_rocm6.1.0_example.json");
   if (power.empty()) GTEST_SKIP() << "shared fixtures not present";
   EXPECT_EQ(parse_amd_smi_metric(power)[0][Metric::power_watts].value(), 10.0);
+  std::map<int, ThrottleStatus> throttle;
+  parse_amd_smi_metric(power, &throttle);
+  EXPECT_EQ(throttle, (std::map<int, ThrottleStatus>{{0, ThrottleStatus::unthrottled}}));
   const auto procs = parse_amd_smi_process(
       shared_fixture("amd_amdsmi/process_json_changelog_rocm6.2.0_example.json"));
   ASSERT_EQ(procs.at(0).size(), 2u);
@@ -92,8 +144,8 @@ TEST(AmdSmiParse, SharedFixtures) {
   EXPECT_EQ(procs.at(0)[1].process.name, "rvs");
   EXPECT_EQ(procs.at(0)[1].process.gpu_memory_bytes, 0u);
   // The partial files stop mid-document: a clear error, not a crash.
-  EXPECT_THROW(parse_amd_smi_metric(shared_fixture(
-                   "amd_amdsmi/metric_usage_json_w7700_beszel737.partial.json")),
+  EXPECT_THROW(parse_amd_smi_metric(
+                   shared_fixture("amd_amdsmi/metric_usage_json_w7700_beszel737.partial.json")),
                std::runtime_error);
 }
 
@@ -174,8 +226,8 @@ TEST(RocmSmiParse, EmptyOutputAndWarningOnlyAreErrors) {
   }
   EXPECT_THROW(parse_rocm_smi("WARNING: No JSON data to report\n"), std::runtime_error);
   EXPECT_THROW(parse_rocm_smi("{}"), std::runtime_error);
-  const auto renamed = shared_fixture(
-      "amd_rocmsmi/rocmsmi1.4.1_showmemuse_json_2xRX6800_rocmsmilib_pr120.json");
+  const auto renamed =
+      shared_fixture("amd_rocmsmi/rocmsmi1.4.1_showmemuse_json_2xRX6800_rocmsmilib_pr120.json");
   if (renamed.empty()) return;
   auto d = parse_rocm_smi(renamed);
   ASSERT_EQ(d.size(), 2u);
@@ -188,9 +240,9 @@ class AmdCli : public ::testing::Test {
   std::shared_ptr<AmdProbe> probe(AmdTool t, const std::string& mode,
                                   std::chrono::milliseconds timeout = std::chrono::seconds{10}) {
     const bool amd = t == AmdTool::amd_smi;
-    auto& cli = *fakes_.emplace_back(std::make_unique<test::FakeAmdCli>(
-        tree_, amd ? fakes::kFakeAmdSmi : fakes::kFakeRocmSmi,
-        mode + "-" + std::to_string(fakes_.size())));
+    auto& cli = *fakes_.emplace_back(
+        std::make_unique<test::FakeAmdCli>(tree_, amd ? fakes::kFakeAmdSmi : fakes::kFakeRocmSmi,
+                                           mode + "-" + std::to_string(fakes_.size())));
     for (const char* f : {"static.json", "metric.json", "process.json", "rocm-smi.json"})
       cli.copy_recorded(f);
     cli.set_mode(mode);
@@ -250,9 +302,11 @@ TEST_F(AmdCli, RocmSmiSample) {
 }
 
 TEST_F(AmdCli, MisbehavingToolsGiveClearErrors) {
-  const std::pair<std::string, std::string> cases[] = {
-      {"crash", "SIGSEGV"}, {"garbage", "no JSON"}, {"partial", "invalid JSON"},
-      {"empty", "printed nothing"}, {"fail", "code 2"}};
+  const std::pair<std::string, std::string> cases[] = {{"crash", "SIGSEGV"},
+                                                       {"garbage", "no JSON"},
+                                                       {"partial", "invalid JSON"},
+                                                       {"empty", "printed nothing"},
+                                                       {"fail", "code 2"}};
   for (const auto& [mode, expected] : cases) {
     auto p = probe(AmdTool::amd_smi, mode);
     auto det = harness_.detect(*p);
@@ -299,8 +353,8 @@ TEST_F(AmdCli, SameDeviceIdsAsSysfs) {
     tree_.file(dev + "vendor", "0x1002\n");
     tree_.file(dev + "uevent", "PCI_SLOT_NAME=0000:0" + std::to_string(i + 3) + ":00.0\n");
   }
-  auto sysfs = make_amd_sysfs_probe(harness_.executors(), {.paths = {.sysfs_root = tree_.path("sys")},
-                                                          .processes = false});
+  auto sysfs = make_amd_sysfs_probe(
+      harness_.executors(), {.paths = {.sysfs_root = tree_.path("sys")}, .processes = false});
   auto a = harness_.detect(*sysfs);
   auto b = harness_.detect(*probe(AmdTool::amd_smi, "normal"));
   auto c = harness_.detect(*probe(AmdTool::rocm_smi, "normal"));

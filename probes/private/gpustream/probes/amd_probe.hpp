@@ -163,8 +163,8 @@ class AmdSysfsProbe final : public BlockingProbe {
 
   AmdSysfsProbeOptions options_;
   std::mutex mutex_;
-  std::vector<Card> cards_;  // from the last detect(); guarded by mutex_
-  EngineBusyTracker engines_;  // fdinfo drm-engine-* counters; guarded by mutex_
+  std::vector<Card> cards_;           // from the last detect(); guarded by mutex_
+  EngineBusyTracker engines_;         // fdinfo drm-engine-* counters; guarded by mutex_
   proc::ProcessTable process_table_;  // names and host RSS of the processes, kept between samples
   LogOnce log_once_;                  // an amdgpu.ids that exists but cannot be read is logged once
   std::unique_ptr<drm::ClientTracker> clients_;  // made at the first sample; guarded by mutex_
@@ -290,8 +290,13 @@ struct StaticInfo {
 };
 
 std::vector<StaticInfo> parse_amd_smi_static(std::string_view text);
-/// gpu index -> metrics.
-std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text);
+/// What `power.throttle_status` says of a GPU: "THROTTLED"/"UNTHROTTLED" (amd-smi 6.x),
+/// or anything else ("N/A", a type it does not print): unknown.
+enum class ThrottleStatus { throttled, unthrottled, unknown };
+/// gpu index -> metrics. `throttle`, when given, receives each GPU's throttle status where
+/// amd-smi printed the key at all (an older amd-smi without it leaves the GPU out).
+std::map<int, MetricSet> parse_amd_smi_metric(std::string_view text,
+                                              std::map<int, ThrottleStatus>* throttle = nullptr);
 /// One process of `amd-smi process --json`.
 struct ProcessUsage {
   ProcessSample process;  // pid, name, VRAM; engines are left to the probe

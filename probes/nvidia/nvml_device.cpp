@@ -57,8 +57,8 @@ void NvmlBackend::sample_device(NvmlDevice& dev, DeviceSample& out,
 
   // Memory: v2 (used excludes the driver's reservation) when the library has it. Free memory
   // is NVML's own `free` in both versions (v2: total − reserved − used; v1: total − used).
-  const std::initializer_list<Metric> kMemory{
-      Metric::memory_used_bytes, Metric::memory_total_bytes, Metric::memory_free_bytes};
+  const std::initializer_list<Metric> kMemory{Metric::memory_used_bytes, Metric::memory_total_bytes,
+                                              Metric::memory_free_bytes};
   if (api_.memory_v2) {
     nvml::MemoryV2 mem{};
     mem.version = nvml::kMemoryV2Version;
@@ -95,8 +95,7 @@ void NvmlBackend::sample_device(NvmlDevice& dev, DeviceSample& out,
     if (ok(api_.temperature_v(h, &t), Call::temperature, "nvmlDeviceGetTemperatureV",
            {Metric::temperature_celsius}))
       m.set(Metric::temperature_celsius, t.temperature, Source::nvml);
-  } else if (!absent_without(api_.temperature != nullptr,
-                             {Metric::temperature_celsius})) {
+  } else if (!absent_without(api_.temperature != nullptr, {Metric::temperature_celsius})) {
     unsigned t = 0;
     if (ok(api_.temperature(h, nvml::kTemperatureGpu, &t), Call::temperature,
            "nvmlDeviceGetTemperature", {Metric::temperature_celsius}))
@@ -106,8 +105,7 @@ void NvmlBackend::sample_device(NvmlDevice& dev, DeviceSample& out,
 
   if (!absent_without(api_.power_usage != nullptr, {Metric::power_watts})) {
     unsigned mw = 0;
-    if (ok(api_.power_usage(h, &mw), Call::power, "nvmlDeviceGetPowerUsage",
-           {Metric::power_watts}))
+    if (ok(api_.power_usage(h, &mw), Call::power, "nvmlDeviceGetPowerUsage", {Metric::power_watts}))
       m.set(Metric::power_watts, mw / 1000.0, Source::nvml);
   }
   if (dev.lost) return;
@@ -147,17 +145,25 @@ void NvmlBackend::sample_device(NvmlDevice& dev, DeviceSample& out,
 
   if (!absent_without(api_.fan_speed != nullptr, {Metric::fan_percent})) {
     unsigned percent = 0;
-    if (ok(api_.fan_speed(h, &percent), Call::fan, "nvmlDeviceGetFanSpeed",
-           {Metric::fan_percent}))
+    if (ok(api_.fan_speed(h, &percent), Call::fan, "nvmlDeviceGetFanSpeed", {Metric::fan_percent}))
       m.set(Metric::fan_percent, percent, Source::nvml);
   }
   if (dev.lost) return;
 
+  // Why the clocks are held down; a failed read is absent with its reason (an empty list would
+  // say "not throttled"), and a library without the call does not read throttling.
   if (api_.clock_reasons) {
     unsigned long long bits = 0;
-    if (ok(api_.clock_reasons(h, &bits), Call::clock_reasons,
-           "nvmlDeviceGetCurrentClocksEventReasons", {}))
+    const auto rc = api_.clock_reasons(h, &bits);
+    if (rc == nvml::kSuccess) {
+      succeeded(dev, Call::clock_reasons);
       out.throttle_reasons = nvidia::decode_clock_event_reasons(bits);
+    } else {
+      out.throttle_reasons_absent =
+          failed(dev, Call::clock_reasons, rc, "nvmlDeviceGetCurrentClocksEventReasons", errors);
+    }
+  } else {
+    out.throttle_reasons_absent = Absence::unsupported;
   }
   if (dev.lost) return;
 
@@ -189,8 +195,8 @@ void NvmlBackend::sample_device(NvmlDevice& dev, DeviceSample& out,
         const auto& s = buf[i];
         if (s.time_stamp <= dev.last_seen_timestamp) continue;
         newest = std::max(newest, s.time_stamp);
-        auto it = std::find_if(util.begin(), util.end(),
-                               [&](const auto& x) { return x.first == s.pid; });
+        auto it =
+            std::find_if(util.begin(), util.end(), [&](const auto& x) { return x.first == s.pid; });
         if (it == util.end()) {
           util.emplace_back(s.pid, &s);
         } else if (s.time_stamp > it->second->time_stamp) {

@@ -216,8 +216,9 @@ DeviceSample NvmlBackend::sample_mig_instance(NvmlDevice& parent, NvmlDevice& in
   } else if (!inst.lost) {
     d.processes_absent = why;
   }
-  // Everything else NVML has only for the whole GPU.
+  // Everything else NVML has only for the whole GPU (throttling included).
   m.fill_absent(Absence::unsupported, Source::nvml);
+  d.throttle_reasons_absent = Absence::unsupported;
   return d;
 }
 

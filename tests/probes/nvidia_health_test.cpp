@@ -121,6 +121,19 @@ TEST_F(NvmlHealthTest, UnsupportedCountersAreAbsentWithTheirReason) {
   }
 }
 
+// A failed clock-reasons read is absent with its reason: an empty list would say "not
+// throttled".
+TEST_F(NvmlHealthTest, UnreadableThrottleReasonsAreAbsentNotEmpty) {
+  nvml_.scenario(kHealthy + "device.0.fail.nvmlDeviceGetCurrentClocksEventReasons=NO_PERMISSION\n");
+  auto p = probe();
+  ASSERT_TRUE(harness_.detect(*p).available);
+  const auto s = sample(*p);
+  const auto& d = s.devices.at(0);
+  EXPECT_TRUE(d.throttle_reasons.empty());
+  EXPECT_EQ(d.throttle_reasons_absent, Absence::no_permission);
+  EXPECT_TRUE(s.errors.empty());  // an expected refusal, not an error of the snapshot
+}
+
 TEST_F(NvmlHealthTest, AnOldLibraryWithoutTheFunctionsLeavesThemAbsentUnsupported) {
   FakeNvml legacy(fakes::kFakeNvmlLegacy);
   legacy.scenario(kHealthy);

@@ -148,6 +148,7 @@ TEST_F(NvmlMigTest, PerInstanceMetricsNvmlLacksAreAbsentNeverCopiedFromTheGpu) {
   }
   EXPECT_FALSE(inst.energy_kind);
   EXPECT_TRUE(inst.throttle_reasons.empty());
+  EXPECT_EQ(inst.throttle_reasons_absent, Absence::unsupported);  // never the parent's
   // Nothing device-wide was even asked of an instance handle.
   EXPECT_EQ(nvml_.count("stale_handle"), 0);
 }

@@ -7,8 +7,8 @@
 #include <memory>
 #include <sstream>
 
-#include <boost/json/value.hpp>
 #include <spdlog/sinks/ostream_sink.h>
+#include <boost/json/value.hpp>
 
 #include "gpustream/errors.hpp"
 #include "gpustream/log.hpp"
@@ -110,8 +110,8 @@ TEST_F(NvmlProbeTest, DetectsDevicesWithStableIds) {
   const auto d = harness_.detect(*p);
   ASSERT_TRUE(d.available) << d.reason;
   ASSERT_EQ(d.devices.size(), 2u);
-  EXPECT_EQ(d.devices[0], (DeviceInfo{kUuid0, Vendor::nvidia, 0, "NVIDIA A100-SXM4-80GB",
-                                      "0000:3b:00.0"}));
+  EXPECT_EQ(d.devices[0],
+            (DeviceInfo{kUuid0, Vendor::nvidia, 0, "NVIDIA A100-SXM4-80GB", "0000:3b:00.0"}));
   EXPECT_EQ(d.devices[1].id, kUuid1);
   EXPECT_EQ(p->backend(), NvidiaBackend::nvml);
   EXPECT_EQ(p->min_interval(), NvidiaProbe::kNvmlMinInterval);
@@ -136,9 +136,9 @@ TEST_F(NvmlProbeTest, MapsEveryMetricToBaseUnits) {
   EXPECT_EQ(m[Metric::utilization_percent], nvml(87));
   EXPECT_EQ(m[Metric::memory_utilization_percent], nvml(42));
   EXPECT_EQ(m[Metric::temperature_celsius], nvml(61));
-  EXPECT_EQ(m[Metric::power_watts], nvml(250.123));           // mW -> W
-  EXPECT_EQ(m[Metric::power_limit_watts], nvml(400));          // mW -> W
-  EXPECT_EQ(m[Metric::energy_joules], nvml(123456.789));       // mJ -> J
+  EXPECT_EQ(m[Metric::power_watts], nvml(250.123));       // mW -> W
+  EXPECT_EQ(m[Metric::power_limit_watts], nvml(400));     // mW -> W
+  EXPECT_EQ(m[Metric::energy_joules], nvml(123456.789));  // mJ -> J
   EXPECT_EQ(d.energy_kind, EnergyKind::counter);
   EXPECT_EQ(m[Metric::clock_graphics_mhz], nvml(1410));
   EXPECT_EQ(m[Metric::clock_sm_mhz], nvml(1395));
@@ -147,6 +147,7 @@ TEST_F(NvmlProbeTest, MapsEveryMetricToBaseUnits) {
   EXPECT_EQ(m[Metric::fan_rpm], Reading::missing(Absence::unsupported, Source::nvml));
   EXPECT_EQ(m[Metric::power_average_watts], Reading::missing(Absence::unsupported, Source::nvml));
   EXPECT_EQ(d.throttle_reasons, (std::vector<std::string>{"sw_power_cap", "hw_thermal_slowdown"}));
+  EXPECT_FALSE(d.throttle_reasons_absent);
   EXPECT_EQ(d.vendor, Vendor::nvidia);
   EXPECT_EQ(d.name, "NVIDIA A100-SXM4-80GB");
   EXPECT_EQ(d.pci_bus_id, "0000:3b:00.0");
@@ -198,7 +199,8 @@ TEST_F(NvmlProbeTest, OldLibraryUsesV1FunctionsAndLeavesMissingOnesAbsent) {
     EXPECT_EQ(m[metric], Reading::missing(Absence::unsupported, Source::nvml)) << to_string(metric);
   EXPECT_FALSE(dev.energy_kind);
   EXPECT_TRUE(dev.throttle_reasons.empty());
-  ASSERT_EQ(dev.processes.size(), 2u);  // 16-byte entries
+  EXPECT_EQ(dev.throttle_reasons_absent, Absence::unsupported);  // no clock-reasons call in v1
+  ASSERT_EQ(dev.processes.size(), 2u);                           // 16-byte entries
   EXPECT_EQ(process(dev, 321)->gpu_memory_bytes, 4096u);
   EXPECT_FALSE(process(dev, 654)->gpu_memory_bytes);
   EXPECT_FALSE(process(dev, 321)->gpu_utilization_percent);  // no nvmlDeviceGetProcessUtilization
@@ -267,13 +269,14 @@ TEST_P(ProcessLayout, ProcessesParseMergeAndCarryProcfsDetails) {
 INSTANTIATE_TEST_SUITE_P(Stride, ProcessLayout, ::testing::Values(24, 32));
 
 TEST_F(NvmlProbeTest, ProcessDetailsEdgeCases) {
-  nvml_.scenario("devices=2\ndevice.0.compute=1234:1024,77:2048,88:4096,99:1\n"
-                 "device.1.compute=1234:512\n");
+  nvml_.scenario(
+      "devices=2\ndevice.0.compute=1234:1024,77:2048,88:4096,99:1\n"
+      "device.1.compute=1234:512\n");
   proc_.file("1234/comm", "with space\n");
   proc_.file("1234/statm", "  2000   750 3 4 0 5 0\n");  // any spacing
   proc_.file("77/comm", "kthreadd\n");
   proc_.file("77/statm", "0 0 0 0 0 0 0\n");  // no address space (kernel thread, zombie)
-  proc_.file("88/statm", "100 3\n");             // no comm file: the name is unknown
+  proc_.file("88/statm", "100 3\n");          // no comm file: the name is unknown
   proc_.file("99/comm", "odd");
   proc_.file("99/statm", "garbage\n");
   auto p = probe();
@@ -306,8 +309,9 @@ TEST_F(NvmlProbeTest, AutomaticModeWithNvmlKeepsTheNvmlInterval) {
 }
 
 TEST_F(NvmlProbeTest, ProcessUtilizationCarriesTheLastSeenTimestamp) {
-  nvml_.scenario("devices=1\ndevice.0.compute=1234:1024,55:2048\n"
-                 "device.0.process_util=1234:63:20\n");
+  nvml_.scenario(
+      "devices=1\ndevice.0.compute=1234:1024,55:2048\n"
+      "device.0.process_util=1234:63:20\n");
   auto p = probe();
   ASSERT_TRUE(harness_.detect(*p).available);
   auto r = harness_.sample(*p);
@@ -352,8 +356,9 @@ TEST_F(NvmlProbeTest, MapsNotSupportedNoPermissionAndOtherErrors) {
 }
 
 TEST_F(NvmlProbeTest, EachDistinctErrorIsLoggedOnce) {
-  nvml_.scenario("devices=1\nfail.nvmlDeviceGetTemperatureV=UNKNOWN\n"
-                 "fail.nvmlDeviceGetPowerUsage=NO_PERMISSION\n");
+  nvml_.scenario(
+      "devices=1\nfail.nvmlDeviceGetTemperatureV=UNKNOWN\n"
+      "fail.nvmlDeviceGetPowerUsage=NO_PERMISSION\n");
   LogCapture log;
   auto p = probe();
   ASSERT_TRUE(harness_.detect(*p).available);

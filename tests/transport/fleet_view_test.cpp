@@ -10,8 +10,8 @@
 
 #include <boost/json.hpp>
 
-#include "gpustream/transport/fleet.hpp"
 #include "gpustream/json.hpp"
+#include "gpustream/transport/fleet.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
 #include "harness.hpp"
 

@@ -13,7 +13,7 @@ using boost::system::error_code;
 
 namespace {
 
-LogOnce g_accept_log;
+LogOnce g_accept_log;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 tcp::acceptor bind_one(const Strand& strand, const tcp::endpoint& ep) {
   tcp::acceptor a(strand);

@@ -20,7 +20,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import {
-  ServerProcess, STEP_MS, check, launchBrowser, loadChromium, runWithLimit, waitForState,
+  ServerProcess, STEP_MS, check, launchBrowser, loadChromium, report, runWithLimit,
+  waitForState,
 } from './harness.mjs';
 
 const HARD_LIMIT_MS = 120_000;
@@ -167,14 +168,7 @@ async function main() {
     await server.stop().catch(() => {});
     rmSync(userDataDir, { recursive: true, force: true });
   }
-  if (failures.length) {
-    for (const f of failures) console.error(`FAILED: ${f.stack || f}`);
-    console.error(`server output:\n${server.output}`);
-    console.log('0 passed, 1 failed');
-    return 1;
-  }
-  console.log('1 passed, 0 failed');
-  return 0;
+  return report(failures, server);
 }
 
 runWithLimit(main, HARD_LIMIT_MS);

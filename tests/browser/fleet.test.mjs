@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 import {
-  ServerProcess, STEP_MS, check, launchBrowser, loadChromium, runWithLimit,
+  ServerProcess, STEP_MS, check, launchBrowser, loadChromium, report, runWithLimit,
 } from './harness.mjs';
 
 const HARD_LIMIT_MS = 170_000;
@@ -255,12 +255,7 @@ async function main() {
     rmSync(userDataDir, { recursive: true, force: true });
     rmSync(store, { recursive: true, force: true });
   }
-  if (failures.length) {
-    for (const f of failures) console.error(`FAILED: ${f.stack || f}`);
-    return 1;
-  }
-  console.log('PASS');
-  return 0;
+  return report(failures, null);
 }
 
 runWithLimit(main, HARD_LIMIT_MS);

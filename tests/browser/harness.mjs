@@ -80,6 +80,19 @@ export function launchBrowser(chromium, executablePath, userDataDir) {
 }
 
 /// Runs `main` (which resolves to the exit status) within `limitMs`, then exits.
+/// The test's outcome: each failure with its stack and, when a server ran, its output; the
+/// "N passed, M failed" line ctest's PASS_REGULAR_EXPRESSION reads; the exit code.
+export function report(failures, server) {
+  if (failures.length) {
+    for (const f of failures) console.error(`FAILED: ${f.stack || f}`);
+    if (server) console.error(`server output:\n${server.output}`);
+    console.log('0 passed, 1 failed');
+    return 1;
+  }
+  console.log('1 passed, 0 failed');
+  return 0;
+}
+
 export function runWithLimit(main, limitMs) {
   const hard = setTimeout(() => {
     console.error(`FAILED: the test did not finish within ${limitMs / 1000} s`);

@@ -50,9 +50,10 @@ struct Tree {
   explicit Tree(int processes) {
     const char* base = std::getenv("GPUSTREAM_BENCH_TREE");
     keep = base != nullptr;
-    root = (keep ? fs::path(base)
-                 : fs::temp_directory_path() / ("gpustream-amd-bench-" + std::to_string(::getpid()))) /
-           std::to_string(processes);
+    root =
+        (keep ? fs::path(base)
+              : fs::temp_directory_path() / ("gpustream-amd-bench-" + std::to_string(::getpid()))) /
+        std::to_string(processes);
     // The device nodes: <root>/dev is the tree's devfs root (the DRM client tracker watches
     // <devfs_root>/dri for opens).
     for (const char* node : {"card0", "card1", "renderD128", "renderD129"})
@@ -144,10 +145,11 @@ BENCHMARK(BM_AmdSysfsSample)->Arg(100)->Arg(2000)->Arg(10000)->Unit(benchmark::k
 void BM_DrmWalk(benchmark::State& state) {
   drm::WalkStats st;
   for (auto _ : state) {
-    auto clients = drm::walk_clients({.procfs_root = tree(static_cast<int>(state.range(0))).paths().procfs_root,
-                                      .drivers = {"amdgpu"},
-                                      .max_processes = 1 << 30},
-                                     &st);
+    auto clients = drm::walk_clients(
+        {.procfs_root = tree(static_cast<int>(state.range(0))).paths().procfs_root,
+         .drivers = {"amdgpu"},
+         .max_processes = 1 << 30},
+        &st);
     benchmark::DoNotOptimize(clients);
   }
   state.counters["processes"] = static_cast<double>(st.processes);

@@ -239,8 +239,7 @@ BENCHMARK(BM_ParseAndMapLine);
 #else
 
 void BM_FakeMacmonMissing(benchmark::State& state) {
-  for (auto _ : state) {
-  }
+  for (auto _ : state) {}
   state.SkipWithError("built without tests/fakes: configure with GPUSTREAM_BUILD_TESTS=ON");
 }
 BENCHMARK(BM_FakeMacmonMissing);

@@ -48,13 +48,13 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "broadcast_fleet.hpp"
 #include "gpustream/channel.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "gpustream/transport/server.hpp"
-#include "broadcast_fleet.hpp"
 
 extern char** environ;
 
@@ -231,8 +231,8 @@ void wait_got(Child& fleet, std::uint64_t seq) {
 FleetResult finish_fleet(Child& fleet) {
   FleetResult r;
   const auto line = fleet.read_line(30s);
-  if (!line || std::sscanf(line->c_str(), "latency_us %lf %lf %lf", &r.p50_us, &r.p99_us,
-                           &r.max_us) != 3)
+  if (!line ||
+      std::sscanf(line->c_str(), "latency_us %lf %lf %lf", &r.p50_us, &r.p99_us, &r.max_us) != 3)
     throw std::runtime_error("the fleet did not report its latencies");
   fleet.wait();
   return r;
@@ -290,8 +290,7 @@ void BM_gpustream(benchmark::State& state) {
     const auto serializations = server.counters().serializations - serial0;
     const auto f = finish_fleet(*fleet);
     report(state, cpu, publishes, clients, f);
-    state.counters["serializations_per_publish"] =
-        static_cast<double>(serializations) / publishes;
+    state.counters["serializations_per_publish"] = static_cast<double>(serializations) / publishes;
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
   }
@@ -302,8 +301,7 @@ void run_websocketpp(benchmark::State& state, bool binary) {
   const int publishes = static_cast<int>(state.max_iterations);
   if (g_wspp_server.empty() || ::access(g_wspp_server.c_str(), X_OK) != 0) {
     state.SkipWithError("wspp_broadcast_server not built (libwebsocketpp-dev missing?)");
-    for (auto _ : state) {
-    }
+    for (auto _ : state) {}
     return;
   }
   try {
@@ -318,8 +316,8 @@ void run_websocketpp(benchmark::State& state, bool binary) {
     if (clock_getcpuclockid(server.pid(), &server_clock) != 0)
       throw std::runtime_error("no CPU clock for the websocketpp server");
 
-    auto fleet = start_fleet("ws://127.0.0.1:" + std::to_string(port) + "/ws", clients,
-                             kWarmup + publishes);
+    auto fleet =
+        start_fleet("ws://127.0.0.1:" + std::to_string(port) + "/ws", clients, kWarmup + publishes);
     std::uint64_t seq = 0;
     auto publish = [&] {
       ++seq;

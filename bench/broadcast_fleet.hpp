@@ -36,7 +36,7 @@ struct Fleet {
   std::uint64_t warmup = 0;
   int ready = 0;
   int done = 0;
-  std::vector<int> got;                // per sequence: clients that received it
+  std::vector<int> got;                 // per sequence: clients that received it
   std::vector<std::int64_t> latencies;  // ns
   boost::asio::io_context io{1};
 
@@ -61,11 +61,10 @@ class FleetClient : public std::enable_shared_from_this<FleetClient> {
     ws_.next_layer().async_connect(ep, [self = shared_from_this()](boost::system::error_code ec) {
       if (ec) return self->fail("connect", ec);
       self->ws_.read_message_max(64 * 1024 * 1024);
-      self->ws_.async_handshake(self->host_, self->target_,
-                                [self](boost::system::error_code e) {
-                                  if (e) return self->fail("handshake", e);
-                                  self->read();
-                                });
+      self->ws_.async_handshake(self->host_, self->target_, [self](boost::system::error_code e) {
+        if (e) return self->fail("handshake", e);
+        self->read();
+      });
     });
   }
 
@@ -73,8 +72,8 @@ class FleetClient : public std::enable_shared_from_this<FleetClient> {
   void read() {
     ws_.async_read(buf_, [self = shared_from_this()](boost::system::error_code ec, std::size_t) {
       if (ec) return self->fail("read", ec);
-      self->on_message(std::string_view(static_cast<const char*>(self->buf_.data().data()),
-                                        self->buf_.size()));
+      self->on_message(
+          std::string_view(static_cast<const char*>(self->buf_.data().data()), self->buf_.size()));
       self->buf_.consume(self->buf_.size());
       if (self->received_ < self->f_.messages) self->read();
     });

@@ -94,8 +94,7 @@ struct World {
       std::snprintf(line, sizeof line,
                     "%d, %s, NVIDIA H100 80GB HBM3, 00000000:%02X:00.0, 81559, %d, %d, %d, %d, "
                     "%.2f, 700.00, 1755, 1755, 2619, [N/A], 0x0000000000000000\n",
-                    g, uuid_of(g).c_str(), 0x18 + g, 1000 + g, 50 + g, 20 + g, 40 + g,
-                    300.0 + g);
+                    g, uuid_of(g).c_str(), 0x18 + g, 1000 + g, 50 + g, 20 + g, 40 + g, 300.0 + g);
       gpu_csv += line;
     }
     for (int k = 0; k < kProcesses; ++k)
@@ -201,11 +200,22 @@ void BM_NvidiaProbe(benchmark::State& state) {
 }
 
 // The probe's query, so that the tool prints (and we parse) the same columns.
-constexpr std::string_view kGpuFields[] = {
-    "index",        "uuid",            "name",               "pci.bus_id",
-    "memory.total", "memory.used",     "utilization.gpu",    "utilization.memory",
-    "temperature.gpu", "power.draw",   "power.limit",        "clocks.gr",
-    "clocks.sm",    "clocks.mem",      "fan.speed",          "clocks_throttle_reasons.active"};
+constexpr std::string_view kGpuFields[] = {"index",
+                                           "uuid",
+                                           "name",
+                                           "pci.bus_id",
+                                           "memory.total",
+                                           "memory.used",
+                                           "utilization.gpu",
+                                           "utilization.memory",
+                                           "temperature.gpu",
+                                           "power.draw",
+                                           "power.limit",
+                                           "clocks.gr",
+                                           "clocks.sm",
+                                           "clocks.mem",
+                                           "fan.speed",
+                                           "clocks_throttle_reasons.active"};
 constexpr std::string_view kAppFields[] = {"gpu_uuid", "pid", "used_gpu_memory", "process_name"};
 
 void BM_NvidiaSmi(benchmark::State& state) {
@@ -239,10 +249,22 @@ void BM_NvmlFloor(benchmark::State& state) {
   world().scenario(state.range(0));
   auto lib = DynamicLibrary::load(fakes::kFakeNvml);
   using Dev = void*;
-  struct Memory2 { unsigned version; unsigned long long total, reserved, free, used; };
-  struct Temp { unsigned version, sensor; int value; };
-  struct Util { unsigned gpu, memory; };
-  struct Sample { unsigned pid; unsigned long long ts; unsigned sm, mem, enc, dec; };
+  struct Memory2 {
+    unsigned version;
+    unsigned long long total, reserved, free, used;
+  };
+  struct Temp {
+    unsigned version, sensor;
+    int value;
+  };
+  struct Util {
+    unsigned gpu, memory;
+  };
+  struct Sample {
+    unsigned pid;
+    unsigned long long ts;
+    unsigned sm, mem, enc, dec;
+  };
   auto* init = lib.required<int()>("nvmlInit_v2");
   auto* shutdown = lib.required<int()>("nvmlShutdown");
   auto* by_index = lib.required<int(unsigned, Dev*)>("nvmlDeviceGetHandleByIndex_v2");
@@ -254,12 +276,12 @@ void BM_NvmlFloor(benchmark::State& state) {
   auto* energy = lib.required<int(Dev, unsigned long long*)>("nvmlDeviceGetTotalEnergyConsumption");
   auto* clock = lib.required<int(Dev, unsigned, unsigned*)>("nvmlDeviceGetClockInfo");
   auto* fan = lib.required<int(Dev, unsigned*)>("nvmlDeviceGetFanSpeed");
-  auto* reasons = lib.required<int(Dev, unsigned long long*)>(
-      "nvmlDeviceGetCurrentClocksEventReasons");
-  auto* compute = lib.required<int(Dev, unsigned*, void*)>(
-      "nvmlDeviceGetComputeRunningProcesses_v3");
-  auto* graphics = lib.required<int(Dev, unsigned*, void*)>(
-      "nvmlDeviceGetGraphicsRunningProcesses_v3");
+  auto* reasons =
+      lib.required<int(Dev, unsigned long long*)>("nvmlDeviceGetCurrentClocksEventReasons");
+  auto* compute =
+      lib.required<int(Dev, unsigned*, void*)>("nvmlDeviceGetComputeRunningProcesses_v3");
+  auto* graphics =
+      lib.required<int(Dev, unsigned*, void*)>("nvmlDeviceGetGraphicsRunningProcesses_v3");
   auto* proc_util = lib.required<int(Dev, Sample*, unsigned*, unsigned long long)>(
       "nvmlDeviceGetProcessUtilization");
   if (init() != 0) return state.SkipWithError("nvmlInit_v2 failed");
@@ -453,11 +475,12 @@ int main(int argc, char** argv) {
     const double probe = reporter.value(std::string("BM_NvidiaProbe/") + cost);
     const double floor = reporter.value(std::string("BM_NvmlFloor/") + cost);
     if (probe <= 0) continue;
-    std::printf("NVML call cost %s ns: (a) probe %.1f us, (b) nvidia-smi %.1f us, (c) floor "
-                "%.1f us, (c') floor + /proc reads %.1f us per snapshot; (b)/(a) = %.1fx, "
-                "(a)/(c) = %.2fx, (a)/(c') = %.2fx\n",
-                cost, probe, smi, floor, floor + proc, smi / probe,
-                floor > 0 ? probe / floor : 0.0, floor > 0 ? probe / (floor + proc) : 0.0);
+    std::printf(
+        "NVML call cost %s ns: (a) probe %.1f us, (b) nvidia-smi %.1f us, (c) floor "
+        "%.1f us, (c') floor + /proc reads %.1f us per snapshot; (b)/(a) = %.1fx, "
+        "(a)/(c) = %.2fx, (a)/(c') = %.2fx\n",
+        cost, probe, smi, floor, floor + proc, smi / probe, floor > 0 ? probe / floor : 0.0,
+        floor > 0 ? probe / (floor + proc) : 0.0);
   }
   return 0;
 }

@@ -4,11 +4,11 @@
 #include <iostream>
 #include <set>
 
+#include <fmt/format.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <boost/json.hpp>
-#include <fmt/format.h>
 
 #include "commands.hpp"
 #include "gpustream/probes/registry.hpp"
@@ -60,8 +60,8 @@ std::vector<ProbeReport> detect_probes(const Config& config, std::chrono::millis
   io.run_for(timeout);
   for (auto& r : reports)
     if (r.detection.reason == kPending && !r.detection.available)
-      r.detection.reason = "detection did not answer within " +
-                           std::to_string(timeout.count() / 1000) + " s";
+      r.detection.reason =
+          "detection did not answer within " + std::to_string(timeout.count() / 1000) + " s";
   for (const auto& p : built) p->cancel();
   pool.join();
   return reports;
@@ -85,8 +85,8 @@ int run_list(const Config& config, const ListOptions& o) {
       obj["devices"] = std::move(devs);
       arr.push_back(std::move(obj));
     }
-    std::cout << boost::json::serialize(boost::json::object{{"schema", "gpustream/1"},
-                                                            {"probes", std::move(arr)}})
+    std::cout << boost::json::serialize(
+                     boost::json::object{{"schema", "gpustream/1"}, {"probes", std::move(arr)}})
               << "\n";
     return 0;
   }

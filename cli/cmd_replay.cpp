@@ -64,7 +64,8 @@ std::optional<Gap> gap_from_json(const boost::json::value& v) {
   const auto u64 = [&](std::string_view key) -> std::uint64_t {
     const auto* x = o->if_contains(key);
     if (x && x->is_uint64()) return x->get_uint64();
-    if (x && x->is_int64() && x->get_int64() >= 0) return static_cast<std::uint64_t>(x->get_int64());
+    if (x && x->is_int64() && x->get_int64() >= 0)
+      return static_cast<std::uint64_t>(x->get_int64());
     throw JsonError("gap: '" + std::string(key) + "' must be an unsigned integer");
   };
   Gap g;
@@ -79,7 +80,8 @@ std::optional<Gap> gap_from_json(const boost::json::value& v) {
 }  // namespace
 
 int run_replay(const ReplayOptions& o) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(o.file.c_str(), "rb"), &std::fclose);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(o.file.c_str(), "rb"),
+                                                     &std::fclose);
   if (!in) {
     std::cerr << "gpustream: cannot open '" << o.file << "': " << std::strerror(errno) << "\n";
     return kExitFailure;
@@ -99,8 +101,7 @@ int run_replay(const ReplayOptions& o) {
     const auto where = o.file + ":" + std::to_string(lineno);
     GpuSnapshot s;
     try {
-      if (too_long)
-        throw JsonError("longer than " + std::to_string(kMaxLineBytes) + " bytes");
+      if (too_long) throw JsonError("longer than " + std::to_string(kMaxLineBytes) + " bytes");
       const auto v = parse_json(line);
       if (const auto gap = gap_from_json(v)) {
         std::cerr << "gpustream: " << where << ": missed " << gap->missed
@@ -122,7 +123,8 @@ int run_replay(const ReplayOptions& o) {
     }
     if (o.realtime && prev_ns != 0 && s.time_unix_ns > prev_ns) {
       const auto wait = std::chrono::nanoseconds(s.time_unix_ns - prev_ns);
-      std::this_thread::sleep_for(std::min<std::chrono::nanoseconds>(wait, std::chrono::seconds{10}));
+      std::this_thread::sleep_for(
+          std::min<std::chrono::nanoseconds>(wait, std::chrono::seconds{10}));
     }
     prev_ns = s.time_unix_ns;
     out.write(o.json ? to_json_string(s) + "\n" : format_table({&s}));

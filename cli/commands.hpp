@@ -15,8 +15,13 @@ namespace gpustream::cli {
 // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
 extern std::atomic<bool> g_interrupted;
 
-struct ListOptions { bool json = false; };
-struct SnapshotOptions { bool json = false; double timeout_seconds = 10.0; };
+struct ListOptions {
+  bool json = false;
+};
+struct SnapshotOptions {
+  bool json = false;
+  double timeout_seconds = 10.0;
+};
 struct WatchOptions {
   bool json = false;
   long count = 0;  // 0: until interrupted

@@ -68,7 +68,8 @@ std::string human_bytes(double bytes) {
     bytes /= 1024.0;
     ++u;
   }
-  return u == 0 ? fmt::format("{:.0f} {}", bytes, kUnits[u]) : fmt::format("{:.1f} {}", bytes, kUnits[u]);
+  return u == 0 ? fmt::format("{:.0f} {}", bytes, kUnits[u])
+                : fmt::format("{:.1f} {}", bytes, kUnits[u]);
 }
 
 std::string table_header() {
@@ -84,9 +85,11 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
       const auto& m = d.metrics;
       std::string mem = "-";
       if (m[Metric::memory_used_bytes] || m[Metric::memory_total_bytes]) {
-        mem = fmt::format("{} / {}",
-                          m[Metric::memory_used_bytes] ? human_bytes(m[Metric::memory_used_bytes].value()) : "-",
-                          m[Metric::memory_total_bytes] ? human_bytes(m[Metric::memory_total_bytes].value()) : "-");
+        mem = fmt::format(
+            "{} / {}",
+            m[Metric::memory_used_bytes] ? human_bytes(m[Metric::memory_used_bytes].value()) : "-",
+            m[Metric::memory_total_bytes] ? human_bytes(m[Metric::memory_total_bytes].value())
+                                          : "-");
       }
       std::string name = d.name.empty() ? d.id : d.name;
       // A MIG instance, under its GPU: "└ MIG 1g.10gb 1/0" (profile, GPU/compute instance).
@@ -99,8 +102,8 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
         energy = fmt::format("{:.1f} kJ{}", m[Metric::energy_joules].value() / 1000.0,
                              d.energy_kind == EnergyKind::integrated ? "~" : "");
       std::string source;
-      for (const auto& r : {m[Metric::utilization_percent], m[Metric::memory_used_bytes],
-                            m[Metric::power_watts]})
+      for (const auto& r :
+           {m[Metric::utilization_percent], m[Metric::memory_used_bytes], m[Metric::power_watts]})
         if (r.has_value()) {
           source = std::string(to_string(r.source()));
           break;
@@ -123,7 +126,8 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
       for (const auto& p : h.processes)
         rss += fmt::format(" {}({})={}", p.name, p.pid,
                            p.rss_bytes ? human_bytes(static_cast<double>(*p.rss_bytes)) : "-");
-      out += fmt::format("{:<10} {:<24} {:>6} {:>21}  rss:{}\n", s->probe, "host RAM", "", mem, rss);
+      out +=
+          fmt::format("{:<10} {:<24} {:>6} {:>21}  rss:{}\n", s->probe, "host RAM", "", mem, rss);
     }
     for (const auto& e : s->errors)
       out += fmt::format("{:<10} error {}: {}{}\n", s->probe, e.code, e.message,

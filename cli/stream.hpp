@@ -49,9 +49,9 @@ GpuSnapshot only_container(const GpuSnapshot& s, std::string_view selector);
 void print_gap(const Gap& gap);
 
 struct StreamLimits {
-  long count = 0;               // stop after this many snapshots; 0: no limit
-  double duration_seconds = 0;  // stop after this long; 0: no limit
-  bool write_gaps = false;      // record: each gap becomes a line (gap_line) of the output
+  long count = 0;                      // stop after this many snapshots; 0: no limit
+  double duration_seconds = 0;         // stop after this long; 0: no limit
+  bool write_gaps = false;             // record: each gap becomes a line (gap_line) of the output
   bool stop_when_reader_gone = false;  // watch: end as soon as nobody reads the pipe
 };
 

@@ -12,12 +12,12 @@
 #include <vector>
 
 /// An invariant of the code under test; a failure aborts, which libFuzzer reports as a crash.
-#define FUZZ_CHECK(cond)                                                              \
-  do {                                                                                \
-    if (!(cond)) {                                                                    \
+#define FUZZ_CHECK(cond)                                                                  \
+  do {                                                                                    \
+    if (!(cond)) {                                                                        \
       std::fprintf(stderr, "FUZZ_CHECK failed: %s (%s:%d)\n", #cond, __FILE__, __LINE__); \
-      std::abort();                                                                   \
-    }                                                                                 \
+      std::abort();                                                                       \
+    }                                                                                     \
   } while (0)
 
 namespace gpustream::fuzz {

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <array>
-#include <iterator>
 #include <exception>
+#include <iterator>
 
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/apple_probe.hpp"
@@ -135,7 +135,8 @@ ProbeSet make_probes(const Config& config, ProbeExecutors executors) {
 
 std::vector<ProbeDescription> describe_probes() {
   std::vector<ProbeDescription> out;
-  for (const auto& row : kRows) out.push_back({std::string(row.name), std::string(row.description)});
+  for (const auto& row : kRows)
+    out.push_back({std::string(row.name), std::string(row.description)});
   return out;
 }
 
@@ -153,12 +154,12 @@ std::string describe_probes_text() {
 }
 
 ProbeFactory probe_factory() {
-  return [](const Config& config, const ProbeExecutors& executors,
-            std::vector<std::string>& errors) {
-    auto set = make_probes(config, executors);
-    errors.insert(errors.end(), set.errors.begin(), set.errors.end());
-    return std::move(set.probes);
-  };
+  return
+      [](const Config& config, const ProbeExecutors& executors, std::vector<std::string>& errors) {
+        auto set = make_probes(config, executors);
+        errors.insert(errors.end(), set.errors.begin(), set.errors.end());
+        return std::move(set.probes);
+      };
 }
 
 }  // namespace gpustream

@@ -110,6 +110,16 @@ cmake --build build -j "$jobs"
 step "tests (build/)"
 run_ctest build
 
+# Every C++ file of the project is clang-format clean, whole files (scripts/lint.sh --all
+# --format-only: milliseconds a file); a file that is not fails the run.
+step "format: clang-format --dry-run --Werror on every C++ file"
+if scripts/lint.sh --all --format-only; then
+  summary+=("format: every C++ file is clang-format clean")
+else
+  total_fail=$((total_fail + 1))
+  summary+=("format: files not clang-format clean (see above; clang-format -i FILE)")
+fi
+
 # clang-format on the changed lines and clang-tidy on the changed files since .ci/lint-base,
 # the commit up to which the tree was last linted (scripts/lint.sh; moved forward when a
 # session's changes are clean).

@@ -34,8 +34,9 @@ std::string value(const gpustream::Reading& r, double scale, const char* unit, i
 void print(const gpustream::GpuSnapshot& s) {
   using gpustream::Metric;
   constexpr double kGiB = 1024.0 * 1024 * 1024;
-  if (s.devices.empty()) std::printf("#%llu %s (no devices)\n",
-                                     static_cast<unsigned long long>(s.sequence), s.probe.c_str());
+  if (s.devices.empty())
+    std::printf("#%llu %s (no devices)\n", static_cast<unsigned long long>(s.sequence),
+                s.probe.c_str());
   for (const auto& d : s.devices) {
     std::printf("#%llu %-10s %-20s util %-7s mem %-10s power %-9s temp %s\n",
                 static_cast<unsigned long long>(s.sequence), s.probe.c_str(), d.name.c_str(),

@@ -44,8 +44,8 @@ int main(int argc, char** argv) {
     for (auto m : {gpustream::Metric::utilization_percent, gpustream::Metric::power_watts,
                    gpustream::Metric::temperature_celsius}) {
       if (const auto* s = d.find(m))
-        fmt::print("  {:<22} min {:>9.2f}  mean {:>9.2f}  max {:>9.2f}\n",
-                   gpustream::to_string(m), s->min, s->mean, s->max);
+        fmt::print("  {:<22} min {:>9.2f}  mean {:>9.2f}  max {:>9.2f}\n", gpustream::to_string(m),
+                   s->min, s->mean, s->max);
       else
         fmt::print("  {:<22} absent\n", gpustream::to_string(m));
     }

@@ -14,8 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       FUZZ_CHECK(s.index >= 0);
       if (s.vram_total_bytes) FUZZ_CHECK(std::isfinite(*s.vram_total_bytes));
     }
-  } catch (const amd_cli::ToolError&) {
-  }
+  } catch (const amd_cli::ToolError&) {}
   try {
     for (const auto& [index, metrics] : amd_cli::parse_amd_smi_metric(text)) {
       FUZZ_CHECK(index >= 0);
@@ -24,14 +23,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (r) FUZZ_CHECK(std::isfinite(r.value()));
       }
     }
-  } catch (const amd_cli::ToolError&) {
-  }
+  } catch (const amd_cli::ToolError&) {}
   try {
     for (const auto& [index, processes] : amd_cli::parse_amd_smi_process(text)) {
       FUZZ_CHECK(index >= 0);
       for (const auto& p : processes) FUZZ_CHECK(p.process.pid > 0);
     }
-  } catch (const amd_cli::ToolError&) {
-  }
+  } catch (const amd_cli::ToolError&) {}
   return 0;
 }

@@ -45,7 +45,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto c = gpustream::load_config(scratch().path);
     FUZZ_CHECK(c.simulate >= 0 && c.simulate <= 256);
     FUZZ_CHECK(c.interval.count() > 0);
-  } catch (const gpustream::ConfigError&) {
-  }
+  } catch (const gpustream::ConfigError&) {}
   return 0;
 }

@@ -8,8 +8,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const auto s = gpustream::parse_macmon_line(text);
     if (s.soc) FUZZ_CHECK(!s.soc->memory_gb || *s.soc->memory_gb >= 0);
-  } catch (const gpustream::JsonError&) {
-  }
+  } catch (const gpustream::JsonError&) {}
   (void)gpustream::parse_rfc3339_ns(text);
   return 0;
 }

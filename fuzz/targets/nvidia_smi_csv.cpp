@@ -11,10 +11,17 @@ namespace nvidia = gpustream::nvidia;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto text = gpustream::fuzz::text_of(data, size);
-  static constexpr std::string_view kGpu[] = {
-      "index",       "uuid",           "name",         "pci.bus_id",      "memory.total",
-      "memory.used", "utilization.gpu", "temperature.gpu", "power.draw", "clocks.gr",
-      "clocks_throttle_reasons.active"};
+  static constexpr std::string_view kGpu[] = {"index",
+                                              "uuid",
+                                              "name",
+                                              "pci.bus_id",
+                                              "memory.total",
+                                              "memory.used",
+                                              "utilization.gpu",
+                                              "temperature.gpu",
+                                              "power.draw",
+                                              "clocks.gr",
+                                              "clocks_throttle_reasons.active"};
   static constexpr std::string_view kApps[] = {"gpu_uuid", "pid", "used_gpu_memory",
                                                "process_name"};
   std::vector<gpustream::SampleError> errors;

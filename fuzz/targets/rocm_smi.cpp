@@ -16,7 +16,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (r) FUZZ_CHECK(std::isfinite(r.value()));
       }
     }
-  } catch (const amd_cli::ToolError&) {
-  }
+  } catch (const amd_cli::ToolError&) {}
   return 0;
 }

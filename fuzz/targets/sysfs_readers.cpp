@@ -17,7 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     FUZZ_CHECK(readers::parse_byte_size(text) == v);  // no unit: bytes
   }
   (void)readers::parse_uint(text, 16);
-  if (const auto v = readers::parse_int(text)) FUZZ_CHECK(readers::parse_int(std::to_string(*v)) == v);
+  if (const auto v = readers::parse_int(text))
+    FUZZ_CHECK(readers::parse_int(std::to_string(*v)) == v);
   (void)readers::parse_byte_size(text);
   std::size_t pairs = 0;
   readers::for_each_key_value(text, [&](const readers::KeyValue& kv) {

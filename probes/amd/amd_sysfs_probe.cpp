@@ -127,7 +127,8 @@ std::vector<AmdSysfsProbe::Card> AmdSysfsProbe::scan_cards() {
     card.info.vendor = Vendor::amd;
     card.info.index = static_cast<int>(out.size());
     card.info.pci_bus_id = sysfs::pci_bus_id_of(device);
-    card.info.id = card.info.pci_bus_id.empty() ? "amd:" + name : amd_device_id(card.info.pci_bus_id);
+    card.info.id =
+        card.info.pci_bus_id.empty() ? "amd:" + name : amd_device_id(card.info.pci_bus_id);
     card.info.name = card_name(device, ids);
     out.push_back(std::move(card));
   }

@@ -199,11 +199,16 @@ std::optional<std::int64_t> seconds_to_ns(std::int64_t secs, std::int64_t nanos)
 
 std::string_view to_string(MacmonSchema schema) noexcept {
   switch (schema) {
-    case MacmonSchema::pairs: return "v0.4-v0.6";
-    case MacmonSchema::pairs_cpu_pct: return "v0.7";
-    case MacmonSchema::usage_ratio: return "v0.8.0";
-    case MacmonSchema::scaled_ratio: return "v0.8.1+";
-    case MacmonSchema::unknown: break;
+    case MacmonSchema::pairs:
+      return "v0.4-v0.6";
+    case MacmonSchema::pairs_cpu_pct:
+      return "v0.7";
+    case MacmonSchema::usage_ratio:
+      return "v0.8.0";
+    case MacmonSchema::scaled_ratio:
+      return "v0.8.1+";
+    case MacmonSchema::unknown:
+      break;
   }
   return "unknown";
 }

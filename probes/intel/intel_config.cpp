@@ -15,7 +15,7 @@ ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors execu
       config, "intel",
       {"level_zero_library", "process_freshness_ms", "process_fd_count_ms", "process_sweep_ms"});
   if (auto lib = settings::string_at(section, "intel", "level_zero_library",
-                                          settings::Empty::allowed))  // "": no Level Zero
+                                     settings::Empty::allowed))  // "": no Level Zero
     options.level_zero_library = std::move(*lib);
   settings::tracker_periods_at(section, "intel")
       .apply(options.process_freshness, options.process_fd_count_period, options.process_sweep);

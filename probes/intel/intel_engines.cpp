@@ -11,9 +11,11 @@ namespace gpustream {
 namespace intel {
 
 std::string engine_name(std::string_view cls) {
-  static const std::map<std::string_view, std::string_view> kXe = {
-      {"rcs", "render"}, {"bcs", "copy"}, {"vcs", "video"}, {"vecs", "video-enhance"},
-      {"ccs", "compute"}};
+  static const std::map<std::string_view, std::string_view> kXe = {{"rcs", "render"},
+                                                                   {"bcs", "copy"},
+                                                                   {"vcs", "video"},
+                                                                   {"vecs", "video-enhance"},
+                                                                   {"ccs", "compute"}};
   auto it = kXe.find(cls);
   return std::string(it == kXe.end() ? cls : it->second);
 }
@@ -69,15 +71,16 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
     // first sight seeds, a counter that went backwards reseeds), divided by the capacity.
     std::map<std::string, double> util;
     for (const auto& [cls, ns] : c.info.engine_ns) {
-      const auto step = engine_ns_.update({c.pid, c.instance, pdev, std::get<3>(key), cls}, ns, now);
+      const auto step =
+          engine_ns_.update({c.pid, c.instance, pdev, std::get<3>(key), cls}, ns, now);
       if (step.rate)
         util[cls] = std::clamp(*step.rate / capacity_of(c.info, cls) * 100.0, 0.0, 100.0);
     }
     for (const auto& [cls, cycles] : c.info.cycles) {
       const auto total = c.info.total_cycles.find(cls);
       if (total == c.info.total_cycles.end()) continue;
-      const auto step = cycles_.update({c.pid, c.instance, pdev, std::get<3>(key), cls}, cycles,
-                                     total->second);
+      const auto step =
+          cycles_.update({c.pid, c.instance, pdev, std::get<3>(key), cls}, cycles, total->second);
       if (step.rate)
         util[cls] = std::clamp(*step.rate / capacity_of(c.info, cls) * 100.0, 0.0, 100.0);
     }

@@ -26,8 +26,8 @@ namespace gpustream {
 class IntelEngineAccounting {
  public:
   struct DeviceUsage {
-    std::vector<EngineSample> engines;      // by class name, sorted
-    std::vector<ProcessSample> processes;   // sorted by pid
+    std::vector<EngineSample> engines;     // by class name, sorted
+    std::vector<ProcessSample> processes;  // sorted by pid
   };
 
   /// Folds one walk in. Returns usage per PCI bus id (lower case) of every device that has

@@ -32,8 +32,8 @@ IntelGpuProbe::IntelGpuProbe(ProbeExecutors executors, IntelProbeOptions options
       process_table_(options_.paths.procfs_root) {
   if (!options_.monotonic_clock) options_.monotonic_clock = [] { return steady_now_ns(); };
   if (!options_.level_zero_library.empty())
-    level_zero_ = std::make_unique<LevelZeroAugment>(options_.level_zero_library,
-                                                     options_.session_mode);
+    level_zero_ =
+        std::make_unique<LevelZeroAugment>(options_.level_zero_library, options_.session_mode);
 }
 
 IntelGpuProbe::~IntelGpuProbe() = default;
@@ -71,8 +71,8 @@ Detection IntelGpuProbe::detect() {
   d.available = true;
   int index = 0;
   for (const auto& card : cards)
-    d.devices.push_back({card.pci_bus_id, Vendor::intel, index++, device_name(card),
-                         card.pci_bus_id});
+    d.devices.push_back(
+        {card.pci_bus_id, Vendor::intel, index++, device_name(card), card.pci_bus_id});
   return d;
 }
 
@@ -137,8 +137,10 @@ GpuSnapshot IntelGpuProbe::sample() {
     } else if (seeded_before) {
       busiest = 0.0;  // no client holds the device: its engines are idle
     }
-    if (busiest) d.metrics.set(Metric::utilization_percent, *busiest, Source::fdinfo);
-    else d.metrics.set_absent(Metric::utilization_percent, Absence::not_yet_seeded, Source::fdinfo);
+    if (busiest)
+      d.metrics.set(Metric::utilization_percent, *busiest, Source::fdinfo);
+    else
+      d.metrics.set_absent(Metric::utilization_percent, Absence::not_yet_seeded, Source::fdinfo);
   }
   process_table_.fill(snap.devices);  // name and host RSS from /proc/<pid>/{comm,statm}
 

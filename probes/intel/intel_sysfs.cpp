@@ -38,8 +38,10 @@ std::string find_hwmon(const std::string& device_dir, const std::string& driver)
 }
 
 void set_or_unsupported(MetricSet& m, Metric metric, std::optional<double> v) {
-  if (v) m.set(metric, *v, Source::sysfs);
-  else m.set_absent(metric, Absence::unsupported, Source::sysfs);
+  if (v)
+    m.set(metric, *v, Source::sysfs);
+  else
+    m.set_absent(metric, Absence::unsupported, Source::sysfs);
 }
 
 /// Graphics clock: the primary GT's actual frequency (requested when there is no actual file);
@@ -122,8 +124,10 @@ void read_power_limit(const Card& card, DeviceSample& out) {
       }
     }
   };
-  if (card.driver == "xe") try_files(xe_files);
-  else try_files(i915_files);
+  if (card.driver == "xe")
+    try_files(xe_files);
+  else
+    try_files(i915_files);
   set_or_unsupported(out.metrics, Metric::power_limit_watts, watts);
 }
 
@@ -144,10 +148,14 @@ void read_vram(const Card& card, DeviceSample& out) {
       const auto tdir = join_path(card.device_dir, "tile" + std::to_string(tile));
       for (auto v : numbered(tdir, "vram")) {
         const auto vdir = join_path(tdir, "vram" + std::to_string(v));
-        if (auto t = read_u64(join_path(vdir, "total_bytes"))) total = total.value_or(0) + *t;
-        else total_complete = false;
-        if (auto u = read_u64(join_path(vdir, "used_bytes"))) used = used.value_or(0) + *u;
-        else used_complete = false;
+        if (auto t = read_u64(join_path(vdir, "total_bytes")))
+          total = total.value_or(0) + *t;
+        else
+          total_complete = false;
+        if (auto u = read_u64(join_path(vdir, "used_bytes")))
+          used = used.value_or(0) + *u;
+        else
+          used_complete = false;
       }
     }
   }

@@ -43,11 +43,14 @@ std::string hex(ze::Result r) {
 
 std::string result_name(ze::Result r) {
   switch (r) {
-    case ze::kErrorUninitialized: return "ZE_RESULT_ERROR_UNINITIALIZED (" + hex(r) + ")";
+    case ze::kErrorUninitialized:
+      return "ZE_RESULT_ERROR_UNINITIALIZED (" + hex(r) + ")";
     case ze::kErrorInsufficientPermissions:
       return "ZE_RESULT_ERROR_INSUFFICIENT_PERMISSIONS (" + hex(r) + ")";
-    case ze::kErrorUnsupportedFeature: return "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE (" + hex(r) + ")";
-    default: return hex(r);
+    case ze::kErrorUnsupportedFeature:
+      return "ZE_RESULT_ERROR_UNSUPPORTED_FEATURE (" + hex(r) + ")";
+    default:
+      return hex(r);
   }
 }
 
@@ -64,13 +67,20 @@ std::vector<void*> enumerate_handles(ze::EnumFn* f, void* device) {
 
 std::string engine_group_name(std::uint32_t type) {
   switch (type) {
-    case ze::kEngineGroupAll: return "all";
-    case ze::kEngineGroupComputeAll: return "compute";
-    case ze::kEngineGroupMediaAll: return "media";
-    case ze::kEngineGroupCopyAll: return "copy";
-    case ze::kEngineGroupRenderAll: return "render";
-    case ze::kEngineGroup3dAll: return "3d";
-    default: return {};
+    case ze::kEngineGroupAll:
+      return "all";
+    case ze::kEngineGroupComputeAll:
+      return "compute";
+    case ze::kEngineGroupMediaAll:
+      return "media";
+    case ze::kEngineGroupCopyAll:
+      return "copy";
+    case ze::kEngineGroupRenderAll:
+      return "render";
+    case ze::kEngineGroup3dAll:
+      return "3d";
+    default:
+      return {};
   }
 }
 
@@ -327,10 +337,10 @@ void LevelZeroAugment::add_engines(void* device, DeviceSample& out, DeviceState&
     const bool present = std::any_of(out.engines.begin(), out.engines.end(),
                                      [&](const EngineSample& e) { return e.name == name; });
     if (present) continue;  // fdinfo (sysfs side) stays in charge
-    Reading r = acc.n > 0      ? Reading::of(acc.sum / acc.n, Source::level_zero)
-                : acc.refused  ? Reading::missing(Absence::no_permission, Source::level_zero)
-                : acc.seeding  ? Reading::missing(Absence::not_yet_seeded, Source::level_zero)
-                               : Reading::missing(Absence::tool_failed, Source::level_zero);
+    Reading r = acc.n > 0     ? Reading::of(acc.sum / acc.n, Source::level_zero)
+                : acc.refused ? Reading::missing(Absence::no_permission, Source::level_zero)
+                : acc.seeding ? Reading::missing(Absence::not_yet_seeded, Source::level_zero)
+                              : Reading::missing(Absence::tool_failed, Source::level_zero);
     out.engines.push_back({name, r});
   }
 }

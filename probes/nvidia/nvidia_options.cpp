@@ -26,8 +26,8 @@ NvidiaProbeOptions nvidia_options_from_config(const Config& config) {
     } else if (*use == "nvidia-smi") {
       o.use = NvidiaProbeOptions::Use::nvidia_smi_only;
     } else {
-      throw std::invalid_argument("nvidia.use: expected \"auto\", \"nvml\" or \"nvidia-smi\", got \"" +
-                                  *use + "\"");
+      throw std::invalid_argument(
+          "nvidia.use: expected \"auto\", \"nvml\" or \"nvidia-smi\", got \"" + *use + "\"");
     }
   }
   if (const auto ms = settings::positive_at(section, kName, "nvidia_smi_timeout_ms")) {

@@ -27,9 +27,12 @@ using Use = NvidiaProbeOptions::Use;
 
 std::string_view to_string(NvidiaBackend backend) noexcept {
   switch (backend) {
-    case NvidiaBackend::none: return "none";
-    case NvidiaBackend::nvml: return "nvml";
-    case NvidiaBackend::nvidia_smi: return "nvidia-smi";
+    case NvidiaBackend::none:
+      return "none";
+    case NvidiaBackend::nvml:
+      return "nvml";
+    case NvidiaBackend::nvidia_smi:
+      return "nvidia-smi";
   }
   return "none";
 }
@@ -87,26 +90,25 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
         return complete(self, std::move(handler), std::move(d));
       }
     }
-    self->smi_backend()->async_detect([self, h = std::move(handler),
-                                       nvml_reason = std::move(nvml_reason)](Detection d) mutable {
-      if (d.available) {
-        if (!nvml_reason.empty() && self->log_once.first("fallback:" + nvml_reason))
-          logger()->info("nvidia probe: {}; using {} instead", nvml_reason,
-                         self->options.nvidia_smi);
-        self->active = NvidiaBackend::nvidia_smi;
-      } else {
-        self->active = NvidiaBackend::none;
-        d.reason = (nvml_reason.empty() ? std::string() : "NVML: " + nvml_reason + "; ") +
-                   "nvidia-smi: " + d.reason;
-      }
-      h(std::move(d));
-    });
+    self->smi_backend()->async_detect(
+        [self, h = std::move(handler), nvml_reason = std::move(nvml_reason)](Detection d) mutable {
+          if (d.available) {
+            if (!nvml_reason.empty() && self->log_once.first("fallback:" + nvml_reason))
+              logger()->info("nvidia probe: {}; using {} instead", nvml_reason,
+                             self->options.nvidia_smi);
+            self->active = NvidiaBackend::nvidia_smi;
+          } else {
+            self->active = NvidiaBackend::none;
+            d.reason = (nvml_reason.empty() ? std::string() : "NVML: " + nvml_reason + "; ") +
+                       "nvidia-smi: " + d.reason;
+          }
+          h(std::move(d));
+        });
   }
 
   static void complete(const std::shared_ptr<Impl>& self, DetectHandler handler, Detection d) {
-    boost::asio::post(self->executors.io, [h = std::move(handler), d = std::move(d)]() mutable {
-      h(std::move(d));
-    });
+    boost::asio::post(self->executors.io,
+                      [h = std::move(handler), d = std::move(d)]() mutable { h(std::move(d)); });
   }
 
   static void sample(std::shared_ptr<Impl> self, SampleHandler handler) {

@@ -20,11 +20,10 @@ Api Api::load(const DynamicLibrary& lib) {
   api.init = init.function;
   api.init_name = std::string(init.name);
   api.shutdown = lib.required<ShutdownFn>("nvmlShutdown");
-  api.device_count =
-      need<CountFn>(lib, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}).function;
-  api.handle_by_index = need<HandleByIndexFn>(lib,
-                               {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"})
-                            .function;
+  api.device_count = need<CountFn>(lib, {"nvmlDeviceGetCount_v2", "nvmlDeviceGetCount"}).function;
+  api.handle_by_index =
+      need<HandleByIndexFn>(lib, {"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex"})
+          .function;
   api.handle_by_uuid = lib.required<HandleByUuidFn>("nvmlDeviceGetHandleByUUID");
   api.uuid = lib.required<DeviceStringFn>("nvmlDeviceGetUUID");
 
@@ -47,9 +46,9 @@ Api Api::load(const DynamicLibrary& lib) {
   api.temperature_v = lib.optional<TemperatureVFn>("nvmlDeviceGetTemperatureV");
   api.temperature = lib.optional<TemperatureFn>("nvmlDeviceGetTemperature");
   api.power_usage = lib.optional<UintFn>("nvmlDeviceGetPowerUsage");
-  api.power_limit = lib.first_of<UintFn>({"nvmlDeviceGetEnforcedPowerLimit",
-                                          "nvmlDeviceGetPowerManagementLimit"})
-                        .function;
+  api.power_limit =
+      lib.first_of<UintFn>({"nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetPowerManagementLimit"})
+          .function;
   api.total_energy = lib.optional<UllFn>("nvmlDeviceGetTotalEnergyConsumption");
   api.clock_info = lib.optional<ClockFn>("nvmlDeviceGetClockInfo");
   api.fan_speed = lib.optional<UintFn>("nvmlDeviceGetFanSpeed");
@@ -71,11 +70,10 @@ Api Api::load(const DynamicLibrary& lib) {
       api.graphics_processes = lib.optional<ProcessesFn>("nvmlDeviceGetGraphicsRunningProcesses");
       break;
     case ProcessLayout::v2_or_v3:
-      api.graphics_processes = compute.name == "nvmlDeviceGetComputeRunningProcesses_v3"
-                                   ? lib.optional<ProcessesFn>(
-                                         "nvmlDeviceGetGraphicsRunningProcesses_v3")
-                                   : lib.optional<ProcessesFn>(
-                                         "nvmlDeviceGetGraphicsRunningProcesses_v2");
+      api.graphics_processes =
+          compute.name == "nvmlDeviceGetComputeRunningProcesses_v3"
+              ? lib.optional<ProcessesFn>("nvmlDeviceGetGraphicsRunningProcesses_v3")
+              : lib.optional<ProcessesFn>("nvmlDeviceGetGraphicsRunningProcesses_v2");
       break;
   }
   api.process_utilization = lib.optional<ProcessUtilizationFn>("nvmlDeviceGetProcessUtilization");
@@ -92,30 +90,54 @@ std::string Api::describe(Return rc) const {
 
 std::string_view return_code_name(Return rc) noexcept {
   switch (rc) {
-    case 0: return "NVML_SUCCESS";
-    case 1: return "NVML_ERROR_UNINITIALIZED";
-    case 2: return "NVML_ERROR_INVALID_ARGUMENT";
-    case 3: return "NVML_ERROR_NOT_SUPPORTED";
-    case 4: return "NVML_ERROR_NO_PERMISSION";
-    case 5: return "NVML_ERROR_ALREADY_INITIALIZED";
-    case 6: return "NVML_ERROR_NOT_FOUND";
-    case 7: return "NVML_ERROR_INSUFFICIENT_SIZE";
-    case 8: return "NVML_ERROR_INSUFFICIENT_POWER";
-    case 9: return "NVML_ERROR_DRIVER_NOT_LOADED";
-    case 10: return "NVML_ERROR_TIMEOUT";
-    case 11: return "NVML_ERROR_IRQ_ISSUE";
-    case 12: return "NVML_ERROR_LIBRARY_NOT_FOUND";
-    case 13: return "NVML_ERROR_FUNCTION_NOT_FOUND";
-    case 14: return "NVML_ERROR_CORRUPTED_INFOROM";
-    case 15: return "NVML_ERROR_GPU_IS_LOST";
-    case 16: return "NVML_ERROR_RESET_REQUIRED";
-    case 17: return "NVML_ERROR_OPERATING_SYSTEM";
-    case 18: return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
-    case 19: return "NVML_ERROR_IN_USE";
-    case 20: return "NVML_ERROR_MEMORY";
-    case 21: return "NVML_ERROR_NO_DATA";
-    case 999: return "NVML_ERROR_UNKNOWN";
-    default: return "NVML_ERROR_OTHER";
+    case 0:
+      return "NVML_SUCCESS";
+    case 1:
+      return "NVML_ERROR_UNINITIALIZED";
+    case 2:
+      return "NVML_ERROR_INVALID_ARGUMENT";
+    case 3:
+      return "NVML_ERROR_NOT_SUPPORTED";
+    case 4:
+      return "NVML_ERROR_NO_PERMISSION";
+    case 5:
+      return "NVML_ERROR_ALREADY_INITIALIZED";
+    case 6:
+      return "NVML_ERROR_NOT_FOUND";
+    case 7:
+      return "NVML_ERROR_INSUFFICIENT_SIZE";
+    case 8:
+      return "NVML_ERROR_INSUFFICIENT_POWER";
+    case 9:
+      return "NVML_ERROR_DRIVER_NOT_LOADED";
+    case 10:
+      return "NVML_ERROR_TIMEOUT";
+    case 11:
+      return "NVML_ERROR_IRQ_ISSUE";
+    case 12:
+      return "NVML_ERROR_LIBRARY_NOT_FOUND";
+    case 13:
+      return "NVML_ERROR_FUNCTION_NOT_FOUND";
+    case 14:
+      return "NVML_ERROR_CORRUPTED_INFOROM";
+    case 15:
+      return "NVML_ERROR_GPU_IS_LOST";
+    case 16:
+      return "NVML_ERROR_RESET_REQUIRED";
+    case 17:
+      return "NVML_ERROR_OPERATING_SYSTEM";
+    case 18:
+      return "NVML_ERROR_LIB_RM_VERSION_MISMATCH";
+    case 19:
+      return "NVML_ERROR_IN_USE";
+    case 20:
+      return "NVML_ERROR_MEMORY";
+    case 21:
+      return "NVML_ERROR_NO_DATA";
+    case 999:
+      return "NVML_ERROR_UNKNOWN";
+    default:
+      return "NVML_ERROR_OTHER";
   }
 }
 

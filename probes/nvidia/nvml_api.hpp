@@ -42,8 +42,8 @@ inline constexpr unsigned kClockGraphics = 0;
 inline constexpr unsigned kClockSm = 1;
 inline constexpr unsigned kClockMem = 2;
 
-inline constexpr unsigned kDeviceNameBufferSize = 96;   // NVML_DEVICE_NAME_V2_BUFFER_SIZE
-inline constexpr unsigned kDeviceUuidBufferSize = 96;   // NVML_DEVICE_UUID_V2_BUFFER_SIZE
+inline constexpr unsigned kDeviceNameBufferSize = 96;  // NVML_DEVICE_NAME_V2_BUFFER_SIZE
+inline constexpr unsigned kDeviceUuidBufferSize = 96;  // NVML_DEVICE_UUID_V2_BUFFER_SIZE
 inline constexpr unsigned kDriverVersionBufferSize = 80;
 
 struct Memory {  // nvmlMemory_t (v1), 24 bytes

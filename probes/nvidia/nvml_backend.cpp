@@ -100,8 +100,7 @@ Absence NvmlBackend::failed(NvmlDevice& dev, Call call, nvml::Return rc, const c
       return Absence::lost;
     default: {
       const auto message = std::string(function) + " failed on GPU " + dev.uuid + ": " +
-                           api_.describe(rc) + " (" + std::string(nvml::return_code_name(rc)) +
-                           ")";
+                           api_.describe(rc) + " (" + std::string(nvml::return_code_name(rc)) + ")";
       if (first) logger()->warn("nvidia probe: {}", message);
       errors.push_back({"nvml_error", message, dev.uuid});
       return Absence::tool_failed;
@@ -141,8 +140,7 @@ Detection NvmlBackend::detect() {
   try {
     const bool any_lost =
         std::any_of(devices_.begin(), devices_.end(), [](const auto& x) { return x.lost; });
-    if (options_.mode == LibrarySessionMode::persistent && (troubled_ || any_lost))
-      new_session();
+    if (options_.mode == LibrarySessionMode::persistent && (troubled_ || any_lost)) new_session();
     auto guard = acquire();
     enumerate();
     troubled_ = false;
@@ -275,10 +273,10 @@ NvmlSample NvmlBackend::sample() {
         d.attributes["state"] = "lost";
         const auto wait = std::chrono::duration_cast<milliseconds>(
             std::max(dev.retry_at - options_.clock(), std::chrono::steady_clock::duration{}));
-        snap.errors.push_back({"gpu_lost",
-                               dev.lost_message + "; looking for it again in " +
-                                   std::to_string(wait.count()) + " ms",
-                               dev.uuid});
+        snap.errors.push_back(
+            {"gpu_lost",
+             dev.lost_message + "; looking for it again in " + std::to_string(wait.count()) + " ms",
+             dev.uuid});
       } else if (dev.handle_generation != generation) {
         d.metrics.fill_absent(Absence::tool_failed, Source::nvml);  // its handle lookup failed
       } else {

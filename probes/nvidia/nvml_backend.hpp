@@ -143,8 +143,7 @@ class NvmlBackend {
   /// per-device problems go to the snapshot's errors.
   NvmlSample sample();
   /// GPU memory of `pid` on every device, with the device's totals. Throws like sample().
-  std::vector<ProcessDeviceUsage> process_usage(std::int64_t pid,
-                                                std::vector<SampleError>& errors);
+  std::vector<ProcessDeviceUsage> process_usage(std::int64_t pid, std::vector<SampleError>& errors);
 
   LibrarySession::Stats session_stats() const;
 
@@ -191,8 +190,7 @@ class NvmlBackend {
               std::initializer_list<Metric> metrics, std::vector<SampleError>& errors);
   /// Reads one process list into `out`; false when it could not be read (already reported).
   bool read_processes(NvmlDevice& dev, nvml::ProcessesFn* fn, Call call, const char* function,
-                      std::vector<nvidia::NvmlProcessEntry>& out,
-                      std::vector<SampleError>& errors);
+                      std::vector<nvidia::NvmlProcessEntry>& out, std::vector<SampleError>& errors);
   /// Reads both process lists merged by pid; false when neither could be read.
   bool read_all_processes(NvmlDevice& dev, std::vector<nvidia::NvmlProcessEntry>& out,
                           std::vector<SampleError>& errors, Absence* why);
@@ -219,7 +217,7 @@ class NvmlBackend {
   bool enumerated_ = false;
   bool troubled_ = false;  // a detect or sample had trouble: the next detect re-initializes
   std::string driver_version_;
-  std::string init_failure_;  // the last init failure logged
+  std::string init_failure_;                       // the last init failure logged
   std::vector<nvidia::NvmlProcessEntry> scratch_;  // reused process lists
   std::vector<nvidia::NvmlProcessEntry> scratch2_;
   proc::ProcessTable processes_;  // names and RSS, kept between samples

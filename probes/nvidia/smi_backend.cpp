@@ -139,14 +139,12 @@ void SmiBackend::finish(SampleHandler handler, boost::system::error_code ec, Gpu
 }
 
 void SmiBackend::run_gpu_query(
-    bool retried,
-    std::function<void(boost::system::error_code, std::string, std::string)> done) {
+    bool retried, std::function<void(boost::system::error_code, std::string, std::string)> done) {
   auto self = shared_from_this();
   async_run(strand_, run_options(smi_gpu_argv(options_.tool, fields())),
             boost::asio::bind_cancellation_slot(
-                cancel_.slot(),
-                [self, retried, done = std::move(done)](boost::system::error_code ec,
-                                                        RunResult r) mutable {
+                cancel_.slot(), [self, retried, done = std::move(done)](
+                                    boost::system::error_code ec, RunResult r) mutable {
                   const auto& tool = self->options_.tool;
                   if (ec == boost::asio::error::operation_aborted)
                     return done(ec, {}, "nvidia-smi was cancelled");
@@ -160,9 +158,10 @@ void SmiBackend::run_gpu_query(
                                 "cannot run " + tool + ": " + ec.message());
                   if (!r.success()) {
                     if (!retried && !self->basic_fields_ && rejected_field(r)) {
-                      logger()->info("nvidia probe: {} rejects a query field ({}); using the "
-                                     "basic field list",
-                                     tool, first_line(r.output + r.stderr_tail));
+                      logger()->info(
+                          "nvidia probe: {} rejects a query field ({}); using the "
+                          "basic field list",
+                          tool, first_line(r.output + r.stderr_tail));
                       self->basic_fields_ = true;
                       return self->run_gpu_query(true, std::move(done));
                     }
@@ -175,23 +174,22 @@ void SmiBackend::run_gpu_query(
 
 void SmiBackend::async_detect(std::function<void(Detection)> handler) {
   boost::asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
-    self->run_gpu_query(false, [self, h = std::move(h)](boost::system::error_code ec,
-                                                        const std::string& out,
-                                                        std::string why) mutable {
-      Detection d;
-      if (ec) {
-        d.reason = std::move(why);
-      } else {
-        for (auto& dev : nvidia::smi_devices_from_csv(out, self->fields()))
-          d.devices.push_back({dev.id, Vendor::nvidia, dev.index, dev.name, dev.pci_bus_id});
-        d.available = !d.devices.empty();
-        if (!d.available)
-          d.reason = self->options_.tool + " lists no GPU ('" + first_line(out) + "')";
-      }
-      boost::asio::post(self->executors_.io, [h = std::move(h), d = std::move(d)]() mutable {
-        h(std::move(d));
-      });
-    });
+    self->run_gpu_query(
+        false, [self, h = std::move(h)](boost::system::error_code ec, const std::string& out,
+                                        std::string why) mutable {
+          Detection d;
+          if (ec) {
+            d.reason = std::move(why);
+          } else {
+            for (auto& dev : nvidia::smi_devices_from_csv(out, self->fields()))
+              d.devices.push_back({dev.id, Vendor::nvidia, dev.index, dev.name, dev.pci_bus_id});
+            d.available = !d.devices.empty();
+            if (!d.available)
+              d.reason = self->options_.tool + " lists no GPU ('" + first_line(out) + "')";
+          }
+          boost::asio::post(self->executors_.io,
+                            [h = std::move(h), d = std::move(d)]() mutable { h(std::move(d)); });
+        });
   });
 }
 
@@ -221,10 +219,10 @@ void SmiBackend::async_sample(SampleHandler handler) {
         if (!ec2 && r.success()) {
           apps = std::move(r.output);
         } else {
-          apps_error = "nvidia-smi --query-compute-apps: " +
-                       (ec2 ? ec2 == errc::timeout ? std::string("timed out and was killed")
-                                                   : ec2.message()
-                            : describe(r));
+          apps_error =
+              "nvidia-smi --query-compute-apps: " +
+              (ec2 ? ec2 == errc::timeout ? std::string("timed out and was killed") : ec2.message()
+                   : describe(r));
         }
         boost::asio::post(self->executors_.work, [self, h = std::move(h), gpu = std::move(gpu),
                                                   apps = std::move(apps),
@@ -241,9 +239,9 @@ void SmiBackend::async_sample(SampleHandler handler) {
           s.probe = "nvidia";
           if (s.devices.empty()) {
             result = errc::parse_error;
-            s.errors.push_back(
-                {"parse_error", "nvidia-smi printed no usable GPU line: '" + first_line(gpu) + "'",
-                 {}});
+            s.errors.push_back({"parse_error",
+                                "nvidia-smi printed no usable GPU line: '" + first_line(gpu) + "'",
+                                {}});
           }
           s.time_unix_ns = wall;
           s.monotonic_ns = t0;
@@ -270,18 +268,18 @@ std::optional<std::vector<ProcessDeviceUsage>> SmiBackend::process_usage(
   boost::system::error_code ec;
   auto r = run(run_options(smi_gpu_argv(options_.tool, field_list)), ec);
   if (ec || !r.success()) {
-    errors.push_back({"tool_failed",
-                      options_.tool + " --query-gpu: " + (ec ? ec.message() : describe(r)), {}});
+    errors.push_back(
+        {"tool_failed", options_.tool + " --query-gpu: " + (ec ? ec.message() : describe(r)), {}});
     return std::nullopt;
   }
   auto devices = nvidia::smi_devices_from_csv(r.output, field_list, &errors);
   auto apps_run = run(run_options(smi_apps_argv(options_.tool)), ec);
   std::vector<nvidia::SmiComputeApp> apps;
   if (ec || !apps_run.success()) {
-    errors.push_back({"tool_failed",
-                      options_.tool + " --query-compute-apps: " +
-                          (ec ? ec.message() : describe(apps_run)),
-                      {}});
+    errors.push_back(
+        {"tool_failed",
+         options_.tool + " --query-compute-apps: " + (ec ? ec.message() : describe(apps_run)),
+         {}});
   } else {
     apps = nvidia::smi_compute_apps_from_csv(apps_run.output, kSmiAppFields, &errors);
   }

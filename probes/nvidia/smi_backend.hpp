@@ -39,15 +39,32 @@
 namespace gpustream::nvidia_detail {
 
 /// What the fallback asks for, in this order.
-inline constexpr std::string_view kSmiGpuFields[] = {
-    "index",        "uuid",           "name",           "pci.bus_id",
-    "memory.total", "memory.used",    "utilization.gpu", "utilization.memory",
-    "temperature.gpu", "power.draw",  "power.limit",    "clocks.gr",
-    "clocks.sm",    "clocks.mem",     "fan.speed",      "clocks_throttle_reasons.active"};
+inline constexpr std::string_view kSmiGpuFields[] = {"index",
+                                                     "uuid",
+                                                     "name",
+                                                     "pci.bus_id",
+                                                     "memory.total",
+                                                     "memory.used",
+                                                     "utilization.gpu",
+                                                     "utilization.memory",
+                                                     "temperature.gpu",
+                                                     "power.draw",
+                                                     "power.limit",
+                                                     "clocks.gr",
+                                                     "clocks.sm",
+                                                     "clocks.mem",
+                                                     "fan.speed",
+                                                     "clocks_throttle_reasons.active"};
 /// For drivers that reject one of the above.
-inline constexpr std::string_view kSmiBasicGpuFields[] = {
-    "index", "uuid", "name", "pci.bus_id", "memory.total", "memory.used", "utilization.gpu",
-    "temperature.gpu", "power.draw"};
+inline constexpr std::string_view kSmiBasicGpuFields[] = {"index",
+                                                          "uuid",
+                                                          "name",
+                                                          "pci.bus_id",
+                                                          "memory.total",
+                                                          "memory.used",
+                                                          "utilization.gpu",
+                                                          "temperature.gpu",
+                                                          "power.draw"};
 inline constexpr std::string_view kSmiAppFields[] = {"gpu_uuid", "pid", "used_gpu_memory",
                                                      "process_name"};
 
@@ -90,8 +107,8 @@ class SmiBackend : public std::enable_shared_from_this<SmiBackend> {
   std::span<const std::string_view> fields() const noexcept;
   RunOptions run_options(std::vector<std::string> argv) const;
   /// Runs the gpu query (retrying once with the basic fields when a field is rejected).
-  void run_gpu_query(bool retried, std::function<void(boost::system::error_code, std::string,
-                                                       std::string)> done);
+  void run_gpu_query(bool retried,
+                     std::function<void(boost::system::error_code, std::string, std::string)> done);
   void finish(SampleHandler handler, boost::system::error_code ec, GpuSnapshot snap);
   static bool rejected_field(const RunResult& r) noexcept;
 

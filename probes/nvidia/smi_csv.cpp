@@ -145,8 +145,8 @@ SmiValue parse_smi_value(std::string_view cell) {
   auto v = number(s, &unit);
   if (!v) return out;
   double scale = 1;
-  if (unit.empty() || unit == "MiB" || unit == "W" || unit == "%" || unit == "MHz" ||
-      unit == "C" || unit == "J") {
+  if (unit.empty() || unit == "MiB" || unit == "W" || unit == "%" || unit == "MHz" || unit == "C" ||
+      unit == "J") {
     scale = 1;
   } else if (unit == "KiB") {
     scale = 1.0 / 1024;

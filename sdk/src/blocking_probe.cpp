@@ -21,9 +21,8 @@ void BlockingProbe::async_detect(DetectHandler handler) {
       d.available = false;
       d.reason = "unknown error during detection";
     }
-    boost::asio::post(self->executors_.io, [h = std::move(h), d = std::move(d)]() mutable {
-      h(std::move(d));
-    });
+    boost::asio::post(self->executors_.io,
+                      [h = std::move(h), d = std::move(d)]() mutable { h(std::move(d)); });
   });
 }
 
@@ -45,10 +44,9 @@ void BlockingProbe::async_sample(SampleHandler handler) {
     if (snap.time_unix_ns == 0) snap.time_unix_ns = wall_now_ns();
     if (snap.monotonic_ns == 0) snap.monotonic_ns = t0;
     if (snap.sample_duration_ns == 0) snap.sample_duration_ns = steady_now_ns() - t0;
-    boost::asio::post(self->executors_.io,
-                      [h = std::move(h), ec, snap = std::move(snap)]() mutable {
-                        h(ec, std::move(snap));
-                      });
+    boost::asio::post(
+        self->executors_.io,
+        [h = std::move(h), ec, snap = std::move(snap)]() mutable { h(ec, std::move(snap)); });
   });
 }
 

@@ -65,8 +65,7 @@ std::uint64_t ChannelState::oldest_locked() const noexcept {
   return history_[history_head_]->sequence;
 }
 
-void ChannelState::add(const std::shared_ptr<Subscriber>& sub,
-                       std::optional<std::uint64_t> since) {
+void ChannelState::add(const std::shared_ptr<Subscriber>& sub, std::optional<std::uint64_t> since) {
   bool wake = false;
   {
     std::lock_guard lock(mu_);

@@ -61,9 +61,13 @@ class SlotAllocator {
   void deallocate(T* p, std::size_t) noexcept { slot_->deallocate(p); }
   HandlerSlot* slot() const noexcept { return slot_; }
   template <typename U>
-  bool operator==(const SlotAllocator<U>& o) const noexcept { return slot_ == o.slot(); }
+  bool operator==(const SlotAllocator<U>& o) const noexcept {
+    return slot_ == o.slot();
+  }
   template <typename U>
-  bool operator!=(const SlotAllocator<U>& o) const noexcept { return slot_ != o.slot(); }
+  bool operator!=(const SlotAllocator<U>& o) const noexcept {
+    return slot_ != o.slot();
+  }
 
  private:
   HandlerSlot* slot_;
@@ -106,7 +110,7 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   using GapFn = std::function<void(const Gap&)>;
 
   Subscriber(const SubscribeOptions& options, boost::asio::any_io_executor ex, SnapshotFn on_snap,
-             GapFn on_gap);                            // callback mode
+             GapFn on_gap);                              // callback mode
   explicit Subscriber(const SubscribeOptions& options);  // queue mode
 
   const SubscriptionFilter& filter() const noexcept { return filter_; }

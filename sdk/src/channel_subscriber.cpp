@@ -16,9 +16,12 @@ namespace detail {
 
 std::string_view to_string(GapReason r) noexcept {
   switch (r) {
-    case GapReason::dropped_slow_subscriber: return kGapDroppedSlowSubscriber;
-    case GapReason::history_too_old: return kGapHistoryTooOld;
-    case GapReason::lossless: return kGapLosslessBoundExceeded;
+    case GapReason::dropped_slow_subscriber:
+      return kGapDroppedSlowSubscriber;
+    case GapReason::history_too_old:
+      return kGapHistoryTooOld;
+    case GapReason::lossless:
+      return kGapLosslessBoundExceeded;
   }
   return "unknown";
 }

@@ -39,10 +39,14 @@ std::int64_t as_int(const boost::json::value& v, const std::string& key) {
 
 std::chrono::milliseconds as_ms_from_seconds(const boost::json::value& v, const std::string& key) {
   double s = 0;
-  if (v.is_double()) s = v.get_double();
-  else if (v.is_int64()) s = static_cast<double>(v.get_int64());
-  else if (v.is_uint64()) s = static_cast<double>(v.get_uint64());
-  else fail(key, "expected a number of seconds");
+  if (v.is_double())
+    s = v.get_double();
+  else if (v.is_int64())
+    s = static_cast<double>(v.get_int64());
+  else if (v.is_uint64())
+    s = static_cast<double>(v.get_uint64());
+  else
+    fail(key, "expected a number of seconds");
   if (!(s > 0) || s > 86400) fail(key, "expected seconds in (0, 86400]");
   return std::chrono::milliseconds(std::llround(s * 1000.0));
 }
@@ -150,7 +154,8 @@ Config config_from_json(const boost::json::value& v, Config c, const ConfigSecti
     } else if (key == "simulate") {
       const auto n = as_int(val, key);
       if (n < 0 || n > kMaxSimulatedGpus)
-        fail(key, "expected 0.." + std::to_string(kMaxSimulatedGpus) + ", got " + std::to_string(n));
+        fail(key,
+             "expected 0.." + std::to_string(kMaxSimulatedGpus) + ", got " + std::to_string(n));
       c.simulate = static_cast<int>(n);
     } else if (key == "simulate_when_no_gpu") {
       c.simulate_when_no_gpu = as_bool(val, key);

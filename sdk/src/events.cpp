@@ -168,7 +168,7 @@ class EventSubscriber : public std::enable_shared_from_this<EventSubscriber> {
   mutable std::mutex mu_;
   std::condition_variable idle_;
   std::condition_variable ready_;  // pull-style: an event was queued, or closed
-  std::deque<EventPtr> queue_;  // guarded by mu_, as is everything below
+  std::deque<EventPtr> queue_;     // guarded by mu_, as is everything below
   std::size_t bytes_ = 0;
   std::uint64_t dropped_ = 0;
   bool active_ = true;

@@ -50,14 +50,20 @@ struct Path {
 
 std::string_view kind_name(const json::value& v) noexcept {
   switch (v.kind()) {
-    case json::kind::null: return "null";
-    case json::kind::bool_: return "bool";
+    case json::kind::null:
+      return "null";
+    case json::kind::bool_:
+      return "bool";
     case json::kind::int64:
     case json::kind::uint64:
-    case json::kind::double_: return "number";
-    case json::kind::string: return "string";
-    case json::kind::array: return "array";
-    case json::kind::object: return "object";
+    case json::kind::double_:
+      return "number";
+    case json::kind::string:
+      return "string";
+    case json::kind::array:
+      return "array";
+    case json::kind::object:
+      return "object";
   }
   return "?";
 }

@@ -57,13 +57,13 @@ struct LibrarySession::Guard::State {
 
   mutable std::mutex mu;
   std::condition_variable cv;
-  Phase phase = Phase::idle;              // guarded by mu
-  std::uint64_t attempt = 0;              // guarded by mu: id of the latest init attempt
-  std::uint64_t failed_attempt = 0;       // guarded by mu: id of the latest failed attempt
-  std::string failed_message;             // guarded by mu
-  bool keeper_held = false;               // guarded by mu: persistent reference taken
-  bool owner_gone = false;                // guarded by mu
-  Stats stats;                            // guarded by mu
+  Phase phase = Phase::idle;         // guarded by mu
+  std::uint64_t attempt = 0;         // guarded by mu: id of the latest init attempt
+  std::uint64_t failed_attempt = 0;  // guarded by mu: id of the latest failed attempt
+  std::string failed_message;        // guarded by mu
+  bool keeper_held = false;          // guarded by mu: persistent reference taken
+  bool owner_gone = false;           // guarded by mu
+  Stats stats;                       // guarded by mu
 
   /// Adds a reference if the count is already above zero (the library is initialized).
   bool try_add_reference() noexcept {
@@ -223,8 +223,7 @@ LibrarySession::Guard LibrarySession::acquire() {
   return guard;
 }
 
-LibrarySession::Guard LibrarySession::acquire(boost::system::error_code& ec,
-                                              std::string* message) {
+LibrarySession::Guard LibrarySession::acquire(boost::system::error_code& ec, std::string* message) {
   ec.clear();
   std::string error;
   if (!state_->acquire(error)) {

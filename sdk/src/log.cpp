@@ -39,7 +39,8 @@ class DispatchSink final : public spdlog::sinks::sink {
     const auto t = target();  // no lock held while the host's code runs
     if (t->callback) {
       try {
-        t->callback(from_spdlog(msg.level), std::string_view(msg.payload.data(), msg.payload.size()));
+        t->callback(from_spdlog(msg.level),
+                    std::string_view(msg.payload.data(), msg.payload.size()));
       } catch (...) {
         // A log callback must not take down the thread that logged.
       }
@@ -51,8 +52,10 @@ class DispatchSink final : public spdlog::sinks::sink {
   }
   void flush() override {
     const auto t = target();
-    if (t->sink) t->sink->flush();
-    else if (!t->callback) fallback_->flush();
+    if (t->sink)
+      t->sink->flush();
+    else if (!t->callback)
+      fallback_->flush();
   }
   void set_pattern(const std::string& pattern) override { fallback_->set_pattern(pattern); }
   void set_formatter(std::unique_ptr<spdlog::formatter> f) override {
@@ -117,7 +120,7 @@ Instance& instance() {
   return inst;
 }
 
-constexpr std::array<std::string_view, 7> kNames{"trace", "debug", "info", "warn",
+constexpr std::array<std::string_view, 7> kNames{"trace", "debug",    "info", "warn",
                                                  "error", "critical", "off"};
 
 }  // namespace

@@ -82,8 +82,7 @@ void LatencyWindow::add(std::int64_t latency_ns) {
 
 std::vector<std::int64_t> LatencyWindow::sorted() const {
   // The ring is full once size_ == capacity; before that the values are ring_[0, size_).
-  std::vector<std::int64_t> v(ring_.begin(),
-                              ring_.begin() + static_cast<std::ptrdiff_t>(size_));
+  std::vector<std::int64_t> v(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(size_));
   std::sort(v.begin(), v.end());
   return v;
 }

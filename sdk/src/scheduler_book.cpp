@@ -51,16 +51,26 @@ milliseconds backoff_delay(const ScheduleOptions& options, std::uint64_t attempt
 std::string error_code_name(const boost::system::error_code& ec) {
   if (ec.category() == gpustream_category()) {
     switch (static_cast<errc>(ec.value())) {
-      case errc::ok: return "ok";
-      case errc::probe_unavailable: return "probe_unavailable";
-      case errc::sample_failed: return "sample_failed";
-      case errc::timeout: return "timeout";
-      case errc::overrun: return "overrun";
-      case errc::library_missing: return "library_missing";
-      case errc::symbol_missing: return "symbol_missing";
-      case errc::tool_failed: return "tool_failed";
-      case errc::parse_error: return "parse_error";
-      case errc::stopped: return "stopped";
+      case errc::ok:
+        return "ok";
+      case errc::probe_unavailable:
+        return "probe_unavailable";
+      case errc::sample_failed:
+        return "sample_failed";
+      case errc::timeout:
+        return "timeout";
+      case errc::overrun:
+        return "overrun";
+      case errc::library_missing:
+        return "library_missing";
+      case errc::symbol_missing:
+        return "symbol_missing";
+      case errc::tool_failed:
+        return "tool_failed";
+      case errc::parse_error:
+        return "parse_error";
+      case errc::stopped:
+        return "stopped";
     }
   }
   if (ec == boost::asio::error::operation_aborted) return "aborted";
@@ -139,8 +149,8 @@ void ProbeBook::detected_unavailable(const std::string& reason) {
 }
 
 void ProbeBook::detect_timed_out() {
-  const auto msg = "detection did not complete within " +
-                   std::to_string(options_.timeout.count()) + " ms";
+  const auto msg =
+      "detection did not complete within " + std::to_string(options_.timeout.count()) + " ms";
   {
     std::lock_guard lock(mu_);
     if (stats_.state == ProbeState::stopped) return;
@@ -227,10 +237,10 @@ GpuSnapshot ProbeBook::sample_timed_out() {
   out.time_unix_ns = wall_now_ns();
   out.monotonic_ns = steady_now_ns();
   out.sample_duration_ns = std::chrono::duration_cast<nanoseconds>(options_.timeout).count();
-  out.errors.push_back({"timeout",
-                        "sample did not complete within " +
-                            std::to_string(options_.timeout.count()) + " ms",
-                        {}});
+  out.errors.push_back(
+      {"timeout",
+       "sample did not complete within " + std::to_string(options_.timeout.count()) + " ms",
+       {}});
   {
     std::lock_guard lock(mu_);
     if (stats_.state == ProbeState::stopped) return out;

@@ -42,8 +42,8 @@ std::vector<std::string> exec_candidates(const std::string& program) {
   std::size_t start = 0;
   for (;;) {
     const auto colon = dirs.find(':', start);
-    std::string dir = dirs.substr(start, colon == std::string::npos ? std::string::npos
-                                                                     : colon - start);
+    std::string dir =
+        dirs.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     out.push_back((dir.empty() ? std::string(".") : dir) + "/" + program);
     if (colon == std::string::npos) break;
     start = colon + 1;
@@ -54,8 +54,7 @@ std::vector<std::string> exec_candidates(const std::string& program) {
 #if defined(__linux__) && defined(SYS_close_range)
 // close_range (Linux >= 5.9) answers EINVAL to an empty range, ENOSYS on older kernels.
 bool have_close_range() {
-  static const bool have =
-      ::syscall(SYS_close_range, ~0u, 0u, 0u) != 0 && errno == EINVAL;
+  static const bool have = ::syscall(SYS_close_range, ~0u, 0u, 0u) != 0 && errno == EINVAL;
   return have;
 }
 #else
@@ -71,7 +70,8 @@ int highest_open_fd() {
     while (const dirent* e = ::readdir(d)) {
       char* end = nullptr;
       const long fd = std::strtol(e->d_name, &end, 10);
-      if (end != e->d_name && *end == '\0' && fd <= INT_MAX) high = std::max(high, static_cast<int>(fd));
+      if (end != e->d_name && *end == '\0' && fd <= INT_MAX)
+        high = std::max(high, static_cast<int>(fd));
     }
     ::closedir(d);
     return high;
@@ -105,15 +105,13 @@ void close_inherited(int keep, int loop_end) {
 }
 
 [[noreturn]] void child_fail(int report_fd, int err) {
-  while (::write(report_fd, &err, sizeof err) < 0 && errno == EINTR) {
-  }
+  while (::write(report_fd, &err, sizeof err) < 0 && errno == EINTR) {}
   ::_exit(127);
 }
 
 // Child side, after fork(): only async-signal-safe calls from here to execve.
 [[noreturn]] void run_child(const std::vector<std::string>& candidates, char* const* argv,
-                            char* const* envp, int out_w, int err_w, int report_fd,
-                            int loop_end) {
+                            char* const* envp, int out_w, int err_w, int report_fd, int loop_end) {
   // Default dispositions first, then unblock: no handler of the parent runs in the child.
   struct sigaction dfl {};
   dfl.sa_handler = SIG_DFL;
@@ -197,8 +195,7 @@ error_code fork_and_exec(const std::vector<std::string>& argv, char* const* c_ar
   ::close(report[0]);
   if (n == static_cast<ssize_t>(sizeof child_errno)) {
     int status = 0;
-    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {}
     return errno_code(child_errno);
   }
   pid = child;

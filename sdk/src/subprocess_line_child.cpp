@@ -85,8 +85,13 @@ class LineChild::Impl : public std::enable_shared_from_this<Impl> {
     const auto gen = ++generation_;
     detail::Spawned spawned;
     if (auto ec = detail::spawn(options_.argv, options_.env, spawned)) {
-      LineChildEvent event{LineChildEvent::Kind::spawn_failed, -1, {}, {}, {},
-                           "cannot start " + name_ + ": " + ec.message(), {}};
+      LineChildEvent event{LineChildEvent::Kind::spawn_failed,
+                           -1,
+                           {},
+                           {},
+                           {},
+                           "cannot start " + name_ + ": " + ec.message(),
+                           {}};
       schedule_restart(event);
       return;
     }
@@ -103,9 +108,8 @@ class LineChild::Impl : public std::enable_shared_from_this<Impl> {
     ++starts_;
     read_out(gen);
     read_err(gen);
-    child_->async_wait([self = shared_from_this(), gen](const detail::ExitStatus&) {
-      self->on_exit(gen);
-    });
+    child_->async_wait(
+        [self = shared_from_this(), gen](const detail::ExitStatus&) { self->on_exit(gen); });
     emit({LineChildEvent::Kind::started, spawned.pid, {}, {}, {}, "started " + name_, {}});
   }
 
@@ -172,7 +176,11 @@ class LineChild::Impl : public std::enable_shared_from_this<Impl> {
         pending_.clear();
         skipping_ = nl == std::string_view::npos;
         data = skipping_ ? std::string_view() : data.substr(nl + 1);
-        emit({LineChildEvent::Kind::line_too_long, current_pid(), {}, {}, {},
+        emit({LineChildEvent::Kind::line_too_long,
+              current_pid(),
+              {},
+              {},
+              {},
               name_ + " printed a line longer than " + std::to_string(options_.max_line_bytes) +
                   " bytes; skipped it (it began with: " + head + ")",
               {}});
@@ -259,15 +267,24 @@ class LineChild::Impl : public std::enable_shared_from_this<Impl> {
     const detail::ExitStatus status = child_->status();
     if (stop_requested_) {
       phase_ = Phase::idle;
-      emit({LineChildEvent::Kind::stopped, child_->pid(), status.exit_code, status.signal,
-            stderr_tail_, name_ + " stopped", {}});
+      emit({LineChildEvent::Kind::stopped,
+            child_->pid(),
+            status.exit_code,
+            status.signal,
+            stderr_tail_,
+            name_ + " stopped",
+            {}});
       return;
     }
     const auto ran_for = std::chrono::steady_clock::now() - started_at_;
     if (ran_for >= options_.healthy_after) next_delay_ = options_.restart_initial;
-    LineChildEvent event{LineChildEvent::Kind::exited, child_->pid(), status.exit_code,
-                         status.signal, stderr_tail_,
-                         name_ + " " + detail::describe_exit(status, stderr_tail_), {}};
+    LineChildEvent event{LineChildEvent::Kind::exited,
+                         child_->pid(),
+                         status.exit_code,
+                         status.signal,
+                         stderr_tail_,
+                         name_ + " " + detail::describe_exit(status, stderr_tail_),
+                         {}};
     schedule_restart(event);
   }
 
@@ -280,7 +297,8 @@ class LineChild::Impl : public std::enable_shared_from_this<Impl> {
       return;
     }
     const milliseconds delay = next_delay_;
-    next_delay_ = std::min(next_delay_ * 2, std::max(options_.restart_max, options_.restart_initial));
+    next_delay_ =
+        std::min(next_delay_ * 2, std::max(options_.restart_max, options_.restart_initial));
     phase_ = Phase::waiting_restart;
     event.restart_in = delay;
     event.message += "; restarting in " + std::to_string(delay.count()) + " ms";
@@ -305,8 +323,8 @@ class LineChild::Impl : public std::enable_shared_from_this<Impl> {
   std::unique_ptr<detail::ChildProcess> child_;
   std::array<char, 16384> out_buf_{};
   std::array<char, 4096> err_buf_{};
-  std::string pending_;     // the start of a line whose '\n' has not arrived yet
-  bool skipping_ = false;   // inside an overlong line, dropping bytes until '\n'
+  std::string pending_;    // the start of a line whose '\n' has not arrived yet
+  bool skipping_ = false;  // inside an overlong line, dropping bytes until '\n'
   std::string stderr_tail_;
   milliseconds next_delay_;
   std::chrono::steady_clock::time_point started_at_{};

@@ -104,7 +104,7 @@ class ChildProcess {
   bool reaped_ = false;
   ExitStatus status_;
   boost::asio::posix::stream_descriptor pidfd_;  // open when the kernel offers pidfd_open
-  boost::asio::steady_timer poll_timer_;          // fallback: poll waitid(WNOHANG | WNOWAIT)
+  boost::asio::steady_timer poll_timer_;         // fallback: poll waitid(WNOHANG | WNOWAIT)
   std::chrono::milliseconds poll_interval_{2};
 };
 

@@ -81,17 +81,15 @@ class RunOp : public std::enable_shared_from_this<RunOp> {
   }
 
   void read_out() {
-    out_.async_read_some(asio::buffer(out_buf_),
-                         [self = shared_from_this()](error_code ec, std::size_t n) {
-                           self->on_out(ec, n);
-                         });
+    out_.async_read_some(
+        asio::buffer(out_buf_),
+        [self = shared_from_this()](error_code ec, std::size_t n) { self->on_out(ec, n); });
   }
 
   void read_err() {
-    err_.async_read_some(asio::buffer(err_buf_),
-                         [self = shared_from_this()](error_code ec, std::size_t n) {
-                           self->on_err(ec, n);
-                         });
+    err_.async_read_some(
+        asio::buffer(err_buf_),
+        [self = shared_from_this()](error_code ec, std::size_t n) { self->on_err(ec, n); });
   }
 
   void on_out(error_code ec, std::size_t n) {
@@ -138,9 +136,15 @@ class RunOp : public std::enable_shared_from_this<RunOp> {
     result_.exit_code = child_->status().exit_code;
     result_.signal = child_->status().signal;
     switch (ending_) {
-      case Ending::none: finish({}); break;
-      case Ending::timeout: finish(errc::timeout); break;
-      case Ending::cancelled: finish(asio::error::operation_aborted); break;
+      case Ending::none:
+        finish({});
+        break;
+      case Ending::timeout:
+        finish(errc::timeout);
+        break;
+      case Ending::cancelled:
+        finish(asio::error::operation_aborted);
+        break;
     }
   }
 
@@ -189,11 +193,10 @@ void start_run(const asio::any_io_executor& io, RunOptions options, RunHandler h
 RunResult run(RunOptions options, boost::system::error_code& ec) {
   boost::asio::io_context ctx;
   RunResult result;
-  async_run(ctx.get_executor(), std::move(options),
-            [&](boost::system::error_code e, RunResult r) {
-              ec = e;
-              result = std::move(r);
-            });
+  async_run(ctx.get_executor(), std::move(options), [&](boost::system::error_code e, RunResult r) {
+    ec = e;
+    result = std::move(r);
+  });
   ctx.run();
   return result;
 }

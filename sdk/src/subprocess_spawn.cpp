@@ -198,10 +198,9 @@ error_code spawn(const std::vector<std::string>& argv,
   if (rc == 0) rc = ::posix_spawnattr_setsigdefault(&setup.attr, &defaults);
   if (rc == 0) rc = ::posix_spawnattr_setpgroup(&setup.attr, 0);
   if (rc == 0) {
-    rc = ::posix_spawnattr_setflags(&setup.attr, static_cast<short>(POSIX_SPAWN_SETPGROUP |
-                                                                   POSIX_SPAWN_SETSIGMASK |
-                                                                   POSIX_SPAWN_SETSIGDEF |
-                                                                   extra_flags));
+    rc = ::posix_spawnattr_setflags(
+        &setup.attr, static_cast<short>(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK |
+                                        POSIX_SPAWN_SETSIGDEF | extra_flags));
   }
   if (rc != 0) return errno_code(rc);
 
@@ -231,8 +230,7 @@ ChildProcess::~ChildProcess() {
   if (reaped_ || pid_ <= 0) return;
   signal_group(SIGKILL);
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
 }
 
 void ChildProcess::signal_group(int sig) noexcept {
@@ -266,8 +264,7 @@ bool ChildProcess::check_exited() noexcept {
 void ChildProcess::reap() noexcept {
   if (reaped_ || !exited_) return;
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {}
   reaped_ = true;
 }
 
@@ -357,22 +354,38 @@ namespace gpustream {
 
 std::string signal_name(int signal) {
   switch (signal) {
-    case SIGHUP: return "SIGHUP";
-    case SIGINT: return "SIGINT";
-    case SIGQUIT: return "SIGQUIT";
-    case SIGILL: return "SIGILL";
-    case SIGTRAP: return "SIGTRAP";
-    case SIGABRT: return "SIGABRT";
-    case SIGBUS: return "SIGBUS";
-    case SIGFPE: return "SIGFPE";
-    case SIGKILL: return "SIGKILL";
-    case SIGUSR1: return "SIGUSR1";
-    case SIGSEGV: return "SIGSEGV";
-    case SIGUSR2: return "SIGUSR2";
-    case SIGPIPE: return "SIGPIPE";
-    case SIGALRM: return "SIGALRM";
-    case SIGTERM: return "SIGTERM";
-    default: return "signal " + std::to_string(signal);
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGINT:
+      return "SIGINT";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGILL:
+      return "SIGILL";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGALRM:
+      return "SIGALRM";
+    case SIGTERM:
+      return "SIGTERM";
+    default:
+      return "signal " + std::to_string(signal);
   }
 }
 

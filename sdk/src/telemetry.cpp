@@ -97,8 +97,10 @@ struct Telemetry::Impl {
           awaiting_detection.erase(s.probe) > 0) {
         gpu_devices += s.devices;
         if (awaiting_detection.empty()) {
-          if (gpu_devices == 0) add = true;  // fallback_pending stays set until it is added
-          else fallback_pending = false;
+          if (gpu_devices == 0)
+            add = true;  // fallback_pending stays set until it is added
+          else
+            fallback_pending = false;
         }
       }
     }

@@ -123,9 +123,10 @@ WorkPool::StopResult WorkPool::stop(std::chrono::steady_clock::duration deadline
   }
   for (auto& t : to_join) t.join();
   if (result.abandoned > 0) {
-    logger()->warn("work pool stopped with {} thread(s) still busy in a task; they were "
-                   "abandoned and will exit when their task returns",
-                   result.abandoned);
+    logger()->warn(
+        "work pool stopped with {} thread(s) still busy in a task; they were "
+        "abandoned and will exit when their task returns",
+        result.abandoned);
   }
   return result;
 }

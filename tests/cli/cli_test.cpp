@@ -7,8 +7,8 @@
 #include <sstream>
 #include <string>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "cli_test_util.hpp"
 #include "gpustream/probes/registry.hpp"
@@ -24,9 +24,10 @@ using gpustream::cli::test::TempDir;
 // A /proc with a known meminfo, so the host figures can be checked exactly.
 TempDir make_proc() {
   TempDir t;
-  t.write("proc/meminfo",
-          "MemTotal:       16384000 kB\nMemFree:         1000000 kB\n"
-          "MemAvailable:    8192000 kB\nSwapTotal:       2048000 kB\nSwapFree:        1024000 kB\n");
+  t.write(
+      "proc/meminfo",
+      "MemTotal:       16384000 kB\nMemFree:         1000000 kB\n"
+      "MemAvailable:    8192000 kB\nSwapTotal:       2048000 kB\nSwapFree:        1024000 kB\n");
   t.write("proc/self/status", "Name:\tgpustream\nVmRSS:\t   12345 kB\n");
   return t;
 }
@@ -37,9 +38,7 @@ TEST(Cli, UnknownFlagIsAUsageErrorWithExitCode2) {
   EXPECT_NE(r.err.find("--no-such-flag"), std::string::npos) << r.err;
 }
 
-TEST(Cli, MissingSubcommandIsAUsageError) {
-  EXPECT_EQ(run("").exit_code, 2);
-}
+TEST(Cli, MissingSubcommandIsAUsageError) { EXPECT_EQ(run("").exit_code, 2); }
 
 TEST(Cli, UnknownProbeNameIsAUsageError) {
   const auto r = run("list --probes host,cuda");
@@ -91,10 +90,11 @@ TEST(Cli, SnapshotJsonHasOneSnapshotPerProbe) {
 
 TEST(Cli, SimulateIfNoGpuAddsTwoSimulatedGpusAndSaysSo) {
   const auto proc = make_proc();
-  const auto r = run("snapshot --json --simulate-if-no-gpu --probes nvidia,host"
-                     " --nvml-library /nonexistent-gpustream/libnvidia-ml.so.1"
-                     " --nvidia-smi /nonexistent-gpustream/nvidia-smi --procfs-root " +
-                     (proc.path() / "proc").string());
+  const auto r =
+      run("snapshot --json --simulate-if-no-gpu --probes nvidia,host"
+          " --nvml-library /nonexistent-gpustream/libnvidia-ml.so.1"
+          " --nvidia-smi /nonexistent-gpustream/nvidia-smi --procfs-root " +
+          (proc.path() / "proc").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("no GPU found on this machine: adding 2 simulated GPUs"), std::string::npos)
       << r.err;
@@ -217,7 +217,8 @@ TEST(Cli, WatchJsonStopsAfterCount) {
 TEST(Cli, RecordThenReplayGivesTheSameSnapshots) {
   TempDir t;
   const auto file = (t.path() / "rec.jsonl").string();
-  const auto rec = run("record " + file + " --count 4 --interval 0.05 --simulate 2 --probes simulated");
+  const auto rec =
+      run("record " + file + " --count 4 --interval 0.05 --simulate 2 --probes simulated");
   ASSERT_EQ(rec.exit_code, 0) << rec.err;
   std::ifstream in(file);
   std::stringstream ss;

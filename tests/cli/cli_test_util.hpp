@@ -20,8 +20,8 @@
 #include <utility>
 #include <vector>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 extern "C" char** environ;
 

@@ -44,9 +44,9 @@ TEST(CliConnect, TheTokenInTheUrlIsNeverPrinted) {
 }
 
 TEST(CliConnect, ABadUrlIsShownWithoutItsCredentials) {
-  for (const std::string url : {"tcp://127.0.0.1:9?token=SECRET4711",
-                                "ws://alice:SECRET4711@127.0.0.1:9/ws",
-                                "wss://127.0.0.1:9/ws?access_token=SECRET4711"}) {
+  for (const std::string url :
+       {"tcp://127.0.0.1:9?token=SECRET4711", "ws://alice:SECRET4711@127.0.0.1:9/ws",
+        "wss://127.0.0.1:9/ws?access_token=SECRET4711"}) {
     const auto r = run("watch --connect '" + url + "'");
     EXPECT_EQ(r.exit_code, 2) << url;
     EXPECT_NE(r.err.find("invalid server URL"), std::string::npos) << r.err;
@@ -69,8 +69,8 @@ TEST(CliConnect, ServeAndWatchReadTheTokenFileTheSameWay) {
   ASSERT_EQ(listening->rfind(prefix, 0), 0u) << *listening;
   const auto addr = listening->substr(prefix.size());
 
-  auto r = run("watch --json --count 1 --connect ws://" + addr + "/ws --token-file " +
-               t.file("token"));
+  auto r =
+      run("watch --json --count 1 --connect ws://" + addr + "/ws --token-file " + t.file("token"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(test::json_lines(r.out).size(), 1u);
 

@@ -9,9 +9,9 @@
 #include <cstring>
 #include <optional>
 
+#include <gtest/gtest.h>
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
 
 #include "cli_test_util.hpp"
 #include "output.hpp"
@@ -51,7 +51,8 @@ TEST(CliOutput, AFullDeviceIsAWriteErrorWithItsReason) {
   EXPECT_FALSE(out.broken_pipe());
   EXPECT_FALSE(out.write("{}\n"));  // sticky: nothing is written after a failure
   EXPECT_FALSE(out.finish());
-  EXPECT_EQ(out.describe_error(), "cannot write to '/dev/full': " + std::string(std::strerror(ENOSPC)));
+  EXPECT_EQ(out.describe_error(),
+            "cannot write to '/dev/full': " + std::string(std::strerror(ENOSPC)));
 }
 
 TEST(CliOutput, DevicesThatCannotBeSyncedAreFine) {

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <string>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "cli_test_util.hpp"
 
@@ -52,9 +52,9 @@ TEST(CliRecord, ASignalEndsTheRecordingWithWholeLines) {
   for (const int sig : {SIGTERM, SIGINT}) {
     TempDir t;
     const auto file = t.file("rec.jsonl");
-    CliChild child({"record", file, "--interval", "0.05", "--simulate", "1", "--probes",
-                    "simulated"},
-                   t.file("err"));
+    CliChild child(
+        {"record", file, "--interval", "0.05", "--simulate", "1", "--probes", "simulated"},
+        t.file("err"));
     ASSERT_TRUE(child.started());
     // Two snapshots recorded, then the signal. The deadline only matters on failure.
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds{60};
@@ -115,14 +115,16 @@ TEST(CliReplay, GapLinesAreReportedAndKept) {
   const auto lines = json_lines(r.out);
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_EQ(lines[1], boost::json::parse(gap));
-  EXPECT_NE(r.err.find("gap.jsonl:2: missed 3 snapshots after sequence 1 (lossless_bound_exceeded)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find("gap.jsonl:2: missed 3 snapshots after sequence 1 (lossless_bound_exceeded)"),
+      std::string::npos)
       << r.err;
   r = run("replay " + t.file("gap.jsonl"));  // the table: the gap on stderr
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("missed 3 snapshots"), std::string::npos) << r.err;
 
-  t.write("badgap.jsonl", R"({"type":"gap","missed":-1,"reason":"x"})" "\n");
+  t.write("badgap.jsonl", R"({"type":"gap","missed":-1,"reason":"x"})"
+                          "\n");
   r = run("replay --json " + t.file("badgap.jsonl"));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("badgap.jsonl:1: bad line"), std::string::npos) << r.err;
@@ -142,9 +144,9 @@ TEST(CliReplay, AWriteErrorIsAnError) {
 // message, without waiting for its next snapshot (an hour away here).
 TEST(CliWatch, EndsCleanlyWhenTheReaderGoesAway) {
   TempDir t;
-  CliChild child({"watch", "--json", "--interval", "3600", "--simulate", "1", "--probes",
-                  "simulated"},
-                 t.file("err"));
+  CliChild child(
+      {"watch", "--json", "--interval", "3600", "--simulate", "1", "--probes", "simulated"},
+      t.file("err"));
   ASSERT_TRUE(child.started());
   const auto line = child.read_line();
   ASSERT_TRUE(line) << slurp(t.file("err"));

@@ -21,7 +21,8 @@ std::string error_of(const std::string& path) {
 
 TEST(TokenFile, TrailingWhitespaceAndCrlfAreNotPartOfTheToken) {
   TempDir t;
-  for (const char* content : {"s3cret", "s3cret\n", "s3cret\r\n", "s3cret \t\r\n\r\n", "  s3cret\n"}) {
+  for (const char* content :
+       {"s3cret", "s3cret\n", "s3cret\r\n", "s3cret \t\r\n\r\n", "  s3cret\n"}) {
     t.write("token", content);
     EXPECT_EQ(read_token_file(t.file("token")), "s3cret") << content;
   }

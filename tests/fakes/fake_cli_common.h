@@ -42,8 +42,7 @@ static inline void fake_put_line(int fd, const char* s) {
 static inline void fake_sleep_ms(long ms) {
   if (ms <= 0) return;
   struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
 
 /* Never returns: waits for a signal to end the process. */

@@ -1,6 +1,6 @@
 // MeasurementWindow: statistics, energy from a counter and from power, absences, resets.
-#include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
 
 #include "gpustream/measurement.hpp"
 

@@ -54,7 +54,8 @@ TEST(Fits, MostFreeFirstAndUnknownNeverOffered) {
   const std::vector<SnapshotPtr> snaps{
       snapshot("amd", {device("small", 8 * kGiB, 6 * kGiB), device("big", 64 * kGiB, 4 * kGiB)}),
       snapshot("intel", {device("unknown", std::nullopt, 1 * kGiB)}),
-      snapshot("nvidia", {device("mid", 80 * kGiB, 10 * kGiB, Reading::of(30 * kGiB, Source::nvml))})};
+      snapshot("nvidia",
+               {device("mid", 80 * kGiB, 10 * kGiB, Reading::of(30 * kGiB, Source::nvml))})};
   const auto all = fits(snaps, 0);
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].device_id, "big");
@@ -74,8 +75,8 @@ TEST(Fits, MostFreeFirstAndUnknownNeverOffered) {
 TEST(Fits, ADeviceSeenTwiceCountsOnceWithTheReportedFigure) {
   const std::vector<SnapshotPtr> snaps{
       snapshot("amd", {device("gpu", 16 * kGiB, 2 * kGiB)}),  // derived: 14 GiB
-      snapshot("amd-smi", {device("gpu", 16 * kGiB, 2 * kGiB,
-                                  Reading::of(13 * kGiB, Source::amd_smi))})};
+      snapshot("amd-smi",
+               {device("gpu", 16 * kGiB, 2 * kGiB, Reading::of(13 * kGiB, Source::amd_smi))})};
   const auto all = fits(snaps, 0);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].source, Source::amd_smi);

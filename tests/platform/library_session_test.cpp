@@ -213,7 +213,10 @@ TEST(LibrarySession, PersistentKeepsTheLibraryUntilDestroyed) {
 
 TEST(LibrarySession, PersistentNeverUsedNeverInitializes) {
   FakeLibrary fake;
-  { LibrarySession session("FAKE", LibrarySessionMode::persistent, fake.init_fn(), fake.shutdown_fn()); }
+  {
+    LibrarySession session("FAKE", LibrarySessionMode::persistent, fake.init_fn(),
+                           fake.shutdown_fn());
+  }
   EXPECT_EQ(fake.init_count(), 0);
   EXPECT_EQ(fake.shutdown_count(), 0);
 }
@@ -322,7 +325,7 @@ TEST(LibrarySession, WaitersOnAFailedInitShareItsError) {
   gate.release();
   EXPECT_EQ(first.get(), "FAKE init failed: no device (attempt 1)");
   EXPECT_EQ(second.get(), "FAKE init failed: no device (attempt 1)");
-  EXPECT_EQ(attempts.load(), 1);  // one attempt, shared by both
+  EXPECT_EQ(attempts.load(), 1);   // one attempt, shared by both
   auto guard = session.acquire();  // the next acquire tries again
   EXPECT_EQ(attempts.load(), 2);
   EXPECT_TRUE(session.initialized());

@@ -37,7 +37,9 @@ struct Recorder {
   explicit Recorder(LineChildOptions options) {
     child = std::make_unique<LineChild>(
         io.get_executor(), std::move(options),
-        [this](std::string_view line, bool partial) { lines.push_back({std::string(line), partial}); },
+        [this](std::string_view line, bool partial) {
+          lines.push_back({std::string(line), partial});
+        },
         [this](const LineChildEvent& e) { events.push_back(e); });
   }
 
@@ -270,7 +272,7 @@ TEST(LineChild, CallbackMayDestroyTheLineChild) {
       r.io.get_executor(), options({"pid-file", dir.file("pid"), "lines", "1000", "0", "hang"}),
       [&, tag = std::string(100, 'c')](std::string_view, bool) {
         if (destroyed) ++lines_after;
-        r.child.reset();  // from inside the callback...
+        r.child.reset();                // from inside the callback...
         destroyed = tag.size() == 100;  // ...and its captures are still alive afterwards
       },
       [&](const LineChildEvent& e) {

@@ -79,9 +79,8 @@ TEST_P(SubprocessFds, ALineChildHasOnlyStdinStdoutAndStderr) {
   LineChildOptions o;
   o.argv = fake_tool({"fds"});
   o.restart = false;
-  LineChild child(io.get_executor(), o, [&](std::string_view line, bool) {
-    lines.emplace_back(line);
-  });
+  LineChild child(io.get_executor(), o,
+                  [&](std::string_view line, bool) { lines.emplace_back(line); });
   child.start();
   ASSERT_TRUE(test::run_until(io, [&] { return !lines.empty(); }));
   EXPECT_EQ(lines.front(), "0 1 2");
@@ -117,7 +116,8 @@ TEST_P(SubprocessFds, EnvironmentExitCodesAndSignalsReachTheCaller) {
 
 // A signal this process ignores is not ignored by the child, and a blocked one is unblocked.
 TEST_P(SubprocessFds, TheChildHasDefaultSignalDispositionsAndAnEmptyMask) {
-  struct sigaction ignore {}, old_usr1 {};
+  struct sigaction ignore {
+  }, old_usr1{};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   ::sigaction(SIGUSR1, &ignore, &old_usr1);

@@ -40,8 +40,9 @@ struct Outcome {
 Outcome run_async(RunOptions options) {
   boost::asio::io_context io;
   std::optional<Outcome> out;
-  async_run(io.get_executor(), std::move(options),
-            [&](error_code ec, RunResult r) { out = Outcome{ec, std::move(r)}; });
+  async_run(io.get_executor(), std::move(options), [&](error_code ec, RunResult r) {
+    out = Outcome{ec, std::move(r)};
+  });
   EXPECT_TRUE(run_until(io, [&] { return out.has_value(); }));
   return out.value_or(Outcome{});
 }
@@ -67,8 +68,8 @@ TEST(Subprocess, CapturesStdoutAndStderrOfASuccessfulRun) {
 }
 
 TEST(Subprocess, NonZeroExitIsAResultNotAnError) {
-  auto [ec, r] = run_async(opts({"print", "partial data", "stderr", "amd-smi: no GPU found",
-                                 "exit", "3"}));
+  auto [ec, r] =
+      run_async(opts({"print", "partial data", "stderr", "amd-smi: no GPU found", "exit", "3"}));
   EXPECT_FALSE(ec);
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_FALSE(r.success());
@@ -203,8 +204,9 @@ TEST(Subprocess, CancellationKillsAndReaps) {
   boost::asio::cancellation_signal cancel;
   std::optional<Outcome> out;
   async_run(io.get_executor(), opts({"pid-file", pid_file, "hang"}),
-            boost::asio::bind_cancellation_slot(
-                cancel.slot(), [&](error_code ec, RunResult r) { out = Outcome{ec, r}; }));
+            boost::asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, RunResult r) {
+              out = Outcome{ec, r};
+            }));
   ASSERT_TRUE(run_until(io, [&] { return test::read_pid_file(pid_file).has_value(); }));
   cancel.emit(boost::asio::cancellation_type::terminal);
   ASSERT_TRUE(run_until(io, [&] { return out.has_value(); }));
@@ -220,8 +222,9 @@ TEST(Subprocess, CancellationBeforeTheChildStartedSpawnsNothing) {
   boost::asio::cancellation_signal cancel;
   std::optional<Outcome> out;
   async_run(io.get_executor(), opts({"hang"}),
-            boost::asio::bind_cancellation_slot(
-                cancel.slot(), [&](error_code ec, RunResult r) { out = Outcome{ec, r}; }));
+            boost::asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, RunResult r) {
+              out = Outcome{ec, r};
+            }));
   cancel.emit(boost::asio::cancellation_type::terminal);  // before io ran anything
   ASSERT_TRUE(run_until(io, [&] { return out.has_value(); }));
   EXPECT_EQ(out->ec, boost::asio::error::operation_aborted);
@@ -247,8 +250,8 @@ TEST(Subprocess, WorksWithFuturesOnAMultiThreadedPool) {
   boost::asio::thread_pool pool(2);
   std::vector<std::future<RunResult>> runs;
   for (int i = 0; i < 8; ++i) {
-    runs.push_back(async_run(pool.get_executor(), opts({"lines", "3", "1"}),
-                             boost::asio::use_future));
+    runs.push_back(
+        async_run(pool.get_executor(), opts({"lines", "3", "1"}), boost::asio::use_future));
   }
   for (auto& f : runs) {
     ASSERT_EQ(f.wait_for(10s), std::future_status::ready);

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/sinks/ringbuffer_sink.h>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
-#include <spdlog/sinks/ringbuffer_sink.h>
 
 #include "amd_fake_cli.hpp"
 #include "gpustream/detail/scheduler_impl.hpp"
@@ -102,9 +102,9 @@ class AmdCliLog : public ::testing::Test {
   void SetUp() override {
     ManualClock::reset();
     for (const char* f : {"static.json", "metric.json", "process.json"}) smi_.copy_recorded(f);
-    probe_ = std::make_shared<InFlight>(make_amd_cli_probe(
-        {done_.get_executor(), pool_.get_executor()},
-        {.tool = AmdTool::amd_smi, .path = smi_.path(), .timeout = 300ms}));
+    probe_ = std::make_shared<InFlight>(
+        make_amd_cli_probe({done_.get_executor(), pool_.get_executor()},
+                           {.tool = AmdTool::amd_smi, .path = smi_.path(), .timeout = 300ms}));
     ScheduleOptions o;
     o.interval = 2000ms;
     o.timeout = 1h;  // manual time; the probe's own 300 ms (real) timeout is under test
@@ -117,8 +117,7 @@ class AmdCliLog : public ::testing::Test {
   }
   void TearDown() override {
     scheduler_.reset();
-    while (probe_->busy() && done_.run_one_for(10s) > 0) {
-    }
+    while (probe_->busy() && done_.run_one_for(10s) > 0) {}
     poll();
   }
   void poll() {
@@ -161,12 +160,9 @@ TEST_F(AmdCliLog, EachDistinctFailureLoggedOnceUntilTheToolWorksAgain) {
     const char* mode;
     const char* says;  // in the error message
   };
-  const Case cases[] = {{"partial", "printed invalid JSON"},
-                        {"garbage", "printed no JSON"},
-                        {"fail", "exited with code 2"},
-                        {"crash", "killed by SIGSEGV"},
-                        {"empty", "printed nothing"},
-                        {"hang", "timed out after 300 ms"}};
+  const Case cases[] = {{"partial", "printed invalid JSON"}, {"garbage", "printed no JSON"},
+                        {"fail", "exited with code 2"},      {"crash", "killed by SIGSEGV"},
+                        {"empty", "printed nothing"},        {"hang", "timed out after 300 ms"}};
   std::size_t expected = 0;
   for (const auto& c : cases) {
     for (int round = 0; round < 2; ++round) {  // the log clears after a clean sample

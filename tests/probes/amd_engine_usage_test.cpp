@@ -92,7 +92,8 @@ TEST(AmdSmiParse, ProcessUsageUnitsPerGeneration) {
       "pid": 7, "mem_usage": 0, "usage": {"gfx": 1500, "enc": 0},
       "memory_usage": {"gtt_mem": 0, "cpu_mem": 0, "vram_mem": 4096}}}])");
   ASSERT_EQ(v60.at(0).size(), 1u);
-  EXPECT_EQ(v60.at(0)[0].engine_busy_ns, (std::map<std::string, std::uint64_t>{{"enc", 0}, {"gfx", 1500}}));
+  EXPECT_EQ(v60.at(0)[0].engine_busy_ns,
+            (std::map<std::string, std::uint64_t>{{"enc", 0}, {"gfx", 1500}}));
   // 6.2+ and amd-smi 26: {"value","unit"}; other time units converted; "N/A" and unknown
   // units left out rather than guessed.
   auto v62 = amd_cli::parse_amd_smi_process(R"([{"gpu": 1, "process_list": [{"process_info": {
@@ -158,9 +159,9 @@ class AmdSmiProcessUsage : public ::testing::TestWithParam<std::string> {
       const auto text = FakeAmdCli::recorded(f);
       smi_.set_output(f, wrapped ? R"({"gpu_data": )" + text + "}" : text);
     }
-    probe_ = make_amd_cli_probe(harness_.executors(), {.tool = AmdTool::amd_smi,
-                                                       .path = smi_.path(),
-                                                       .clock = [this] { return now_; }});
+    probe_ = make_amd_cli_probe(
+        harness_.executors(),
+        {.tool = AmdTool::amd_smi, .path = smi_.path(), .clock = [this] { return now_; }});
   }
   GpuSnapshot sample_at(std::int64_t t, const std::string& processes) {
     now_ = t;
@@ -180,9 +181,9 @@ class AmdSmiProcessUsage : public ::testing::TestWithParam<std::string> {
 TEST_P(AmdSmiProcessUsage, PercentBetweenSamplesReseedAndForget) {
   const auto& gen = GetParam();
   // Sample 1: everything seeds. Pid 10 uses GPUs 0 and 1 (two counters).
-  auto s1 = sample_at(100 * kSecond, process_json(gen, {{0, 10, 4'000'000'000, 0},
-                                                        {1, 10, 0, 0},
-                                                        {0, 11, 1'000'000'000, 0}}));
+  auto s1 = sample_at(
+      100 * kSecond,
+      process_json(gen, {{0, 10, 4'000'000'000, 0}, {1, 10, 0, 0}, {0, 11, 1'000'000'000, 0}}));
   ASSERT_EQ(s1.devices.size(), 4u);
   const auto* p = find_process(s1, 0, 10);
   ASSERT_NE(p, nullptr);
@@ -244,7 +245,8 @@ TEST_P(AmdSmiProcessUsage, FailedProcessRunKeepsTheBaseline) {
 
 // 6.0/6.1: bare numbers and process_info per element; 6.2: process_list with units;
 // 26: the same process array beside gpu_data-wrapped static and metric.
-INSTANTIATE_TEST_SUITE_P(AmdSmiGenerations, AmdSmiProcessUsage, ::testing::Values("6.0", "6.2", "26"));
+INSTANTIATE_TEST_SUITE_P(AmdSmiGenerations, AmdSmiProcessUsage,
+                         ::testing::Values("6.0", "6.2", "26"));
 
 }  // namespace
 }  // namespace gpustream

@@ -28,9 +28,9 @@ class FakeAmdCli {
       : tree_(tree), data_(name + "-data"), mode_(name + "-mode") {
     const auto mode_file = tree_.file(mode_, "normal\n");
     tree_.dir(data_);
-    path_ = tree_.file("bin/" + name, std::string("#!/bin/sh\nexec '") + fake +
-                                          "' --fake-data '" + tree_.path(data_) +
-                                          "' --fake-mode \"$(cat '" + mode_file + "')\" \"$@\"\n");
+    path_ = tree_.file("bin/" + name, std::string("#!/bin/sh\nexec '") + fake + "' --fake-data '" +
+                                          tree_.path(data_) + "' --fake-mode \"$(cat '" +
+                                          mode_file + "')\" \"$@\"\n");
     std::filesystem::permissions(path_, std::filesystem::perms::owner_all);
   }
 

@@ -166,8 +166,8 @@ TEST_F(AmdSysfs, MeasurementWindowGivesEnergyOnAnAverageOnlyBoard) {
 
 TEST_F(AmdSysfs, FourCardsSkipsOtherVendorsAndMissingHwmon) {
   for (int i = 0; i < 4; ++i)
-    add_card(tree_, {.index = i, .bus = "0000:0" + std::to_string(i + 3) + ":00.0",
-                     .hwmon = i != 2});
+    add_card(tree_,
+             {.index = i, .bus = "0000:0" + std::to_string(i + 3) + ":00.0", .hwmon = i != 2});
   add_card(tree_, {.index = 4, .bus = "0000:00:02.0", .vendor = "0x8086"});
   tree_.dir("proc");
   auto p = probe();
@@ -235,8 +235,7 @@ TEST_F(AmdSysfs, ProcessesDedupSumAndEngineDeltas) {
   EXPECT_EQ(first.devices[1].processes[0].gpu_memory_bytes, 512u * 1024);
 
   // Advance the busy counters a lot: the percentage is positive and capped at 100.
-  add_fd(tree_, 100, 3, "/dev/dri/renderD128",
-         fdinfo(1, "0000:03:00.0", 1024, 1'000'000'000'000));
+  add_fd(tree_, 100, 3, "/dev/dri/renderD128", fdinfo(1, "0000:03:00.0", 1024, 1'000'000'000'000));
   auto second = harness_.sample(*p).snapshot;
   const auto& p1 = second.devices[0].processes.at(0);
   ASSERT_TRUE(p1.gpu_utilization_percent);

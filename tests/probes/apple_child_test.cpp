@@ -10,8 +10,8 @@
 #include <optional>
 #include <string>
 
-#include <boost/asio/error.hpp>
 #include <spdlog/sinks/ringbuffer_sink.h>
+#include <boost/asio/error.hpp>
 
 #include "apple_test_util.hpp"
 #include "gpustream/errors.hpp"

@@ -459,8 +459,8 @@ TEST_P(ProbeConformance, HoldsTheSharedContract) {
   for (const auto& info : r.detection.devices) {
     EXPECT_EQ(info.vendor, row.vendor) << row.name;
     if (!info.pci_bus_id.empty()) {
-          EXPECT_EQ(pci::normalize_bus_id(info.pci_bus_id), info.pci_bus_id);
-        }
+      EXPECT_EQ(pci::normalize_bus_id(info.pci_bus_id), info.pci_bus_id);
+    }
   }
   for (int i = 0; i < kSamples; ++i) {
     const auto& s = r.samples[static_cast<std::size_t>(i)];

@@ -34,8 +34,8 @@ constexpr const char* kXe =
 
 std::string amdgpu_fdinfo(std::uint64_t client, std::string_view pdev, std::uint64_t gfx_ns) {
   return "pos:\t0\ndrm-driver:\tamdgpu\ndrm-client-id:\t" + std::to_string(client) +
-         "\ndrm-pdev:\t" + std::string(pdev) +
-         "\ndrm-resident-vram:\t1024 KiB\ndrm-engine-gfx:\t" + std::to_string(gfx_ns) + " ns\n";
+         "\ndrm-pdev:\t" + std::string(pdev) + "\ndrm-resident-vram:\t1024 KiB\ndrm-engine-gfx:\t" +
+         std::to_string(gfx_ns) + " ns\n";
 }
 
 // Adds /proc/<pid> with `comm` and one fd per (fd number, link target, fdinfo text).
@@ -127,8 +127,9 @@ TEST(DrmFdinfo, WalkDedupsClientsAndFiltersDrivers) {
                {6, "/home/u/file.txt", amdgpu_fdinfo(7, "0000:03:00.0", 50)}});
   // pid 20: an i915 client; pid 30: no GPU at all; pid 40: a socket.
   add_process(t, 20, "browser",
-              {{7, "/dev/dri/renderD129", "drm-driver: i915\ndrm-client-id: 1\n"
-                                          "drm-pdev: 0000:00:02.0\n"}});
+              {{7, "/dev/dri/renderD129",
+                "drm-driver: i915\ndrm-client-id: 1\n"
+                "drm-pdev: 0000:00:02.0\n"}});
   add_process(t, 30, "shell", {{0, "/dev/pts/0", "pos: 0\n"}});
   add_process(t, 40, "net", {{9, "socket:[77]", "pos: 0\n"}});
   t.file("proc/meminfo", "MemTotal: 1 kB\n");

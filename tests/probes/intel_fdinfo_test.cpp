@@ -52,8 +52,7 @@ TEST_F(IntelFdinfoTest, I915EngineNanosecondsOverWallTimeFirstSampleSeeds) {
     EXPECT_FALSE(d.processes[0].gpu_utilization_percent.has_value());
   }
   // 1 s later: render +0.5 s busy, video +1 s across 2 engines.
-  t_.client(100, "blender", 4, "renderD129",
-            i915_fdinfo(kI915, 39, 1'500'000'000, 1'000'000'000));
+  t_.client(100, "blender", 4, "renderD129", i915_fdinfo(kI915, 39, 1'500'000'000, 1'000'000'000));
   now_ns_ += 1'000'000'000;
   snap = sample(*probe);
   const auto& d = dev(snap, kI915);
@@ -185,7 +184,7 @@ TEST_F(IntelFdinfoTest, ClientBoundIsCountedAndReported) {
 }
 
 TEST_F(IntelFdinfoTest, ProcessOpeningAGpuLaterIsReportedWithinFreshness) {
-  auto probe = make_probe();  // process_freshness 5 s
+  auto probe = make_probe();       // process_freshness 5 s
   clock_step_ns_ = 1'000'000'000;  // a sample a second
   sample(*probe);
   // pid 1 (seen without a GPU) opens the i915 render node.

@@ -78,7 +78,8 @@ TEST_F(IntelLevelZeroTest, AddsComputeEngineAndMemoryWhileSysfsStaysInCharge) {
     EXPECT_EQ(d.metrics[Metric::clock_graphics_mhz], Reading::of(1600, Source::sysfs));
     EXPECT_EQ(d.metrics[Metric::memory_total_bytes].source(), Source::sysfs);
     const auto& i = dev(snap, "0000:03:00.0");
-    EXPECT_EQ(i.metrics[Metric::memory_total_bytes], Reading::of(17179869184.0, Source::level_zero));
+    EXPECT_EQ(i.metrics[Metric::memory_total_bytes],
+              Reading::of(17179869184.0, Source::level_zero));
     EXPECT_EQ(i.metrics[Metric::memory_used_bytes], Reading::of(12884901888.0, Source::level_zero));
     EXPECT_EQ(i.metrics[Metric::temperature_celsius].source(), Source::sysfs);
   }
@@ -118,8 +119,9 @@ TEST_F(IntelLevelZeroTest, EnergyCounterResetIsNeverASpike) {
 TEST_F(IntelLevelZeroTest, EngineActivityWithoutPermissionIsAbsentNoPermission) {
   t_.xe_integrated();
   FakeLoader fake(fakes::kFakeLevelZero);
-  fake.configure("devices=1\nd0.bus=0000:00:02.0\nd0.engines=compute,media\n"
-                 "d0.engine_result=0x70010000\n");
+  fake.configure(
+      "devices=1\nd0.bus=0000:00:02.0\nd0.engines=compute,media\n"
+      "d0.engine_result=0x70010000\n");
   auto probe = make_probe(fakes::kFakeLevelZero);
   for (int i = 0; i < 2; ++i) {
     const auto snap = sample(*probe);

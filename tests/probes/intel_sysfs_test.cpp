@@ -1,7 +1,7 @@
 // IntelGpuProbe on generated sysfs trees: discovery, i915 vs xe layouts, hwmon by name, energy
 // and power, integrated parts without hwmon.
-#include <filesystem>
 #include <gtest/gtest.h>
+#include <filesystem>
 
 #include "gpustream/probes/intel_probe.hpp"
 #include "intel_trees.hpp"
@@ -17,7 +17,7 @@ using IntelSysfsTest = test::IntelProbeTest;
 TEST_F(IntelSysfsTest, CardAndRenderNodeAreOneDeviceByPciBusIdAndForeignCardsAreIgnored) {
   t_.i915_integrated();
   t_.xe_discrete_two_tiles();
-  t_.pci_device("0000:0a:00.0", "amdgpu", 5, 133, 0x1002, 0x73bf);  // not Intel
+  t_.pci_device("0000:0a:00.0", "amdgpu", 5, 133, 0x1002, 0x73bf);   // not Intel
   t_.pci_device("0000:0b:00.0", "vfio-pci", 6, -1, 0x8086, 0x56a0);  // Intel, foreign driver
   t_.pci_device("0000:0c:00.0", "xe", -1, 140, 0x8086, 0xe20b);      // render node only
 
@@ -137,8 +137,8 @@ TEST_F(IntelSysfsTest, XeDiscreteTwoTilesUsesPackageEnergySumsVramAndPicksThePkg
 
 TEST_F(IntelSysfsTest, XeVramWithATileMissingItsUsedFileIsAbsentNotAPartialSum) {
   t_.xe_discrete_two_tiles();
-  std::filesystem::remove(t_.tree().path(
-      "sys/devices/pci0000:00/0000:04:00.0/tile1/vram0/used_bytes"));
+  std::filesystem::remove(
+      t_.tree().path("sys/devices/pci0000:00/0000:04:00.0/tile1/vram0/used_bytes"));
   auto probe = make_probe();
   const auto snap = sample(*probe);
   const auto& d = dev(snap, "0000:04:00.0");

@@ -36,7 +36,8 @@ class IntelTree {
     tree_.file(dev + "/vendor", buf);
     std::snprintf(buf, sizeof buf, "0x%04x\n", device);
     tree_.file(dev + "/device", buf);
-    tree_.file(dev + "/uevent", "DRIVER=" + driver + "\nPCI_CLASS=30000\nPCI_SLOT_NAME=" + bus + "\n");
+    tree_.file(dev + "/uevent",
+               "DRIVER=" + driver + "\nPCI_CLASS=30000\nPCI_SLOT_NAME=" + bus + "\n");
     tree_.file(dev + "/power/runtime_status", "active\n");
     if (card >= 0) {
       const auto node = "sys/class/drm/card" + std::to_string(card);
@@ -136,14 +137,19 @@ class IntelTree {
 };
 
 /// i915 fdinfo in the shape of the shared sample.
-inline std::string i915_fdinfo(const std::string& pdev, std::uint64_t client, std::uint64_t render_ns,
-                               std::uint64_t video_ns = 0, const std::string& system0 = "6044 KiB") {
+inline std::string i915_fdinfo(const std::string& pdev, std::uint64_t client,
+                               std::uint64_t render_ns, std::uint64_t video_ns = 0,
+                               const std::string& system0 = "6044 KiB") {
   return "pos:\t0\nflags:\t02100002\nmnt_id:\t26\nino:\t284\ndrm-driver:\ti915\n"
-         "drm-client-id:\t" + std::to_string(client) + "\ndrm-pdev:\t" + pdev +
-         "\ndrm-total-system0:\t" + system0 + "\ndrm-resident-system0:\t" + system0 +
+         "drm-client-id:\t" +
+         std::to_string(client) + "\ndrm-pdev:\t" + pdev + "\ndrm-total-system0:\t" + system0 +
+         "\ndrm-resident-system0:\t" + system0 +
          "\ndrm-total-stolen-system0:\t0\ndrm-resident-stolen-system0:\t1 MiB\n"
-         "drm-engine-render:\t" + std::to_string(render_ns) + " ns\ndrm-engine-copy:\t0 ns\n"
-         "drm-engine-video:\t" + std::to_string(video_ns) + " ns\ndrm-engine-capacity-video:\t2\n";
+         "drm-engine-render:\t" +
+         std::to_string(render_ns) +
+         " ns\ndrm-engine-copy:\t0 ns\n"
+         "drm-engine-video:\t" +
+         std::to_string(video_ns) + " ns\ndrm-engine-capacity-video:\t2\n";
 }
 
 /// xe fdinfo in the shape of the shared sample (kernel doc of xe_drm_client.c).
@@ -154,7 +160,8 @@ inline std::string xe_fdinfo(const std::string& pdev, std::uint64_t client, std:
          "\ndrm-pdev:\t" + pdev +
          "\ndrm-total-gtt:\t192 KiB\ndrm-resident-gtt:\t192 KiB\ndrm-total-vram0:\t23992 KiB\n"
          "drm-shared-vram0:\t16 MiB\ndrm-resident-vram0:\t23992 KiB\ndrm-resident-vram1:\t2 MiB\n"
-         "drm-cycles-rcs:\t" + std::to_string(rcs) + "\ndrm-total-cycles-rcs:\t" + t +
+         "drm-cycles-rcs:\t" +
+         std::to_string(rcs) + "\ndrm-total-cycles-rcs:\t" + t +
          "\ndrm-cycles-bcs:\t0\ndrm-total-cycles-bcs:\t" + t + "\ndrm-cycles-ccs:\t" +
          std::to_string(ccs) + "\ndrm-total-cycles-ccs:\t" + t + "\ndrm-engine-capacity-ccs:\t4\n";
 }

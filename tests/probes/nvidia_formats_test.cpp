@@ -105,8 +105,8 @@ constexpr const char* kComputeApps =
 constexpr const char* kComputeAppsEmpty = "pid, used_gpu_memory [MiB]\n";
 
 TEST(SmiFixtures, OurCopiesMatchTheSharedFixtures) {
-  const std::filesystem::path dir = std::filesystem::path(GPUSTREAM_SHARED_FIXTURES) /
-                                    "nvidia" / "smi_csv";
+  const std::filesystem::path dir =
+      std::filesystem::path(GPUSTREAM_SHARED_FIXTURES) / "nvidia" / "smi_csv";
   if (!std::filesystem::exists(dir)) GTEST_SKIP() << "no " << dir;
   const auto read = [&](const char* name) {
     std::ifstream in(dir / name, std::ios::binary);
@@ -119,8 +119,7 @@ TEST(SmiFixtures, OurCopiesMatchTheSharedFixtures) {
             kQueryGpuOldNotSupported);
   EXPECT_EQ(read("compute_apps_pid_used_memory_csv_driver590.48.01_2xRTXPRO6000.csv"),
             kComputeApps);
-  EXPECT_EQ(read("compute_apps_pid_used_memory_csv_empty_driver590.48.01.csv"),
-            kComputeAppsEmpty);
+  EXPECT_EQ(read("compute_apps_pid_used_memory_csv_empty_driver590.48.01.csv"), kComputeAppsEmpty);
 }
 
 TEST(SmiValue, NumbersUnitsAndReasons) {
@@ -164,8 +163,8 @@ TEST(SmiCsv, RecordedOutputWithHeaderAndUnits) {
 }
 
 TEST(SmiCsv, RecordedNoHeaderOutputWithNotSupported) {
-  const std::string_view asked[] = {"memory.total",    "memory.free", "memory.used",
-                                    "temperature.gpu", "fan.speed",   "utilization.gpu",
+  const std::string_view asked[] = {"memory.total",      "memory.free", "memory.used",
+                                    "temperature.gpu",   "fan.speed",   "utilization.gpu",
                                     "utilization.memory"};
   std::vector<SampleError> errors;
   const auto devices = smi_devices_from_csv(kQueryGpuOldNotSupported, asked, &errors);
@@ -180,8 +179,13 @@ TEST(SmiCsv, RecordedNoHeaderOutputWithNotSupported) {
 }
 
 TEST(SmiCsv, FullQueryOutput) {
-  const std::string_view asked[] = {"index", "uuid", "name", "pci.bus_id", "memory.used",
-                                    "power.draw", "clocks_throttle_reasons.active"};
+  const std::string_view asked[] = {"index",
+                                    "uuid",
+                                    "name",
+                                    "pci.bus_id",
+                                    "memory.used",
+                                    "power.draw",
+                                    "clocks_throttle_reasons.active"};
   const auto devices = smi_devices_from_csv(
       "0, GPU-1234, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 81000, [N/A], 0x0000000000000004\n"
       "\n"
@@ -202,9 +206,8 @@ TEST(SmiCsv, FullQueryOutput) {
 TEST(SmiCsv, BadRowsAreReportedAndSkipped) {
   std::vector<SampleError> errors;
   const std::string_view asked[] = {"index", "uuid", "memory.used"};
-  const auto devices =
-      smi_devices_from_csv("0, GPU-1, 100\nNo devices were found\n1, GPU-2, lots\n", asked,
-                           &errors);
+  const auto devices = smi_devices_from_csv(
+      "0, GPU-1, 100\nNo devices were found\n1, GPU-2, lots\n", asked, &errors);
   ASSERT_EQ(devices.size(), 2u);
   EXPECT_EQ(devices[1].metrics[Metric::memory_used_bytes].reason(), Absence::tool_failed);
   ASSERT_EQ(errors.size(), 2u);
@@ -258,8 +261,8 @@ TEST(SmiCsv, NonFiniteOrOutOfRangeValuesMakeOnlyThatFieldAbsent) {
   EXPECT_EQ(errors.size(), 2u);
 
   const std::string_view apps_asked[] = {"pid", "used_gpu_memory"};
-  const auto apps = smi_compute_apps_from_csv(
-      "10, inf\n11, nan\n12, 1e300\n13, -1\n14, 3\n", apps_asked, &errors);
+  const auto apps = smi_compute_apps_from_csv("10, inf\n11, nan\n12, 1e300\n13, -1\n14, 3\n",
+                                              apps_asked, &errors);
   ASSERT_EQ(apps.size(), 5u);
   for (std::size_t i = 0; i < 4; ++i) EXPECT_FALSE(apps[i].used_memory_bytes) << apps[i].pid;
   EXPECT_EQ(apps[4].used_memory_bytes, 3ull << 20);

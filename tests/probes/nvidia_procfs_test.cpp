@@ -182,7 +182,7 @@ TEST_F(NvidiaProcfsTest, ProcessesNoLongerListedAreForgotten) {
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].second, std::filesystem::weakly_canonical(proc_.path("11/statm")).string());
 
-  p.reset();  // the probe's descriptors close with it, once its last work item has let go:
+  p.reset();       // the probe's descriptors close with it, once its last work item has let go:
   pool_barrier();  // the pool's task for the last sample may still be finishing
   EXPECT_TRUE(open_descriptors(proc_.path()).empty());
 }

@@ -226,8 +226,7 @@ TEST_F(NvmlSessionTest, VendorCallsNeverBlockTheIoThread) {
   auto guard = boost::asio::make_work_guard(io);  // keep run_one_for waiting for the pool
   bool detected = false;
   p->async_detect([&](Detection d) { detected = d.available; });
-  while (!detected && io.run_one_for(10s) > 0) {
-  }
+  while (!detected && io.run_one_for(10s) > 0) {}
   ASSERT_TRUE(detected);
 
   nvml_.block(true);  // every NVML call now waits until released
@@ -236,14 +235,12 @@ TEST_F(NvmlSessionTest, VendorCallsNeverBlockTheIoThread) {
   bool other_work = false;
   boost::asio::post(io, [&] { other_work = true; });
   io.restart();
-  while (!other_work && io.run_one_for(10s) > 0) {
-  }
+  while (!other_work && io.run_one_for(10s) > 0) {}
   EXPECT_TRUE(other_work);  // the io thread ran while NVML was stuck
   EXPECT_FALSE(sampled);
   nvml_.block(false);
   io.restart();
-  while (!sampled && io.run_one_for(10s) > 0) {
-  }
+  while (!sampled && io.run_one_for(10s) > 0) {}
   EXPECT_TRUE(sampled);
   pool.join();
 }
@@ -253,12 +250,13 @@ class ProcessUsageTest : public NvmlSessionTest {
   void SetUp() override {
     proc_.symlink("self", "4242");
     proc_.file("4242/status", "Name:\tplanner\nVmRSS:\t  5120 kB\n");
-    nvml_.scenario("devices=3\n"
-                   "device.0.compute=4242:3221225472,17:1024\n"
-                   "device.0.memory_used=4294967296\n"
-                   "device.1.compute=17:2048\n"
-                   "device.2.fail.nvmlDeviceGetComputeRunningProcesses_v3=NOT_SUPPORTED\n"
-                   "device.2.fail.nvmlDeviceGetGraphicsRunningProcesses_v3=NOT_SUPPORTED\n");
+    nvml_.scenario(
+        "devices=3\n"
+        "device.0.compute=4242:3221225472,17:1024\n"
+        "device.0.memory_used=4294967296\n"
+        "device.1.compute=17:2048\n"
+        "device.2.fail.nvmlDeviceGetComputeRunningProcesses_v3=NOT_SUPPORTED\n"
+        "device.2.fail.nvmlDeviceGetGraphicsRunningProcesses_v3=NOT_SUPPORTED\n");
   }
   void check(const ProcessGpuUsage& u) {
     EXPECT_EQ(u.pid, 4242);

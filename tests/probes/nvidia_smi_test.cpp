@@ -70,8 +70,8 @@ TEST_F(SmiProbeTest, DetectsAndSamplesWithTwoRunsPerSample) {
   const auto d = harness_.detect(*p);
   ASSERT_TRUE(d.available) << d.reason;
   ASSERT_EQ(d.devices.size(), 2u);
-  EXPECT_EQ(d.devices[0], (DeviceInfo{"GPU-11111111-2222-3333-4444-555555555555", Vendor::nvidia,
-                                      0, "NVIDIA H100 80GB HBM3", "0000:18:00.0"}));
+  EXPECT_EQ(d.devices[0], (DeviceInfo{"GPU-11111111-2222-3333-4444-555555555555", Vendor::nvidia, 0,
+                                      "NVIDIA H100 80GB HBM3", "0000:18:00.0"}));
   EXPECT_EQ(p->backend(), NvidiaBackend::nvidia_smi);
 
   const auto r = harness_.sample(*p);
@@ -213,8 +213,7 @@ TEST_F(SmiProbeTest, CancelKillsTheRunningTool) {
   auto guard = boost::asio::make_work_guard(io);
   bool detected = false;
   p->async_detect([&](Detection d) { detected = d.available; });
-  while (!detected && io.run_one_for(10s) > 0) {
-  }
+  while (!detected && io.run_one_for(10s) > 0) {}
   ASSERT_TRUE(detected);
   smi_.file("mode", "hang\n");
   std::optional<boost::system::error_code> result;
@@ -225,8 +224,7 @@ TEST_F(SmiProbeTest, CancelKillsTheRunningTool) {
     io.run_one_for(10ms);
   ASSERT_EQ(smi_.calls().size(), 2u);
   p->cancel();
-  while (!result && io.run_one_for(10s) > 0) {
-  }
+  while (!result && io.run_one_for(10s) > 0) {}
   ASSERT_TRUE(result);
   EXPECT_EQ(*result, boost::asio::error::operation_aborted);
   pool.join();
@@ -263,8 +261,7 @@ TEST_F(SmiProbeTest, FailingCrashingAndGarbageOutputs) {
 
 TEST_F(SmiProbeTest, OldDriverRejectingAFieldIsAskedForTheBasicFields) {
   smi_.file("reject", "clocks_throttle_reasons.active\n");
-  smi_.file("query-gpu.csv",
-            "0, GPU-1, Tesla K80, 00000000:04:00.0, 11441, 0, 0, 35, 26.50\n");
+  smi_.file("query-gpu.csv", "0, GPU-1, Tesla K80, 00000000:04:00.0, 11441, 0, 0, 35, 26.50\n");
   smi_.file("query-compute-apps.csv", "");
   auto p = probe();
   const auto d = harness_.detect(*p);
@@ -306,8 +303,7 @@ TEST_F(SmiProbeTest, NeitherSourceGivesBothReasons) {
   auto p = make_nvidia_probe(harness_.executors(), o);
   const auto d = harness_.detect(*p);
   EXPECT_FALSE(d.available);
-  EXPECT_EQ(d.reason.rfind("NVML: cannot load /nonexistent/libnvidia-ml.so.1", 0), 0u)
-      << d.reason;
+  EXPECT_EQ(d.reason.rfind("NVML: cannot load /nonexistent/libnvidia-ml.so.1", 0), 0u) << d.reason;
   EXPECT_NE(d.reason.find("; nvidia-smi: cannot run /nonexistent/nvidia-smi"), std::string::npos)
       << d.reason;
 }
@@ -341,7 +337,8 @@ TEST_F(SmiProbeTest, ProcessUsageWithoutTheToolNamesNoBackend) {
   EXPECT_EQ(u.errors[0].code, "tool_failed");
   EXPECT_EQ(u.errors[0].message.rfind("/nonexistent/nvidia-smi --query-gpu: ", 0), 0u)
       << u.errors[0].message;
-  EXPECT_GT(u.errors[0].message.size(), std::string("/nonexistent/nvidia-smi --query-gpu: ").size());
+  EXPECT_GT(u.errors[0].message.size(),
+            std::string("/nonexistent/nvidia-smi --query-gpu: ").size());
 }
 
 // nvidia-smi runs but fails (no GPU): it answered nothing either.

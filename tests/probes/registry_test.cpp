@@ -140,7 +140,8 @@ TEST(Registry, MisspeltOrMistypedProbeSettingsAreErrorsNotIgnored) {
             "probe 'amd': amd.process_sweep_ms: expected a positive integer");
   EXPECT_EQ(error_for("amd", {{"process_fd_count_ms", "30 s"}}),
             "probe 'amd': amd.process_fd_count_ms: expected a positive integer");
-  EXPECT_EQ(error_for("amd", {{"amd_smi", 7}}), "probe 'amd': amd.amd_smi: expected a non-empty string");
+  EXPECT_EQ(error_for("amd", {{"amd_smi", 7}}),
+            "probe 'amd': amd.amd_smi: expected a non-empty string");
   EXPECT_EQ(error_for("intel", {{"process_freshness_ms", -1}}),
             "probe 'intel': intel.process_freshness_ms: expected a positive integer");
   EXPECT_EQ(error_for("intel", {{"process_sweep_ms", -5}}),

@@ -93,9 +93,8 @@ TEST_F(SchedulerTest, BackoffGrowsExponentiallyAndCaps) {
   EXPECT_EQ(probe->detect_calls(), 1u);
 
   // Recovery resets the backoff and resumes the 50 ms grid from the successful retry (1900).
-  probe->script_sample([](std::uint64_t call) {
-    return call == 8 ? TestProbe::failed("again") : TestProbe::ok();
-  });
+  probe->script_sample(
+      [](std::uint64_t call) { return call == 8 ? TestProbe::failed("again") : TestProbe::ok(); });
   run_for(500ms, 10ms);
   s = stats();
   EXPECT_EQ(s.consecutive_failures, 1u);  // call 8 (at 2000) failed again

@@ -11,13 +11,13 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <ostream>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
 #include <spdlog/sinks/ringbuffer_sink.h>
+#include <boost/asio/io_context.hpp>
 
 #include "gpustream/detail/scheduler_impl.hpp"
 #include "gpustream/log.hpp"
@@ -65,9 +65,8 @@ class LogCapture {
 
   std::size_t count(const std::string& needle) const {
     const auto lines = sink_->last_formatted();
-    return static_cast<std::size_t>(std::count_if(lines.begin(), lines.end(), [&](auto& l) {
-      return l.find(needle) != std::string::npos;
-    }));
+    return static_cast<std::size_t>(std::count_if(
+        lines.begin(), lines.end(), [&](auto& l) { return l.find(needle) != std::string::npos; }));
   }
 
  private:

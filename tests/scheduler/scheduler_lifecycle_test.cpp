@@ -130,9 +130,8 @@ TEST_F(SchedulerTest, StatsCallbackAfterEveryDetectionAndSample) {
     return std::optional<Detection>(call == 0 ? TestProbe::unavailable("not yet")
                                               : TestProbe::available(2));
   });
-  probe->script_sample([](std::uint64_t call) {
-    return call == 1 ? TestProbe::failed("x") : TestProbe::ok();
-  });
+  probe->script_sample(
+      [](std::uint64_t call) { return call == 1 ? TestProbe::failed("x") : TestProbe::ok(); });
   scheduler().add(probe, options(100ms, 10s, 50ms));
   start();
   run_for(150ms, 10ms);  // unavailable at 0, available at 50, ok at 50, failure at 150
@@ -235,8 +234,8 @@ TEST(SchedulerRealClock, DrivesABlockingProbeOnTheWorkPool) {
   boost::asio::io_context io;
   auto guard = boost::asio::make_work_guard(io);
   WorkPool pool(2);
-  auto probe = std::make_shared<CountingBlockingProbe>(
-      ProbeExecutors{io.get_executor(), pool.executor()});
+  auto probe =
+      std::make_shared<CountingBlockingProbe>(ProbeExecutors{io.get_executor(), pool.executor()});
 
   std::mutex mu;
   std::condition_variable cv;

@@ -21,8 +21,7 @@ TEST_F(SchedulerTest, SamplesAtOnceAfterDetectionThenOnADriftFreeGrid) {
       probe->complete_sample(TestProbe::ok());
   });
 
-  EXPECT_EQ(probe->sample_times(),
-            ms_list({0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000}));
+  EXPECT_EQ(probe->sample_times(), ms_list({0, 100, 200, 300, 400, 500, 600, 700, 800, 900, 1000}));
   const auto s = stats();
   EXPECT_EQ(s.samples, 10u);  // the one started at 1000 ms is still running
   EXPECT_EQ(s.overruns, 0u);
@@ -41,8 +40,7 @@ TEST_F(SchedulerTest, LateTicksDoNotShiftTheGrid) {
   // The io thread only gets to run every 7 ms, so each tick fires up to 6 ms late; the next
   // one is still due at the next multiple of 100 ms (expiry + interval, not now + interval).
   run_for(1000ms, 7ms);
-  EXPECT_EQ(probe->sample_times(),
-            ms_list({0, 105, 203, 301, 406, 504, 602, 700, 805, 903, 1000}));
+  EXPECT_EQ(probe->sample_times(), ms_list({0, 105, 203, 301, 406, 504, 602, 700, 805, 903, 1000}));
   EXPECT_EQ(stats().missed_ticks, 0u);
 }
 
@@ -60,7 +58,7 @@ TEST_F(SchedulerTest, PublishedSnapshotGetsIdentityAndDurationFilledIn) {
   EXPECT_NE(snap.time_unix_ns, 0);
   EXPECT_NE(snap.monotonic_ns, 0);
   EXPECT_EQ(snap.sample_duration_ns, 25'000'000);  // measured on the scheduler's clock
-  EXPECT_EQ(snap.sequence, 0u);                     // numbered by the channel, not here
+  EXPECT_EQ(snap.sequence, 0u);                    // numbered by the channel, not here
   EXPECT_EQ(stats().devices, 2u);
 }
 
@@ -127,9 +125,8 @@ TEST_F(SchedulerTest, MinimumChosenAtDetectionIsAppliedAndDroppedOnRedetection) 
     return std::optional<Detection>(TestProbe::available(1));
   });
   bool failing = false;
-  probe->script_sample([&failing](std::uint64_t) {
-    return failing ? TestProbe::failed("gone") : TestProbe::ok();
-  });
+  probe->script_sample(
+      [&failing](std::uint64_t) { return failing ? TestProbe::failed("gone") : TestProbe::ok(); });
   scheduler().add(probe, options(100ms, 10s, 100ms, 100ms, 3));
   EXPECT_EQ(stats().interval, 100ms);  // nothing known before detection
   start();

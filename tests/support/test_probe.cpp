@@ -132,9 +132,8 @@ void TestProbe::post_sample(SampleHandler h, SampleResult r) {
     std::lock_guard lock(mu_);
     --in_flight_;
   }
-  boost::asio::post(io_, [h = std::move(h), r = std::move(r)]() mutable {
-    h(r.ec, std::move(r.snapshot));
-  });
+  boost::asio::post(
+      io_, [h = std::move(h), r = std::move(r)]() mutable { h(r.ec, std::move(r.snapshot)); });
 }
 
 bool TestProbe::detect_pending() const {

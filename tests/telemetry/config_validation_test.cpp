@@ -19,7 +19,8 @@ namespace {
 
 class NullProbe final : public BlockingProbe {
  public:
-  NullProbe(ProbeExecutors ex, std::string name) : BlockingProbe(std::move(ex)), name_(std::move(name)) {}
+  NullProbe(ProbeExecutors ex, std::string name)
+      : BlockingProbe(std::move(ex)), name_(std::move(name)) {}
   std::string_view name() const noexcept override { return name_; }
 
  protected:

@@ -29,7 +29,8 @@ namespace {
 // as a warning: "probe broken: cannot be read (tool_failed)".
 class OneDeviceProbe final : public BlockingProbe {
  public:
-  OneDeviceProbe(ProbeExecutors ex, std::string name) : BlockingProbe(std::move(ex)), name_(std::move(name)) {}
+  OneDeviceProbe(ProbeExecutors ex, std::string name)
+      : BlockingProbe(std::move(ex)), name_(std::move(name)) {}
   std::string_view name() const noexcept override { return name_; }
 
  protected:
@@ -150,8 +151,10 @@ TEST_F(Logging, TheCallbackReceivesTheLinesAndStderrDoesNot) {
   std::lock_guard lock(mu);
   bool saw_info = false, saw_warn = false;
   for (const auto& l : got) {
-    if (l.level == LogLevel::info && l.message.find("probe a: available") != std::string::npos) saw_info = true;
-    if (l.level == LogLevel::warn && l.message == "probe broken: cannot be read (tool_failed)") saw_warn = true;
+    if (l.level == LogLevel::info && l.message.find("probe a: available") != std::string::npos)
+      saw_info = true;
+    if (l.level == LogLevel::warn && l.message == "probe broken: cannot be read (tool_failed)")
+      saw_warn = true;
   }
   EXPECT_TRUE(saw_info);
   EXPECT_TRUE(saw_warn) << "the message alone, no timestamp or prefix";
@@ -163,11 +166,13 @@ TEST_F(Logging, WithoutACallbackLinesGoToStderr) {
   ::testing::internal::CaptureStderr();
   run_once(c);
   const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_NE(err.find("[gpustream] probe broken: cannot be read (tool_failed)"), std::string::npos) << err;
+  EXPECT_NE(err.find("[gpustream] probe broken: cannot be read (tool_failed)"), std::string::npos)
+      << err;
 }
 
 TEST_F(Logging, ACallbackThatThrowsDoesNotHurtTheLibrary) {
-  set_log_callback([](LogLevel, std::string_view) { throw std::runtime_error("host logger broke"); });
+  set_log_callback(
+      [](LogLevel, std::string_view) { throw std::runtime_error("host logger broke"); });
   Config c;
   c.probes = {"a", "broken"};
   EXPECT_NO_THROW(run_once(c));

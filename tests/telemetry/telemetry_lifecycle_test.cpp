@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/base_sink.h>
+#include <boost/asio/io_context.hpp>
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/log.hpp"
@@ -66,8 +66,10 @@ class TickProbe final : public BlockingProbe {
   Detection detect() override {
     Detection d;
     d.available = name_ != "gpu0";  // "gpu0": a GPU probe that finds no GPU
-    if (!d.available) d.reason = "no driver";
-    else d.devices.push_back({"dev-" + name_, Vendor::simulated, 0, "Tick", ""});
+    if (!d.available)
+      d.reason = "no driver";
+    else
+      d.devices.push_back({"dev-" + name_, Vendor::simulated, 0, "Tick", ""});
     return d;
   }
   GpuSnapshot sample() override {
@@ -198,8 +200,7 @@ TEST(TelemetryLifecycle, StopAndDestroyFromAQueueConsumerThread) {
   });
   consumer.join();
   EXPECT_TRUE(ready(gone_f));
-  while (queue->try_pop()) {
-  }
+  while (queue->try_pop()) {}
   EXPECT_TRUE(queue->closed()) << "the channel is gone: nothing more comes";
   expect_no_stop_trouble(logs);
 }

@@ -5,8 +5,8 @@
 #include <mutex>
 #include <thread>
 
-#include <boost/asio/io_context.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio/io_context.hpp>
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/telemetry.hpp"
@@ -106,8 +106,8 @@ class FixedGpuProbe final : public BlockingProbe {
     d.available = devices_ > 0;
     if (!d.available) d.reason = "no driver";
     for (std::size_t i = 0; i < devices_; ++i)
-      d.devices.push_back({name_ + "-" + std::to_string(i), Vendor::nvidia,
-                           static_cast<int>(i), "Fixed", ""});
+      d.devices.push_back(
+          {name_ + "-" + std::to_string(i), Vendor::nvidia, static_cast<int>(i), "Fixed", ""});
     return d;
   }
   GpuSnapshot sample() override { return {}; }
@@ -135,7 +135,8 @@ ProbeFactory by_name_factory(std::shared_ptr<Built> built) {
         built->simulate_asked = c.simulate;
         out.push_back(std::make_shared<CountingProbe>(ex, n, ProbeKind::simulated));
       } else {
-        out.push_back(std::make_shared<FixedGpuProbe>(ex, n, static_cast<std::size_t>(n.back() - '0')));
+        out.push_back(
+            std::make_shared<FixedGpuProbe>(ex, n, static_cast<std::size_t>(n.back() - '0')));
       }
     }
     return out;
@@ -181,7 +182,8 @@ TEST(Telemetry, AGpuFoundMeansNoSimulatedGpus) {
 
 TEST(Telemetry, NoGpuProbeAtAllAddsSimulatedGpusAtOnce) {
   auto built = std::make_shared<Built>();
-  Telemetry t(no_gpu_fallback_config({"host"}), [built](const Config& cfg, const ProbeExecutors& ex, std::vector<std::string>& e) {
+  Telemetry t(no_gpu_fallback_config({"host"}), [built](const Config& cfg, const ProbeExecutors& ex,
+                                                        std::vector<std::string>& e) {
     if (cfg.probes == std::vector<std::string>{"host"}) {
       return std::vector<ProbePtr>{std::make_shared<CountingProbe>(ex, "host", ProbeKind::host)};
     }

@@ -38,8 +38,8 @@ TEST(RedactUrl, HidesUserinfoOnlyInTheAuthority) {
 }
 
 TEST(RedactUrl, LeavesHarmlessUrlsAndTextAlone) {
-  for (const char* s : {"", "ws://127.0.0.1:9400/ws", "ws://h/ws?probes=a,b&since=3",
-                        "not a url", "ws://h/ws?token", "ws://h/ws?=x&", "http://h/?"})
+  for (const char* s : {"", "ws://127.0.0.1:9400/ws", "ws://h/ws?probes=a,b&since=3", "not a url",
+                        "ws://h/ws?token", "ws://h/ws?=x&", "http://h/?"})
     EXPECT_EQ(redact_url_credentials(s), s) << s;
 }
 

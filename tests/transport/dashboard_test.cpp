@@ -36,8 +36,8 @@ TEST(Dashboard, IsTheEmbeddedPageWithItsScriptsAndStyleInlined) {
 
 TEST(Dashboard, LoadsNothingFromElsewhere) {
   const std::string page(dashboard_html());
-  for (const char* remote : {"src=\"http", "href=\"http", "src=\"//", "href=\"//", "@import",
-                             "url(http"}) {
+  for (const char* remote :
+       {"src=\"http", "href=\"http", "src=\"//", "href=\"//", "@import", "url(http"}) {
     EXPECT_EQ(page.find(remote), std::string::npos) << remote;
   }
   EXPECT_NE(page.find("'/ws'"), std::string::npos);  // same origin

@@ -1,6 +1,7 @@
 // The transport test harness (declared in harness.hpp), plus tests of the harness itself.
 #include <deque>
 
+#include <gtest/gtest.h>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
@@ -9,7 +10,6 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/json.hpp>
-#include <gtest/gtest.h>
 
 #include "harness.hpp"
 

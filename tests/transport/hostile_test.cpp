@@ -1,8 +1,8 @@
 // Hostile input (issue 11): what an outside client could do to the server's memory, its work
 // per byte, its connection slots and the bytes it sends back. Each test sends the worst input
 // the limits allow and asserts the bound, not the time.
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"

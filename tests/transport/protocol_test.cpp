@@ -1,6 +1,6 @@
 // The wire protocol's pure functions, the Prometheus renderer and listen addresses (no network).
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "gpustream/json.hpp"
 #include "gpustream/probes/amd_probe.hpp"

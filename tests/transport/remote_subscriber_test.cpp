@@ -7,8 +7,8 @@
 #include <numeric>
 #include <thread>
 
-#include <boost/asio/executor_work_guard.hpp>
 #include <gtest/gtest.h>
+#include <boost/asio/executor_work_guard.hpp>
 
 #include "harness.hpp"
 #include "remote_watch.hpp"
@@ -36,10 +36,9 @@ struct Seen {
     return out;
   }
   std::size_t connected() const {
-    return static_cast<std::size_t>(
-        std::count_if(statuses.begin(), statuses.end(), [](const RemoteStatus& s) {
-          return s.state == RemoteStatus::State::connected;
-        }));
+    return static_cast<std::size_t>(std::count_if(
+        statuses.begin(), statuses.end(),
+        [](const RemoteStatus& s) { return s.state == RemoteStatus::State::connected; }));
   }
   bool disconnected() const {
     return !statuses.empty() && statuses.back().state == RemoteStatus::State::disconnected;

@@ -1,8 +1,8 @@
 // The streams (TCP lines and WebSocket frames): hello, snapshots, subscribe, resume, gaps.
 #include <set>
 
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "gpustream/transport/protocol.hpp"
 #include "harness.hpp"

@@ -2,8 +2,8 @@
 // formats under projections, resuming from hello, what signals loss, subscriptions the server
 // cannot serve, and how connections end (the lifecycle table, one test per row that is not
 // covered elsewhere; the table names each test).
-#include <boost/json.hpp>
 #include <gtest/gtest.h>
+#include <boost/json.hpp>
 
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
@@ -96,7 +96,7 @@ TEST(TransportWireContract, ProjectionsKeepEveryValueAndItsJsonType) {
   EXPECT_TRUE(pd.at("metrics").at("memory_used_bytes").is_int64() ||
               pd.at("metrics").at("memory_used_bytes").is_uint64());
   EXPECT_EQ(pd.at("absent").as_object().size(), 1u);  // fan_rpm
-  EXPECT_FALSE(pd.contains("absent_sources"));         // none names a source, as unprojected
+  EXPECT_FALSE(pd.contains("absent_sources"));        // none names a source, as unprojected
   EXPECT_TRUE(f.stop());
 }
 
@@ -177,8 +177,7 @@ TEST(TransportWireContract, UnknownProbesAndDevicesAreReportedAndASubscribeRepla
   EXPECT_EQ(ack.at("unknown").at("devices"), json::parse(R"(["GPU-nope"])"));
   c->send(R"({"type":"subscribe","probes":["other"]})");
   ASSERT_TRUE(f.run_until([&] { return c->count("subscribed") == 2; }));
-  EXPECT_EQ(c->of_type("subscribed").at(1).at("unknown").at("probes"),
-            json::parse(R"(["other"])"));
+  EXPECT_EQ(c->of_type("subscribed").at(1).at("unknown").at("probes"), json::parse(R"(["other"])"));
   f.publish("sim", 2);
   f.publish("other", 1);
   ASSERT_TRUE(f.run_until([&] { return c->count("snapshot") == 1; }));

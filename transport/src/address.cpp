@@ -63,9 +63,8 @@ char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + '
 // A query or fragment parameter whose value is a secret: its name, lower-cased, contains one of
 // these ("token", "access_token", "X-Api-Key", "client_secret", "password", "sig", ...).
 bool is_secret_parameter(std::string_view name) {
-  static constexpr std::string_view kWords[] = {"token", "secret", "pass", "pwd", "auth",
-                                                "key",   "sig",    "credential", "session",
-                                                "cookie"};
+  static constexpr std::string_view kWords[] = {
+      "token", "secret", "pass", "pwd", "auth", "key", "sig", "credential", "session", "cookie"};
   std::string n;
   n.reserve(name.size());
   for (const char c : name) n += lower(c);

@@ -38,8 +38,8 @@ void keep_fields(json::object& device, const std::vector<Metric>& fields) {
     });
   }
   // The codec leaves "absent_sources" out when no absent metric names a source.
-  if (const auto* as = device.if_contains("absent_sources"); as && as->is_object() &&
-                                                               as->get_object().empty())
+  if (const auto* as = device.if_contains("absent_sources");
+      as && as->is_object() && as->get_object().empty())
     device = without(device, [](std::string_view key) { return key == "absent_sources"; });
 }
 

@@ -19,12 +19,12 @@ namespace gpustream::transport {
 
 /// What a projection keeps of one snapshot.
 struct Selection {
-  bool any = true;                 // false: no device of the snapshot is wanted
-  bool all_devices = true;         // every device kept (no device filter applies)
-  std::vector<bool> keep;          // per device of the snapshot, when !all_devices
-  std::vector<Metric> fields;      // sorted, unique; empty: every metric
-  std::string key;                 // "" for the plain encoding
-  std::size_t hash = 0;            // of key
+  bool any = true;             // false: no device of the snapshot is wanted
+  bool all_devices = true;     // every device kept (no device filter applies)
+  std::vector<bool> keep;      // per device of the snapshot, when !all_devices
+  std::vector<Metric> fields;  // sorted, unique; empty: every metric
+  std::string key;             // "" for the plain encoding
+  std::size_t hash = 0;        // of key
 };
 
 /// What a client keeps of each snapshot.

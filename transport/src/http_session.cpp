@@ -21,7 +21,9 @@ boost::asio::ip::address peer_of(const tcp::socket& s) {
 }  // namespace
 
 HttpSession::HttpSession(std::shared_ptr<Hub> hub, tcp::socket socket)
-    : Connection(ConnKind::http, peer_of(socket)), hub_(std::move(hub)), stream_(std::move(socket)) {}
+    : Connection(ConnKind::http, peer_of(socket)),
+      hub_(std::move(hub)),
+      stream_(std::move(socket)) {}
 
 HttpSession::~HttpSession() {
   if (registered_) hub_->remove(this);

@@ -9,8 +9,8 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/websocket.hpp>
 #include <boost/json.hpp>
 #include <boost/url/parse.hpp>
@@ -67,8 +67,8 @@ class TcpLineConnection final : public RemoteConnection {
     const std::size_t n = co_await asio::async_read_until(
         stream_, asio::dynamic_buffer(rbuf_, options_.max_message_bytes + 1), '\n', on_error(ec));
     if (ec == asio::error::not_found) {
-      failure_detail_ = "a message longer than " + std::to_string(options_.max_message_bytes) +
-                        " bytes";
+      failure_detail_ =
+          "a message longer than " + std::to_string(options_.max_message_bytes) + " bytes";
       co_return make_error_code(boost::system::errc::message_size);
     }
     if (ec) co_return ec;
@@ -121,8 +121,8 @@ class WsConnection final : public RemoteConnection {
       t.keep_alive_pings = false;
     }
     ws_.set_option(t);
-    ws_.set_option(websocket::stream_base::decorator(
-        [token = options_.token](websocket::request_type& req) {
+    ws_.set_option(
+        websocket::stream_base::decorator([token = options_.token](websocket::request_type& req) {
           req.set(beast::http::field::user_agent, kServerName);
           if (!token.empty()) req.set(beast::http::field::authorization, "Bearer " + token);
         }));
@@ -130,8 +130,8 @@ class WsConnection final : public RemoteConnection {
     websocket::response_type res;
     co_await ws_.async_handshake(res, url_.authority, url_.target, on_error(ec));
     if (ec == websocket::error::upgrade_declined) {
-      failure_detail_ = "HTTP " + std::to_string(res.result_int()) + " " +
-                        std::string(res.reason());
+      failure_detail_ =
+          "HTTP " + std::to_string(res.result_int()) + " " + std::string(res.reason());
       auto body = res.body();
       while (!body.empty() && (body.back() == '\n' || body.back() == '\r')) body.pop_back();
       if (!body.empty()) failure_detail_ += ": " + body.substr(0, 200);
@@ -146,7 +146,8 @@ class WsConnection final : public RemoteConnection {
     if (ec == websocket::error::closed) {
       const auto& r = ws_.reason();
       failure_detail_ = "closed by the server (code " + std::to_string(r.code);
-      if (!r.reason.empty()) failure_detail_ += ": " + std::string(r.reason.data(), r.reason.size());
+      if (!r.reason.empty())
+        failure_detail_ += ": " + std::string(r.reason.data(), r.reason.size());
       failure_detail_ += ")";
     }
     if (ec) co_return ec;
@@ -203,8 +204,9 @@ RemoteUrl parse_remote_url(std::string_view text) {
   } else if (scheme == "ws") {
     r.scheme = RemoteUrl::Scheme::ws;
   } else if (scheme == "wss") {
-    bad_url(text, "wss:// (TLS) is not supported; reach the server through an SSH tunnel or a "
-                  "TLS proxy and use ws://");
+    bad_url(text,
+            "wss:// (TLS) is not supported; reach the server through an SSH tunnel or a "
+            "TLS proxy and use ws://");
   } else {
     bad_url(text, "unknown scheme '" + std::string(scheme) + "'");
   }

@@ -121,8 +121,7 @@ void TcpSession::on_line(std::string_view line) {
   try {
     const auto m = parse_client_message(line);
     ok = m.kind == ClientMessage::Kind::auth && hub().access().token_matches(m.token);
-  } catch (const ProtocolError&) {
-  }
+  } catch (const ProtocolError&) {}
   if (!ok) {
     ServerMetrics::bump(hub().metrics().requests_unauthorized);
     send_error(kErrUnauthorized,

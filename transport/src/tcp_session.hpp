@@ -39,7 +39,7 @@ class TcpSession final : public StreamSession {
   boost::asio::steady_timer timer_;  // auth deadline, then the graceful-close deadline
   bool authorized_ = false;
   bool reading_ = false;
-  bool draining_ = false;  // graceful close: FIN sent, reading until the peer closes
+  bool draining_ = false;   // graceful close: FIN sent, reading until the peer closes
   bool peer_done_ = false;  // the client shut down its sending side
 };
 

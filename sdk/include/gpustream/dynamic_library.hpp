@@ -52,8 +52,7 @@ class DynamicLibrary {
 
   /// Opens `path` (a file path, or a bare soname searched the loader's way). On failure returns
   /// std::nullopt and, when `error` is given, stores "cannot load <path>: <dlerror text>".
-  static std::optional<DynamicLibrary> open(const std::string& path,
-                                            std::string* error = nullptr);
+  static std::optional<DynamicLibrary> open(const std::string& path, std::string* error = nullptr);
   /// Same, throwing DynamicLibraryError (errc::library_missing) on failure.
   static DynamicLibrary load(const std::string& path);
 

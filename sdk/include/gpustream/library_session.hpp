@@ -69,9 +69,9 @@ class LibrarySession {
 
   /// Counters, for tests and stats.
   struct Stats {
-    std::uint64_t inits = 0;          // successful init() calls
-    std::uint64_t failed_inits = 0;   // init() calls that failed
-    std::uint64_t shutdowns = 0;      // shutdown() calls
+    std::uint64_t inits = 0;         // successful init() calls
+    std::uint64_t failed_inits = 0;  // init() calls that failed
+    std::uint64_t shutdowns = 0;     // shutdown() calls
   };
 
   /// Keeps the library initialized while alive. Move-only; an empty Guard does nothing.

@@ -101,8 +101,8 @@ struct DeviceWindowSummary {
 struct WindowSummary {
   std::int64_t begin_ns = 0;  // steady clock (same clock as GpuSnapshot::monotonic_ns)
   std::int64_t end_ns = 0;
-  std::size_t snapshots = 0;            // snapshots that went into the summary
-  std::uint64_t missed_snapshots = 0;   // lost (channel history too short to recover them)
+  std::size_t snapshots = 0;                 // snapshots that went into the summary
+  std::uint64_t missed_snapshots = 0;        // lost (channel history too short to recover them)
   std::vector<DeviceWindowSummary> devices;  // in order of first appearance
 
   // -- added with exact edges --

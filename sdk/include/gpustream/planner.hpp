@@ -33,8 +33,8 @@ struct DeviceFit {
   std::string probe;
   Vendor vendor = Vendor::unknown;
   std::uint64_t free_bytes = 0;
-  Source source = Source::none;  // where free_bytes came from (nvml, amd-smi, derived, ...)
-  std::string node;              // GpuSnapshot::node: empty for this machine's own devices
+  Source source = Source::none;   // where free_bytes came from (nvml, amd-smi, derived, ...)
+  std::string node;               // GpuSnapshot::node: empty for this machine's own devices
   std::int64_t time_unix_ns = 0;  // when the figure was sampled (the snapshot's wall clock)
   /// For a MIG instance: its physical GPU's id (DeviceSample::parent); else empty.
   std::string parent;

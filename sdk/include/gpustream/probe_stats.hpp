@@ -57,7 +57,7 @@ struct ProbeStats {
   std::optional<std::int64_t> latency_max_ns;
   std::size_t latency_window = 0;  // how many samples the percentiles cover
 
-  std::string last_error;  // most recent failure, in words; kept after recovery
+  std::string last_error;   // most recent failure, in words; kept after recovery
   std::size_t devices = 0;  // devices in the last successful sample (or the last detection)
 };
 

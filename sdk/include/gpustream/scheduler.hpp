@@ -89,8 +89,8 @@ namespace gpustream {
 
 /// How one probe is scheduled. Defaults match Config's.
 struct ScheduleOptions {
-  std::chrono::milliseconds interval{1000};  // > 0 after clamping to min_interval()
-  std::chrono::milliseconds timeout{5000};   // per sample/detection; 0 = no timeout
+  std::chrono::milliseconds interval{1000};         // > 0 after clamping to min_interval()
+  std::chrono::milliseconds timeout{5000};          // per sample/detection; 0 = no timeout
   std::chrono::milliseconds backoff_initial{1000};  // > 0
   std::chrono::milliseconds backoff_max{60000};     // raised to backoff_initial if below it
   /// Every this many consecutive failures, detection is retried; 0 = never.

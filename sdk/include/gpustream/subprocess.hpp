@@ -51,7 +51,7 @@ struct RunResult {
   std::string output;            // stdout, at most max_output_bytes
   std::string stderr_tail;       // the last stderr_tail_bytes of stderr
   bool timed_out = false;
-  bool truncated = false;        // stdout was longer than max_output_bytes
+  bool truncated = false;  // stdout was longer than max_output_bytes
 
   /// Exited with code 0 and was not killed.
   bool success() const noexcept { return exit_code == 0 && !timed_out; }
@@ -84,8 +84,7 @@ void start_run(const boost::asio::any_io_executor& io, RunOptions options, RunHa
 template <class CompletionToken>
 auto async_run(const boost::asio::any_io_executor& io, RunOptions options,
                CompletionToken&& token) {
-  return boost::asio::async_initiate<CompletionToken,
-                                     void(boost::system::error_code, RunResult)>(
+  return boost::asio::async_initiate<CompletionToken, void(boost::system::error_code, RunResult)>(
       [](auto handler, const boost::asio::any_io_executor& ex, RunOptions opts) {
         detail::start_run(ex, std::move(opts), RunHandler(std::move(handler)));
       },

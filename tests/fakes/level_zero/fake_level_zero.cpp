@@ -125,7 +125,8 @@ void fake_ze_configure(const char* text) {
     const auto eq = line.find('=');
     if (eq != std::string::npos) kv[line.substr(0, eq)] = line.substr(eq + 1);
   }
-  if (kv.count("init")) g_init_result = static_cast<Result>(std::strtoul(kv["init"].c_str(), nullptr, 0));
+  if (kv.count("init"))
+    g_init_result = static_cast<Result>(std::strtoul(kv["init"].c_str(), nullptr, 0));
   const int n = kv.count("devices") ? std::atoi(kv["devices"].c_str()) : 0;
   g_devices.resize(static_cast<std::size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -142,12 +143,15 @@ void fake_ze_configure(const char* text) {
         d.active[name] = parse_list(kv[p + "active." + name]);
       }
     if (kv.count(p + "engine_result"))
-      d.engine_result = static_cast<Result>(std::strtoul(kv[p + "engine_result"].c_str(), nullptr, 0));
+      d.engine_result =
+          static_cast<Result>(std::strtoul(kv[p + "engine_result"].c_str(), nullptr, 0));
     d.energy = parse_list(kv[p + "energy"]);
     if (kv.count(p + "temp")) d.temp = std::atof(kv[p + "temp"].c_str());
     if (kv.count(p + "freq")) d.freq = std::atof(kv[p + "freq"].c_str());
-    if (kv.count(p + "mem_total")) d.mem_total = std::strtoull(kv[p + "mem_total"].c_str(), nullptr, 0);
-    if (kv.count(p + "mem_free")) d.mem_free = std::strtoull(kv[p + "mem_free"].c_str(), nullptr, 0);
+    if (kv.count(p + "mem_total"))
+      d.mem_total = std::strtoull(kv[p + "mem_total"].c_str(), nullptr, 0);
+    if (kv.count(p + "mem_free"))
+      d.mem_free = std::strtoull(kv[p + "mem_free"].c_str(), nullptr, 0);
   }
 }
 

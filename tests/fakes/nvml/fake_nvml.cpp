@@ -24,16 +24,30 @@
 #define FULL (FAKE_NVML_VARIANT != 1)
 #define EXPORT extern "C" __attribute__((visibility("default")))
 
-struct nvmlMemory_t { unsigned long long total, free, used; };
-struct nvmlMemory_v2_t { unsigned version; unsigned long long total, reserved, free, used; };
-struct nvmlUtilization_t { unsigned gpu, memory; };
-struct nvmlTemperature_v1_t { unsigned version; unsigned sensorType; int temperature; };
+struct nvmlMemory_t {
+  unsigned long long total, free, used;
+};
+struct nvmlMemory_v2_t {
+  unsigned version;
+  unsigned long long total, reserved, free, used;
+};
+struct nvmlUtilization_t {
+  unsigned gpu, memory;
+};
+struct nvmlTemperature_v1_t {
+  unsigned version;
+  unsigned sensorType;
+  int temperature;
+};
 struct nvmlPciInfo_t {
   char busIdLegacy[16];
   unsigned domain, bus, device, pciDeviceId, pciSubSystemId;
   char busId[32];
 };
-struct nvmlProcessInfo_v1_t { unsigned pid; unsigned long long usedGpuMemory; };
+struct nvmlProcessInfo_v1_t {
+  unsigned pid;
+  unsigned long long usedGpuMemory;
+};
 struct nvmlProcessInfo_v3_t {  // v2 fields + usedGpuCcProtectedMemory, as R535 writes
   unsigned pid;
   unsigned long long usedGpuMemory;
@@ -128,16 +142,26 @@ EXPORT nvmlReturn_t nvmlShutdown(void) {
 
 EXPORT const char* nvmlErrorString(nvmlReturn_t rc) {
   switch (rc) {
-    case 0: return "Success";
-    case 1: return "Uninitialized";
-    case 2: return "Invalid Argument";
-    case 3: return "Not Supported";
-    case 4: return "Insufficient Permissions";
-    case 6: return "Not Found";
-    case 7: return "Insufficient Size";
-    case 9: return "Driver Not Loaded";
-    case 15: return "GPU is lost";
-    default: return "Unknown Error";
+    case 0:
+      return "Success";
+    case 1:
+      return "Uninitialized";
+    case 2:
+      return "Invalid Argument";
+    case 3:
+      return "Not Supported";
+    case 4:
+      return "Insufficient Permissions";
+    case 6:
+      return "Not Found";
+    case 7:
+      return "Insufficient Size";
+    case 9:
+      return "Driver Not Loaded";
+    case 15:
+      return "GPU is lost";
+    default:
+      return "Unknown Error";
   }
 }
 
@@ -202,9 +226,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* de
 }
 #endif
 
-#define DEVICE_CALL(fn)                                      \
-  Call c(fn);                                                \
-  fake_nvml::Device* d = nullptr;                            \
+#define DEVICE_CALL(fn)           \
+  Call c(fn);                     \
+  fake_nvml::Device* d = nullptr; \
   if (auto rc = c.device(device, &d); rc != kOk) return rc;
 
 EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned length) {
@@ -321,10 +345,17 @@ EXPORT nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
 EXPORT nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned type, unsigned* mhz) {
   DEVICE_CALL("nvmlDeviceGetClockInfo");
   switch (type) {
-    case 0: *mhz = d->clock_graphics; return kOk;
-    case 1: *mhz = d->clock_sm; return kOk;
-    case 2: *mhz = d->clock_memory; return kOk;
-    default: return kInvalid;
+    case 0:
+      *mhz = d->clock_graphics;
+      return kOk;
+    case 1:
+      *mhz = d->clock_sm;
+      return kOk;
+    case 2:
+      *mhz = d->clock_memory;
+      return kOk;
+    default:
+      return kInvalid;
   }
 }
 
@@ -351,27 +382,24 @@ EXPORT nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t devic
 
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned* count,
                                                             void* infos) {
-  return processes("nvmlDeviceGetComputeRunningProcesses_v3", device, count, infos,
-                   0, false);
+  return processes("nvmlDeviceGetComputeRunningProcesses_v3", device, count, infos, 0, false);
 }
-EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device,
-                                                             unsigned* count, void* infos) {
-  return processes("nvmlDeviceGetGraphicsRunningProcesses_v3", device, count, infos,
-                   0, true);
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned* count,
+                                                             void* infos) {
+  return processes("nvmlDeviceGetGraphicsRunningProcesses_v3", device, count, infos, 0, true);
 }
 EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned* count,
                                                             void* infos) {
   return processes("nvmlDeviceGetComputeRunningProcesses_v2", device, count, infos, 24, false);
 }
-EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device,
-                                                             unsigned* count, void* infos) {
+EXPORT nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned* count,
+                                                             void* infos) {
   return processes("nvmlDeviceGetGraphicsRunningProcesses_v2", device, count, infos, 24, true);
 }
 
 EXPORT nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
                                                     nvmlProcessUtilizationSample_t* samples,
-                                                    unsigned* count,
-                                                    unsigned long long last_seen) {
+                                                    unsigned* count, unsigned long long last_seen) {
   DEVICE_CALL("nvmlDeviceGetProcessUtilization");
   if (!count) return kInvalid;
   const auto n = static_cast<unsigned>(d->process_util.size());

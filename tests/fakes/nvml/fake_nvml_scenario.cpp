@@ -19,10 +19,10 @@ std::string trim(const std::string& s) {
 int code_of(std::string v) {
   if (v.rfind("NVML_ERROR_", 0) == 0) v = v.substr(11);
   static const std::map<std::string, int> kCodes = {
-      {"UNINITIALIZED", 1}, {"INVALID_ARGUMENT", 2}, {"NOT_SUPPORTED", 3},
-      {"NO_PERMISSION", 4}, {"NOT_FOUND", 6},        {"INSUFFICIENT_SIZE", 7},
-      {"DRIVER_NOT_LOADED", 9}, {"TIMEOUT", 10},     {"LIBRARY_NOT_FOUND", 12},
-      {"FUNCTION_NOT_FOUND", 13}, {"GPU_IS_LOST", 15}, {"UNKNOWN", 999}};
+      {"UNINITIALIZED", 1},       {"INVALID_ARGUMENT", 2}, {"NOT_SUPPORTED", 3},
+      {"NO_PERMISSION", 4},       {"NOT_FOUND", 6},        {"INSUFFICIENT_SIZE", 7},
+      {"DRIVER_NOT_LOADED", 9},   {"TIMEOUT", 10},         {"LIBRARY_NOT_FOUND", 12},
+      {"FUNCTION_NOT_FOUND", 13}, {"GPU_IS_LOST", 15},     {"UNKNOWN", 999}};
   if (auto it = kCodes.find(v); it != kCodes.end()) return it->second;
   return std::stoi(v);
 }
@@ -84,14 +84,20 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
     return true;
   }
   static const std::map<std::string, unsigned Device::*> kUints = {
-      {"util_gpu", &Device::util_gpu},         {"util_memory", &Device::util_memory},
-      {"temperature", &Device::temperature},   {"power_mw", &Device::power_mw},
-      {"power_limit_mw", &Device::power_limit_mw}, {"clock_graphics", &Device::clock_graphics},
-      {"clock_sm", &Device::clock_sm},         {"clock_memory", &Device::clock_memory},
+      {"util_gpu", &Device::util_gpu},
+      {"util_memory", &Device::util_memory},
+      {"temperature", &Device::temperature},
+      {"power_mw", &Device::power_mw},
+      {"power_limit_mw", &Device::power_limit_mw},
+      {"clock_graphics", &Device::clock_graphics},
+      {"clock_sm", &Device::clock_sm},
+      {"clock_memory", &Device::clock_memory},
       {"fan", &Device::fan}};
   static const std::map<std::string, unsigned long long Device::*> kUlls = {
-      {"memory_total", &Device::memory_total}, {"memory_used", &Device::memory_used},
-      {"memory_reserved", &Device::memory_reserved}, {"energy_mj", &Device::energy_mj}};
+      {"memory_total", &Device::memory_total},
+      {"memory_used", &Device::memory_used},
+      {"memory_reserved", &Device::memory_reserved},
+      {"energy_mj", &Device::energy_mj}};
   if (auto it = kUints.find(key); it != kUints.end()) {
     d.*(it->second) = static_cast<unsigned>(std::stoul(v));
   } else if (auto it2 = kUlls.find(key); it2 != kUlls.end()) {

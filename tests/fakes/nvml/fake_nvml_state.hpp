@@ -47,8 +47,7 @@ State& state();
 inline void burn(long ns) {
   if (ns <= 0) return;
   const auto end = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
-  while (std::chrono::steady_clock::now() < end) {
-  }
+  while (std::chrono::steady_clock::now() < end) {}
 }
 
 // Common entry of every NVML function: counts, delays, checks init, applies fail.<fn>.

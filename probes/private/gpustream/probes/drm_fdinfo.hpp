@@ -30,15 +30,15 @@ namespace gpustream::drm {
 
 /// The DRM keys of one fdinfo file. Memory values are in bytes (units converted).
 struct Fdinfo {
-  std::string driver;                                   // drm-driver
-  std::string pdev;                                     // drm-pdev (e.g. "0000:03:00.0")
-  std::optional<std::uint64_t> client_id;               // drm-client-id
-  std::map<std::string, std::uint64_t> engine_ns;       // drm-engine-<class>: N ns
-  std::map<std::string, std::uint64_t> engine_capacity; // drm-engine-capacity-<class>
-  std::map<std::string, std::uint64_t> cycles;          // drm-cycles-<class>
-  std::map<std::string, std::uint64_t> total_cycles;    // drm-total-cycles-<class>
-  std::map<std::string, std::uint64_t> resident_bytes;  // drm-resident-<region>
-  std::map<std::string, std::uint64_t> total_bytes;     // drm-total-<region>
+  std::string driver;                                        // drm-driver
+  std::string pdev;                                          // drm-pdev (e.g. "0000:03:00.0")
+  std::optional<std::uint64_t> client_id;                    // drm-client-id
+  std::map<std::string, std::uint64_t> engine_ns;            // drm-engine-<class>: N ns
+  std::map<std::string, std::uint64_t> engine_capacity;      // drm-engine-capacity-<class>
+  std::map<std::string, std::uint64_t> cycles;               // drm-cycles-<class>
+  std::map<std::string, std::uint64_t> total_cycles;         // drm-total-cycles-<class>
+  std::map<std::string, std::uint64_t> resident_bytes;       // drm-resident-<region>
+  std::map<std::string, std::uint64_t> total_bytes;          // drm-total-<region>
   std::map<std::string, std::uint64_t> legacy_memory_bytes;  // amdgpu drm-memory-<region>
   /// A line could not be parsed or the text ended mid-line (the process was exiting).
   bool truncated = false;

@@ -10,12 +10,13 @@
 // hwmon (integrated) report those metrics absent `unsupported`.
 //
 // Engine utilization per class and per-process memory/engine use come from one walk of
-// <procfs>/*/fdinfo (a gpustream::drm::ClientTracker kept between samples): i915 `drm-engine-<class>` ns over wall time
-// divided by capacity, xe `drm-cycles-<class>` over `drm-total-cycles-<class>`. The first sample
-// of a client only seeds; a client that vanishes or whose counters go backwards contributes
-// nothing (no negative values, no spikes). Memory per process is the sum of drm-resident-*
-// regions over its distinct clients. Output processes are sorted by pid; their name and host RSS
-// come from the shared proc::ProcessTable (<procfs>/<pid>/comm and statm).
+// <procfs>/*/fdinfo (a gpustream::drm::ClientTracker kept between samples): i915
+// `drm-engine-<class>` ns over wall time divided by capacity, xe `drm-cycles-<class>` over
+// `drm-total-cycles-<class>`. The first sample of a client only seeds; a client that vanishes or
+// whose counters go backwards contributes nothing (no negative values, no spikes). Memory per
+// process is the sum of drm-resident-* regions over its distinct clients. Output processes are
+// sorted by pid; their name and host RSS come from the shared proc::ProcessTable
+// (<procfs>/<pid>/comm and statm).
 //
 // Level Zero (optional): the loader is opened at run time, devices are matched by PCI bus id and
 // fill what sysfs could not (engine groups incl. compute, energy with reset guard, temperature,
@@ -54,15 +55,15 @@ namespace intel {
 
 /// One Intel DRM device as found in sysfs.
 struct Card {
-  std::string pci_bus_id;   // "0000:03:00.0"
-  std::string driver;       // "i915" or "xe"
-  std::string card;         // "card1" (empty when only a render node exists)
-  std::string render;       // "renderD129" (empty when only a card node exists)
-  std::string device_dir;   // <sysfs>/class/drm/<node>/device
-  std::string node_dir;     // <sysfs>/class/drm/<card or render>
-  std::string hwmon_dir;    // the hwmon named after the driver; empty when there is none
+  std::string pci_bus_id;       // "0000:03:00.0"
+  std::string driver;           // "i915" or "xe"
+  std::string card;             // "card1" (empty when only a render node exists)
+  std::string render;           // "renderD129" (empty when only a card node exists)
+  std::string device_dir;       // <sysfs>/class/drm/<node>/device
+  std::string node_dir;         // <sysfs>/class/drm/<card or render>
+  std::string hwmon_dir;        // the hwmon named after the driver; empty when there is none
   std::uint32_t device_id = 0;  // PCI device id (device/device)
-  bool discrete = false;    // not on bus 00 (integrated parts sit at 0000:00:02.0)
+  bool discrete = false;        // not on bus 00 (integrated parts sit at 0000:00:02.0)
 };
 
 /// The Intel cards under <sysfs_root>/class/drm, sorted by PCI bus id.
@@ -130,7 +131,7 @@ class IntelGpuProbe final : public BlockingProbe {
   proc::ProcessTable process_table_;  // names and host RSS of the processes, kept between samples
   std::map<std::string, std::unique_ptr<DeviceState>> states_;  // by PCI bus id
   mutable std::mutex stats_mu_;
-  drm::WalkStats walk_stats_;  // guarded by stats_mu_
+  drm::WalkStats walk_stats_;                    // guarded by stats_mu_
   std::unique_ptr<drm::ClientTracker> clients_;  // used by one sample() at a time
   LogOnce log_once_;
 };

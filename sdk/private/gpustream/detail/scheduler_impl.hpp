@@ -154,10 +154,17 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     if (ec || gen != timer_gen_ || stopped()) return;
     armed_ = Action::none;
     switch (a) {
-      case Action::tick: on_tick(); break;
-      case Action::sample: begin_sample(timer_.expiry()); break;
-      case Action::detect: begin_detect(); break;
-      case Action::none: break;
+      case Action::tick:
+        on_tick();
+        break;
+      case Action::sample:
+        begin_sample(timer_.expiry());
+        break;
+      case Action::detect:
+        begin_detect();
+        break;
+      case Action::none:
+        break;
     }
   }
 
@@ -239,10 +246,10 @@ class BasicScheduler<Clock, WaitTraits>::Entry
   void fail_detect_inline(std::uint64_t id, std::string reason) {
     Detection d;
     d.reason = std::move(reason);
-    boost::asio::post(shared_->strand, [self = this->shared_from_this(), id,
-                                        d = std::move(d)]() mutable {
-      self->on_detect(id, std::move(d));
-    });
+    boost::asio::post(shared_->strand,
+                      [self = this->shared_from_this(), id, d = std::move(d)]() mutable {
+                        self->on_detect(id, std::move(d));
+                      });
   }
 
   void on_detect(std::uint64_t id, Detection d) {
@@ -295,10 +302,10 @@ class BasicScheduler<Clock, WaitTraits>::Entry
   void fail_sample_inline(std::uint64_t id, std::string message) {
     GpuSnapshot s;
     s.errors.push_back({"sample_failed", std::move(message), {}});
-    boost::asio::post(shared_->strand, [self = this->shared_from_this(), id,
-                                        s = std::move(s)]() mutable {
-      self->on_sample(id, make_error_code(errc::sample_failed), std::move(s));
-    });
+    boost::asio::post(shared_->strand,
+                      [self = this->shared_from_this(), id, s = std::move(s)]() mutable {
+                        self->on_sample(id, make_error_code(errc::sample_failed), std::move(s));
+                      });
   }
 
   void on_sample(std::uint64_t id, boost::system::error_code ec, GpuSnapshot snap) {

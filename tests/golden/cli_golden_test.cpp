@@ -17,6 +17,7 @@
 #include <boost/json.hpp>
 
 #include "golden/golden.hpp"
+#include "golden/golden_fixtures.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
 
@@ -83,17 +84,20 @@ TEST(GoldenCli, SnapshotJsonOfSimulatedGpus) {
   expect_golden("cli/snapshot.simulated.json", text_of(doc));
 }
 
-/// A recording of the golden snapshots with a gap line, as `gpustream record` writes it.
+/// A recording of the fixtures with a gap line, as `gpustream record` writes it: itself a golden
+/// file (cli/recording.jsonl, the snapshot codec's lines), and the input of the replays.
 std::string recording() {
+  const auto sim = simulated_snapshots();
   std::string rec;
-  rec += golden_text("snapshot/simulated_1.json") + "\n";
+  rec += to_json_string(sim[0]) + "\n";
   rec += R"({"type":"gap","after_sequence":1,"missed":3,"reason":"lossless_bound_exceeded"})"
          "\n";
-  rec += golden_text("snapshot/simulated_2.json") + "\n";
-  rec += golden_text("snapshot/full.json") + "\n";
-  rec += golden_text("snapshot/failed.json") + "\n";
-  rec += golden_text("snapshot/extremes.json") + "\n";
-  return rec;
+  rec += to_json_string(sim[1]) + "\n";
+  rec += to_json_string(full_snapshot()) + "\n";
+  rec += to_json_string(failed_snapshot()) + "\n";
+  rec += to_json_string(extremes_snapshot()) + "\n";
+  expect_golden("cli/recording.jsonl", rec);
+  return golden_text("cli/recording.jsonl");
 }
 
 TEST(GoldenCli, ReplayJson) {

@@ -43,16 +43,17 @@ inline bool read_file(const fs::path& p, std::string& out) {
   return true;
 }
 
-inline std::vector<std::string_view> split_lines(std::string_view s) {
-  std::vector<std::string_view> lines;
+/// The lines of `s` without their '\n' (copies: `s` may be a temporary).
+inline std::vector<std::string> split_lines(std::string_view s) {
+  std::vector<std::string> lines;
   std::size_t start = 0;
   while (start < s.size()) {
     const auto nl = s.find('\n', start);
     if (nl == std::string_view::npos) {
-      lines.push_back(s.substr(start));
+      lines.emplace_back(s.substr(start));
       break;
     }
-    lines.push_back(s.substr(start, nl - start));
+    lines.emplace_back(s.substr(start, nl - start));
     start = nl + 1;
   }
   return lines;
@@ -65,7 +66,7 @@ inline std::string diff_hint(std::string_view expected, std::string_view actual)
   const auto a = split_lines(actual);
   std::size_t line = 0;
   while (line < e.size() && line < a.size() && e[line] == a[line]) ++line;
-  auto cut = [](std::string_view l, std::size_t col) {
+  auto cut = [](const std::string& l, std::size_t col) {
     constexpr std::size_t kSpan = 100;
     const std::size_t from = col > kSpan / 2 ? col - kSpan / 2 : 0;
     std::string out = from > 0 ? "..." : "";

@@ -119,7 +119,7 @@ TEST(GoldenWire, DevicesJson) {
   for (const auto& d : transport::devices_of(latest))
     out += transport::to_compact_json(transport::to_json(d)) + "\n";
   expect_golden("wire/devices.jsonl", out);
-  for (const auto line : split_lines(golden_text("wire/devices.jsonl"))) {
+  for (const auto& line : split_lines(golden_text("wire/devices.jsonl"))) {
     const auto d = transport::device_info_from_json(parse_json(line));
     EXPECT_EQ(transport::to_compact_json(transport::to_json(d)), line);
   }

@@ -55,14 +55,21 @@ class LiveServer {
     thread_ = std::thread([this] { io_.run(); });
   }
   ~LiveServer() {
+    // Stop gracefully on the server's thread, destroy the server there, then let io_ run out of
+    // work (bounded: after 10 s it is stopped) and run what is left here, while the channel lives.
     std::promise<void> stopped;
     asio::post(io_, [&] { server_->stop([&] { stopped.set_value(); }); });
     stopped.get_future().wait_for(std::chrono::seconds(10));
     asio::post(io_, [this] { server_.reset(); });
     work_.reset();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!io_.stopped() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
     io_.stop();
     thread_.join();
     server_.reset();
+    io_.restart();
+    io_.poll();
   }
   unsigned short http_port() const { return server_->http_endpoint()->port(); }
   unsigned short tcp_port() const { return server_->tcp_endpoint()->port(); }

@@ -1,7 +1,7 @@
 // Golden bytes as the real server sends them (gpustream/transport/server.hpp on loopback): the
 // TCP lines and WebSocket frames of a connection (hello, subscribed, the history replayed as
-// snapshot messages, with and without a projection), and the bodies of /api/v1/snapshot and
-// /api/v1/devices.
+// snapshot messages, with and without a projection), and the bodies of /api/v1/snapshot,
+// /api/v1/devices and /api/v1/events.
 //
 // Normalised: hello's "instance" (random per channel) becomes "<instance>". Nothing else of
 // these outputs depends on the run. WebSocket frames are stored one per line (a frame has no
@@ -46,6 +46,7 @@ class LiveServer {
     const auto sim = simulated_snapshots();
     for (const auto& s : {full_snapshot(), sim[0], failed_snapshot(), sim[1], extremes_snapshot()})
       published_.push_back(channel_.publish(s));
+    for (const auto& e : events()) channel_.events().publish(e);  // renumbered 1, 2, ...
     transport::ServerOptions o;
     o.http = tcp::endpoint(asio::ip::address_v4::loopback(), 0);
     o.tcp = tcp::endpoint(asio::ip::address_v4::loopback(), 0);
@@ -225,6 +226,7 @@ TEST(GoldenServer, HttpApiBodies) {
   expect_golden("server/api_v1_snapshot.txt", http_get(srv, "/api/v1/snapshot"));
   expect_golden("server/api_v1_snapshot.node.txt", http_get(srv, "/api/v1/snapshot?node=node-7"));
   expect_golden("server/api_v1_devices.txt", http_get(srv, "/api/v1/devices"));
+  expect_golden("server/api_v1_events.txt", http_get(srv, "/api/v1/events"));
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "amd_fake_cli.hpp"
+#include "amd/amd_fake_cli.hpp"
 #include "gpustream/dynamic_library.hpp"
 #include "gpustream/probes/apple_probe.hpp"
 #include "gpustream/probes/machine_view.hpp"
@@ -22,7 +22,7 @@
 #include "gpustream_fake_level_zero_paths.hpp"
 #include "gpustream_fake_macmon_paths.hpp"
 #include "gpustream_fake_paths.hpp"
-#include "nvidia_fakes.hpp"
+#include "nvidia/nvidia_fakes.hpp"
 #include "support/temp_tree.hpp"
 
 namespace gpustream {
@@ -48,12 +48,12 @@ class Machine {
                      .procfs_root = tree_.path("proc"),
                      .devfs_root = tree_.path("dev")};
     options.root_dir = tree_.path("root");
-    options.nvml_library = tree_.path("no/libnvidia-ml.so.1");
-    options.nvidia_smi = tree_.path("no/nvidia-smi");
-    options.amd_smi = tree_.path("no/amd-smi");
-    options.rocm_smi = tree_.path("no/rocm-smi");
-    options.amd_library = tree_.path("no/libamd_smi.so");
-    options.level_zero_library = "";
+    options.probe_settings.set("nvidia", "library", tree_.path("no/libnvidia-ml.so.1"));
+    options.probe_settings.set("nvidia", "nvidia_smi", tree_.path("no/nvidia-smi"));
+    options.probe_settings.set("amd", "amd_smi", tree_.path("no/amd-smi"));
+    options.probe_settings.set("amd", "rocm_smi", tree_.path("no/rocm-smi"));
+    options.probe_settings.set("amd", "library", tree_.path("no/libamd_smi.so"));
+    options.probe_settings.set("intel", "level_zero_library", "");
     options.tool_timeout = std::chrono::milliseconds{2000};
     options.getenv = [this](std::string_view n) -> std::optional<std::string> {
       const auto it = env.find(std::string(n));
@@ -287,7 +287,7 @@ TEST(Doctor, NvmlVersionsAreReadAfterInitFromTheFakeLibrary) {
   nvml.scenario("devices=2\n");
   Machine m;
   m.options.probes = {"nvidia"};
-  m.options.nvml_library = fakes::kFakeNvml;
+  m.options.probe_settings.set("nvidia", "library", fakes::kFakeNvml);
   const auto r = m.run();
   const auto* f = find(r, "nvidia", "nvml", Status::ok);
   ASSERT_NE(f, nullptr) << dump(r);
@@ -304,7 +304,7 @@ TEST(Doctor, NvmlInitFailureWithTheDriverPresentIsABlockerWithItsFix) {
   nvml.scenario("devices=1\ninit_fail=DRIVER_NOT_LOADED\n");
   Machine m;
   m.options.probes = {"nvidia"};
-  m.options.nvml_library = fakes::kFakeNvml;
+  m.options.probe_settings.set("nvidia", "library", fakes::kFakeNvml);
   m.tree().dir("sys/module/nvidia");
   m.tree().file("dev/nvidiactl", "");
   ::chmod(m.tree().path("dev/nvidiactl").c_str(), 0666);
@@ -328,7 +328,7 @@ TEST(Doctor, HungNvmlIsReportedWithinTheTimeoutAndLeftToFinish) {
   nvml.scenario("devices=1\n");
   Machine m;
   m.options.probes = {"nvidia"};
-  m.options.nvml_library = fakes::kFakeNvml;
+  m.options.probe_settings.set("nvidia", "library", fakes::kFakeNvml);
   m.options.tool_timeout = std::chrono::milliseconds{200};
   m.tree().dir("sys/module/nvidia");
   nvml.block(true);  // every NVML call now waits until released: nvmlInit hangs
@@ -386,7 +386,7 @@ TEST(Doctor, NvidiaSmiFallbackReportsItsVersionAndTheFallback) {
   test::FakeSmi smi;
   Machine m;
   m.options.probes = {"nvidia"};
-  m.options.nvidia_smi = smi.tool();
+  m.options.probe_settings.set("nvidia", "nvidia_smi", smi.tool());
   m.tree().dir("sys/module/nvidia");
   m.tree().file("dev/nvidia0", "");
   auto r = m.run();
@@ -402,7 +402,7 @@ TEST(Doctor, HungNvidiaSmiIsKilledWithinTheTimeout) {
   smi.file("mode", "hang\n");
   Machine m;
   m.options.probes = {"nvidia"};
-  m.options.nvidia_smi = smi.tool();
+  m.options.probe_settings.set("nvidia", "nvidia_smi", smi.tool());
   m.options.tool_timeout = std::chrono::milliseconds{200};
   m.tree().dir("sys/module/nvidia");
   const auto r = m.run();  // returns: the hung child was killed
@@ -416,7 +416,7 @@ TEST(Doctor, GarbageVersionOutputIsReportedNotCrashed) {
   smi.file("mode", "garbage\n");
   Machine m;
   m.options.probes = {"nvidia"};
-  m.options.nvidia_smi = smi.tool();
+  m.options.probe_settings.set("nvidia", "nvidia_smi", smi.tool());
   auto r = m.run();
   const auto* f = find(r, "nvidia", "nvidia_smi", Status::warn);  // not needed: no hardware
   ASSERT_NE(f, nullptr) << dump(r);
@@ -435,8 +435,8 @@ TEST(Doctor, AmdToolsVersionsMissingHungAndNeeded) {
                  "AMDSMI Tool: 24.6.2+2b02a07 | AMDSMI Library version: 24.6.2.0 | ROCm version: "
                  "6.2.0\n");
   rocm.set_output("rocm-smi.json", "ROCM-SMI version: 2.3.1\nROCM-SMI-LIB version: 7.3.0\n");
-  m.options.amd_smi = amd.path();
-  m.options.rocm_smi = rocm.path();
+  m.options.probe_settings.set("amd", "amd_smi", amd.path());
+  m.options.probe_settings.set("amd", "rocm_smi", rocm.path());
   m.options.tool_timeout = std::chrono::milliseconds{300};
   auto r = m.run();
   const auto* a = find(r, "amd", "amd_smi", Status::ok);
@@ -455,13 +455,13 @@ TEST(Doctor, AmdToolsVersionsMissingHungAndNeeded) {
   EXPECT_NE(find(r, "amd", "rocm_smi", Status::warn), nullptr) << dump(r);
   EXPECT_TRUE(r.fully_readable());  // sysfs is the source: the tools are optional
 
-  m.options.amd_source = "amd-smi";  // now it is the only source
+  m.options.probe_settings.set("amd", "source", "amd-smi");  // now it is the only source
   r = m.run();
   EXPECT_NE(find(r, "amd", "amd_smi", Status::blocker), nullptr) << dump(r);
   EXPECT_FALSE(r.fully_readable());
 
-  m.options.amd_smi = m.tree().path("no/amd-smi");
-  m.options.amd_source = "auto";
+  m.options.probe_settings.set("amd", "amd_smi", m.tree().path("no/amd-smi"));
+  m.options.probe_settings.set("amd", "source", "auto");
   r = m.run();
   EXPECT_NE(find(r, "amd", "amd_smi", Status::info), nullptr) << dump(r);
 }
@@ -505,7 +505,7 @@ TEST(Doctor, AmdSmiLibraryVersionAndGpusThroughTheBackendThenShutDown) {
   m.options.probes = {"amd"};
   FakeAmdSmiLib lib(m.tree());
   lib.scenario(kTwoGpus);
-  m.options.amd_library = fakes::kFakeAmdSmiLib;
+  m.options.probe_settings.set("amd", "library", fakes::kFakeAmdSmiLib);
   auto r = m.run();
   const auto* f = find(r, "amd", "amd_smi_library", Status::ok);
   ASSERT_NE(f, nullptr) << dump(r);
@@ -532,7 +532,7 @@ TEST(Doctor, AmdSmiLibraryUsedByTheHostProgramIsNotShutDown) {
   m.options.probes = {"amd"};
   FakeAmdSmiLib lib(m.tree());
   lib.scenario(kTwoGpus);
-  m.options.amd_library = fakes::kFakeAmdSmiLib;
+  m.options.probe_settings.set("amd", "library", fakes::kFakeAmdSmiLib);
   {
     auto host = DynamicLibrary::load(fakes::kFakeAmdSmiLib);  // loaded before gpustream
     const auto r = m.run();
@@ -556,8 +556,8 @@ TEST(Doctor, UnknownAmdSmiLibraryVersionSaysWhyAndTheSupportedReleases) {
   m.gpu("0000:03:00.0", "amdgpu", 0);
   FakeAmdSmiLib lib(m.tree());
   lib.scenario("version=25.3.0\ndevices=1\n");
-  m.options.amd_library = fakes::kFakeAmdSmiLib;
-  m.options.amd_source = "library";  // the only source: a blocker
+  m.options.probe_settings.set("amd", "library", fakes::kFakeAmdSmiLib);
+  m.options.probe_settings.set("amd", "source", "library");  // the only source: a blocker
   auto r = m.run();
   const auto* f = find(r, "amd", "amd_smi_library", Status::blocker);
   ASSERT_NE(f, nullptr) << dump(r);
@@ -567,7 +567,7 @@ TEST(Doctor, UnknownAmdSmiLibraryVersionSaysWhyAndTheSupportedReleases) {
   EXPECT_NE(f->fix.find("ROCm 7.x"), std::string::npos) << f->fix;
   EXPECT_EQ(lib.count("init"), lib.count("shutdown"));
 
-  m.options.amd_source = "auto";  // auto passes it over to sysfs: a warning
+  m.options.probe_settings.set("amd", "source", "auto");  // auto passes it over to sysfs: a warning
   r = m.run();
   ASSERT_NE(find(r, "amd", "amd_smi_library", Status::warn), nullptr) << dump(r);
   EXPECT_NE(find(r, "amd", "source", Status::info)->detail.find("auto takes sysfs"),
@@ -576,7 +576,7 @@ TEST(Doctor, UnknownAmdSmiLibraryVersionSaysWhyAndTheSupportedReleases) {
   EXPECT_TRUE(r.fully_readable()) << dump(r);
 
   lib.scenario("version=26.1.0\ndevices=1\n");  // a supported release
-  m.options.amd_source = "library";
+  m.options.probe_settings.set("amd", "source", "library");
   r = m.run();
   EXPECT_EQ(find(r, "amd", "amd_smi_library", Status::blocker), nullptr) << dump(r);
   EXPECT_NE(find(r, "amd", "amd_smi_library", Status::ok), nullptr) << dump(r);
@@ -589,8 +589,8 @@ TEST(Doctor, AmdSmiInitFailureIsABlockerWithItsFix) {
   m.gpu("0000:03:00.0", "amdgpu", 0);
   FakeAmdSmiLib lib(m.tree());
   lib.scenario("init_fail=DRIVER_NOT_LOADED\n");
-  m.options.amd_library = fakes::kFakeAmdSmiLib;
-  m.options.amd_source = "library";
+  m.options.probe_settings.set("amd", "library", fakes::kFakeAmdSmiLib);
+  m.options.probe_settings.set("amd", "source", "library");
   auto r = m.run();
   const auto* f = find(r, "amd", "amd_smi_library", Status::blocker);
   ASSERT_NE(f, nullptr) << dump(r);
@@ -614,7 +614,7 @@ TEST(Doctor, MissingAmdSmiLibraryBlocksOnlyWhenTheSourceIsLibrary) {
   Machine m;
   m.options.probes = {"amd"};
   m.gpu("0000:03:00.0", "amdgpu", 0);
-  m.options.amd_source = "library";
+  m.options.probe_settings.set("amd", "source", "library");
   auto r = m.run();
   const auto* f = find(r, "amd", "amd_smi_library", Status::blocker);
   ASSERT_NE(f, nullptr) << dump(r);
@@ -622,13 +622,14 @@ TEST(Doctor, MissingAmdSmiLibraryBlocksOnlyWhenTheSourceIsLibrary) {
   EXPECT_NE(f->fix.find("--amd-smi-library"), std::string::npos) << f->fix;
   EXPECT_FALSE(r.fully_readable());
 
-  m.options.amd_source = "auto";  // the library is optional: sysfs is the source
+  m.options.probe_settings.set("amd", "source",
+                               "auto");  // the library is optional: sysfs is the source
   r = m.run();
   EXPECT_EQ(find(r, "amd", "amd_smi_library", Status::blocker), nullptr) << dump(r);
   EXPECT_NE(find(r, "amd", "amd_smi_library", Status::info), nullptr) << dump(r);
   EXPECT_TRUE(r.fully_readable()) << dump(r);
 
-  m.options.amd_source = "cli";  // not looked at; amd-smi is what is needed
+  m.options.probe_settings.set("amd", "source", "cli");  // not looked at; amd-smi is what is needed
   r = m.run();
   EXPECT_EQ(find(r, "amd", "amd_smi_library", Status::blocker), nullptr) << dump(r);
   EXPECT_NE(find(r, "amd", "amd_smi", Status::blocker), nullptr) << dump(r);
@@ -643,12 +644,12 @@ TEST(Doctor, MacmonVersionAndNotMacos) {
     ASSERT_NE(f, nullptr) << dump(r);
     EXPECT_NE(f->detail.find("not macOS"), std::string::npos);
   }
-  m.options.macmon = fakes::kFakeMacmon;
+  m.options.probe_settings.set("apple", "macmon", fakes::kFakeMacmon);
   r = m.run();
   const auto* f = find(r, "apple", "macmon", Status::ok);
   ASSERT_NE(f, nullptr) << dump(r);
   EXPECT_NE(f->detail.find("macmon 0.8.1"), std::string::npos);
-  m.options.macmon = m.tree().path("no/macmon");
+  m.options.probe_settings.set("apple", "macmon", m.tree().path("no/macmon"));
   r = m.run();
   const auto* missing = find(r, "apple", "macmon", Status::blocker);
   ASSERT_NE(missing, nullptr) << dump(r);
@@ -660,7 +661,7 @@ TEST(Doctor, LevelZeroLoaderVersionAndDevices) {
   Machine m;
   m.options.probes = {"intel"};
   m.gpu("0000:03:00.0", "i915", 0);
-  m.options.level_zero_library = fakes::kFakeLevelZero;
+  m.options.probe_settings.set("intel", "level_zero_library", fakes::kFakeLevelZero);
   auto r = m.run();
   const auto* f = find(r, "intel", "level_zero", Status::ok);
   ASSERT_NE(f, nullptr) << dump(r);
@@ -668,7 +669,8 @@ TEST(Doctor, LevelZeroLoaderVersionAndDevices) {
   EXPECT_NE(f->detail.find("API 1.17"), std::string::npos) << f->detail;
   EXPECT_NE(f->detail.find("1 Level Zero device(s)"), std::string::npos) << f->detail;
 
-  m.options.level_zero_library = m.tree().path("no/libze_loader.so.1");
+  m.options.probe_settings.set("intel", "level_zero_library",
+                               m.tree().path("no/libze_loader.so.1"));
   r = m.run();
   const auto* missing = find(r, "intel", "level_zero", Status::info);
   ASSERT_NE(missing, nullptr) << dump(r);
@@ -684,7 +686,7 @@ TEST(Doctor, LegacyLevelZeroLoaderNeedsZesEnableSysman) {
   Machine m;
   m.options.probes = {"intel"};
   m.gpu("0000:03:00.0", "i915", 0);
-  m.options.level_zero_library = fakes::kFakeLevelZeroLegacy;
+  m.options.probe_settings.set("intel", "level_zero_library", fakes::kFakeLevelZeroLegacy);
   auto r = m.run();
   const auto* f = find(r, "intel", "zes_enable_sysman", Status::warn);
   ASSERT_NE(f, nullptr) << dump(r);
@@ -697,12 +699,13 @@ TEST(Doctor, LegacyLevelZeroLoaderNeedsZesEnableSysman) {
 
   Machine no_gpu;  // without an Intel GPU it is only information
   no_gpu.options.probes = {"intel"};
-  no_gpu.options.level_zero_library = fakes::kFakeLevelZeroLegacy;
+  no_gpu.options.probe_settings.set("intel", "level_zero_library", fakes::kFakeLevelZeroLegacy);
   r = no_gpu.run();
   EXPECT_NE(find(r, "intel", "zes_enable_sysman", Status::info), nullptr) << dump(r);
 
   m.env.clear();
-  m.options.level_zero_library = fakes::kFakeLevelZero;  // has zesInit: no such need
+  m.options.probe_settings.set("intel", "level_zero_library",
+                               fakes::kFakeLevelZero);  // has zesInit: no such need
   r = m.run();
   EXPECT_EQ(find(r, "intel", "zes_enable_sysman"), nullptr) << dump(r);
 }

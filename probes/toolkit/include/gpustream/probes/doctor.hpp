@@ -1,20 +1,19 @@
 // gpustream/probes/doctor.hpp — `gpustream doctor`: for each probe, what it looks for on this
 // machine, what it found, what blocks it, and the exact fix.
 //
-// Read-only and fast: bounded file reads (machine_view.hpp), one version run per vendor tool
-// (with a timeout), one init/shutdown of NVML, of the AMD SMI library and of the Level Zero
-// loader; no sampling.
+// Each probe's checks are its registry row's `doctor` column (toolkit/doctor_checks.hpp has what
+// they share); run() loops over the rows. Read-only and fast: bounded file reads
+// (machine_view.hpp), one version run per tool (with a timeout), one init/shutdown of each
+// vendor library; no sampling.
 //
 // Each Finding is {probe, check, status, detail, fix}. Status: `ok` (works), `info` (a fact,
 // nothing to do), `warn` (degraded or to know: nothing here stops a GPU from being read fully),
 // `blocker` (a GPU, or part of what gpustream reads of it, cannot be read until the fix is
 // applied). Report::fully_readable() is "no blocker": the CLI's exit code 0, else 1.
 //
-// Thread safety: run_doctor is reentrant apart from the vendor libraries' own process-wide
-// init (NVML, Level Zero: do not run it beside a probe using them with different paths; the AMD
-// SMI library is shared with such a probe through the backend's own loader and its host guard).
-// Cancellation: none; every step is bounded (tools, NVML and the AMD SMI library by
-// `tool_timeout`).
+// Thread safety: run is reentrant apart from the vendor libraries' own process-wide init (do not
+// run it beside a probe using such a library with another path; see each vendor's checks).
+// Cancellation: none; every step is bounded (tools and library calls by `tool_timeout`).
 #pragma once
 
 #include <chrono>
@@ -35,7 +34,7 @@ enum class Status : std::uint8_t { ok, info, warn, blocker };
 std::string_view to_string(Status s) noexcept;
 
 struct Finding {
-  std::string probe;  // "nvidia", "amd", "intel", "apple", "host", "simulated"
+  std::string probe;  // the registry row's name
   std::string check;  // "nvml", "render_node_access", ... (stable names, docs/operations.md)
   Status status = Status::info;
   std::string detail;  // what was looked for and found
@@ -55,30 +54,29 @@ struct Report {
 
 /// Where to look, as the probes take it (config paths, probe settings, CLI flags).
 struct Options {
+  /// The probes' sections (Config::probe_settings): each probe's checks read theirs with the
+  /// probe's own reader, so the doctor looks where the probe would.
   SystemPaths paths;
   /// "/" of the machine (for /.dockerenv and /run/.containerenv).
   std::string root_dir = "/";
   std::vector<std::string> probes;  // empty: every probe gpustream knows
-  std::string nvml_library = "libnvidia-ml.so.1";
-  std::string nvidia_smi = "nvidia-smi";
-  std::string amd_smi = "amd-smi";
-  std::string rocm_smi = "rocm-smi";
-  std::string amd_source = "auto";                       // amd.source
-  std::string amd_library = "libamd_smi.so";             // amd.library (--amd-smi-library)
-  std::string level_zero_library = "libze_loader.so.1";  // "": Level Zero disabled
-  std::string macmon;                                    // "": not configured (read only on macOS)
+  ProbeSettings probe_settings;
   int simulate = 0;
-  /// Each tool's version run is killed after this long; NVML's and the AMD SMI library's init,
-  /// version and count calls are waited for this long.
+  /// Each tool's version run is killed after this long; a vendor library's init, version and
+  /// count calls are waited for this long.
   std::chrono::milliseconds tool_timeout{3000};
   /// The environment as the program had it when it started (ZES_ENABLE_SYSMAN, container,
   /// KUBERNETES_SERVICE_HOST). Unset: the current environment.
   std::function<std::optional<std::string>(std::string_view)> getenv;
+
+  /// A Config with these paths, probes, simulate and probe settings: what the probes' own
+  /// settings readers take.
+  Config config() const;
 };
 
-/// The options for `config`: paths, probes, simulate and each probe's section (nvidia.library,
-/// nvidia.nvidia_smi, amd.amd_smi, amd.rocm_smi, amd.source, amd.library, intel.level_zero_library,
-/// apple.macmon). Throws std::invalid_argument for a bad setting, like the probe factories.
+/// The options for `config`: paths, probes, simulate and the probes' sections. Throws
+/// std::invalid_argument for a bad setting of a probe it will examine, like the probe factories
+/// (each row's read_settings).
 Options options_from_config(const Config& config);
 
 /// The environment variables the doctor looks at, read now (call it first thing in main, before

@@ -139,6 +139,10 @@ class IntelGpuProbe final : public BlockingProbe {
 std::shared_ptr<IntelGpuProbe> make_intel_probe(ProbeExecutors executors,
                                                 IntelProbeOptions options = {});
 
+/// The "intel" section of a Config, read and checked (level_zero_library, the tracker periods),
+/// with its paths and library session: the one reader the factory and the doctor use. Throws
+/// std::invalid_argument for a bad setting.
+IntelProbeOptions intel_options_from_config(const Config& config);
 /// The registry's factory: paths from config.paths, the session mode from
 /// resolve_library_session_mode(config.library_session), and from
 /// config.probe_settings["intel"]: "level_zero_library" (string; "" disables Level Zero) and

@@ -1,5 +1,6 @@
-// doctor_checks.hpp — the per-probe checks of `gpustream doctor` (private to probes/): each
-// vendor folder has its check_<probe>(Context&); common/doctor.cpp runs them in registry order.
+// doctor_checks.hpp — what the per-probe checks of `gpustream doctor` share (private to probes/):
+// each probe folder has its checks, its registry row's `doctor` column; probes/doctor.cpp runs
+// them in registry order. Knows no probe.
 #pragma once
 
 #include <functional>
@@ -13,10 +14,10 @@
 #include "gpustream/probes/doctor.hpp"
 #include "gpustream/probes/machine_view.hpp"
 
-namespace gpustream::doctor::detail {
+namespace gpustream::doctor {
 
 /// What every check needs: the options, who reads the machine, its DRM nodes, the findings.
-struct Context {
+struct CheckContext {
   const Options& options;
   machine::Identity identity;
   std::vector<machine::DrmNode> drm;
@@ -29,6 +30,10 @@ struct Context {
            std::string fix = {}) const;
 };
 
+namespace detail {
+
+using Context = CheckContext;
+
 /// The fix for a device node that cannot be opened (the render/video groups).
 inline constexpr std::string_view kGroupFix =
     "sudo usermod -aG render,video $USER   # then log out and in again";
@@ -38,7 +43,7 @@ inline constexpr std::string_view kPtraceFix =
     "packaged service (systemctl enable --now gpustream; it has "
     "AmbientCapabilities=CAP_SYS_PTRACE)";
 
-/// The checks the DRM probes (amd, intel) share, for the nodes whose driver is one of
+/// The checks the DRM probes share, for the nodes whose driver is one of
 /// `drivers`: the kernel module, the devices, render-node access, runtime suspend, and other
 /// users' fdinfo. Returns how many PCI devices were found.
 std::size_t check_drm_devices(const Context& c, std::string_view probe,
@@ -57,9 +62,5 @@ void add_tool_finding(const Context& c, std::string_view probe, std::string_view
 bool run_bounded(const Context& c, std::string_view probe, std::string_view check_name,
                  std::function<void(const Context&)> check);
 
-void check_nvidia(const Context& c);
-void check_amd(const Context& c);
-void check_intel(const Context& c);
-void check_apple(const Context& c);
-
-}  // namespace gpustream::doctor::detail
+}  // namespace detail
+}  // namespace gpustream::doctor

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <set>
 
-#include "common/doctor_checks.hpp"
 #include "gpustream/probes/readers.hpp"
+#include "toolkit/doctor_checks.hpp"
 
 namespace gpustream::doctor::detail {
 

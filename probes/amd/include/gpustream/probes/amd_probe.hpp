@@ -41,6 +41,7 @@
 #include "gpustream/probes/counter_rate.hpp"
 #include "gpustream/probes/process_table.hpp"
 #include "gpustream/probes/readers.hpp"
+#include "gpustream/probes/settings.hpp"
 
 namespace gpustream {
 
@@ -175,6 +176,19 @@ std::shared_ptr<AmdSysfsProbe> make_amd_sysfs_probe(ProbeExecutors executors,
 
 /// True when at least one readable amdgpu card exists under `paths.sysfs_root`.
 bool amd_sysfs_available(const SystemPaths& paths);
+
+/// The "amd" section of a Config, read and checked once: the one reader the factory, the doctor
+/// and the capture use. Throws std::invalid_argument for an unknown key, a wrong type or an
+/// unknown source.
+struct AmdSettings {
+  std::string source = "auto";         // as written: auto, library, sysfs, cli, amd-smi or rocm-smi
+  std::optional<std::string> library;  // amd.library (the AMD SMI library)
+  std::optional<std::string> amd_smi;  // amd.amd_smi
+  std::optional<std::string> rocm_smi;    // amd.rocm_smi
+  std::optional<std::string> amdgpu_ids;  // amd.amdgpu_ids ("": no lookup)
+  settings::TrackerPeriods tracker;
+};
+AmdSettings amd_settings(const Config& config);
 
 /// The "amd" registry row: picks the source from config.probe_settings["amd"]["source"]
 /// ("auto" | "library" | "sysfs" | "cli" | "amd-smi" | "rocm-smi"; default "auto"; "cli" is

@@ -4,17 +4,11 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <filesystem>
-#include <memory>
-#include <set>
 #include <stdexcept>
-#include <thread>
 
 #include <boost/json.hpp>
 
-#include "gpustream/probes/readers.hpp"
 #include "gpustream/probes/registry.hpp"
-#include "gpustream/probes/settings.hpp"
 #include "toolkit/doctor_checks.hpp"
 
 namespace gpustream::doctor {
@@ -69,12 +63,13 @@ Report run(const Options& options) {
   }
   detail::Context c{options, machine::read_identity(options.paths.procfs_root),
                     machine::drm_nodes(options.paths.sysfs_root), report.findings, report.pending};
-  for (auto name : known_probe_names()) {  // registry order
+  for (const auto& row : probe_rows()) {  // registry order
+    const auto name = row.name;
     if (std::find(wanted.begin(), wanted.end(), name) == wanted.end()) continue;
     report.probes.emplace_back(name);
     const auto before = report.findings.size();
     try {
-      if (const auto* row = find_probe_row(name); row && row->doctor) row->doctor(c);
+      if (row.doctor) row.doctor(c);
     } catch (const std::exception& e) {  // a check never takes the others down
       c.add(name, "doctor", Status::warn, std::string("this check failed: ") + e.what());
     }

@@ -41,7 +41,7 @@ struct Table {
 };
 
 Table& mutable_table() noexcept {
-  static Table kTable = [] {
+  static Table instance = [] {
     Table t;
     t.rows = {
 #if GPUSTREAM_PROBE_NVIDIA
@@ -66,13 +66,13 @@ Table& mutable_table() noexcept {
     for (const auto& row : t.rows) t.names.push_back(row.name);
     return t;
   }();
-  return kTable;
+  return instance;
 }
 
 const Table& table() noexcept { return mutable_table(); }
 
-/// How many rows at the end of the table an ExtraProbeRows added.
-std::size_t extra_rows = 0;
+/// How many rows at the end of the table an ExtraProbeRows added (tests only).
+std::size_t extra_rows = 0;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 }  // namespace
 

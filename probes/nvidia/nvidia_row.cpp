@@ -40,7 +40,7 @@ std::vector<std::int64_t> compute_app_pids(std::string_view text) {
 }
 
 /// One pass of the probe's NVML calls, as a scenario of the fake NVML (nvml/scenario.txt).
-capture::Recorded record(const std::string& library) {
+capture::Recorded record_scenario(const std::string& library) {
   const auto r = capture::record_nvml(library);
   capture::Recorded out;
   out.manifest = {{"library", library},
@@ -78,7 +78,8 @@ void capture_sources(capture::Sources& s, const Config& config) {
   apps.pids = &compute_app_pids;
   s.tools.push_back(std::move(apps));
   s.tools.push_back({tool, setting, {"--version"}, {}, true});
-  s.recordings.push_back({"nvml", [library = options.nvml_library] { return record(library); }});
+  s.recordings.push_back(
+      {"nvml", [library = options.nvml_library] { return record_scenario(library); }});
   s.replay_flags.push_back({"--nvidia-smi", "tools/nvidia-smi"});
   s.replay_flags.push_back({"--nvml-library", "nvml/libnvidia-ml.so.1"});
   // The fake NVML reads its scenario at every nvmlInit.

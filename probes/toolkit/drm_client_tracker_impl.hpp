@@ -1,5 +1,5 @@
 // drm_client_tracker_impl.hpp — the state of drm::ClientTracker, shared by its two source
-// files (private to probes/common): drm_client_tracker.cpp (a process's full fd scan, the
+// files (private to probes/toolkit): drm_client_tracker.cpp (a process's full fd scan, the
 // public class) and drm_client_tracker_sample.cpp (one sample, with and without the open
 // signal). See gpustream/probes/drm_client_tracker.hpp for what it does.
 //

@@ -1,5 +1,5 @@
 // drm_client_tracker_watch.hpp — the two pieces that let drm::ClientTracker skip per-process
-// work while nothing changes (private to probes/common):
+// work while nothing changes (private to probes/toolkit):
 //
 //   DeviceWatch  an inotify watch (IN_OPEN) on the DRM device folder (/dev/dri), plus any
 //                number of added ones (other mount namespaces' device folders) on the same

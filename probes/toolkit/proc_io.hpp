@@ -1,5 +1,5 @@
 // proc_io.hpp — raw, allocation-free procfs reading for the DRM client tracker (private to
-// probes/common): directory listing with getdents64 into a caller's buffer, small-file reads
+// probes/toolkit): directory listing with getdents64 into a caller's buffer, small-file reads
 // into a reused string, start time from <pid>/stat.
 //
 // Thread safety: reentrant; no state. Every call retries EINTR.

@@ -1,4 +1,4 @@
-// pci::normalize_bus_id (probes/common/pci.cpp): one canonical PCI bus id for every source.
+// pci::normalize_bus_id (probes/toolkit/pci.cpp): one canonical PCI bus id for every source.
 #include <gtest/gtest.h>
 
 #include "gpustream/probes/pci.hpp"

@@ -1,4 +1,4 @@
-// proc::ProcessTable (probes/common/process_table.cpp) on generated procfs trees: the names and
+// proc::ProcessTable (probes/toolkit/process_table.cpp) on generated procfs trees: the names and
 // host RSS every vendor's processes carry. The NVIDIA probe's tests cover it through NVML too.
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-// sysfs:: helpers (probes/common/sysfs.cpp) shared by the AMD and Intel probes, on generated
+// sysfs:: helpers (probes/toolkit/sysfs.cpp) shared by the AMD and Intel probes, on generated
 // sysfs trees.
 #include <gtest/gtest.h>
 

@@ -26,6 +26,8 @@ Step CounterRate::update(std::uint64_t value, std::uint64_t base) {
     return out;
   }
   out.rate = static_cast<double>(delta) / static_cast<double>(base - last_->base);
+  out.delta = delta;
+  out.base_delta = base - last_->base;
   last_ = Reading{value, base};
   return out;
 }

@@ -1,4 +1,4 @@
-// rate::CounterRate / rate::CounterRates (probes/common/counter_rate.cpp): the one
+// rate::CounterRate / rate::CounterRates (probes/toolkit/counter_rate.cpp): the one
 // "cumulative counter -> rate" rule of every probe.
 #include <gtest/gtest.h>
 
@@ -21,6 +21,18 @@ TEST(CounterRate, FirstReadingSeedsThenDeltaOverDeltaBase) {
   EXPECT_TRUE(c.seeded());
   EXPECT_DOUBLE_EQ(c.update(1500, 20).rate.value(), 50.0);
   EXPECT_DOUBLE_EQ(c.update(1500, 30).rate.value(), 0.0);  // idle is 0, not absent
+}
+
+// A caller that scales the base itself (NVLink: bytes over ns, as bytes per second) gets the
+// two deltas of the rate.
+TEST(CounterRate, ARateCarriesItsTwoDeltas) {
+  CounterRate c;
+  const auto first = c.update(100, 1'000);
+  EXPECT_EQ(first.delta, 0u);
+  const auto step = c.update(8'388'708, 2'000'001'000);
+  ASSERT_TRUE(step.rate);
+  EXPECT_EQ(step.delta, 8'388'608u);
+  EXPECT_EQ(step.base_delta, 2'000'000'000u);
 }
 
 TEST(CounterRate, ABackwardsCounterIsAResetThatSeedsAgain) {

@@ -38,7 +38,7 @@
 #include "gpustream/config.hpp"
 #include "gpustream/library_session.hpp"
 #include "gpustream/log_once.hpp"
-#include "gpustream/probes/counter_rate.hpp"
+#include "gpustream/probes/engine_busy.hpp"
 #include "gpustream/probes/process_table.hpp"
 #include "gpustream/probes/readers.hpp"
 #include "gpustream/probes/settings.hpp"
@@ -83,8 +83,8 @@ class EngineBusyTracker {
  private:
   std::int64_t now_ns_ = 0;
   std::set<Key> seen_;  // keys of the current sample
-  /// One busy-ns counter per (key, engine), over the sample time (probes/common counter_rate).
-  rate::CounterRates<std::tuple<std::int64_t, std::string, std::uint64_t, std::string>> rates_;
+  /// One busy-ns counter per (key, engine), over the sample time (the toolkit's engine_busy).
+  engine::BusyRates<Key> rates_;
 };
 
 /// Adds one counter's percentages into a process's total; an engine stays nullopt once any of

@@ -33,6 +33,9 @@ struct Options {
 struct Step {
   std::optional<double> rate;  // delta value / delta base; absent while seeding
   bool reset = false;          // the counter went backwards (and did not wrap): it seeds again
+  /// With a rate: its two deltas (for a caller that scales the base itself, e.g. ns → s).
+  std::uint64_t delta = 0;
+  std::uint64_t base_delta = 0;
 };
 
 /// One counter.

@@ -1,4 +1,4 @@
-// The doctor's checks shared by the DRM probes (amd, intel) and its vendor-tool finding.
+// The doctor's checks shared by the DRM probes and its tool-version finding.
 #include <algorithm>
 #include <set>
 

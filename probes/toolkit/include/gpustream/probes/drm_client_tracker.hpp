@@ -1,6 +1,6 @@
 // gpustream/probes/drm_client_tracker.hpp — the DRM clients of a host, found at a cost that grows
-// with the processes that use a GPU rather than with all processes. Shared by the AMD and Intel
-// probes (one tracker per probe, kept between samples).
+// with the processes that use a GPU rather than with all processes. Shared by the DRM probes
+// (one tracker per probe, kept between samples).
 //
 // Two ways to learn that a process started using a GPU, chosen at construction:
 //

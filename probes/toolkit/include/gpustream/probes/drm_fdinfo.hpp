@@ -1,5 +1,5 @@
 // gpustream/probes/drm_fdinfo.hpp — DRM client usage stats from /proc/<pid>/fdinfo, shared by
-// the AMD and Intel probes.
+// the DRM probes.
 //
 // parse_fdinfo() reads one fdinfo file in the kernel's "drm-*" key format
 // (Documentation/gpu/drm-usage-stats.rst): engine busy time in ns, engine capacity, cycles,

@@ -1,5 +1,5 @@
-// gpustream/probes/source_note.hpp — a probe that chose one of several sources (the "amd" row:
-// library, sysfs or a CLI) says which, and why the others were passed over, in one line that
+// gpustream/probes/source_note.hpp — a probe that chose one of several sources (e.g. a library,
+// sysfs or a CLI) says which, and why the others were passed over, in one line that
 // `gpustream list` shows under the probe.
 //
 // Thread safety: source_note() is const and may be called from any thread.

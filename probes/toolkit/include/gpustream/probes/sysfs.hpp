@@ -1,4 +1,4 @@
-// gpustream/probes/sysfs.hpp — the sysfs and hwmon readers the AMD and Intel probes share.
+// gpustream/probes/sysfs.hpp — the sysfs and hwmon readers the DRM probes share.
 //
 // Numbered entries (card3, hwmon2, tile0, gt1...), a PCI function's bus id and driver from its
 // uevent, the hwmon temp<N>_input/temp<N>_label sensors, and "a metric is a value or an absence

@@ -18,6 +18,7 @@ struct RecordedRun {
   std::string tool;
   std::vector<std::string> args;
   std::string output;
+  std::vector<std::int64_t> pids;  // the processes its output names (ToolCommand::pids)
 };
 
 /// The sysfs files the GPU probes read, under DIR/sys; a summary for the manifest.
@@ -30,7 +31,6 @@ boost::json::object capture_procfs(CaptureBundle& b, const std::string& procfs_r
 void capture_process_files(CaptureBundle& b, const std::string& procfs_root, std::int64_t pid);
 /// Every tool command (capture::tool_commands), recorded, and a replay script per tool.
 boost::json::object capture_tools(CaptureBundle& b, const Config& config,
-                                  std::chrono::milliseconds interval,
                                   std::chrono::milliseconds timeout, std::uint64_t max_output_bytes,
                                   std::vector<RecordedRun>& runs);
 

@@ -78,11 +78,7 @@ json::object capture_sysfs(CaptureBundle& b, const std::string& sysfs_root) {
     if (slash != std::string::npos || !seen_nodes.insert(in.rel).second) continue;
     const auto node = in.rel.substr(std::string("class/drm/").size());
     auto v = readers::read_uint_file(join_path(sysfs_root, in.rel + "/device/vendor"), 16);
-    std::string vendor = !v             ? "unknown"
-                         : *v == 0x1002 ? "amd"
-                         : *v == 0x8086 ? "intel"
-                         : *v == 0x10de ? "nvidia"
-                                        : "other";
+    std::string vendor = v ? capture::pci_vendor_name(static_cast<std::uint32_t>(*v)) : "unknown";
     ++vendors[vendor];
     nodes.push_back(json::object{{"node", node}, {"vendor", vendor}});
   }
@@ -180,12 +176,12 @@ json::object capture_procfs(CaptureBundle& b, const std::string& procfs_root,
 }
 
 json::object capture_tools(CaptureBundle& b, const Config& config,
-                           std::chrono::milliseconds interval, std::chrono::milliseconds timeout,
-                           std::uint64_t max_output_bytes, std::vector<RecordedRun>& runs) {
+                           std::chrono::milliseconds timeout, std::uint64_t max_output_bytes,
+                           std::vector<RecordedRun>& runs) {
   json::object out;
   std::map<std::string, std::vector<capture::ToolCommand>> by_tool;
   std::vector<std::string> order;
-  for (auto& c : capture::tool_commands(interval)) {
+  for (auto& c : capture::tool_commands(config)) {
     if (!by_tool.count(c.tool)) order.push_back(c.tool);
     by_tool[c.tool].push_back(std::move(c));
   }
@@ -257,7 +253,7 @@ json::object capture_tools(CaptureBundle& b, const Config& config,
         cmds.push_back(std::move(rec));
         continue;
       }
-      runs.push_back({tool, c.args, output});
+      runs.push_back({tool, c.args, output, c.pids ? c.pids(output) : std::vector<std::int64_t>{}});
       // The replay: the recorded output, stderr and ending for exactly these arguments.
       const int code = stream        ? 0
                        : r.timed_out ? 124
@@ -269,7 +265,8 @@ json::object capture_tools(CaptureBundle& b, const Config& config,
         // Like the tool: one line per interval (the first after one interval too), then alive
         // until killed.
         char pause[32];
-        std::snprintf(pause, sizeof pause, "%.3f", static_cast<double>(interval.count()) / 1000.0);
+        std::snprintf(pause, sizeof pause, "%.3f",
+                      static_cast<double>(c.interval.count()) / 1000.0);
         script_cases += concat("  while IFS= read -r line; do sleep ", pause,
                                "; printf '%s\\n' \"$line\"; done < \"$d/", n,
                                ".out\"\n  exec sleep 2147483647\n  ;;\n");

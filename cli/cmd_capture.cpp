@@ -11,8 +11,6 @@
 
 #include "capture.hpp"
 #include "capture_internal.hpp"
-#include "gpustream/probes/amd_probe.hpp"
-#include "gpustream/probes/apple_probe.hpp"
 #include "gpustream/probes/capture.hpp"
 #include "gpustream/probes/readers.hpp"
 
@@ -25,7 +23,6 @@ using namespace capture_detail;
 
 constexpr const char* kVersion = "0.1.0";
 constexpr int kFormat = 1;
-constexpr const char* kScenarioEnv = "GPUSTREAM_FAKE_NVML_SCENARIO";
 
 std::string utc_now() {
   const std::time_t t = std::time(nullptr);
@@ -36,13 +33,6 @@ std::string utc_now() {
   return buf;
 }
 
-std::string setting_or(const Config& c, const char* section, const char* key,
-                       std::string fallback) {
-  if (const auto* v = c.probe_settings.get(section, key))
-    if (const auto* s = v->if_string()) return *s;
-  return fallback;
-}
-
 std::string absolute(const std::string& p) {
   std::error_code ec;
   auto a = fs::absolute(p, ec);
@@ -51,54 +41,14 @@ std::string absolute(const std::string& p) {
   return s;
 }
 
-json::object capture_nvml(CaptureBundle& b, const Config& config, std::vector<std::int64_t>& pids) {
-  const auto library = setting_or(config, "nvidia", "library", "libnvidia-ml.so.1");
-  const auto r = capture::record_nvml(library);
-  json::object out{{"library", library},
-                   {"loaded", r.loaded},
-                   {"initialized", r.initialized},
-                   {"devices", r.devices}};
-  if (!r.driver_version.empty()) out["driver_version"] = r.driver_version;
-  json::array notes;
-  for (const auto& n : r.notes) notes.emplace_back(n);
-  out["notes"] = std::move(notes);
-  if (!r.loaded)
-    b.finding("nvml", r.notes.empty() ? "NVML not loaded" : r.notes.front());
-  else if (!r.initialized)
-    b.finding("nvml", r.notes.empty() ? "NVML init failed" : r.notes.front());
-  b.write("nvml/scenario.txt", r.scenario);
-  out["scenario"] = "nvml/scenario.txt";
+/// A probe's own recording (capture::Recording): its files, its findings, its entry.
+json::object capture_recording(CaptureBundle& b, const capture::Recording& recording,
+                               std::vector<std::int64_t>& pids) {
+  auto r = recording.record();
+  for (const auto& f : r.findings) b.finding(recording.key, f);
+  for (const auto& [rel, content] : r.files) b.write(rel, content);
   pids.insert(pids.end(), r.pids.begin(), r.pids.end());
-  return out;
-}
-
-/// The pids amd-smi's process list and nvidia-smi's compute apps name: their /proc files make
-/// the replay's process names and host RSS the same.
-void tool_pids(const std::vector<RecordedRun>& runs, std::vector<std::int64_t>& pids) {
-  for (const auto& r : runs) {
-    try {
-      if (r.tool == "amd-smi" && !r.args.empty() && r.args.front() == "process") {
-        for (const auto& [gpu, list] : amd_cli::parse_amd_smi_process(r.output))
-          for (const auto& p : list) pids.push_back(p.process.pid);
-      }
-    } catch (const std::exception&) {
-      // Not parseable: the replay shows the same parse error, with or without these files.
-    }
-    if (r.tool == "nvidia-smi" && !r.args.empty() &&
-        r.args.front().rfind("--query-compute-apps", 0) == 0) {
-      std::string_view text = r.output;
-      while (!text.empty()) {  // "uuid, pid, memory, name": the second cell
-        const auto nl = text.find('\n');
-        const auto line = text.substr(0, nl);
-        text = nl == std::string_view::npos ? std::string_view{} : text.substr(nl + 1);
-        const auto c1 = line.find(',');
-        if (c1 == std::string_view::npos) continue;
-        const auto c2 = line.find(',', c1 + 1);
-        if (auto pid = readers::parse_int(readers::trim(line.substr(c1 + 1, c2 - c1 - 1))))
-          pids.push_back(*pid);
-      }
-    }
-  }
+  return std::move(r.manifest);
 }
 
 }  // namespace
@@ -120,7 +70,7 @@ int run_capture(const Config& config, const CaptureOptions& o) {
   CaptureBundle b(dir, o.max_file_bytes, o.max_total_bytes);
   const auto sysfs_root = absolute(config.paths.sysfs_root);
   const auto procfs_root = absolute(config.paths.procfs_root);
-  const auto interval = apple_probe_options(config).interval;
+  const auto sources = capture::sources(config);
 
   json::object m;
   m["gpustream"] = kVersion;
@@ -134,14 +84,14 @@ int run_capture(const Config& config, const CaptureOptions& o) {
                              {"tool_timeout_ms", o.tool_timeout.count()},
                              {"max_processes", o.max_processes}};
   m["sysfs"] = capture_sysfs(b, sysfs_root);
-  const auto ids = setting_or(config, "amd", "amdgpu_ids", kDefaultAmdgpuIdsPath);
-  if (!ids.empty()) m["amdgpu_ids"] = b.copy(ids, "share/amdgpu.ids");
+  for (const auto& f : sources.files)
+    if (!f.path.empty()) m[f.key] = b.copy(f.path, f.rel);
   m["procfs"] = capture_procfs(b, procfs_root, config.watch_pids, o.max_processes);
   std::vector<std::int64_t> gpu_pids;
-  m["nvml"] = capture_nvml(b, config, gpu_pids);
+  for (const auto& r : sources.recordings) m[r.key] = capture_recording(b, r, gpu_pids);
   std::vector<RecordedRun> runs;
-  m["tools"] = capture_tools(b, config, interval, o.tool_timeout, o.max_file_bytes, runs);
-  tool_pids(runs, gpu_pids);
+  m["tools"] = capture_tools(b, config, o.tool_timeout, o.max_file_bytes, runs);
+  for (const auto& r : runs) gpu_pids.insert(gpu_pids.end(), r.pids.begin(), r.pids.end());
   for (auto pid : gpu_pids) capture_process_files(b, procfs_root, pid);
   ::mkdir((dir / "dev").c_str(), 0755);  // the replay's devfs root: nothing of /dev is needed
 
@@ -187,21 +137,16 @@ void prepare_replay_capture(CommonOptions& common, const std::string& dir_arg) {
     auto& v = common.probe_paths[flag];
     if (v.empty()) v = value;
   };
-  set("--amd-smi", sub("tools/amd-smi"));
-  set("--rocm-smi", sub("tools/rocm-smi"));
-  set("--nvidia-smi", sub("tools/nvidia-smi"));
-  set("--macmon", sub("tools/macmon"));
-  set("--amdgpu-ids", sub("share/amdgpu.ids"));
-  set("--level-zero-library", sub("level-zero/not-captured/libze_loader.so.1"));
-  set("--nvml-library", sub("nvml/libnvidia-ml.so.1"));
+  const auto sources = capture::sources(Config{});
+  for (const auto& f : sources.replay_flags) set(f.flag.c_str(), sub(f.rel.c_str()));
   if (!common.interval_seconds) {
     if (const auto* ms = manifest.as_object().if_contains("settings"))
       if (const auto* i = ms->as_object().if_contains("interval_ms"); i && i->is_int64())
         common.interval_seconds = static_cast<double>(i->as_int64()) / 1000.0;
   }
-  // The fake NVML reads its scenario at every nvmlInit; no thread exists yet.
-  // NOLINTNEXTLINE(concurrency-mt-unsafe)
-  ::setenv(kScenarioEnv, sub("nvml/scenario.txt").c_str(), 1);
+  // The fake libraries read their scenarios when loaded; no thread exists yet.
+  for (const auto& e : sources.replay_env)
+    ::setenv(e.name.c_str(), sub(e.rel.c_str()).c_str(), 1);  // NOLINT(concurrency-mt-unsafe)
 }
 
 }  // namespace gpustream::cli

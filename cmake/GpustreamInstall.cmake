@@ -9,7 +9,7 @@
 # The headers installed are each target's PUBLIC_HEADER list (sdk/, probes/ and
 # transport/CMakeLists.txt name them one by one; nothing is installed by a directory glob):
 # include/gpustream/ (with the generated version.hpp), include/gpustream/probes/,
-# include/gpustream/transport/. The private headers (sdk/private, probes/private) never are.
+# include/gpustream/transport/. The private headers (sdk/private, probes/toolkit and the probe folders) never are.
 include(CMakePackageConfigHelpers)
 
 foreach(_pair "gpustream_sdk:gpustream" "gpustream_probes:gpustream/probes"

@@ -5,8 +5,8 @@
 # Each target is fuzz/targets/<name>.cpp; seeds are in fuzz/corpus/<name>/, crashes found and
 # fixed are kept in fuzz/regressions/<name>/.
 set(GPUSTREAM_FUZZ_TARGETS
-  fdinfo           # DRM fdinfo text (probes/common/drm_fdinfo.cpp)
-  sysfs_readers    # sysfs/procfs value readers (probes/common/readers.cpp, pp_dpm levels)
+  fdinfo           # DRM fdinfo text (probes/toolkit/drm_fdinfo.cpp)
+  sysfs_readers    # sysfs/procfs value readers (probes/toolkit/readers.cpp, pp_dpm levels)
   amd_smi          # amd-smi static/metric/process --json (probes/amd/amd_cli_parse.cpp)
   rocm_smi         # rocm-smi --json (probes/amd/amd_cli_parse.cpp)
   nvidia_smi_csv   # nvidia-smi --format=csv (probes/nvidia/smi_csv.cpp, formats.cpp)
@@ -22,8 +22,8 @@ set(GPUSTREAM_FUZZ_TARGETS
 # coverage and sanitizer instrumentation; everything else they need comes from the normal
 # build's static libraries.
 set(GPUSTREAM_FUZZ_INSTRUMENTED_SOURCES
-  probes/common/readers.cpp
-  probes/common/drm_fdinfo.cpp
+  probes/toolkit/readers.cpp
+  probes/toolkit/drm_fdinfo.cpp
   probes/amd/amd_cli_parse.cpp
   probes/nvidia/smi_csv.cpp
   probes/nvidia/formats.cpp

@@ -1,94 +1,112 @@
-// The one table of probes. To add a probe: a folder with its make_<name>_probe_from_config, its
-// header included here, and a row below (tests/probes/conformance_test.cpp: a row there too).
+// The one table of probes. To add a probe: a folder probes/<name>/ with its CMakeLists.txt line
+// (probes/CMakeLists.txt, GPUSTREAM_PROBE_VENDORS) and its row (<name>_probe_row()), listed below.
 #include "gpustream/probes/registry.hpp"
 
-#include <algorithm>
-#include <array>
-#include <exception>
-#include <iterator>
+#include "registry_extra.hpp"
 
-#include "gpustream/probes/amd_probe.hpp"
-#include "gpustream/probes/apple_probe.hpp"
-#include "gpustream/probes/host_probe.hpp"
-#include "gpustream/probes/intel_probe.hpp"
-#include "gpustream/probes/nvidia_probe.hpp"
-#include "gpustream/probes/simulated_probe.hpp"
+#include <algorithm>
+#include <exception>
+#include <vector>
 
 namespace gpustream {
+
+// Each vendor folder exports its row (probes/<vendor>/<vendor>_row.cpp). A vendor built with
+// GPUSTREAM_PROBE_<VENDOR>=OFF has no row: nothing else changes.
+#if GPUSTREAM_PROBE_NVIDIA
+const ProbeRow& nvidia_probe_row() noexcept;
+#endif
+#if GPUSTREAM_PROBE_AMD
+const ProbeRow& amd_probe_row() noexcept;
+#endif
+#if GPUSTREAM_PROBE_INTEL
+const ProbeRow& intel_probe_row() noexcept;
+#endif
+#if GPUSTREAM_PROBE_APPLE
+const ProbeRow& apple_probe_row() noexcept;
+#endif
+#if GPUSTREAM_PROBE_HOST
+const ProbeRow& host_probe_row() noexcept;
+#endif
+#if GPUSTREAM_PROBE_SIMULATED
+const ProbeRow& simulated_probe_row() noexcept;
+#endif
+
 namespace {
 
-constexpr ProbeFlag kNvidiaFlags[] = {
-    {"--nvml-library", "library", "NVML library (default libnvidia-ml.so.1)"},
-    {"--nvidia-smi", "nvidia_smi", "nvidia-smi binary for the fallback"},
-};
-constexpr ProbeFlag kAmdFlags[] = {
-    {"--amd-smi", "amd_smi", "amd-smi binary"},
-    {"--rocm-smi", "rocm_smi", "rocm-smi binary"},
-    {"--amd-source", "source", "AMD source: auto, library, sysfs, cli (amd-smi), rocm-smi"},
-    {"--amd-smi-library", "library", "AMD SMI library (default libamd_smi.so)"},
-    {"--amdgpu-ids", "amdgpu_ids", "libdrm amdgpu.ids for AMD names (\"\": none)"},
-};
-constexpr ProbeFlag kIntelFlags[] = {
-    {"--level-zero-library", "level_zero_library", "Level Zero loader (libze_loader.so.1)"},
-};
-constexpr ProbeFlag kAppleFlags[] = {
-    {"--macmon", "macmon", "macmon binary"},
+/// The rows, in the order make_probes builds them and `gpustream list` shows them, plus their
+/// names (for known_probe_names).
+struct Table {
+  std::vector<ProbeRow> rows;
+  std::vector<std::string_view> names;
 };
 
-// One row per probe, in the order make_probes builds them and `gpustream list` shows them.
-constexpr ProbeRow kRows[] = {
-    {NvidiaProbe::kName,
-     "NVIDIA GPUs through NVML (--nvml-library PATH), nvidia-smi as the fallback",
-     NvidiaProbe::kName, ProbeKind::gpu, kNvidiaFlags, &make_nvidia_probe_from_config},
-    {AmdSysfsProbe::kName,
-     "AMD GPUs: AMD SMI library, amdgpu sysfs + DRM fdinfo, or the CLIs (--amd-source "
-     "auto|library|sysfs|cli)",
-     AmdSysfsProbe::kName, ProbeKind::gpu, kAmdFlags, &make_amd_probe_from_config},
-    {IntelGpuProbe::kName,
-     "Intel GPUs (i915/xe): sysfs, hwmon, DRM fdinfo; Level Zero Sysman when present",
-     IntelGpuProbe::kName, ProbeKind::gpu, kIntelFlags, &make_intel_probe_from_config},
-    {AppleSiliconProbe::kName,
-     "Apple Silicon GPU through one persistent `macmon pipe` child (--macmon PATH)",
-     AppleSiliconProbe::kName, ProbeKind::gpu, kAppleFlags, &make_apple_probe_from_config},
-    {HostProbe::kName,
-     "host RAM and swap (/proc/meminfo), RSS of this process and watched pids",
-     HostProbe::kName,
-     ProbeKind::host,
-     {},
-     &make_host_probe_from_config},
-    {SimulatedProbe::kName,
-     "simulated GPUs with plausible moving values (--simulate N)",
-     SimulatedProbe::kName,
-     ProbeKind::simulated,
-     {},
-     &make_simulated_probe_from_config},
-};
-static_assert(SimulatedProbe::kName == kSimulatedProbe,
-              "Telemetry's no-GPU fallback asks the factory for kSimulatedProbe");
+Table& mutable_table() noexcept {
+  static Table instance = [] {
+    Table t;
+    t.rows = {
+#if GPUSTREAM_PROBE_NVIDIA
+      nvidia_probe_row(),
+#endif
+#if GPUSTREAM_PROBE_AMD
+      amd_probe_row(),
+#endif
+#if GPUSTREAM_PROBE_INTEL
+      intel_probe_row(),
+#endif
+#if GPUSTREAM_PROBE_APPLE
+      apple_probe_row(),
+#endif
+#if GPUSTREAM_PROBE_HOST
+      host_probe_row(),
+#endif
+#if GPUSTREAM_PROBE_SIMULATED
+      simulated_probe_row(),
+#endif
+    };
+    for (const auto& row : t.rows) t.names.push_back(row.name);
+    return t;
+  }();
+  return instance;
+}
 
-constexpr auto kNames = [] {
-  std::array<std::string_view, std::size(kRows)> names{};
-  for (std::size_t i = 0; i < names.size(); ++i) names[i] = kRows[i].name;
-  return names;
-}();
+const Table& table() noexcept { return mutable_table(); }
+
+/// How many rows at the end of the table an ExtraProbeRows added (tests only).
+std::size_t extra_rows = 0;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 }  // namespace
 
-std::span<const ProbeRow> probe_rows() noexcept { return kRows; }
+ExtraProbeRows::ExtraProbeRows(std::span<const ProbeRow> rows) {
+  auto& t = mutable_table();
+  for (const auto& row : rows) {
+    t.rows.push_back(row);
+    t.names.push_back(row.name);
+  }
+  extra_rows += rows.size();
+}
+
+ExtraProbeRows::~ExtraProbeRows() {
+  auto& t = mutable_table();
+  t.rows.resize(t.rows.size() - extra_rows);
+  t.names.resize(t.names.size() - extra_rows);
+  extra_rows = 0;
+}
+
+std::span<const ProbeRow> probe_rows() noexcept { return table().rows; }
 
 const ProbeRow* find_probe_row(std::string_view name) noexcept {
-  for (const auto& row : kRows)
+  for (const auto& row : table().rows)
     if (row.name == name) return &row;
   return nullptr;
 }
 
-std::span<const std::string_view> known_probe_names() noexcept { return kNames; }
+std::span<const std::string_view> known_probe_names() noexcept { return table().names; }
 
 bool is_known_probe(std::string_view name) noexcept { return find_probe_row(name) != nullptr; }
 
 std::string known_probe_list() {
   std::string out;
-  for (auto name : kNames) {
+  for (auto name : table().names) {
     if (!out.empty()) out += ", ";
     out += name;
   }
@@ -97,14 +115,14 @@ std::string known_probe_list() {
 
 ConfigSections config_sections() {
   ConfigSections out;
-  for (const auto& row : kRows)
+  for (const auto& row : table().rows)
     if (!row.section.empty()) out.emplace_back(row.section);
   return out;
 }
 
 std::vector<std::string> default_probe_names() {
   std::vector<std::string> out;
-  for (const auto& row : kRows)
+  for (const auto& row : table().rows)
     if (row.kind != ProbeKind::simulated) out.emplace_back(row.name);
   return out;
 }
@@ -135,14 +153,14 @@ ProbeSet make_probes(const Config& config, ProbeExecutors executors) {
 
 std::vector<ProbeDescription> describe_probes() {
   std::vector<ProbeDescription> out;
-  for (const auto& row : kRows)
+  for (const auto& row : table().rows)
     out.push_back({std::string(row.name), std::string(row.description)});
   return out;
 }
 
 std::string describe_probes_text() {
   std::size_t width = 0;
-  for (auto name : kNames) width = std::max(width, name.size());
+  for (auto name : table().names) width = std::max(width, name.size());
   std::string out;
   for (const auto& d : describe_probes()) {
     out += d.name;

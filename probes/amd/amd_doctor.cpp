@@ -5,8 +5,9 @@
 #include <memory>
 
 #include "amd/amd_smi_backend.hpp"
-#include "common/doctor_checks.hpp"
 #include "gpustream/dynamic_library.hpp"
+#include "gpustream/probes/amd_probe.hpp"
+#include "toolkit/doctor_checks.hpp"
 
 namespace gpustream::doctor::detail {
 namespace {
@@ -23,6 +24,20 @@ constexpr std::string_view kReleaseFix =
     "install a ROCm release whose AMD SMI library gpustream knows (ROCm 6.0-6.3: library 23.x or "
     "24.x; ROCm 7.x: 26.x) and give --amd-smi-library PATH to its libamd_smi.so; meanwhile "
     "--amd-source sysfs";
+
+/// The "amd" section as the probe reads it (amd_settings), with the probe's defaults.
+struct AmdPaths {
+  std::string source;  // as written ("cli" kept)
+  std::string library;
+  std::string amd_smi;
+  std::string rocm_smi;
+};
+
+AmdPaths amd_paths(const Context& c) {
+  const auto s = amd_settings(c.options.config());
+  return {s.source, s.library.value_or(AmdSmiLibProbeOptions{}.library),
+          s.amd_smi.value_or("amd-smi"), s.rocm_smi.value_or("rocm-smi")};
+}
 
 struct LibraryResult {
   bool usable = false;  // initialized, a known version, at least one GPU: auto takes it
@@ -46,7 +61,7 @@ std::string init_fix(const InitFailure& f) {
 /// the machine has AMD hardware (auto passes the library over) and information when it has none.
 LibraryResult check_library(const Context& c, bool needed, bool hardware) {
   using amd_lib_detail::AmdSmiBackend;
-  const auto& path = c.options.amd_library;
+  const auto path = amd_paths(c).library;
   const Status failed = needed ? Status::blocker : hardware ? Status::warn : Status::info;
   LibraryResult res;
   std::unique_ptr<AmdSmiBackend> backend;
@@ -119,7 +134,7 @@ LibraryResult check_library_bounded(const Context& c, bool needed, bool hardware
         *result = check_library(local, needed, hardware);
       });
   if (in_time) return *result;
-  const std::string why = c.options.amd_library + ": the AMD SMI library did not answer within " +
+  const std::string why = amd_paths(c).library + ": the AMD SMI library did not answer within " +
                           std::to_string(c.options.tool_timeout.count()) +
                           " ms (a call such as amdsmi_init is stuck; it is left to finish)";
   c.add(p, kLibraryCheck,
@@ -134,7 +149,8 @@ LibraryResult check_library_bounded(const Context& c, bool needed, bool hardware
 
 void check_amd(const Context& c) {
   const auto& o = c.options;
-  const std::string source = o.amd_source == "cli" ? "amd-smi" : o.amd_source;
+  const auto paths = amd_paths(c);
+  const std::string source = paths.source == "cli" ? "amd-smi" : paths.source;
   const std::size_t devices = check_drm_devices(c, p, {"amdgpu"});
   const bool hardware = devices > 0 || machine::module_loaded(o.paths.sysfs_root, "amdgpu");
 
@@ -143,15 +159,15 @@ void check_amd(const Context& c) {
     lib = check_library_bounded(c, source == "library", hardware);
   else
     c.add(p, kLibraryCheck, Status::info,
-          "not looked at: amd.source is " + o.amd_source + " (auto and library use it)");
+          "not looked at: amd.source is " + paths.source + " (auto and library use it)");
 
   const std::string fix_smi =
       "install amd-smi (ROCm: sudo apt install amd-smi-lib), or give --amd-smi PATH";
   const std::string fix_rocm =
       "install rocm-smi (sudo apt install rocm-smi), or give --rocm-smi PATH";
-  const auto amd_smi = machine::tool_version({o.amd_smi, "version"}, o.tool_timeout);
+  const auto amd_smi = machine::tool_version({paths.amd_smi, "version"}, o.tool_timeout);
   add_tool_finding(c, p, "amd_smi", amd_smi, source == "amd-smi", fix_smi);
-  const auto rocm_smi = machine::tool_version({o.rocm_smi, "--version"}, o.tool_timeout);
+  const auto rocm_smi = machine::tool_version({paths.rocm_smi, "--version"}, o.tool_timeout);
   add_tool_finding(c, p, "rocm_smi", rocm_smi, source == "rocm-smi", fix_rocm);
 
   if (source != "auto") {
@@ -160,7 +176,7 @@ void check_amd(const Context& c) {
             "amd.source is sysfs and sysfs has no amdgpu device: the probe reports none");
     else
       c.add(p, "source", Status::info,
-            "amd.source is " + o.amd_source + " (configured): the probe uses that source only");
+            "amd.source is " + paths.source + " (configured): the probe uses that source only");
     return;
   }
   // auto, in the factory's order: the library when it loads and finds GPUs, else sysfs when it

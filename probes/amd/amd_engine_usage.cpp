@@ -17,15 +17,10 @@ EngineUsage EngineBusyTracker::update(const Key& key,
                                       const std::map<std::string, std::uint64_t>& busy_ns) {
   EngineUsage out;
   seen_.insert(key);
-  const auto& [pid, device, client] = key;
   const auto now = static_cast<std::uint64_t>(std::max<std::int64_t>(now_ns_, 0));
-  for (const auto& [engine, ns] : busy_ns) {
-    // A first sight, a counter that went backwards (restarted process, reused pid) or no time
-    // passed: no value; the counter seeds.
-    const auto step = rates_.update({pid, device, client, engine}, ns, now);
-    auto& pct = out[engine];
-    if (step.rate) pct = *step.rate * 100.0;
-  }
+  // A first sight, a counter that went backwards (restarted process, reused pid) or no time
+  // passed: no value; the counter seeds.
+  for (const auto& [engine, ns] : busy_ns) out[engine] = rates_.update(key, engine, ns, now);
   return out;
 }
 

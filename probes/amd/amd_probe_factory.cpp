@@ -45,23 +45,34 @@ void log_choice(const std::string& note) {
 
 }  // namespace
 
-ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executors) {
+AmdSettings amd_settings(const Config& config) {
   const auto* section =
       settings::section(config, "amd",
                         {"source", "library", "amd_smi", "rocm_smi", "amdgpu_ids",
                          "process_freshness_ms", "process_fd_count_ms", "process_sweep_ms"});
-  auto source = settings::string_at(section, "amd", "source").value_or("auto");
+  AmdSettings s;
+  s.source = settings::string_at(section, "amd", "source").value_or("auto");
   // Checked whichever source is chosen: a bad value is an error even where it does not apply.
-  const auto tracker = settings::tracker_periods_at(section, "amd");
-  const auto library = settings::string_at(section, "amd", "library");
-  const auto amd_smi = settings::string_at(section, "amd", "amd_smi");
-  const auto rocm_smi = settings::string_at(section, "amd", "rocm_smi");
-  const auto amdgpu_ids =
-      settings::string_at(section, "amd", "amdgpu_ids", settings::Empty::allowed);
-  if (source != "auto" && source != "library" && source != "sysfs" && source != "cli" &&
-      source != "amd-smi" && source != "rocm-smi")
-    throw std::invalid_argument("unknown amd source '" + source +
+  s.tracker = settings::tracker_periods_at(section, "amd");
+  s.library = settings::string_at(section, "amd", "library");
+  s.amd_smi = settings::string_at(section, "amd", "amd_smi");
+  s.rocm_smi = settings::string_at(section, "amd", "rocm_smi");
+  s.amdgpu_ids = settings::string_at(section, "amd", "amdgpu_ids", settings::Empty::allowed);
+  if (s.source != "auto" && s.source != "library" && s.source != "sysfs" && s.source != "cli" &&
+      s.source != "amd-smi" && s.source != "rocm-smi")
+    throw std::invalid_argument("unknown amd source '" + s.source +
                                 "' (use auto, library, sysfs, cli, amd-smi or rocm-smi)");
+  return s;
+}
+
+ProbePtr make_amd_probe_from_config(const Config& config, ProbeExecutors executors) {
+  const auto settings = amd_settings(config);
+  auto source = settings.source;
+  const auto& tracker = settings.tracker;
+  const auto& library = settings.library;
+  const auto& amd_smi = settings.amd_smi;
+  const auto& rocm_smi = settings.rocm_smi;
+  const auto& amdgpu_ids = settings.amdgpu_ids;
   if (source == "cli") source = "amd-smi";
 
   const auto library_probe = [&] {

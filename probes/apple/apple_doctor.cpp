@@ -1,13 +1,13 @@
 // The doctor's Apple Silicon check: macmon and its version (macmon is read only on macOS unless
 // a path is given, as the probe does).
-#include "common/doctor_checks.hpp"
 #include "gpustream/probes/apple_probe.hpp"
+#include "toolkit/doctor_checks.hpp"
 
 namespace gpustream::doctor::detail {
 
 void check_apple(const Context& c) {
   constexpr std::string_view p = "apple";
-  const auto& macmon = c.options.macmon;
+  const auto macmon = apple_probe_options(c.options.config()).macmon;
   if (macmon.empty() && !kIsMacOS) {
     c.add(p, "macmon", Status::info,
           "not macOS: Apple Silicon GPUs are read through macmon on macOS (--macmon PATH uses a "

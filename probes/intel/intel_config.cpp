@@ -1,3 +1,4 @@
+// IntelProbeOptions from a Config (`probe_settings["intel"]`, paths, library_session).
 #include <stdexcept>
 
 #include <boost/json.hpp>
@@ -7,7 +8,7 @@
 
 namespace gpustream {
 
-ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors executors) {
+IntelProbeOptions intel_options_from_config(const Config& config) {
   IntelProbeOptions options;
   options.paths = config.paths;
   options.session_mode = resolve_library_session_mode(config.library_session);
@@ -19,7 +20,11 @@ ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors execu
     options.level_zero_library = std::move(*lib);
   settings::tracker_periods_at(section, "intel")
       .apply(options.process_freshness, options.process_fd_count_period, options.process_sweep);
-  return make_intel_probe(std::move(executors), std::move(options));
+  return options;
+}
+
+ProbePtr make_intel_probe_from_config(const Config& config, ProbeExecutors executors) {
+  return make_intel_probe(std::move(executors), intel_options_from_config(config));
 }
 
 }  // namespace gpustream

@@ -3,10 +3,11 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "common/doctor_checks.hpp"
 #include "gpustream/dynamic_library.hpp"
+#include "gpustream/probes/intel_probe.hpp"
 #include "intel/level_zero.hpp"
 #include "intel/level_zero_api.hpp"
+#include "toolkit/doctor_checks.hpp"
 
 namespace gpustream::doctor::detail {
 namespace {
@@ -35,7 +36,7 @@ std::string api_version(const DynamicLibrary& lib) {
 
 void check_intel(const Context& c) {
   const std::size_t devices = check_drm_devices(c, p, {"i915", "xe"});
-  const auto& path = c.options.level_zero_library;
+  const auto path = intel_options_from_config(c.options.config()).level_zero_library;
   if (path.empty()) {
     c.add(p, "level_zero", Status::info, "Level Zero disabled (intel.level_zero_library is \"\")");
     return;

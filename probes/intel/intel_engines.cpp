@@ -67,22 +67,18 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
         proc.classes.insert(intel::engine_name(cls));
         classes_[pdev].insert(intel::engine_name(cls));
       }
-    // Per class, the client's busy share since the previous walk (probes/common counter_rate:
+    // Per class, the client's busy share since the previous walk (the toolkit's engine_busy:
     // first sight seeds, a counter that went backwards reseeds), divided by the capacity.
     std::map<std::string, double> util;
-    for (const auto& [cls, ns] : c.info.engine_ns) {
-      const auto step =
-          engine_ns_.update({c.pid, c.instance, pdev, std::get<3>(key), cls}, ns, now);
-      if (step.rate)
-        util[cls] = std::clamp(*step.rate / capacity_of(c.info, cls) * 100.0, 0.0, 100.0);
-    }
+    for (const auto& [cls, ns] : c.info.engine_ns)
+      if (const auto pct = engine_ns_.update(key, cls, ns, now, capacity_of(c.info, cls)))
+        util[cls] = std::clamp(*pct, 0.0, 100.0);
     for (const auto& [cls, cycles] : c.info.cycles) {
       const auto total = c.info.total_cycles.find(cls);
       if (total == c.info.total_cycles.end()) continue;
-      const auto step =
-          cycles_.update({c.pid, c.instance, pdev, std::get<3>(key), cls}, cycles, total->second);
-      if (step.rate)
-        util[cls] = std::clamp(*step.rate / capacity_of(c.info, cls) * 100.0, 0.0, 100.0);
+      if (const auto pct =
+              cycles_.update(key, cls, cycles, total->second, capacity_of(c.info, cls)))
+        util[cls] = std::clamp(*pct, 0.0, 100.0);
     }
     if (previous_.contains(key)) {
       proc.any_seeded = true;

@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "gpustream/model.hpp"
-#include "gpustream/probes/counter_rate.hpp"
 #include "gpustream/probes/drm_fdinfo.hpp"
+#include "gpustream/probes/engine_busy.hpp"
 
 namespace gpustream {
 
@@ -40,12 +40,10 @@ class IntelEngineAccounting {
  private:
   // pid, tracker instance (a reused pid starts afresh), pdev, client id
   using Key = std::tuple<std::int64_t, std::uint64_t, std::string, std::uint64_t>;
-  using EngineKey =
-      std::tuple<std::int64_t, std::uint64_t, std::string, std::uint64_t, std::string>;  // + class
 
-  std::set<Key> previous_;                   // the clients of the previous walk
-  rate::CounterRates<EngineKey> engine_ns_;  // i915 drm-engine-<class> ns over wall time
-  rate::CounterRates<EngineKey> cycles_;     // xe drm-cycles-<class> over drm-total-cycles
+  std::set<Key> previous_;            // the clients of the previous walk
+  engine::BusyRates<Key> engine_ns_;  // i915 drm-engine-<class> ns over wall time
+  engine::BusyRates<Key> cycles_;     // xe drm-cycles-<class> over drm-total-cycles
   std::map<std::string, std::set<std::string>> classes_;  // pdev -> engine classes seen
   std::uint64_t walks_ = 0;
 };

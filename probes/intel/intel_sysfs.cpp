@@ -98,7 +98,7 @@ void read_energy(const Card& card, DeviceSample& out, EnergyTracker& energy, std
   out.metrics.set(Metric::energy_joules, static_cast<double>(*uj) / 1e6, Source::sysfs);
   out.energy_kind = EnergyKind::counter;
   out.attributes["energy_counter"] = counter;
-  // First reading, a counter reset, or a switch of counter: seed again (probes/common
+  // First reading, a counter reset, or a switch of counter: seed again (probes/toolkit
   // counter_rate). µJ per ns is 1000 W.
   if (energy.counter != counter) energy.uj_per_ns.clear();
   energy.counter = counter;

@@ -357,7 +357,7 @@ void LevelZeroAugment::add_energy(void* device, DeviceSample& out, EnergyState& 
   ze::EnergyCounter e{};
   if (f.energy_counter(domain, &e) != ze::kSuccess) return;
   Reading power = Reading::missing(Absence::not_yet_seeded, Source::level_zero);
-  const auto step = st.uj_per_us.update(e.energy, e.timestamp);  // probes/common counter_rate
+  const auto step = st.uj_per_us.update(e.energy, e.timestamp);  // probes/toolkit counter_rate
   if (step.reset && st.last_uj) {
     // A drop is a counter reset: keep the total monotonic, seed the power again.
     st.offset_uj += static_cast<double>(*st.last_uj);

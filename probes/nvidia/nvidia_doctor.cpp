@@ -5,11 +5,12 @@
 #include <memory>
 #include <optional>
 
-#include "common/doctor_checks.hpp"
 #include "gpustream/dynamic_library.hpp"
+#include "gpustream/probes/nvidia_probe.hpp"
 #include "gpustream/probes/readers.hpp"
 #include "gpustream/probes/sysfs.hpp"
 #include "nvidia/nvml_api.hpp"
+#include "toolkit/doctor_checks.hpp"
 
 namespace gpustream::doctor::detail {
 namespace {
@@ -32,7 +33,7 @@ std::string read_string(nvml::StringFn* fn) {
 
 NvmlResult check_nvml(const Context& c, bool hardware) {
   NvmlResult res;
-  const auto& lib_path = c.options.nvml_library;
+  const auto lib_path = nvidia_options_from_config(c.options.config()).nvml_library;
   std::string error;
   auto lib = DynamicLibrary::open(lib_path, &error);
   const std::string fix =
@@ -113,8 +114,8 @@ NvmlResult check_nvml_bounded(const Context& c, bool hardware) {
   });
   if (!in_time) {
     c.add(p, "nvml", hardware ? Status::blocker : Status::warn,
-          c.options.nvml_library + ": NVML did not answer within " +
-              std::to_string(c.options.tool_timeout.count()) +
+          nvidia_options_from_config(c.options.config()).nvml_library +
+              ": NVML did not answer within " + std::to_string(c.options.tool_timeout.count()) +
               " ms (a call such as nvmlInit is stuck; it is left to finish)",
           "check `dmesg | grep -i nvrm` (a GPU that fell off the bus, a stuck driver); then "
           "reload the nvidia module or reboot");
@@ -164,8 +165,9 @@ void check_nvidia(const Context& c) {
   }
 
   const auto nvml = check_nvml_bounded(c, hardware);
-  const auto smi =
-      machine::tool_version({c.options.nvidia_smi, "--version"}, c.options.tool_timeout);
+  const auto smi = machine::tool_version(
+      {nvidia_options_from_config(c.options.config()).nvidia_smi, "--version"},
+      c.options.tool_timeout);
   // nvidia-smi matters when NVML does not answer on a machine that has NVIDIA hardware.
   const bool needed = !nvml.usable && hardware;
   add_tool_finding(c, p, "nvidia_smi", smi, needed,

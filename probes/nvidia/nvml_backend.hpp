@@ -28,6 +28,7 @@
 #include "gpustream/library_session.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/probe.hpp"
+#include "gpustream/probes/counter_rate.hpp"
 #include "gpustream/probes/nvidia_formats.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
 #include "gpustream/probes/process_table.hpp"
@@ -115,9 +116,10 @@ struct NvmlDevice {
   // MIG instances seen in the last sample (their buffers and failure memory), by UUID; their
   // handles are looked up again in every sample (nvml_mig.cpp).
   std::vector<NvmlDevice> mig_instances;
-  // NVLink data counters (bytes, all active links) at the previous sample, for the rates.
-  std::optional<std::pair<unsigned long long, unsigned long long>> nvlink_last;  // rx, tx
-  std::chrono::steady_clock::time_point nvlink_last_at{};
+  // NVLink data counters (bytes, all active links) over the sample time (steady ns), for the
+  // rates (the toolkit's counter_rate).
+  rate::CounterRate nvlink_rx;
+  rate::CounterRate nvlink_tx;
 };
 
 /// What one sample produced; `failed` when it must count as a failed sample (every GPU lost).

@@ -30,6 +30,12 @@ std::optional<unsigned long long> field_count(const nvml::FieldValue& f) {
   }
 }
 
+/// The NVLink counters could not be read: the next reading seeds again.
+void forget_nvlink(NvmlDevice& dev) {
+  dev.nvlink_rx.clear();
+  dev.nvlink_tx.clear();
+}
+
 }  // namespace
 
 void NvmlBackend::sample_health(NvmlDevice& dev, DeviceSample& out,
@@ -179,7 +185,7 @@ void NvmlBackend::sample_health(NvmlDevice& dev, DeviceSample& out,
     // Links past the device's last one answer INVALID_ARGUMENT (or NOT_SUPPORTED): the end.
     if (rc == nvml::kErrorInvalidArgument || (rc == nvml::kErrorNotSupported && link > 0)) break;
     if (!ok(rc, Call::nvlink_state, "nvmlDeviceGetNvLinkState", kNvlink)) {
-      dev.nvlink_last.reset();
+      forget_nvlink(dev);
       return;
     }
     if (active == 0) continue;
@@ -192,12 +198,12 @@ void NvmlBackend::sample_health(NvmlDevice& dev, DeviceSample& out,
   out.attributes["nvlink_active_links"] = std::to_string(n / 2);
   if (n == 0) {  // an NVLink-capable GPU with no link up: no NVLink traffic to report
     unsupported(kNvlink);
-    dev.nvlink_last.reset();
+    forget_nvlink(dev);
     return;
   }
   if (!ok(api_.field_values(h, n, fields.data()), Call::nvlink_fields, "nvmlDeviceGetFieldValues",
           kNvlink)) {
-    dev.nvlink_last.reset();
+    forget_nvlink(dev);
     return;
   }
   unsigned long long rx = 0, tx = 0;
@@ -207,26 +213,29 @@ void NvmlBackend::sample_health(NvmlDevice& dev, DeviceSample& out,
     if (!v) {
       const auto rc = f.nvml_return == nvml::kSuccess ? nvml::kErrorUnknown : f.nvml_return;
       ok(rc, Call::nvlink_fields, "nvmlDeviceGetFieldValues (NVLink throughput)", kNvlink);
-      dev.nvlink_last.reset();
+      forget_nvlink(dev);
       return;
     }
     (f.field_id == nvml::kFieldNvLinkThroughputDataRx ? rx : tx) += *v * 1024ULL;
   }
-  const auto now = options_.clock();
-  const auto last = dev.nvlink_last;
-  const auto last_at = dev.nvlink_last_at;
-  dev.nvlink_last = std::pair{rx, tx};
-  dev.nvlink_last_at = now;
-  const double seconds = std::chrono::duration<double>(now - last_at).count();
-  // The first sample, a counter that went back (driver reload) or no time between: seed only.
-  if (!last || rx < last->first || tx < last->second || !(seconds > 0)) {
+  const auto now = static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.clock().time_since_epoch())
+          .count());
+  // The first sample, a counter that went back (driver reload) or no time between: no rate.
+  const auto rx_step = dev.nvlink_rx.update(rx, now);
+  const auto tx_step = dev.nvlink_tx.update(tx, now);
+  if (!rx_step.rate || !tx_step.rate) {
     for (auto metric : kNvlink) m.set_absent(metric, Absence::not_yet_seeded, Source::nvml);
     return;
   }
-  m.set(Metric::nvlink_rx_bytes_per_second, static_cast<double>(rx - last->first) / seconds,
-        Source::nvml);
-  m.set(Metric::nvlink_tx_bytes_per_second, static_cast<double>(tx - last->second) / seconds,
-        Source::nvml);
+  const auto per_second = [](const rate::Step& s) {
+    const double seconds = std::chrono::duration<double>(
+                               std::chrono::nanoseconds(static_cast<std::int64_t>(s.base_delta)))
+                               .count();
+    return static_cast<double>(s.delta) / seconds;
+  };
+  m.set(Metric::nvlink_rx_bytes_per_second, per_second(rx_step), Source::nvml);
+  m.set(Metric::nvlink_tx_bytes_per_second, per_second(tx_step), Source::nvml);
 }
 
 }  // namespace gpustream::nvidia_detail

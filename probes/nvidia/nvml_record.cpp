@@ -1,14 +1,14 @@
 // capture::record_nvml: one pass of the NVIDIA probe's NVML calls, written as a scenario of the
-// fake libnvidia-ml.so.1 (see gpustream/probes/capture.hpp).
+// fake libnvidia-ml.so.1 (see nvidia/nvml_record.hpp).
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <span>
 
 #include "gpustream/dynamic_library.hpp"
-#include "gpustream/probes/capture.hpp"
 #include "gpustream/probes/nvidia_formats.hpp"
 #include "nvidia/nvml_api.hpp"
+#include "nvidia/nvml_record.hpp"
 
 namespace gpustream::capture {
 namespace {

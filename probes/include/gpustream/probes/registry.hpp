@@ -1,11 +1,12 @@
 // gpustream/probes/registry.hpp — the one table of probes.
 //
-// Each probe is one folder under probes/ (with its make_<name>_probe_from_config) and one row
-// {name, description, config section, kind, flags, factory} in probes/registry.cpp; adding a
-// probe is adding those (no self-registration). The SDK knows no probe names (it asks each probe
-// its kind()); the CLI builds its probe flags and lists from these rows. Every probe is built on
-// every platform: one whose source is missing (no driver, no tool, not Linux) says so at detection,
-// with the reason.
+// Each probe is one folder probes/<name>/ that exports one row {name, description, config
+// section, kind, flags, factory, settings reader, doctor checks, capture sources}; the table in
+// probes/registry.cpp lists the rows (no self-registration). The SDK knows no probe names (it asks
+// each probe its kind()); the CLI builds its probe flags and lists from these rows, and `doctor`,
+// `capture` and the replay of a capture loop over them. Every probe is built on every platform:
+// one whose source is missing (no driver, no tool, not Linux) says so at detection, with the
+// reason. A probe left out of the build (GPUSTREAM_PROBE_<NAME>=OFF) has no row.
 //
 // Thread safety: everything here is read-only static data or builds new objects; call from any
 // thread. Cancellation: nothing to cancel.
@@ -22,6 +23,13 @@
 
 namespace gpustream {
 
+namespace doctor {
+struct CheckContext;
+}
+namespace capture {
+struct Sources;
+}
+
 /// Builds one probe from the configuration. May throw (a bad setting); make_probes turns that
 /// into an error string. Every probe folder has one, named make_<name>_probe_from_config.
 using ProbeMaker = ProbePtr (*)(const Config& config, ProbeExecutors executors);
@@ -34,8 +42,18 @@ struct ProbeFlag {
   std::string_view help;  // one line for --help
 };
 
-/// Everything the SDK and the CLI need to know about a probe; nothing outside this table and
-/// the probe's own folder names a probe.
+/// Reads the row's config section as its probe does (the one reader, also used by its doctor
+/// checks and capture sources); throws std::invalid_argument naming "<section>.<key>" for a bad
+/// setting.
+using ProbeSettingsReader = void (*)(const Config& config);
+/// Adds the probe's `gpustream doctor` findings (probes/toolkit/doctor_checks.hpp).
+using ProbeDoctorChecks = void (*)(const doctor::CheckContext& context);
+/// Adds what `gpustream capture` records for the probe and how a replay points the probe at the
+/// recording (probes/toolkit/include/gpustream/probes/capture.hpp).
+using ProbeCaptureSources = void (*)(capture::Sources& sources, const Config& config);
+
+/// Everything the SDK, the CLI, `doctor` and `capture` need to know about a probe; nothing
+/// outside this table and the probe's own folder names a probe.
 struct ProbeRow {
   std::string_view name;
   std::string_view description;  // one line, for `gpustream list`
@@ -43,6 +61,9 @@ struct ProbeRow {
   ProbeKind kind;                // what its probe's kind() answers
   std::span<const ProbeFlag> flags;
   ProbeMaker factory;
+  ProbeSettingsReader read_settings = nullptr;  // null: no settings to check
+  ProbeDoctorChecks doctor = nullptr;           // null: "no check for this probe"
+  ProbeCaptureSources capture = nullptr;        // null: nothing to record
 };
 
 /// Every probe, in the order make_probes builds them.

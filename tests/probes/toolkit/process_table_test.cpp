@@ -1,0 +1,177 @@
+// proc::ProcessTable (probes/toolkit/process_table.cpp) on generated procfs trees: the names and
+// host RSS every vendor's processes carry. The NVIDIA probe's tests cover it through NVML too.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <vector>
+
+#include "gpustream/model.hpp"
+#include "gpustream/probes/process_table.hpp"
+#include "support/temp_tree.hpp"
+
+namespace gpustream {
+namespace {
+
+using proc::parse_statm_rss;
+using proc::ProcessTable;
+
+std::size_t open_fds() {
+  std::size_t n = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/fd")) {
+    (void)e;
+    ++n;
+  }
+  return n;
+}
+
+class ProcessTableTest : public ::testing::Test {
+ protected:
+  void process(int pid, const std::string& comm, const std::string& statm) {
+    tree_.file("proc/" + std::to_string(pid) + "/comm", comm + "\n");
+    tree_.file("proc/" + std::to_string(pid) + "/statm", statm);
+  }
+  const std::uint64_t page_ = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  test::TempTree tree_;
+};
+
+TEST(ParseStatm, ResidentPagesTimesPageSizeAndNoAddressSpaceIsUnknown) {
+  EXPECT_EQ(parse_statm_rss("5000 1234 300 10 0 900 0\n", 4096), 1234u * 4096);
+  EXPECT_EQ(parse_statm_rss("  7 3", 100), 300u);
+  EXPECT_FALSE(parse_statm_rss("0 0 0 0 0 0 0\n", 4096));  // kernel thread, zombie
+  EXPECT_FALSE(parse_statm_rss("", 4096));
+  EXPECT_FALSE(parse_statm_rss("12", 4096));
+  EXPECT_FALSE(parse_statm_rss("x 1", 4096));
+}
+
+TEST_F(ProcessTableTest, FillSetsRssAndMissingNamesKeepsTheSourcesName) {
+  process(100, "trainer", "900 250 1 1 0 1 0\n");
+  process(200, "python3", "900 10 1 1 0 1 0\n");
+  std::vector<DeviceSample> devices(2);
+  devices[0].processes.push_back({.pid = 100});
+  devices[0].processes.push_back({.pid = 300});  // no such process
+  devices[1].processes.push_back({.pid = 200, .name = "python3 train.py"});
+  devices[1].processes.push_back({.pid = 100});  // the same process on a second device
+  ProcessTable table(tree_.path("proc"));
+  table.fill(devices);
+  EXPECT_EQ(devices[0].processes[0].name, "trainer");
+  EXPECT_EQ(devices[0].processes[0].host_rss_bytes, 250 * page_);
+  EXPECT_EQ(devices[0].processes[1].name, "");
+  EXPECT_FALSE(devices[0].processes[1].host_rss_bytes);
+  EXPECT_EQ(devices[1].processes[0].name, "python3 train.py");  // the source's own name
+  EXPECT_EQ(devices[1].processes[0].host_rss_bytes, 10 * page_);
+  EXPECT_EQ(devices[1].processes[1].host_rss_bytes, 250 * page_);
+}
+
+TEST_F(ProcessTableTest, ReadOneAnswersWithoutForgettingTheBatch) {
+  process(100, "trainer", "900 250 1 1 0 1 0\n");
+  process(200, "worker", "900 20 1 1 0 1 0\n");
+  process(300, "me", "900 30 1 1 0 1 0\n");
+  ProcessTable table(tree_.path("proc"));
+  const std::vector<std::int64_t> batch{100, 200};
+  table.read(batch);
+  const auto kept = open_fds();  // the table holds the batch's statm descriptors (and its dir)
+  const auto me = table.read_one(300);
+  EXPECT_EQ(me.name, "me");
+  EXPECT_EQ(me.rss_bytes, 30 * page_);
+  EXPECT_EQ(open_fds(), kept);  // 300 was not kept, 100 and 200 were not dropped
+  tree_.file("proc/100/statm", "900 260 1 1 0 1 0\n");
+  EXPECT_EQ(table.read_one(100).rss_bytes, 260 * page_);  // a batch member, refreshed
+  EXPECT_EQ(open_fds(), kept);
+  EXPECT_FALSE(table.read_one(999).rss_bytes);
+  EXPECT_FALSE(table.read_one(-1).rss_bytes);
+}
+
+TEST_F(ProcessTableTest, AnEmptyBatchClosesEveryDescriptor) {
+  process(100, "trainer", "900 250 1 1 0 1 0\n");
+  ProcessTable table(tree_.path("proc"));
+  const auto before = open_fds();
+  std::vector<DeviceSample> devices(1);
+  devices[0].processes.push_back({.pid = 100});
+  table.fill(devices);
+  EXPECT_GT(open_fds(), before);
+  devices[0].processes.clear();  // the process stopped using the GPU
+  table.fill(devices);
+  EXPECT_LE(open_fds(), before + 1);  // at most the procfs directory stays open
+}
+
+}  // namespace
+}  // namespace gpustream
+
+namespace gpustream {
+namespace {
+
+class ProcessTableContainerTest : public ::testing::Test {
+ protected:
+  void process(int pid, const std::string& cgroup) {
+    const std::string dir = "proc/" + std::to_string(pid) + "/";
+    tree_.file(dir + "comm", "worker\n");
+    tree_.file(dir + "statm", "900 25 1 1 0 1 0\n");
+    if (!cgroup.empty()) tree_.file(dir + "cgroup", cgroup);
+  }
+  test::TempTree tree_;
+};
+
+const std::string kContainerId = "4f1c2b9d8e7a6f5c4b3a29180716253443526170819a0b1c2d3e4f5a6b7c8d9e";
+
+TEST_F(ProcessTableContainerTest, EachProcessCarriesItsContainerOrWhyItHasNone) {
+  process(10,
+          "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+          "5b1c2d3e_4f50_6172_8394_a5b6c7d8e9f0.slice/cri-containerd-" +
+              kContainerId + ".scope\n");
+  process(11, "0::/system.slice/ssh.service\n");
+  process(12, "garbage without colons\n");
+  process(13, "");  // no cgroup file (the process went away between reads)
+  std::vector<DeviceSample> devices(1);
+  for (int pid : {10, 11, 12, 13}) devices[0].processes.push_back({.pid = pid});
+  proc::ProcessTable table(tree_.path("proc"));
+  table.fill(devices);
+  const auto& p = devices[0].processes;
+  ASSERT_TRUE(p[0].container.has_value());
+  EXPECT_EQ(*p[0].container,
+            (ProcessContainer{"containerd", kContainerId, "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0",
+                              "burstable"}));
+  EXPECT_FALSE(p[1].container.has_value());
+  EXPECT_EQ(p[1].container_absent, ContainerAbsent::host);
+  EXPECT_EQ(p[2].container_absent, ContainerAbsent::malformed);
+  EXPECT_FALSE(p[3].container.has_value());
+  EXPECT_EQ(p[3].container_absent, ContainerAbsent::not_collected);
+}
+
+TEST_F(ProcessTableContainerTest, AReplacedProcessGetsItsOwnContainerNotItsPredecessors) {
+  // The same pid, first in a docker container, then (a new process) on the host: its cgroup is
+  // read again with its name, so the new process never shows the old container.
+  process(20, "0::/system.slice/docker-" + kContainerId + ".scope\n");
+  auto now = std::chrono::steady_clock::time_point{};
+  proc::ProcessTable table(tree_.path("proc"), [&] { return now; });
+  std::vector<DeviceSample> devices(1);
+  devices[0].processes.push_back({.pid = 20});
+  table.fill(devices);
+  ASSERT_TRUE(devices[0].processes[0].container.has_value());
+  EXPECT_EQ(devices[0].processes[0].container->runtime, "docker");
+
+  std::filesystem::remove_all(tree_.path("proc/20"));
+  process(20, "0::/user.slice/user-1000.slice/session-2.scope\n");
+  now += proc::ProcessTable::kDefaultNameRefresh;  // a generated tree has no ESRCH: the refresh
+  devices[0].processes[0] = {.pid = 20};
+  table.fill(devices);
+  EXPECT_FALSE(devices[0].processes[0].container.has_value());
+  EXPECT_EQ(devices[0].processes[0].container_absent, ContainerAbsent::host);
+}
+
+TEST_F(ProcessTableContainerTest, AHugeCgroupFileIsReadUpToTheBound) {
+  // Thousands of v1 hierarchies: only the first 8 KiB are read; a container named there is
+  // found, and the memory used does not grow with the file.
+  std::string text = "12:memory:/docker/" + kContainerId + "\n";
+  while (text.size() < (1u << 20)) text += "99:name=x:/" + std::string(200, 'a') + "\n";
+  process(30, text);
+  std::vector<DeviceSample> devices(1);
+  devices[0].processes.push_back({.pid = 30});
+  proc::ProcessTable table(tree_.path("proc"));
+  table.fill(devices);
+  ASSERT_TRUE(devices[0].processes[0].container.has_value());
+  EXPECT_EQ(devices[0].processes[0].container->id, kContainerId);
+}
+
+}  // namespace
+}  // namespace gpustream

@@ -9,6 +9,7 @@
 
 #include "common.hpp"
 #include "gpustream/json.hpp"
+#include "schema_fields.hpp"
 
 namespace gpustream::python {
 
@@ -111,84 +112,62 @@ void bind_snapshot(py::module_& m) {
         return "<gpustream.Reading absent: " + std::string(to_string(r.reason())) + ">";
       });
 
-  py::class_<EngineSample>(m, "Engine")
-      .def_readonly("name", &EngineSample::name)
-      .def_readonly("utilization", &EngineSample::utilization_percent)
-      .def_property_readonly("utilization_percent",
-                             [](const EngineSample& e) { return e.utilization_percent.get(); });
+  // The model's fields come from the schema description (schema_fields.hpp); what is written
+  // here is what Python adds: other names, docstrings, reprs, and fields shaped for Python.
+  py::class_<EngineSample> engine(m, "Engine");
+  def_fields<EngineSample>(engine);  // name; utilization_percent: the value or None
+  engine.def_readonly("utilization", &EngineSample::utilization_percent);
 
-  py::class_<ProcessContainer>(m, "Container", "The container a process runs in.")
-      .def_readonly("runtime", &ProcessContainer::runtime)
-      .def_readonly("id", &ProcessContainer::id)
-      .def_readonly("pod_uid", &ProcessContainer::pod_uid)
-      .def_readonly("qos", &ProcessContainer::qos)
-      .def("__repr__", [](const ProcessContainer& c) {
-        return "<gpustream.Container " + c.runtime + " " + c.id.substr(0, 12) + ">";
-      });
+  py::class_<ProcessContainer> container(m, "Container", "The container a process runs in.");
+  def_fields<ProcessContainer>(container);
+  container.def("__repr__", [](const ProcessContainer& c) {
+    return "<gpustream.Container " + c.runtime + " " + c.id.substr(0, 12) + ">";
+  });
 
-  py::class_<ProcessSample>(m, "Process", "A process using a device.")
-      .def_readonly("pid", &ProcessSample::pid)
-      .def_readonly("name", &ProcessSample::name)
-      .def_readonly("gpu_memory_bytes", &ProcessSample::gpu_memory_bytes)
-      .def_readonly("gtt_memory_bytes", &ProcessSample::gtt_memory_bytes,
-                    "AMD GTT bytes the process holds (system memory the GPU maps); None when the "
-                    "source does not say.")
-      .def_readonly("gpu_utilization_percent", &ProcessSample::gpu_utilization_percent)
-      .def_readonly("host_rss_bytes", &ProcessSample::host_rss_bytes)
-      .def_readonly("per_process_exact", &ProcessSample::per_process_exact)
-      .def_readonly("container", &ProcessSample::container)
-      .def_property_readonly(
-          "container_absent",
-          [](const ProcessSample& p) -> py::object {
-            if (p.container || p.container_absent == ContainerAbsent::not_collected)
-              return py::none();
-            return py::str(std::string(to_string(p.container_absent)));
-          },
-          "Why `container` is None: host, unrecognized, malformed, no_permission; None when "
-          "there is a container or the probe did not look.")
-      .def_readonly("engines", &ProcessSample::engines)
-      .def("__repr__", [](const ProcessSample& p) {
-        return "<gpustream.Process " + std::to_string(p.pid) + " '" + p.name + "'>";
-      });
+  py::class_<ProcessSample> process(m, "Process", "A process using a device.");
+  def_fields<ProcessSample>(
+      process,
+      {.docs = {{"gtt_memory_bytes",
+                 "AMD GTT bytes the process holds (system memory the GPU maps); None when the "
+                 "source does not say."},
+                {"container_absent",
+                 "Why `container` is None: host, unrecognized, malformed, no_permission; None "
+                 "when there is a container or the probe did not look."}}});
+  process.def("__repr__", [](const ProcessSample& p) {
+    return "<gpustream.Process " + std::to_string(p.pid) + " '" + p.name + "'>";
+  });
 
-  py::class_<HostProcess>(m, "HostProcess")
-      .def_readonly("pid", &HostProcess::pid)
-      .def_readonly("name", &HostProcess::name)
-      .def_readonly("rss_bytes", &HostProcess::rss_bytes);
+  py::class_<HostProcess> host_process(m, "HostProcess");
+  def_fields<HostProcess>(host_process);
 
-  py::class_<HostSample>(m, "Host", "Host memory, swap and watched processes.")
-      .def_readonly("memory_total_bytes", &HostSample::memory_total_bytes)
-      .def_readonly("memory_available_bytes", &HostSample::memory_available_bytes)
-      .def_readonly("memory_used_bytes", &HostSample::memory_used_bytes)
-      .def_readonly("swap_total_bytes", &HostSample::swap_total_bytes)
-      .def_readonly("swap_used_bytes", &HostSample::swap_used_bytes)
-      .def_readonly("processes", &HostSample::processes)
-      .def_readonly("metrics", &HostSample::metrics);
+  py::class_<HostSample> host(m, "Host", "Host memory, swap and watched processes.");
+  def_fields<HostSample>(host);
 
-  py::class_<SampleError>(m, "SampleError")
-      .def_readonly("code", &SampleError::code)
-      .def_readonly("message", &SampleError::message)
-      .def_readonly("device", &SampleError::device)
-      .def("__repr__", [](const SampleError& e) {
-        return "<gpustream.SampleError " + e.code + ": " + e.message + ">";
-      });
+  py::class_<SampleError> sample_error(m, "SampleError");
+  def_fields<SampleError>(sample_error);
+  sample_error.def("__repr__", [](const SampleError& e) {
+    return "<gpustream.SampleError " + e.code + ": " + e.message + ">";
+  });
 
-  py::class_<MigIdentity>(m, "MigInstance", "The identity of a MIG instance (Device.mig).")
-      .def_readonly("gpu_instance_id", &MigIdentity::gpu_instance_id)
-      .def_readonly("compute_instance_id", &MigIdentity::compute_instance_id)
-      .def_readonly("profile", &MigIdentity::profile, "e.g. \"1g.5gb\"")
-      .def("__repr__", [](const MigIdentity& g) {
-        return "<gpustream.MigInstance " + g.profile + " gi " + std::to_string(g.gpu_instance_id) +
-               " ci " + std::to_string(g.compute_instance_id) + ">";
-      });
+  py::class_<MigIdentity> mig(m, "MigInstance", "The identity of a MIG instance (Device.mig).");
+  def_fields<MigIdentity>(mig, {.docs = {{"profile", "e.g. \"1g.5gb\""}}});
+  mig.def("__repr__", [](const MigIdentity& g) {
+    return "<gpustream.MigInstance " + g.profile + " gi " + std::to_string(g.gpu_instance_id) +
+           " ci " + std::to_string(g.compute_instance_id) + ">";
+  });
 
-  py::class_<PyDevice>(m, "Device", "What one probe saw of one device.")
-      .def_property_readonly("id", [](const PyDevice& d) { return d.d->id; })
-      .def_property_readonly("vendor",
-                             [](const PyDevice& d) { return name_of(to_string(d.d->vendor)); })
-      .def_property_readonly("index", [](const PyDevice& d) { return d.d->index; })
-      .def_property_readonly("name", [](const PyDevice& d) { return d.d->name; })
-      .def_property_readonly("pci_bus_id", [](const PyDevice& d) { return d.d->pci_bus_id; })
+  py::class_<PyDevice> device(m, "Device", "What one probe saw of one device.");
+  // parent: None for a physical device; throttle_reasons_absent is not in the Python API.
+  def_fields_of<DeviceSample>(
+      device, [](const PyDevice& d) -> const DeviceSample& { return *d.d; },
+      {.skip = {"parent", "throttle_reasons_absent"},
+       .docs = {{"mig",
+                 "A MigInstance (gpu_instance_id, compute_instance_id, profile) for a MIG "
+                 "instance; None when the device is not one."},
+                {"partitioned",
+                 "True for a physical device in MIG mode: work goes to its instances (the "
+                 "devices whose parent it is); its own metrics stay device-wide."}}});
+  device
       .def_property_readonly(
           "parent",
           [](const PyDevice& d) -> py::object {
@@ -197,18 +176,6 @@ void bind_snapshot(py::module_& m) {
           },
           "For a partition (a MIG instance): the id of its physical device, in the same "
           "snapshot. None for a physical device.")
-      .def_property_readonly(
-          "mig",
-          [](const PyDevice& d) -> py::object {
-            if (!d.d->mig) return py::none();
-            return py::cast(*d.d->mig);
-          },
-          "A MigInstance (gpu_instance_id, compute_instance_id, profile) for a MIG instance; "
-          "None when the device is not one.")
-      .def_property_readonly(
-          "partitioned", [](const PyDevice& d) { return d.d->partitioned; },
-          "True for a physical device in MIG mode: work goes to its instances (the devices "
-          "whose parent it is); its own metrics stay device-wide.")
       .def_property_readonly(
           "metrics", [](const PyDevice& d) { return present_metrics(*d.d); },
           "{metric: value} of the metrics that have a value (an absent one is not there: "
@@ -232,40 +199,24 @@ void bind_snapshot(py::module_& m) {
             return r.value();
           },
           py::arg("metric"))
-      .def_property_readonly("energy_kind",
-                             [](const PyDevice& d) { return opt_name(d.d->energy_kind); })
-      .def_property_readonly("power_kind",
-                             [](const PyDevice& d) { return opt_name(d.d->power_kind); })
-      .def_property_readonly("power_state",
-                             [](const PyDevice& d) { return name_of(to_string(d.d->power_state)); })
-      .def_property_readonly("throttle_reasons",
-                             [](const PyDevice& d) { return d.d->throttle_reasons; })
-      .def_property_readonly("engines", [](const PyDevice& d) { return d.d->engines; })
-      .def_property_readonly("processes", [](const PyDevice& d) { return d.d->processes; })
-      .def_property_readonly("processes_absent",
-                             [](const PyDevice& d) { return opt_name(d.d->processes_absent); })
-      .def_property_readonly("attributes", [](const PyDevice& d) { return d.d->attributes; })
       .def("to_dict", [](const PyDevice& d) { return json_to_python(to_json(*d.d)); })
       .def("__repr__", [](const PyDevice& d) { return device_repr(*d.d); });
 
-  py::class_<PySnapshot>(m, "Snapshot", "What one probe saw at one moment (immutable).")
-      .def_property_readonly("probe", [](const PySnapshot& s) { return s.s->probe; })
-      .def_property_readonly("sequence", [](const PySnapshot& s) { return s.s->sequence; })
-      .def_property_readonly("time_unix_ns", [](const PySnapshot& s) { return s.s->time_unix_ns; })
+  py::class_<PySnapshot> snapshot(m, "Snapshot", "What one probe saw at one moment (immutable).");
+  // devices: Device objects that keep the snapshot alive; node is not in the Python API.
+  def_fields_of<GpuSnapshot>(snapshot,
+                             [](const PySnapshot& s) -> const GpuSnapshot& { return *s.s; },
+                             {.skip = {"node", "devices"}});
+  snapshot
       .def_property_readonly(
           "time", [](const PySnapshot& s) { return static_cast<double>(s.s->time_unix_ns) / 1e9; },
           "Wall-clock time in seconds since the Unix epoch (as time.time()).")
-      .def_property_readonly("monotonic_ns", [](const PySnapshot& s) { return s.s->monotonic_ns; })
-      .def_property_readonly("sample_duration_ns",
-                             [](const PySnapshot& s) { return s.s->sample_duration_ns; })
       .def_property_readonly("devices",
                              [](const PySnapshot& s) {
                                py::list out;
                                for (const auto& d : s.s->devices) out.append(PyDevice{s.s, &d});
                                return out;
                              })
-      .def_property_readonly("host", [](const PySnapshot& s) { return s.s->host; })
-      .def_property_readonly("errors", [](const PySnapshot& s) { return s.s->errors; })
       .def(
           "device",
           [](const PySnapshot& s, const std::string& id) -> py::object {

@@ -1,7 +1,9 @@
-// The decoder: boost::json::value -> model, validating every type and enumeration name.
+// The decoder: boost::json::value -> model, validating every type and enumeration name, walking
+// the schema description (gpustream/detail/schema.hpp).
 // Rules (docs/protocol.md): keys of the contract are required, keys added later are optional,
 // unknown keys are ignored, unknown enumeration values are rejected. Each error names its place
 // as a path, e.g. "$.devices[0].metrics.power_watts: expected a number, got string".
+#include <array>
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/string.hpp>
@@ -9,16 +11,21 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
+#include "gpustream/detail/schema.hpp"
 #include "gpustream/json.hpp"
 
 namespace gpustream {
 namespace {
 
 namespace json = boost::json;
+namespace schema = detail::schema;
 
 /// Where a value sits in the document; rendered only when an error is thrown.
 struct Path {
@@ -162,82 +169,58 @@ const json::value* maybe(const json::object& o, std::string_view key) {
   return v && !v->is_null() ? v : nullptr;
 }
 
-template <typename T, typename Read>
-std::optional<T> nullable(const json::value& v, Read read) {
-  if (v.is_null()) return std::nullopt;
-  return read(v);
+// How a value of each type is read into its member.
+void read(const json::value& v, const Path& at, std::string& out);
+void read(const json::value& v, const Path& at, bool& out);
+void read(const json::value& v, const Path& at, int& out);
+void read(const json::value& v, const Path& at, unsigned& out);
+void read(const json::value& v, const Path& at, std::int64_t& out);
+void read(const json::value& v, const Path& at, std::uint64_t& out);
+void read(const json::value& v, const Path& at, double& out);
+template <typename E>
+requires std::is_enum_v<E>
+void read(const json::value& v, const Path& at, E& out);
+template <typename T>
+void read(const json::value& v, const Path& at, std::optional<T>& out);
+template <typename T>
+void read(const json::value& v, const Path& at, std::vector<T>& out);
+void read(const json::value& v, const Path& at, std::map<std::string, std::string>& out);
+void read(const json::value& v, const Path& at, std::map<std::string, double>& out);
+template <typename S>
+requires schema::kDescribed<S>
+void read(const json::value& v, const Path& at, S& out);
+
+/// A member of object `o` at `at`: a required key must be there; an optional one that is
+/// missing or null leaves the member as it is.
+template <typename T>
+void read_member(const json::object& o, const Path& at, std::string_view key, schema::Need n,
+                 T& out) {
+  if (n == schema::Need::required)
+    read(need(o, key, at), at / key, out);
+  else if (const json::value* v = maybe(o, key))
+    read(*v, at / key, out);
 }
 
-EngineSample engine_from(const json::value& v, const Path& at) {
-  const auto& o = as_object(v, at);
-  EngineSample e;
-  e.name = as_string(need(o, "name", at), at / "name");
+/// An engine's Reading: `<key>` (value or null), "source", and "absent" when absent.
+void read_member(const json::object& o, const Path& at, std::string_view key, schema::Need,
+                 Reading& out) {
   const Source source = maybe(o, "source")
                             ? as_enum(*maybe(o, "source"), at / "source", source_from_string)
                             : Source::none;
-  const json::value& u = need(o, "utilization_percent", at);
+  const json::value& u = need(o, key, at);
   if (!u.is_null()) {
     if (maybe(o, "absent")) fail(at / "absent", "engine has a value and an absence reason");
-    e.utilization_percent = Reading::of(as_double(u, at / "utilization_percent"), source);
+    out = Reading::of(as_double(u, at / key), source);
   } else if (const json::value* why = maybe(o, "absent")) {
-    e.utilization_percent =
-        Reading::missing(as_enum(*why, at / "absent", absence_from_string), source);
+    out = Reading::missing(as_enum(*why, at / "absent", absence_from_string), source);
   } else {
-    e.utilization_percent = Reading::missing(Absence::not_collected, source);
+    out = Reading::missing(Absence::not_collected, source);
   }
-  return e;
-}
-
-std::vector<EngineSample> engines_from(const json::value& v, const Path& at) {
-  const auto& a = as_array(v, at);
-  std::vector<EngineSample> out;
-  out.reserve(a.size());
-  for (std::size_t i = 0; i < a.size(); ++i) out.push_back(engine_from(a[i], at[i]));
-  return out;
-}
-
-ProcessSample process_from(const json::value& v, const Path& at) {
-  const auto& o = as_object(v, at);
-  ProcessSample p;
-  p.pid = as_int64(need(o, "pid", at), at / "pid");
-  p.name = as_string(need(o, "name", at), at / "name");
-  const auto u64 = [&](std::string_view key) {
-    return nullable<std::uint64_t>(need(o, key, at),
-                                   [&](const json::value& x) { return as_uint64(x, at / key); });
-  };
-  p.gpu_memory_bytes = u64("gpu_memory_bytes");
-  // Newer than the format: optional, and null or left out both read as unknown.
-  if (const auto* g = maybe(o, "gtt_memory_bytes"))
-    p.gtt_memory_bytes = as_uint64(*g, at / "gtt_memory_bytes");
-  p.gpu_utilization_percent = nullable<double>(
-      need(o, "gpu_utilization_percent", at),
-      [&](const json::value& x) { return as_double(x, at / "gpu_utilization_percent"); });
-  p.host_rss_bytes = u64("host_rss_bytes");
-  p.per_process_exact = as_bool(need(o, "per_process_exact", at), at / "per_process_exact");
-  if (const auto* c = maybe(o, "container")) {
-    const Path cp = at / "container";
-    const auto& co = as_object(*c, cp);
-    ProcessContainer pc;
-    const auto part = [&](std::string_view key, std::string& out) {
-      if (const auto* v = maybe(co, key)) out = as_string(*v, cp / key);
-    };
-    part("runtime", pc.runtime);
-    part("id", pc.id);
-    part("pod_uid", pc.pod_uid);
-    part("qos", pc.qos);
-    p.container = std::move(pc);
-  } else if (const auto* a = maybe(o, "container_absent")) {
-    const Path ap = at / "container_absent";
-    const auto reason = container_absent_from_string(as_string(*a, ap));
-    // A reason added by a newer producer reads as "not collected", as unknown metrics do.
-    p.container_absent = reason.value_or(ContainerAbsent::not_collected);
-  }
-  if (const auto* e = maybe(o, "engines")) p.engines = engines_from(*e, at / "engines");
-  return p;
 }
 
 /// Reads the four per-metric objects into `set`; a metric in none of them stays not_collected.
-void metrics_from(const json::object& o, const Path& at, MetricSet& set) {
+void read_member(const json::object& o, const Path& at, std::string_view, schema::Need,
+                 MetricSet& set) {
   std::array<bool, kMetricCount> present{}, absent{};
   const auto each = [&](const json::value& v, std::string_view key, auto on_metric) {
     const Path p = at / key;
@@ -269,111 +252,87 @@ void metrics_from(const json::object& o, const Path& at, MetricSet& set) {
   }
 }
 
-DeviceSample device_from(const json::value& v, const Path& at) {
-  const auto& o = as_object(v, at);
-  DeviceSample d;
-  d.id = as_string(need(o, "id", at), at / "id");
-  d.vendor = as_enum(need(o, "vendor", at), at / "vendor", vendor_from_string);
-  d.index = as_int(need(o, "index", at), at / "index");
-  d.name = as_string(need(o, "name", at), at / "name");
-  d.pci_bus_id = as_string(need(o, "pci_bus_id", at), at / "pci_bus_id");
-  if (const auto* p = maybe(o, "power_state"))
-    d.power_state = as_enum(*p, at / "power_state", power_state_from_string);
-  if (const auto* e = maybe(o, "energy_kind"))
-    d.energy_kind = as_enum(*e, at / "energy_kind", energy_kind_from_string);
-  if (const auto* k = maybe(o, "power_kind"))
-    d.power_kind = as_enum(*k, at / "power_kind", power_kind_from_string);
-  if (const auto* p = maybe(o, "parent")) d.parent = as_string(*p, at / "parent");
-  if (const auto* m = maybe(o, "mig")) {
-    const Path mp = at / "mig";
-    const auto& mo = as_object(*m, mp);
-    const auto id = [&](std::string_view key) {
-      const std::uint64_t v = as_uint64(need(mo, key, mp), mp / key);
-      if (v > std::numeric_limits<unsigned>::max())
-        fail(mp / key, "integer out of range: " + std::to_string(v));
-      return static_cast<unsigned>(v);
-    };
-    MigIdentity mig;
-    mig.gpu_instance_id = id("gpu_instance_id");
-    mig.compute_instance_id = id("compute_instance_id");
-    mig.profile = as_string(need(mo, "profile", mp), mp / "profile");
-    d.mig = std::move(mig);
-  }
-  if (const auto* p = maybe(o, "partitioned")) d.partitioned = as_bool(*p, at / "partitioned");
-  metrics_from(o, at, d.metrics);
-  if (const auto* t = maybe(o, "throttle_reasons")) {
-    const Path tp = at / "throttle_reasons";
-    const auto& a = as_array(*t, tp);
-    d.throttle_reasons.reserve(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) d.throttle_reasons.push_back(as_string(a[i], tp[i]));
-  }
-  if (const auto* ta = maybe(o, "throttle_reasons_absent")) {
-    const Path tap = at / "throttle_reasons_absent";
-    d.throttle_reasons_absent = as_enum(*ta, tap, absence_from_string);
-    if (!d.throttle_reasons.empty()) fail(tap, "throttle reasons both present and absent");
-  }
-  d.engines = engines_from(need(o, "engines", at), at / "engines");
-  const Path pp = at / "processes";
-  const auto& procs = as_array(need(o, "processes", at), pp);
-  d.processes.reserve(procs.size());
-  for (std::size_t i = 0; i < procs.size(); ++i)
-    d.processes.push_back(process_from(procs[i], pp[i]));
-  if (const auto* pa = maybe(o, "processes_absent"))
-    d.processes_absent = as_enum(*pa, at / "processes_absent", absence_from_string);
-  if (const auto* a = maybe(o, "attributes")) {
-    const Path ap = at / "attributes";
-    for (const auto& kv : as_object(*a, ap)) {
-      const std::string_view key(kv.key().data(), kv.key().size());
-      d.attributes.emplace(key, as_string(kv.value(), ap / key));
-    }
-  }
-  return d;
+/// The members of a described struct, as its schema says.
+template <typename S>
+void read_members(const json::object& o, const Path& at, S& s) {
+  schema::for_each_field<S>([&](const auto& f) {
+    if (f.unless && f.unless(s)) return;
+    read_member(o, at, f.name, f.need, s.*f.member);
+    if (f.refuse && f.refuse(s)) fail(at / f.name, f.refuse_why);
+  });
 }
 
-HostSample host_from(const json::value& v, const Path& at) {
-  const auto& o = as_object(v, at);
-  HostSample h;
-  const auto u64 = [&](std::string_view key) -> std::optional<std::uint64_t> {
-    if (const auto* x = maybe(o, key)) return as_uint64(*x, at / key);
-    return std::nullopt;
-  };
-  h.memory_total_bytes = u64("memory_total_bytes");
-  h.memory_available_bytes = u64("memory_available_bytes");
-  h.memory_used_bytes = u64("memory_used_bytes");
-  h.swap_total_bytes = u64("swap_total_bytes");
-  h.swap_used_bytes = u64("swap_used_bytes");
-  if (const auto* p = maybe(o, "processes")) {
-    const Path pp = at / "processes";
-    const auto& a = as_array(*p, pp);
-    h.processes.reserve(a.size());
-    for (std::size_t i = 0; i < a.size(); ++i) {
-      const Path ip = pp[i];
-      const auto& po = as_object(a[i], ip);
-      HostProcess hp;
-      hp.pid = as_int64(need(po, "pid", ip), ip / "pid");
-      hp.name = as_string(need(po, "name", ip), ip / "name");
-      if (const auto* r = maybe(po, "rss_bytes")) hp.rss_bytes = as_uint64(*r, ip / "rss_bytes");
-      h.processes.push_back(std::move(hp));
-    }
-  }
-  if (const auto* m = maybe(o, "metrics")) {
-    const Path mp = at / "metrics";
-    for (const auto& kv : as_object(*m, mp)) {
-      const std::string_view key(kv.key().data(), kv.key().size());
-      h.metrics.emplace(key, as_double(kv.value(), mp / key));
-    }
-  }
-  return h;
+void read(const json::value& v, const Path& at, std::string& out) { out = as_string(v, at); }
+void read(const json::value& v, const Path& at, bool& out) { out = as_bool(v, at); }
+void read(const json::value& v, const Path& at, int& out) { out = as_int(v, at); }
+void read(const json::value& v, const Path& at, unsigned& out) {
+  const std::uint64_t u = as_uint64(v, at);
+  if (u > std::numeric_limits<unsigned>::max())
+    fail(at, "integer out of range: " + std::to_string(u));
+  out = static_cast<unsigned>(u);
+}
+void read(const json::value& v, const Path& at, std::int64_t& out) { out = as_int64(v, at); }
+void read(const json::value& v, const Path& at, std::uint64_t& out) { out = as_uint64(v, at); }
+void read(const json::value& v, const Path& at, double& out) { out = as_double(v, at); }
+
+/// The enumeration of a field's type, from its name.
+template <typename E>
+std::optional<E> enum_from_string(std::string_view s) noexcept {
+  if constexpr (std::is_same_v<E, Vendor>) return vendor_from_string(s);
+  if constexpr (std::is_same_v<E, Absence>) return absence_from_string(s);
+  if constexpr (std::is_same_v<E, EnergyKind>) return energy_kind_from_string(s);
+  if constexpr (std::is_same_v<E, PowerKind>) return power_kind_from_string(s);
+  if constexpr (std::is_same_v<E, PowerState>) return power_state_from_string(s);
+  // A reason added by a newer producer reads as "not collected", as unknown metrics do.
+  if constexpr (std::is_same_v<E, ContainerAbsent>)
+    return container_absent_from_string(s).value_or(ContainerAbsent::not_collected);
 }
 
-SampleError error_from(const json::value& v, const Path& at) {
-  const auto& o = as_object(v, at);
-  SampleError e;
-  e.code = as_string(need(o, "code", at), at / "code");
-  e.message = as_string(need(o, "message", at), at / "message");
-  if (const auto* d = maybe(o, "device")) e.device = as_string(*d, at / "device");
-  return e;
+template <typename E>
+requires std::is_enum_v<E>
+void read(const json::value& v, const Path& at, E& out) {
+  out = as_enum(v, at, &enum_from_string<E>);
 }
+
+template <typename T>
+void read(const json::value& v, const Path& at, std::optional<T>& out) {
+  if (v.is_null()) {
+    out.reset();
+    return;
+  }
+  T t{};
+  read(v, at, t);
+  out = std::move(t);
+}
+
+template <typename T>
+void read(const json::value& v, const Path& at, std::vector<T>& out) {
+  const auto& a = as_array(v, at);
+  out.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    T t{};
+    read(a[i], at[i], t);
+    out.push_back(std::move(t));
+  }
+}
+
+void read(const json::value& v, const Path& at, std::map<std::string, std::string>& out) {
+  for (const auto& kv : as_object(v, at)) {
+    const std::string_view key(kv.key().data(), kv.key().size());
+    out.emplace(key, as_string(kv.value(), at / key));
+  }
+}
+
+void read(const json::value& v, const Path& at, std::map<std::string, double>& out) {
+  for (const auto& kv : as_object(v, at)) {
+    const std::string_view key(kv.key().data(), kv.key().size());
+    out.emplace(key, as_double(kv.value(), at / key));
+  }
+}
+
+template <typename S>
+requires schema::kDescribed<S>
+void read(const json::value& v, const Path& at, S& out) { read_members(as_object(v, at), at, out); }
 
 const Path kRoot;
 
@@ -387,27 +346,20 @@ GpuSnapshot snapshot_from_json(const json::value& v) {
     fail(at / "schema", "unsupported schema \"" + std::string(schema) +
                             "\" (this decoder reads \"" + std::string(kSchema) + "\")");
   GpuSnapshot s;
-  s.probe = as_string(need(o, "probe", at), at / "probe");
-  if (const auto* n = maybe(o, "node")) s.node = as_string(*n, at / "node");
-  s.sequence = as_uint64(need(o, "sequence", at), at / "sequence");
-  s.time_unix_ns = as_int64(need(o, "time_unix_ns", at), at / "time_unix_ns");
-  if (const auto* m = maybe(o, "monotonic_ns")) s.monotonic_ns = as_int64(*m, at / "monotonic_ns");
-  s.sample_duration_ns = as_int64(need(o, "sample_duration_ns", at), at / "sample_duration_ns");
-  const Path dp = at / "devices";
-  const auto& devices = as_array(need(o, "devices", at), dp);
-  s.devices.reserve(devices.size());
-  for (std::size_t i = 0; i < devices.size(); ++i)
-    s.devices.push_back(device_from(devices[i], dp[i]));
-  if (const auto* h = maybe(o, "host")) s.host = host_from(*h, at / "host");
-  const Path ep = at / "errors";
-  const auto& errors = as_array(need(o, "errors", at), ep);
-  s.errors.reserve(errors.size());
-  for (std::size_t i = 0; i < errors.size(); ++i) s.errors.push_back(error_from(errors[i], ep[i]));
+  read_members(o, at, s);
   return s;
 }
 
-DeviceSample device_from_json(const json::value& v) { return device_from(v, kRoot); }
+DeviceSample device_from_json(const json::value& v) {
+  DeviceSample d;
+  read(v, kRoot, d);
+  return d;
+}
 
-HostSample host_from_json(const json::value& v) { return host_from(v, kRoot); }
+HostSample host_from_json(const json::value& v) {
+  HostSample h;
+  read(v, kRoot, h);
+  return h;
+}
 
 }  // namespace gpustream

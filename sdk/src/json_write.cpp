@@ -1,291 +1,122 @@
-// The fast encoder: writes gpustream/1 text straight into a std::string, with no intermediate
-// document. Key order and rules match to_json (json_value.cpp); docs/protocol.md is the contract.
+// The text encoder: writes gpustream/1 text straight into a std::string, with no intermediate
+// document, walking the schema description (gpustream/detail/schema.hpp) with the one JSON text
+// writer (json_writer.hpp). Also that writer's form of any boost::json::value, for the
+// transport's messages (gpustream/detail/json_text.hpp).
 #include <algorithm>
 #include <array>
-#include <charconv>
+#include <boost/json/value.hpp>
 #include <cmath>
-#include <cstdint>
-#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
+#include "gpustream/detail/json_text.hpp"
+#include "gpustream/detail/schema.hpp"
 #include "gpustream/json.hpp"
-#include "gpustream/log.hpp"
 #include "json_lossy.hpp"
+#include "json_writer.hpp"
 
 namespace gpustream {
 namespace {
+namespace text {
 
+using detail::JsonWriter;
 using detail::note_lossy;
 using detail::writable;
+namespace schema = detail::schema;
 
-bool is_bytes_metric(Metric m) noexcept {
-  static const auto kTable = [] {
-    std::array<bool, kMetricCount> t{};
-    for (std::size_t i = 0; i < kMetricCount; ++i)
-      t[i] = to_string(static_cast<Metric>(i)).ends_with("_bytes");
-    return t;
-  }();
-  return kTable[static_cast<std::size_t>(m)];
-}
-
-/// Appends to a std::string through a raw cursor: the string is grown ahead and trimmed by
-/// finish(), so each piece is a bounds check and a memcpy.
-class Writer {
- public:
-  Writer(std::string& out, std::size_t hint) : out_(out) {
-    const std::size_t used = out_.size();
-    out_.resize(used + hint);
-    p_ = out_.data() + used;
-    end_ = out_.data() + out_.size();
-  }
-  Writer(const Writer&) = delete;
-  Writer& operator=(const Writer&) = delete;
-  ~Writer() { finish(); }
-
-  /// Trims the string to what was written.
-  void finish() { out_.resize(static_cast<std::size_t>(p_ - out_.data())); }
-
-  void raw(std::string_view s) {
-    reserve(s.size());
-    std::memcpy(p_, s.data(), s.size());
-    p_ += s.size();
-  }
-  void raw(char c) {
-    reserve(1);
-    *p_++ = c;
-  }
-
-  /// `"name":` for names that need no escaping (our keys and enum names).
-  void key(std::string_view name) {
-    reserve(name.size() + 3);
-    *p_++ = '"';
-    std::memcpy(p_, name.data(), name.size());
-    p_ += name.size();
-    *p_++ = '"';
-    *p_++ = ':';
-  }
-  void plain_string(std::string_view s) {
-    reserve(s.size() + 2);
-    *p_++ = '"';
-    std::memcpy(p_, s.data(), s.size());
-    p_ += s.size();
-    *p_++ = '"';
-  }
-
-  void string(std::string_view s) {
-    std::size_t i = 0;
-    while (i < s.size() && kPlain[static_cast<unsigned char>(s[i])]) ++i;
-    if (i == s.size()) return plain_string(s);  // printable ASCII, the usual case
-    if (!is_valid_utf8(s)) {
-      const std::string valid = to_valid_utf8(s);
-      note_lossy("string that is not UTF-8", valid);
-      escaped(valid);
-    } else {
-      escaped(s);
-    }
-  }
-
-  template <typename Int>
-  void integer(Int v) {
-    reserve(24);
-    p_ = std::to_chars(p_, p_ + 24, v).ptr;
-  }
-
-  /// Precondition: std::isfinite(v). Always reads back as a double ("1.0", not "1").
-  void number(double v) {
-    reserve(40);
-    char* const start = p_;
-    p_ = std::to_chars(p_, p_ + 38, v).ptr;
-    for (const char* c = start; c != p_; ++c)
-      if (*c == '.' || *c == 'e') return;
-    *p_++ = '.';
-    *p_++ = '0';
-  }
-
-  /// A metric value: a whole, non-negative byte count as an integer, anything else as a double.
-  void metric_value(Metric m, double v) {
-    if (is_bytes_metric(m) && v >= 0 && v < 18446744073709551616.0 && v == std::floor(v))
-      integer(static_cast<std::uint64_t>(v));
-    else
-      number(v);
-  }
-
-  template <typename Int>
-  void optional_integer(const std::optional<Int>& v) {
-    if (v)
-      integer(*v);
-    else
-      raw("null");
-  }
-
-  void optional_number(const std::optional<double>& v, std::string_view where) {
-    if (v && std::isfinite(*v)) return number(*v);
-    if (v) note_lossy("non-finite number", where);
-    raw("null");
-  }
-
- private:
-  /// Bytes that go into a JSON string as they are: printable ASCII but '"' and '\\'.
-  static constexpr std::array<bool, 256> kPlain = [] {
-    std::array<bool, 256> t{};
-    for (int c = 0x20; c < 0x80; ++c) t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
-    return t;
-  }();
-
-  void reserve(std::size_t n) {
-    if (static_cast<std::size_t>(end_ - p_) < n) grow(n);
-  }
-
-  [[gnu::noinline]] void grow(std::size_t n) {
-    const auto used = static_cast<std::size_t>(p_ - out_.data());
-    out_.resize(std::max(out_.size() * 2, used + n));
-    p_ = out_.data() + used;
-    end_ = out_.data() + out_.size();
-  }
-
-  /// Precondition: `s` is valid UTF-8.
-  void escaped(std::string_view s) {
-    static constexpr char kHex[] = "0123456789abcdef";
-    reserve(s.size() * 6 + 2);  // worst case: every byte as \u00XX
-    *p_++ = '"';
-    for (const char ch : s) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (c >= 0x20 && c != '"' && c != '\\') {
-        *p_++ = ch;
-        continue;
-      }
-      *p_++ = '\\';
-      switch (c) {
-        case '"':
-          *p_++ = '"';
-          break;
-        case '\\':
-          *p_++ = '\\';
-          break;
-        case '\n':
-          *p_++ = 'n';
-          break;
-        case '\r':
-          *p_++ = 'r';
-          break;
-        case '\t':
-          *p_++ = 't';
-          break;
-        case '\b':
-          *p_++ = 'b';
-          break;
-        case '\f':
-          *p_++ = 'f';
-          break;
-        default:
-          *p_++ = 'u';
-          *p_++ = '0';
-          *p_++ = '0';
-          *p_++ = kHex[c >> 4];
-          *p_++ = kHex[c & 0xF];
-      }
-    }
-    *p_++ = '"';
-  }
-
-  std::string& out_;
-  char* p_ = nullptr;
-  char* end_ = nullptr;
+struct Ctx {
+  JsonWriter& w;
+  const std::vector<Metric>* fields;  // a projection's metrics; null: every metric
 };
 
-void write_engines(Writer& w, const std::vector<EngineSample>& engines) {
-  w.raw('[');
-  bool first = true;
-  for (const auto& e : engines) {
-    if (!first) w.raw(',');
-    first = false;
-    const Reading r = writable(e.utilization_percent, e.name);
-    w.raw("{\"name\":");
-    w.string(e.name);
-    w.raw(",\"utilization_percent\":");
-    if (r.has_value())
-      w.number(r.value());
-    else
-      w.raw("null");
-    w.raw(",\"source\":");
-    w.plain_string(to_string(r.source()));
-    if (!r.has_value()) {
-      w.raw(",\"absent\":");
-      w.plain_string(to_string(r.reason()));
-    }
-    w.raw('}');
-  }
-  w.raw(']');
+// How a value of each type is written (`where` names it in a logged lossy write).
+void value(Ctx& c, const std::string& s, std::string_view where);
+void value(Ctx& c, bool b, std::string_view where);
+template <typename E>
+requires std::is_enum_v<E>
+void value(Ctx& c, E e, std::string_view where);
+template <typename I>
+requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) void value(Ctx& c, I i,
+                                                                       std::string_view where);
+void value(Ctx& c, const std::optional<double>& v, std::string_view where);
+template <typename T>
+void value(Ctx& c, const std::optional<T>& v, std::string_view where);
+template <typename T>
+void value(Ctx& c, const std::vector<T>& v, std::string_view where);
+void value(Ctx& c, const std::map<std::string, std::string>& m, std::string_view where);
+void value(Ctx& c, const std::map<std::string, double>& m, std::string_view where);
+template <typename S>
+requires schema::kDescribed<S>
+void value(Ctx& c, const S& s, std::string_view where);
+
+/// `"name":value`, after a ',' unless it is the object's first member.
+template <typename T>
+void member(Ctx& c, std::string_view name, const T& v, std::string_view where, bool& first) {
+  if (!first) c.w.raw(',');
+  first = false;
+  c.w.key(name);
+  value(c, v, where);
 }
 
-void write_process(Writer& w, const ProcessSample& p) {
-  w.raw("{\"pid\":");
-  w.integer(p.pid);
-  w.raw(",\"name\":");
-  w.string(p.name);
-  w.raw(",\"gpu_memory_bytes\":");
-  w.optional_integer(p.gpu_memory_bytes);
-  if (p.gtt_memory_bytes) {  // left out when unknown: the key is newer than the format
-    w.raw(",\"gtt_memory_bytes\":");
-    w.optional_integer(p.gtt_memory_bytes);
+/// An engine's Reading: `"<name>":value-or-null,"source":...` and `"absent":reason` when absent.
+void member(Ctx& c, std::string_view name, const Reading& reading, std::string_view where,
+            bool& first) {
+  const Reading r = writable(reading, where);
+  if (!first) c.w.raw(',');
+  first = false;
+  c.w.key(name);
+  if (r.has_value())
+    c.w.number(r.value());
+  else
+    c.w.raw("null");
+  c.w.raw(',');
+  c.w.key("source");
+  c.w.plain_string(to_string(r.source()));
+  if (!r.has_value()) {
+    c.w.raw(',');
+    c.w.key("absent");
+    c.w.plain_string(to_string(r.reason()));
   }
-  w.raw(",\"gpu_utilization_percent\":");
-  w.optional_number(p.gpu_utilization_percent, p.name);
-  w.raw(",\"host_rss_bytes\":");
-  w.optional_integer(p.host_rss_bytes);
-  w.raw(p.per_process_exact ? ",\"per_process_exact\":true" : ",\"per_process_exact\":false");
-  if (p.container) {
-    // Only the known parts: an empty string is left out.
-    w.raw(",\"container\":{");
-    bool first = true;
-    for (const auto& [key, value] :
-         {std::pair<std::string_view, const std::string*>{"runtime", &p.container->runtime},
-          {"id", &p.container->id},
-          {"pod_uid", &p.container->pod_uid},
-          {"qos", &p.container->qos}}) {
-      if (value->empty()) continue;
-      w.raw(first ? "\"" : ",\"");
-      w.raw(key);
-      w.raw("\":");
-      w.string(*value);
-      first = false;
-    }
-    w.raw('}');
-  } else if (p.container_absent != ContainerAbsent::not_collected) {
-    w.raw(",\"container_absent\":\"");
-    w.raw(to_string(p.container_absent));
-    w.raw('"');
-  }
-  w.raw(",\"engines\":");
-  write_engines(w, p.engines);
-  w.raw('}');
 }
 
-void write_metrics(Writer& w, const DeviceSample& d) {
+/// A device's metrics: one object per aspect, "metrics" (values), "sources", "absent" (reasons)
+/// and "absent_sources" (sources of absent metrics, left out when none has one).
+void member(Ctx& c, std::string_view, const MetricSet& set, std::string_view where, bool& first) {
   std::array<Reading, kMetricCount> r;
-  for (std::size_t i = 0; i < kMetricCount; ++i)
-    r[i] = writable(d.metrics[static_cast<Metric>(i)], d.id);
-
-  // One object per aspect: values, their sources, absence reasons, sources of absent metrics.
+  std::array<bool, kMetricCount> kept{};
+  for (std::size_t i = 0; i < kMetricCount; ++i) {
+    const auto m = static_cast<Metric>(i);
+    r[i] = writable(set[m], where);
+    kept[i] = !c.fields || std::binary_search(c.fields->begin(), c.fields->end(), m);
+  }
+  JsonWriter& w = c.w;
   // `always`: write {} when no metric qualifies (otherwise the key is left out).
   const auto object = [&](std::string_view name, bool always, auto wanted, auto write_one) {
-    bool first = true;
+    bool opened = false;
     for (std::size_t i = 0; i < kMetricCount; ++i) {
-      if (!wanted(r[i])) continue;
-      w.raw(',');
-      if (first) {
+      if (!kept[i] || !wanted(r[i])) continue;
+      if (!opened) {
+        if (!first) w.raw(',');
+        first = false;
         w.key(name);
         w.raw('{');
-        first = false;
+        opened = true;
+      } else {
+        w.raw(',');
       }
       w.key(to_string(static_cast<Metric>(i)));
       write_one(static_cast<Metric>(i), r[i]);
     }
-    if (!first) {
+    if (opened) {
       w.raw('}');
     } else if (always) {
-      w.raw(',');
+      if (!first) w.raw(',');
+      first = false;
       w.key(name);
       w.raw("{}");
     }
@@ -303,112 +134,102 @@ void write_metrics(Writer& w, const DeviceSample& d) {
       [](const Reading& x) { return !x.has_value() && x.source() != Source::none; }, source);
 }
 
-void write_device(Writer& w, const DeviceSample& d) {
-  w.raw("{\"id\":");
-  w.string(d.id);
-  w.raw(",\"vendor\":");
-  w.plain_string(to_string(d.vendor));
-  w.raw(",\"index\":");
-  w.integer(d.index);
-  w.raw(",\"name\":");
-  w.string(d.name);
-  w.raw(",\"pci_bus_id\":");
-  w.string(d.pci_bus_id);
-  w.raw(",\"power_state\":");
-  w.plain_string(to_string(d.power_state));
-  if (d.energy_kind) {
-    w.raw(",\"energy_kind\":");
-    w.plain_string(to_string(*d.energy_kind));
-  }
-  if (d.power_kind) {
-    w.raw(",\"power_kind\":");
-    w.plain_string(to_string(*d.power_kind));
-  }
-  if (!d.parent.empty()) {
-    w.raw(",\"parent\":");
-    w.string(d.parent);
-  }
-  if (d.mig) {
-    w.raw(",\"mig\":{\"gpu_instance_id\":");
-    w.integer(d.mig->gpu_instance_id);
-    w.raw(",\"compute_instance_id\":");
-    w.integer(d.mig->compute_instance_id);
-    w.raw(",\"profile\":");
-    w.string(d.mig->profile);
-    w.raw('}');
-  }
-  if (d.partitioned) w.raw(",\"partitioned\":true");
-  write_metrics(w, d);
-  w.raw(",\"throttle_reasons\":[");
-  for (std::size_t i = 0; i < d.throttle_reasons.size(); ++i) {
-    if (i) w.raw(',');
-    w.string(d.throttle_reasons[i]);
-  }
-  w.raw(']');
-  if (d.throttle_reasons_absent) {
-    w.raw(",\"throttle_reasons_absent\":");
-    w.plain_string(to_string(*d.throttle_reasons_absent));
-  }
-  w.raw(",\"engines\":");
-  write_engines(w, d.engines);
-  w.raw(",\"processes\":[");
-  for (std::size_t i = 0; i < d.processes.size(); ++i) {
-    if (i) w.raw(',');
-    write_process(w, d.processes[i]);
-  }
-  w.raw(']');
-  if (d.processes_absent) {
-    w.raw(",\"processes_absent\":");
-    w.plain_string(to_string(*d.processes_absent));
-  }
-  w.raw(",\"attributes\":{");
-  bool first = true;
-  for (const auto& [k, v] : d.attributes) {
-    if (!first) w.raw(',');
-    first = false;
-    w.string(k);
-    w.raw(':');
-    w.string(v);
-  }
-  w.raw("}}");
+/// The members of a described struct, as its schema says.
+template <typename S>
+void members(Ctx& c, const S& s, bool first) {
+  const std::string_view where = schema::Schema<S>::where(s);
+  schema::for_each_field<S>([&](const auto& f) {
+    if (f.unless && f.unless(s)) return;
+    const auto& v = s.*f.member;
+    if (f.emit == schema::Emit::if_set && schema::is_unset(v)) return;
+    member(c, f.name, v, where, first);
+  });
 }
 
-void write_host(Writer& w, const HostSample& h) {
-  w.raw("{\"memory_total_bytes\":");
-  w.optional_integer(h.memory_total_bytes);
-  w.raw(",\"memory_available_bytes\":");
-  w.optional_integer(h.memory_available_bytes);
-  w.raw(",\"memory_used_bytes\":");
-  w.optional_integer(h.memory_used_bytes);
-  w.raw(",\"swap_total_bytes\":");
-  w.optional_integer(h.swap_total_bytes);
-  w.raw(",\"swap_used_bytes\":");
-  w.optional_integer(h.swap_used_bytes);
-  w.raw(",\"processes\":[");
-  for (std::size_t i = 0; i < h.processes.size(); ++i) {
-    const auto& p = h.processes[i];
-    w.raw(i ? ",{\"pid\":" : "{\"pid\":");
-    w.integer(p.pid);
-    w.raw(",\"name\":");
-    w.string(p.name);
-    w.raw(",\"rss_bytes\":");
-    w.optional_integer(p.rss_bytes);
-    w.raw('}');
+void value(Ctx& c, const std::string& s, std::string_view) { c.w.string(s); }
+
+void value(Ctx& c, bool b, std::string_view) { c.w.boolean(b); }
+
+template <typename E>
+requires std::is_enum_v<E>
+void value(Ctx& c, E e, std::string_view) { c.w.plain_string(to_string(e)); }
+
+template <typename I>
+requires(std::is_integral_v<I> && !std::is_same_v<I, bool>) void value(Ctx& c, I i,
+                                                                       std::string_view) {
+  c.w.integer(i);
+}
+
+void value(Ctx& c, const std::optional<double>& v, std::string_view where) {
+  if (v && std::isfinite(*v)) return c.w.number(*v);
+  if (v) note_lossy("non-finite number", where);
+  c.w.raw("null");
+}
+
+template <typename T>
+void value(Ctx& c, const std::optional<T>& v, std::string_view where) {
+  if (v)
+    value(c, *v, where);
+  else
+    c.w.raw("null");
+}
+
+template <typename T>
+void value(Ctx& c, const std::vector<T>& v, std::string_view where) {
+  c.w.raw('[');
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (i) c.w.raw(',');
+    value(c, v[i], where);
   }
-  w.raw("],\"metrics\":{");
+  c.w.raw(']');
+}
+
+/// A map's members; `skip(value)` leaves one out. Under a projection, a key that two keys not
+/// UTF-8 repair to is written once, as the document form holds it.
+template <typename V, typename Skip, typename Write>
+void map_members(Ctx& c, const std::map<std::string, V>& m, Skip skip, Write write_value) {
+  std::set<std::string> seen;
+  const bool dedupe = c.fields && std::any_of(m.begin(), m.end(), [](const auto& kv) {
+                        return !is_valid_utf8(kv.first);
+                      });
+  c.w.raw('{');
   bool first = true;
-  for (const auto& [k, v] : h.metrics) {
-    if (!std::isfinite(v)) {
-      note_lossy("non-finite host metric", k);
-      continue;
-    }
-    if (!first) w.raw(',');
+  for (const auto& [k, v] : m) {
+    if (skip(k, v)) continue;
+    if (dedupe && !seen.insert(is_valid_utf8(k) ? k : to_valid_utf8(k)).second) continue;
+    if (!first) c.w.raw(',');
     first = false;
-    w.string(k);
-    w.raw(':');
-    w.number(v);
+    c.w.string(k);
+    c.w.raw(':');
+    write_value(v);
   }
-  w.raw("}}");
+  c.w.raw('}');
+}
+
+void value(Ctx& c, const std::map<std::string, std::string>& m, std::string_view) {
+  map_members(
+      c, m, [](const std::string&, const std::string&) { return false; },
+      [&](const std::string& v) { c.w.string(v); });
+}
+
+/// Host figures: a non-finite one is left out.
+void value(Ctx& c, const std::map<std::string, double>& m, std::string_view) {
+  map_members(
+      c, m,
+      [](const std::string& k, double v) {
+        if (std::isfinite(v)) return false;
+        note_lossy("non-finite host metric", k);
+        return true;
+      },
+      [&](double v) { c.w.number(v); });
+}
+
+template <typename S>
+requires schema::kDescribed<S>
+void value(Ctx& c, const S& s, std::string_view) {
+  c.w.raw('{');
+  members(c, s, true);
+  c.w.raw('}');
 }
 
 std::size_t size_hint(const GpuSnapshot& s) {
@@ -418,60 +239,84 @@ std::size_t size_hint(const GpuSnapshot& s) {
   return n;
 }
 
+void json_value(JsonWriter& w, const boost::json::value& v) {
+  namespace json = boost::json;
+  switch (v.kind()) {
+    case json::kind::null:
+      return w.raw("null");
+    case json::kind::bool_:
+      return w.boolean(v.get_bool());
+    case json::kind::int64:
+      return w.integer(v.get_int64());
+    case json::kind::uint64:
+      return w.integer(v.get_uint64());
+    case json::kind::double_:
+      if (!std::isfinite(v.get_double())) return w.raw("null");
+      return w.number(v.get_double());
+    case json::kind::string:
+      return w.string({v.get_string().data(), v.get_string().size()}, false);
+    case json::kind::array: {
+      w.raw('[');
+      bool first = true;
+      for (const auto& e : v.get_array()) {
+        if (!first) w.raw(',');
+        first = false;
+        json_value(w, e);
+      }
+      return w.raw(']');
+    }
+    case json::kind::object: {
+      w.raw('{');
+      bool first = true;
+      for (const auto& kv : v.get_object()) {
+        if (!first) w.raw(',');
+        first = false;
+        w.string({kv.key().data(), kv.key().size()}, false);
+        w.raw(':');
+        json_value(w, kv.value());
+      }
+      return w.raw('}');
+    }
+  }
+}
+
+}  // namespace text
 }  // namespace
 
-void append_json(std::string& out, const GpuSnapshot& s) {
-  Writer w(out, size_hint(s));
-  w.raw("{\"schema\":");
+void detail::append_snapshot_json(std::string& out, const GpuSnapshot& s, const SnapshotText& how) {
+  JsonWriter w(out, text::size_hint(s));
+  text::Ctx c{w, how.fields};
+  w.raw('{');
+  if (!how.type.empty()) {
+    w.key("type");
+    w.string(how.type);
+    w.raw(',');
+  }
+  w.key("schema");
   w.plain_string(kSchema);
-  w.raw(",\"probe\":");
-  w.string(s.probe);
-  if (!s.node.empty()) {
-    w.raw(",\"node\":");
-    w.string(s.node);
-  }
-  w.raw(",\"sequence\":");
-  w.integer(s.sequence);
-  w.raw(",\"time_unix_ns\":");
-  w.integer(s.time_unix_ns);
-  w.raw(",\"monotonic_ns\":");
-  w.integer(s.monotonic_ns);
-  w.raw(",\"sample_duration_ns\":");
-  w.integer(s.sample_duration_ns);
-  w.raw(",\"devices\":[");
-  for (std::size_t i = 0; i < s.devices.size(); ++i) {
-    if (i) w.raw(',');
-    write_device(w, s.devices[i]);
-  }
-  w.raw(']');
-  if (s.host) {
-    w.raw(",\"host\":");
-    write_host(w, *s.host);
-  }
-  w.raw(",\"errors\":[");
-  for (std::size_t i = 0; i < s.errors.size(); ++i) {
-    const auto& e = s.errors[i];
-    w.raw(i ? ",{\"code\":" : "{\"code\":");
-    w.string(e.code);
-    w.raw(",\"message\":");
-    w.string(e.message);
-    if (!e.device.empty()) {
-      w.raw(",\"device\":");
-      w.string(e.device);
-    }
-    w.raw('}');
-  }
-  w.raw("]}");
+  text::members(c, s, false);
+  w.raw('}');
+}
+
+void detail::append_json_value(std::string& out, const boost::json::value& v) {
+  JsonWriter w(out, 256);
+  text::json_value(w, v);
+}
+
+void append_json(std::string& out, const GpuSnapshot& s) {
+  detail::append_snapshot_json(out, s, {});
 }
 
 void append_json(std::string& out, const DeviceSample& device) {
-  Writer w(out, 2048);
-  write_device(w, device);
+  detail::JsonWriter w(out, 2048);
+  text::Ctx c{w, nullptr};
+  text::value(c, device, {});
 }
 
 void append_json(std::string& out, const HostSample& host) {
-  Writer w(out, 1024);
-  write_host(w, host);
+  detail::JsonWriter w(out, 1024);
+  text::Ctx c{w, nullptr};
+  text::value(c, host, {});
 }
 
 std::string to_json_string(const GpuSnapshot& snapshot) {

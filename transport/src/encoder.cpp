@@ -4,44 +4,15 @@
 #include <algorithm>
 #include <functional>
 
-#include <boost/json.hpp>
-
-#include "gpustream/json.hpp"
-#include "gpustream/transport/protocol.hpp"
+#include "gpustream/detail/json_text.hpp"
 
 namespace gpustream::transport {
-namespace json = boost::json;
 
 namespace {
 
+constexpr std::string_view kType = "snapshot";
+// What the SDK's writer puts before the snapshot's own keys when it writes a snapshot message.
 constexpr std::string_view kMessageHead = "{\"type\":\"snapshot\",";
-
-// Boost 1.81's json::object::erase moves the last element into the hole, which would change
-// the key order of a projected message: kept keys are copied, in order, into a new object.
-json::object without(const json::object& o, const std::function<bool(std::string_view)>& drop) {
-  json::object out(o.storage());
-  out.reserve(o.size());
-  for (const auto& kv : o) {
-    const std::string_view key(kv.key().data(), kv.key().size());
-    if (!drop(key)) out.emplace(key, kv.value());
-  }
-  return out;
-}
-
-void keep_fields(json::object& device, const std::vector<Metric>& fields) {
-  for (const std::string_view part : {"metrics", "sources", "absent", "absent_sources"}) {
-    auto* obj = device.if_contains(part);
-    if (!obj || !obj->is_object()) continue;
-    *obj = without(obj->get_object(), [&](std::string_view key) {
-      const auto m = metric_from_string(key);
-      return !(m && std::binary_search(fields.begin(), fields.end(), *m));
-    });
-  }
-  // The codec leaves "absent_sources" out when no absent metric names a source.
-  if (const auto* as = device.if_contains("absent_sources");
-      as && as->is_object() && as->get_object().empty())
-    device = without(device, [](std::string_view key) { return key == "absent_sources"; });
-}
 
 }  // namespace
 
@@ -58,7 +29,7 @@ Projection Projection::make(std::vector<std::string> devices, std::vector<Metric
 
 std::size_t Projection::bytes() const noexcept {
   std::size_t n = sizeof(*this) + fields.capacity() * sizeof(Metric);
-  for (const auto& d : devices) n += sizeof(d) + d.capacity();
+  for (const auto& d : devices) n += sizeof(std::string) + d.capacity();
   return n;
 }
 
@@ -106,18 +77,11 @@ std::string encode_snapshot_message(const GpuSnapshot& s, const Selection& sel) 
       if (sel.keep[i]) filtered.devices.push_back(s.devices[i]);
     src = &filtered;
   }
-  std::string body;
-  if (sel.fields.empty()) {
-    append_json(body, *src);  // the codec itself
-    return snapshot_message(body);
-  }
-  // The codec's document, edited; written back with the codec's number rules.
-  json::value v = to_json(*src);
-  if (auto* devs = v.as_object().if_contains("devices"); devs && devs->is_array())
-    for (auto& d : devs->get_array())
-      if (d.is_object()) keep_fields(d.get_object(), sel.fields);
-  append_compact_json(body, v);
-  return snapshot_message(body);
+  // The codec itself, the message's "type" first; a projection's metrics only.
+  std::string out;
+  detail::append_snapshot_json(out, *src, {kType, sel.fields.empty() ? nullptr : &sel.fields});
+  out.push_back('\n');
+  return out;
 }
 
 std::string snapshot_json_of_message(std::string_view message) {

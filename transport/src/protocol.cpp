@@ -10,6 +10,7 @@
 
 #include "access.hpp"
 #include "gpustream/detail/json_parse.hpp"
+#include "gpustream/detail/json_text.hpp"
 #include "gpustream/json.hpp"
 
 namespace gpustream::transport {
@@ -123,53 +124,6 @@ json::array strings(const std::vector<std::string>& v) {
 std::string with_newline(std::string s) {
   s.push_back('\n');
   return s;
-}
-
-void append_escaped(std::string& out, std::string_view raw) {
-  static constexpr char kHex[] = "0123456789abcdef";
-  // Probe reasons and tool output can be cut inside a character: never send a bad byte on.
-  std::string repaired;
-  std::string_view s = raw;
-  if (!is_valid_utf8(raw)) {
-    repaired = to_valid_utf8(raw);
-    s = repaired;
-  }
-  out.push_back('"');
-  for (const char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (u < 0x20) {
-          out += "\\u00";
-          out.push_back(kHex[u >> 4]);
-          out.push_back(kHex[u & 0xf]);
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
 }
 
 }  // namespace
@@ -382,63 +336,7 @@ std::string error_message(std::string_view code, std::string_view message, std::
 }
 
 void append_compact_json(std::string& out, const json::value& v) {
-  switch (v.kind()) {
-    case json::kind::null:
-      out += "null";
-      return;
-    case json::kind::bool_:
-      out += v.get_bool() ? "true" : "false";
-      return;
-    case json::kind::int64:
-      out += std::to_string(v.get_int64());
-      return;
-    case json::kind::uint64:
-      out += std::to_string(v.get_uint64());
-      return;
-    case json::kind::double_: {
-      const double d = v.get_double();
-      if (!std::isfinite(d)) {
-        out += "null";
-        return;
-      }
-      char buf[40];
-      const auto r = std::to_chars(buf, buf + 38, d);
-      out.append(buf, r.ptr);
-      // Like the codec: a double always reads back as a double ("64.0", not "64").
-      if (std::find_if(buf, r.ptr, [](char c) { return c == '.' || c == 'e'; }) == r.ptr)
-        out += ".0";
-      return;
-    }
-    case json::kind::string: {
-      const auto& s = v.get_string();
-      append_escaped(out, std::string_view(s.data(), s.size()));
-      return;
-    }
-    case json::kind::array: {
-      out.push_back('[');
-      bool first = true;
-      for (const auto& e : v.get_array()) {
-        if (!first) out.push_back(',');
-        first = false;
-        append_compact_json(out, e);
-      }
-      out.push_back(']');
-      return;
-    }
-    case json::kind::object: {
-      out.push_back('{');
-      bool first = true;
-      for (const auto& kv : v.get_object()) {
-        if (!first) out.push_back(',');
-        first = false;
-        append_escaped(out, std::string_view(kv.key().data(), kv.key().size()));
-        out.push_back(':');
-        append_compact_json(out, kv.value());
-      }
-      out.push_back('}');
-      return;
-    }
-  }
+  detail::append_json_value(out, v);
 }
 
 std::string to_compact_json(const json::value& v) {

@@ -1,4 +1,4 @@
-// The fleet's bus decoder (transport/src/fleet_codec.cpp): bytes straight from NATS. The input
+// The fleet's bus decoder (transport/src/fleet/fleet_codec.cpp): bytes straight from NATS. The input
 // is one bus message, or a node state ("GSK1 <n>\n" then "<bytes>\n<message>" each, as kept in
 // the key-value bucket) whose messages go through one decoder in order, so that fulls, deltas
 // against them, replays and evictions are reached. The decoder may only throw BusError; what it

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "access.hpp"
 #include "common.hpp"
+#include "server/access.hpp"
 
 namespace transport = gpustream::transport;
 namespace ip = boost::asio::ip;

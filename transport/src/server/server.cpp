@@ -1,7 +1,7 @@
 // Server: the public face of the Hub.
 #include "gpustream/transport/server.hpp"
 
-#include "hub.hpp"
+#include "server/hub.hpp"
 
 namespace gpustream::transport {
 

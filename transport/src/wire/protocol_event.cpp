@@ -7,7 +7,7 @@
 
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
-#include "protocol_fields.hpp"
+#include "wire/protocol_fields.hpp"
 
 namespace gpustream::transport {
 namespace json = boost::json;

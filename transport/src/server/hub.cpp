@@ -1,5 +1,5 @@
 // The server's shared state: the channel subscription, hello, start and stop.
-#include "hub.hpp"
+#include "server/hub.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -9,9 +9,9 @@
 #include "gpustream/log.hpp"
 #include "gpustream/transport/address.hpp"
 #include "gpustream/transport/protocol_event.hpp"
-#include "http_session.hpp"
-#include "stream_session.hpp"
-#include "tcp_session.hpp"
+#include "server/http_session.hpp"
+#include "server/stream_session.hpp"
+#include "server/tcp_session.hpp"
 
 namespace gpustream::transport {
 namespace asio = boost::asio;

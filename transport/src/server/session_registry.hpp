@@ -18,7 +18,7 @@
 
 #include "gpustream/channel.hpp"
 #include "gpustream/transport/server.hpp"
-#include "server_metrics.hpp"
+#include "server/server_metrics.hpp"
 
 namespace gpustream::transport {
 

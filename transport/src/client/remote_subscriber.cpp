@@ -20,11 +20,11 @@
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "client/remote_connection.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/transport/address.hpp"
 #include "gpustream/transport/protocol_event.hpp"
-#include "remote_connection.hpp"
 
 namespace gpustream {
 namespace asio = boost::asio;

@@ -13,7 +13,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "stream_session.hpp"
+#include "server/stream_session.hpp"
 
 namespace gpustream::transport {
 

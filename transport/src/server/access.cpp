@@ -1,5 +1,5 @@
 // Host, Origin and token checks.
-#include "access.hpp"
+#include "server/access.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -13,9 +13,9 @@
 #include <string>
 #include <vector>
 
-#include "encoder.hpp"
 #include "gpustream/channel.hpp"
-#include "server_metrics.hpp"
+#include "server/server_metrics.hpp"
+#include "wire/encoder.hpp"
 
 namespace gpustream::transport {
 

@@ -22,8 +22,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
-#include "encoder.hpp"
-#include "hub.hpp"
+#include "server/hub.hpp"
+#include "wire/encoder.hpp"
 
 namespace gpustream::transport {
 

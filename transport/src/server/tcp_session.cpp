@@ -1,5 +1,5 @@
 // One TCP client: JSON lines.
-#include "tcp_session.hpp"
+#include "server/tcp_session.hpp"
 
 #include <algorithm>
 

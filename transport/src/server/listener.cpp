@@ -1,5 +1,5 @@
 // The listeners and admission.
-#include "listener.hpp"
+#include "server/listener.hpp"
 
 #include <boost/asio/ip/v6_only.hpp>
 #include <boost/asio/steady_timer.hpp>

@@ -1,11 +1,11 @@
 // One HTTP/1.1 connection.
-#include "http_session.hpp"
+#include "server/http_session.hpp"
 
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
-#include "ws_session.hpp"
+#include "server/ws_session.hpp"
 
 namespace gpustream::transport {
 namespace beast = boost::beast;

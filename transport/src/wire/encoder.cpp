@@ -1,5 +1,5 @@
 // Snapshot encodings for the wire.
-#include "encoder.hpp"
+#include "wire/encoder.hpp"
 
 #include <algorithm>
 #include <functional>

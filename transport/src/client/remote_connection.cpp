@@ -1,6 +1,6 @@
 // RemoteConnection over TCP lines and over WebSocket (Boost.Beast), and URL parsing
 // (Boost.URL).
-#include "remote_connection.hpp"
+#include "client/remote_connection.hpp"
 
 #include <stdexcept>
 

@@ -14,7 +14,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "session_registry.hpp"
+#include "server/session_registry.hpp"
 
 namespace gpustream::transport {
 

@@ -1,5 +1,5 @@
 // One WebSocket client.
-#include "ws_session.hpp"
+#include "server/ws_session.hpp"
 
 #include <boost/beast/core/buffers_to_string.hpp>
 #include <boost/beast/websocket.hpp>

@@ -1,5 +1,5 @@
 // The protocol logic shared by the TCP and WebSocket sessions.
-#include "stream_session.hpp"
+#include "server/stream_session.hpp"
 
 #include <algorithm>
 

@@ -11,8 +11,8 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "hub.hpp"
-#include "session_registry.hpp"
+#include "server/hub.hpp"
+#include "server/session_registry.hpp"
 
 namespace gpustream::transport {
 

@@ -11,7 +11,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/websocket/stream.hpp>
 
-#include "stream_session.hpp"
+#include "server/stream_session.hpp"
 
 namespace gpustream::transport {
 

@@ -8,7 +8,7 @@
 #include "gpustream/transport/prometheus.hpp"
 #include "gpustream/transport/prometheus_events.hpp"
 #include "gpustream/transport/protocol_event.hpp"
-#include "http_session.hpp"
+#include "server/http_session.hpp"
 
 namespace gpustream::transport {
 namespace beast = boost::beast;

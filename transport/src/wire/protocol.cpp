@@ -8,9 +8,9 @@
 
 #include <boost/json.hpp>
 
-#include "access.hpp"
 #include "gpustream/detail/json_parse.hpp"
 #include "gpustream/json.hpp"
+#include "server/access.hpp"
 
 namespace gpustream::transport {
 namespace json = boost::json;

@@ -16,13 +16,13 @@
 
 #include <boost/asio/steady_timer.hpp>
 
-#include "access.hpp"
-#include "encoding_cache.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "gpustream/transport/server.hpp"
-#include "listener.hpp"
-#include "server_metrics.hpp"
-#include "session_registry.hpp"
+#include "server/access.hpp"
+#include "server/encoding_cache.hpp"
+#include "server/listener.hpp"
+#include "server/server_metrics.hpp"
+#include "server/session_registry.hpp"
 
 namespace gpustream::transport {
 

@@ -1,5 +1,5 @@
 // The encoding cache, bounded in sequences and bytes.
-#include "encoding_cache.hpp"
+#include "server/encoding_cache.hpp"
 
 #include <algorithm>
 

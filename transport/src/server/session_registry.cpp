@@ -1,7 +1,7 @@
 // The session registry: admission bounds, fan-out, the stall sweep, close.
-#include "session_registry.hpp"
+#include "server/session_registry.hpp"
 
-#include "stream_session.hpp"
+#include "server/stream_session.hpp"
 
 namespace gpustream::transport {
 

@@ -14,7 +14,7 @@ set(GPUSTREAM_FUZZ_TARGETS
   snapshot_json    # the gpustream/1 decoder (sdk/src/json_read.cpp, json_parse.cpp)
   client_message   # client protocol messages (transport/src/wire/protocol.cpp)
   event_message    # the server's event messages (transport/src/wire/protocol_event.cpp)
-  http_access      # Host/Origin/token checks (transport/src/server/access.cpp)
+  http_access      # Host/Origin/token checks (transport/src/server/access.cpp, wire/request_target.cpp)
   config           # the config file (sdk/src/config.cpp)
   bus_decoder)     # the fleet bus decoder, GSB1/GSK1 (transport/src/fleet/fleet_codec.cpp)
 
@@ -36,4 +36,5 @@ set(GPUSTREAM_FUZZ_INSTRUMENTED_SOURCES
   transport/src/wire/protocol.cpp
   transport/src/wire/protocol_event.cpp
   transport/src/server/access.cpp
+  transport/src/wire/request_target.cpp
   transport/src/fleet/fleet_codec.cpp)

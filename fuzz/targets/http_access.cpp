@@ -8,6 +8,7 @@
 
 #include "common.hpp"
 #include "server/access.hpp"
+#include "wire/request_target.hpp"
 
 namespace transport = gpustream::transport;
 namespace ip = boost::asio::ip;

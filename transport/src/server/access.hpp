@@ -50,9 +50,4 @@ class AccessPolicy {
   bool any_origin_ = false;
 };
 
-/// "?a=1&token=x%2F" → "x/" for key "token"; nullopt when absent.
-std::optional<std::string> query_parameter(std::string_view target, std::string_view key);
-/// The path part of a request target ("/ws?token=x" → "/ws").
-std::string_view target_path(std::string_view target);
-
 }  // namespace gpustream::transport

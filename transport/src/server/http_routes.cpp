@@ -9,6 +9,7 @@
 #include "gpustream/transport/prometheus_events.hpp"
 #include "gpustream/transport/protocol_event.hpp"
 #include "server/http_session.hpp"
+#include "wire/request_target.hpp"
 
 namespace gpustream::transport {
 namespace beast = boost::beast;

@@ -10,7 +10,7 @@
 
 #include "gpustream/detail/json_parse.hpp"
 #include "gpustream/json.hpp"
-#include "server/access.hpp"
+#include "wire/request_target.hpp"
 
 namespace gpustream::transport {
 namespace json = boost::json;

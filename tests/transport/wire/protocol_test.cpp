@@ -7,8 +7,8 @@
 #include "gpustream/transport/address.hpp"
 #include "gpustream/transport/prometheus.hpp"
 #include "gpustream/transport/protocol.hpp"
-#include "harness.hpp"
 #include "support/temp_tree.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

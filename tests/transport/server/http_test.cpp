@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 #include <boost/json.hpp>
 
-#include "harness.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

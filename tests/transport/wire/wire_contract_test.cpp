@@ -7,7 +7,7 @@
 
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
-#include "harness.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

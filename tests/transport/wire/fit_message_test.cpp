@@ -19,7 +19,7 @@
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "gpustream/transport/remote_subscriber.hpp"
-#include "harness.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

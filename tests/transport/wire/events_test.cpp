@@ -16,10 +16,10 @@
 #include "gpustream/transport/prometheus_events.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "gpustream/transport/protocol_event.hpp"
-#include "harness.hpp"
 #include "probes/nvidia_event_fakes.hpp"
 #include "probes/nvidia_fakes.hpp"
 #include "support/temp_tree.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 #include <boost/asio/executor_work_guard.hpp>
 
-#include "harness.hpp"
 #include "remote_watch.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

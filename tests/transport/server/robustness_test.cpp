@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "harness.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "gpustream/transport/prometheus.hpp"
-#include "harness.hpp"
 #include "support/temp_tree.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

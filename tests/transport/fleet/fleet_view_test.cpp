@@ -13,7 +13,7 @@
 #include "gpustream/json.hpp"
 #include "gpustream/transport/fleet.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
-#include "harness.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

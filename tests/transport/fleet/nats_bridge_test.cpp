@@ -34,8 +34,8 @@
 #include "gpustream/transport/fleet.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
 #include "gpustream/transport/nats_bridge.hpp"
-#include "harness.hpp"
 #include "support/temp_tree.hpp"
+#include "transport/harness.hpp"
 
 extern char** environ;
 

@@ -5,7 +5,7 @@
 #include <boost/json.hpp>
 
 #include "gpustream/transport/protocol.hpp"
-#include "harness.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace {

@@ -11,7 +11,7 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/json.hpp>
 
-#include "harness.hpp"
+#include "transport/harness.hpp"
 
 namespace gpustream::transport::test {
 namespace asio = boost::asio;

@@ -3,7 +3,7 @@
 // owner of the bound on encoded bytes the server keeps: at most `max_sequences` snapshots and
 // `max_bytes` bytes of encodings (keys included) together; the oldest sequence goes first.
 //
-// Thread safety: none; used on the hub's strand only.
+// Thread safety: none; used on the core's strand only.
 #pragma once
 
 #include <cstddef>

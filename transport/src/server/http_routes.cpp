@@ -22,33 +22,33 @@ constexpr std::string_view kJson = "application/json";
 
 std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
 
-std::string api_snapshot(Hub& hub, std::string_view target) {
+std::string api_snapshot(ServerCore& core, std::string_view target) {
   // ?node=NAME: only that node's snapshots (a fleet's; docs/fleet.md).
   const auto node = query_parameter(target, "node");
   std::string out = "{\"schema\":\"";
   out += kSchema;
   out += "\",\"snapshots\":[";
   bool first = true;
-  for (const auto& s : hub.channel().latest()) {
+  for (const auto& s : core.channel().latest()) {
     if (node && s->node != *node) continue;
     if (!first) out += ',';
     first = false;
-    out += snapshot_json_of_message(*hub.encoded(s, Projection{}.of(*s)));
+    out += snapshot_json_of_message(*core.encoded(s, Projection{}.of(*s)));
   }
   out += "]}\n";
   return out;
 }
 
-std::string api_devices(Hub& hub) {
+std::string api_devices(ServerCore& core) {
   json::array devices;
-  for (const auto& d : devices_of(hub.channel().latest())) devices.push_back(to_json(d));
+  for (const auto& d : devices_of(core.channel().latest())) devices.push_back(to_json(d));
   json::object o{{"schema", kSchema}, {"devices", std::move(devices)}};
   return to_compact_json(o) + "\n";
 }
 
 /// The newest GPU events (the channel's recent ring), oldest first, with the channel's counters.
-std::string api_events(Hub& hub) {
-  const auto& ch = hub.channel().events();
+std::string api_events(ServerCore& core) {
+  const auto& ch = core.channel().events();
   json::array events;
   for (const auto& e : ch.recent()) events.push_back(event_to_json(*e));
   const auto c = ch.counters();
@@ -59,10 +59,10 @@ std::string api_events(Hub& hub) {
   return to_compact_json(o) + "\n";
 }
 
-std::string api_stats(Hub& hub) {
+std::string api_stats(ServerCore& core) {
   json::array probes;
-  for (const auto& s : hub.probe_stats()) probes.push_back(to_json(s));
-  const auto c = hub.counters();
+  for (const auto& s : core.probe_stats()) probes.push_back(to_json(s));
+  const auto c = core.counters();
   json::object server{{"connections_accepted", c.connections_accepted},
                       {"connections_rejected", c.connections_rejected},
                       {"http_open", c.http_open},
@@ -80,7 +80,7 @@ std::string api_stats(Hub& hub) {
                       {"idle_closed", c.idle_closed},
                       {"encoded_cache_bytes", c.encoded_cache_bytes},
                       {"encoded_cache_entries", c.encoded_cache_entries},
-                      {"last_sequence", hub.cursor()}};
+                      {"last_sequence", core.cursor()}};
   json::object o{{"schema", kSchema}, {"probes", std::move(probes)}, {"server", std::move(server)}};
   return to_compact_json(o) + "\n";
 }
@@ -101,11 +101,11 @@ HttpResponse text_response(const HttpRequest& req, http::status status, std::str
   return res;
 }
 
-HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
-  auto& c = hub.metrics();
+HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req) {
+  auto& c = core.metrics();
   const auto target = sv(req.target());
   const auto path = target_path(target);
-  const auto& access = hub.access();
+  const auto& access = core.access();
 
   if (!access.host_allowed(sv(req[http::field::host]))) {
     c.requests_forbidden.fetch_add(1);
@@ -146,30 +146,31 @@ HttpResponse handle_http_request(Hub& hub, const HttpRequest& req) {
     return res;
   }
   if (path == "/metrics") {
-    const auto counters = hub.counters();
-    auto text = render_prometheus(hub.channel().latest(), hub.probe_stats(), &counters,
-                                  {hub.options().metrics_processes}) +
-                render_event_metrics(hub.channel().events().totals(), &counters);
-    if (const auto& extra = hub.options().extra_metrics) text += extra();
+    const auto counters = core.counters();
+    auto text = render_prometheus(core.channel().latest(), core.probe_stats(), &counters,
+                                  {core.options().metrics_processes}) +
+                render_event_metrics(core.channel().events().totals(), &counters);
+    if (const auto& extra = core.options().extra_metrics) text += extra();
     return text_response(req, http::status::ok, std::move(text), kPrometheusContentType);
   }
-  if (path == "/api/v1/events") return text_response(req, http::status::ok, api_events(hub), kJson);
+  if (path == "/api/v1/events")
+    return text_response(req, http::status::ok, api_events(core), kJson);
   if (path == "/api/v1/snapshot")
-    return text_response(req, http::status::ok, api_snapshot(hub, target), kJson);
+    return text_response(req, http::status::ok, api_snapshot(core, target), kJson);
   if (path == "/api/v1/devices")
-    return text_response(req, http::status::ok, api_devices(hub), kJson);
-  if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(hub), kJson);
+    return text_response(req, http::status::ok, api_devices(core), kJson);
+  if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(core), kJson);
   if (path == "/api/v1/fit") {
     // The `fit` message's planner (a fleet's fit source, or this machine's devices), every
     // device that fits: the same entries as fit_result, without its limit.
     const auto bytes = fit_bytes_parameter(target);
     if (!bytes)
       return text_response(req, http::status::bad_request, std::string(kFitBytesError), kJson);
-    return text_response(req, http::status::ok, fit_json(hub.fits(*bytes), *bytes), kJson);
+    return text_response(req, http::status::ok, fit_json(core.fits(*bytes), *bytes), kJson);
   }
   if (path == "/ws")
     return text_response(req, http::status::upgrade_required, "use a WebSocket client\n");
-  if (const auto& extra = hub.options().extra_routes) {
+  if (const auto& extra = core.options().extra_routes) {
     if (auto r = extra(path, target)) {
       auto res = text_response(req, static_cast<http::status>(r->status), std::move(r->body),
                                r->content_type);

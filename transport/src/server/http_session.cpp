@@ -20,23 +20,23 @@ boost::asio::ip::address peer_of(const tcp::socket& s) {
 }
 }  // namespace
 
-HttpSession::HttpSession(std::shared_ptr<Hub> hub, tcp::socket socket)
+HttpSession::HttpSession(std::shared_ptr<ServerCore> core, tcp::socket socket)
     : Connection(ConnKind::http, peer_of(socket)),
-      hub_(std::move(hub)),
+      core_(std::move(core)),
       stream_(std::move(socket)) {}
 
 HttpSession::~HttpSession() {
-  if (registered_) hub_->remove(this);
+  if (registered_) core_->remove(this);
 }
 
 void HttpSession::run() {
   registered_ = true;
-  hub_->registry().add(this, weak_from_this());
+  core_->registry().add(this, weak_from_this());
   do_read();
 }
 
 void HttpSession::do_read() {
-  const auto& l = hub_->limits();
+  const auto& l = core_->limits();
   parser_.emplace();
   parser_->header_limit(16 * 1024);
   parser_->body_limit(l.max_message_bytes);
@@ -51,7 +51,7 @@ void HttpSession::on_read(error_code ec) {
   idle_since_.reset();
   if (done_) return;
   if (ec == http::error::body_limit || ec == http::error::header_limit) {
-    ServerMetrics::bump(hub_->metrics().messages_rejected);
+    ServerMetrics::bump(core_->metrics().messages_rejected);
     HttpRequest dummy;
     auto res = text_response(dummy, http::status::payload_too_large, "request too large\n");
     res.keep_alive(false);
@@ -63,14 +63,14 @@ void HttpSession::on_read(error_code ec) {
     if (ec == http::error::bad_target || ec == http::error::bad_method ||
         ec == http::error::bad_version || ec == http::error::bad_field ||
         ec == http::error::bad_value || ec == http::error::bad_line_ending)
-      ServerMetrics::bump(hub_->metrics().messages_rejected);
+      ServerMetrics::bump(core_->metrics().messages_rejected);
     close();
     return;
   }
   first_ = false;
-  ServerMetrics::bump(hub_->metrics().http_requests);
+  ServerMetrics::bump(core_->metrics().http_requests);
   HttpRequest req = parser_->release();
-  if (hub_->stopping()) {
+  if (core_->stopping()) {
     auto res = text_response(req, http::status::service_unavailable, "shutting down\n");
     res.keep_alive(false);
     send(std::move(res));
@@ -78,15 +78,15 @@ void HttpSession::on_read(error_code ec) {
   }
   if (beast::websocket::is_upgrade(req)) {
     // Checks first (Host, path, Origin, token); a refused upgrade gets a plain HTTP answer.
-    auto res = handle_http_request(*hub_, req);
+    auto res = handle_http_request(*core_, req);
     if (res.result() == http::status::switching_protocols) {
       // WebSocket has its own connection slots (and per-address ones).
-      const auto admission = hub_->registry().admit(ConnKind::websocket, peer());
+      const auto admission = core_->registry().admit(ConnKind::websocket, peer());
       if (admission == SessionRegistry::Admission::ok) {
         upgrade(std::move(req));
         return;
       }
-      ServerMetrics::bump(hub_->metrics().connections_rejected);
+      ServerMetrics::bump(core_->metrics().connections_rejected);
       res = text_response(req, http::status::service_unavailable,
                           admission == SessionRegistry::Admission::address_full
                               ? "too many connections from this address\n"
@@ -96,28 +96,28 @@ void HttpSession::on_read(error_code ec) {
     send(std::move(res));
     return;
   }
-  send(handle_http_request(*hub_, req));
+  send(handle_http_request(*core_, req));
 }
 
 void HttpSession::upgrade(HttpRequest req) {
   done_ = true;
   // The WebSocket session is its own connection from now on.
-  hub_->registry().remove(this);
+  core_->registry().remove(this);
   registered_ = false;
   stream_.expires_never();
-  std::make_shared<WsSession>(hub_, std::move(stream_), peer())->run(std::move(req));
+  std::make_shared<WsSession>(core_, std::move(stream_), peer())->run(std::move(req));
 }
 
 void HttpSession::send(HttpResponse res) {
   response_ = std::move(res);
   response_->prepare_payload();
   writing_ = true;
-  stream_.expires_after(hub_->limits().write_timeout);
+  stream_.expires_after(core_->limits().write_timeout);
   http::async_write(stream_, *response_, [self = shared_from_this()](error_code ec, std::size_t) {
     self->writing_ = false;
     const bool keep = self->response_ && self->response_->keep_alive();
     self->response_.reset();
-    if (ec || !keep || self->hub_->stopping()) {
+    if (ec || !keep || self->core_->stopping()) {
       self->close();
       return;
     }

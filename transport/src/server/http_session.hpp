@@ -11,7 +11,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
-#include "server/hub.hpp"
+#include "server/server_core.hpp"
 #include "server/session_registry.hpp"
 
 namespace gpustream::transport {
@@ -20,7 +20,7 @@ using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
 /// The answer to one request (never throws; an error status with a short text body).
-HttpResponse handle_http_request(Hub& hub, const HttpRequest& req);
+HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req);
 /// A plain-text response with the common headers.
 HttpResponse text_response(const HttpRequest& req, boost::beast::http::status status,
                            std::string body,
@@ -28,7 +28,7 @@ HttpResponse text_response(const HttpRequest& req, boost::beast::http::status st
 
 class HttpSession final : public Connection, public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(std::shared_ptr<Hub> hub, tcp::socket socket);
+  HttpSession(std::shared_ptr<ServerCore> core, tcp::socket socket);
   ~HttpSession() override;
   void run();
   void shutdown(bool graceful) override;
@@ -41,7 +41,7 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   void send(HttpResponse res);
   void close();
 
-  std::shared_ptr<Hub> hub_;
+  std::shared_ptr<ServerCore> core_;
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;

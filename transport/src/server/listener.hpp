@@ -2,7 +2,7 @@
 // in only when the registry has room for it (per transport, per address); a refused client is
 // told why without blocking (`503` on HTTP, an `error` "limit" line on TCP) and closed.
 //
-// Thread safety: none; everything runs on the hub's strand. Cancellation: close() closes the
+// Thread safety: none; everything runs on the core's strand. Cancellation: close() closes the
 // acceptors; pending accepts end with operation_aborted.
 #pragma once
 

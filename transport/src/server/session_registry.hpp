@@ -2,7 +2,7 @@
 // (for fan-out and the stall sweep). The one owner of the connection bounds: per transport,
 // per address, and which idle HTTP connection gives way when HTTP is full.
 //
-// Thread safety: none; used on the hub's strand only.
+// Thread safety: none; used on the core's strand only.
 #pragma once
 
 #include <chrono>

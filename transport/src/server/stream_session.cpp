@@ -27,27 +27,28 @@ std::vector<std::string> missing(const std::vector<std::string>& asked,
 
 }  // namespace
 
-StreamSession::StreamSession(std::shared_ptr<Hub> hub, ConnKind kind, boost::asio::ip::address peer)
-    : Connection(kind, std::move(peer)), hub_(std::move(hub)), rate_timer_(hub_->strand()) {}
+StreamSession::StreamSession(std::shared_ptr<ServerCore> core, ConnKind kind,
+                             boost::asio::ip::address peer)
+    : Connection(kind, std::move(peer)), core_(std::move(core)), rate_timer_(core_->strand()) {}
 
 StreamSession::~StreamSession() {
   if (registered_) {
-    hub_->registry().remove_stream(this);
-    hub_->remove(this);
+    core_->registry().remove_stream(this);
+    core_->remove(this);
   }
 }
 
 void StreamSession::register_self() {
   registered_ = true;
-  hub_->registry().add(this, weak_from_this());
-  hub_->registry().add_stream(this, weak_from_this());
+  core_->registry().add(this, weak_from_this());
+  core_->registry().add_stream(this, weak_from_this());
 }
 
 void StreamSession::open() {
   if (opened_ || closing_) return;
   opened_ = true;
   std::uint64_t last = 0;
-  enqueue(hub_->hello(&last));
+  enqueue(core_->hello(&last));
   cursor_ = last;
   last_queued_seq_ = last;
   streamed_from_ = streamed_to_ = last;
@@ -83,7 +84,7 @@ void StreamSession::on_event(const EventPtr& e, const std::shared_ptr<const std:
   if (!proj_.devices.empty() &&
       !std::binary_search(proj_.devices.begin(), proj_.devices.end(), e->device_id))
     return;
-  auto& m = hub_->metrics();
+  auto& m = core_->metrics();
   // Events share the snapshots' bound (count and bytes): a storm cannot grow the queue.
   if (queue_full(message->size())) {
     ServerMetrics::bump(m.events_dropped);
@@ -163,16 +164,16 @@ void StreamSession::on_rate_timer() {
 }
 
 bool StreamSession::queue_full(std::size_t next_bytes) const noexcept {
-  const auto& l = hub_->limits();
+  const auto& l = core_->limits();
   return queued_snapshots_ >= l.send_queue_messages ||
          (queued_snapshots_ > 0 && queued_bytes_ + next_bytes > l.send_queue_bytes);
 }
 
 void StreamSession::send_snapshot(const SnapshotPtr& s) {
-  auto& m = hub_->metrics();
-  auto msg = queued_snapshots_ >= hub_->limits().send_queue_messages
+  auto& m = core_->metrics();
+  auto msg = queued_snapshots_ >= core_->limits().send_queue_messages
                  ? nullptr
-                 : hub_->encoded(s, proj_.of(*s));
+                 : core_->encoded(s, proj_.of(*s));
   if (!msg || queue_full(msg->size())) {
     ++dropped_pending_;
     ServerMetrics::bump(m.snapshots_dropped);
@@ -194,7 +195,7 @@ void StreamSession::flush_gap() {
 
 void StreamSession::enqueue(std::shared_ptr<const std::string> msg, bool snapshot) {
   if (closed_) return;
-  const auto& l = hub_->limits();
+  const auto& l = core_->limits();
   if (!snapshot && (queue_.size() >= l.send_queue_messages + kControlSlack ||
                     queued_bytes_ > l.send_queue_bytes + kControlSlackBytes)) {
     disconnect_slow("too many unsent control messages", false);
@@ -211,7 +212,7 @@ void StreamSession::pump() {
   while (replaying_ && !closing_) {
     if (replay_.empty()) {
       std::optional<Gap> gap;
-      auto more = hub_->channel().history_since(cursor_, &gap);
+      auto more = core_->channel().history_since(cursor_, &gap);
       if (gap) {
         enqueue(gap_message(*gap));
         cursor_ = std::max(cursor_, gap->after_sequence + gap->missed);
@@ -231,14 +232,14 @@ void StreamSession::pump() {
       replay_.pop_front();
       continue;
     }
-    if (queued_snapshots_ >= hub_->limits().send_queue_messages) break;
-    auto msg = hub_->encoded(s, proj_.of(*s));
+    if (queued_snapshots_ >= core_->limits().send_queue_messages) break;
+    auto msg = core_->encoded(s, proj_.of(*s));
     if (queue_full(msg->size())) break;
     cursor_ = s->sequence;
     last_queued_seq_ = s->sequence;
     replay_.pop_front();
     enqueue(std::move(msg), true);
-    ServerMetrics::bump(hub_->metrics().snapshots_sent);
+    ServerMetrics::bump(core_->metrics().snapshots_sent);
   }
   if (!writing_ && !closed_ && !queue_.empty()) {
     auto q = std::move(queue_.front());
@@ -270,7 +271,7 @@ void StreamSession::write_done(const boost::system::error_code& ec) {
 
 void StreamSession::check_stalled(Clock::time_point now) {
   if (closed_) return;
-  const auto& l = hub_->limits();
+  const auto& l = core_->limits();
   if (writing_ && now - write_started_ > l.write_timeout) {
     disconnect_slow("a write stalled", true);
   } else if (!closing_ && full_since_ && now - *full_since_ > l.slow_client_timeout) {
@@ -286,7 +287,7 @@ void StreamSession::check_stalled(Clock::time_point now) {
 
 void StreamSession::disconnect_slow(const char* why, bool stalled) {
   if (closed_) return;
-  if (!closing_) ServerMetrics::bump(hub_->metrics().slow_clients_disconnected);
+  if (!closing_) ServerMetrics::bump(core_->metrics().slow_clients_disconnected);
   logger()->debug("disconnecting a slow client: {}", why);
   // What is queued is dropped; the client gets an error after the message being written (so a
   // TCP line is never cut), then the close. A write that stalls is aborted.
@@ -348,8 +349,8 @@ void StreamSession::send_error(std::string_view code, std::string_view message, 
 
 void StreamSession::handle_message(std::string_view text) {
   if (closing_) return;
-  auto& m = hub_->metrics();
-  const auto& l = hub_->limits();
+  auto& m = core_->metrics();
+  const auto& l = core_->limits();
   if (++messages_ > l.max_client_messages) {
     ServerMetrics::bump(m.messages_rejected);
     send_error(kErrLimit,
@@ -369,14 +370,14 @@ void StreamSession::handle_message(std::string_view text) {
   if (msg.kind == ClientMessage::Kind::fit) {
     // Answered at once from the latest snapshots; the answer is a control message (bounded by
     // kFitMaxReplyBytes; a client that asks without reading is disconnected as a slow one).
-    enqueue(hub_->fit(msg.fit));
+    enqueue(core_->fit(msg.fit));
     pump();
     return;
   }
   if (msg.kind == ClientMessage::Kind::auth) {
     // Without --token an auth line is ignored (docs/protocol.md); it still counts against
     // max_client_messages above. With a token, a second auth is an error.
-    if (!hub_->access().token_required()) return;
+    if (!core_->access().token_required()) return;
     ServerMetrics::bump(m.messages_rejected);
     send_error(kErrBadRequest, "already authenticated (auth is the first TCP line only)", false);
     return;
@@ -403,7 +404,7 @@ void StreamSession::apply_subscribe(const SubscribeRequest& r) {
     // A `since` beyond our last sequence comes from before a server restart (sequences start
     // again at 1): resume from the start of what we hold.
     std::uint64_t since = *r.since;
-    if (since > hub_->channel().last_sequence()) since = 0;
+    if (since > core_->channel().last_sequence()) since = 0;
     // Older history than hello's last_sequence: the replay starts over from there, in order
     // (including what was streamed before this subscribe).
     if (since < streamed_from_) streamed_to_ = streamed_from_;
@@ -415,8 +416,8 @@ void StreamSession::apply_subscribe(const SubscribeRequest& r) {
     replaying_ = true;
     replay_.clear();
   }
-  ack.unknown_probes = missing(r.probes, hub_->known_probes());
-  ack.unknown_devices = missing(r.devices, hub_->known_devices());
+  ack.unknown_probes = missing(r.probes, core_->known_probes());
+  ack.unknown_devices = missing(r.devices, core_->known_devices());
   enqueue(subscribed_message(ack));
   pump();
 }

@@ -8,7 +8,7 @@
 // subscribes), and the subscription itself (bounded by the message size).
 //
 // A transport derives from it and implements write() and close_transport(). Everything runs
-// on the hub's strand.
+// on the core's strand.
 #pragma once
 
 #include <chrono>
@@ -22,7 +22,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
 
-#include "server/hub.hpp"
+#include "server/server_core.hpp"
 #include "wire/encoder.hpp"
 
 namespace gpustream::transport {
@@ -31,18 +31,18 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
  public:
   using Clock = std::chrono::steady_clock;
 
-  StreamSession(std::shared_ptr<Hub> hub, ConnKind kind, boost::asio::ip::address peer);
+  StreamSession(std::shared_ptr<ServerCore> core, ConnKind kind, boost::asio::ip::address peer);
   ~StreamSession() override;
 
-  /// A snapshot fanned out by the hub.
+  /// A snapshot fanned out by the core.
   void on_live(const SnapshotPtr& s);
-  /// A GPU event fanned out by the hub, with its encoded message. Sent when the client's
+  /// A GPU event fanned out by the core, with its encoded message. Sent when the client's
   /// subscription selects its probe and device; dropped (counted) when the queue is full.
   void on_event(const EventPtr& e, const std::shared_ptr<const std::string>& message);
-  /// The hub's own channel subscription lost snapshots.
+  /// The core's own channel subscription lost snapshots.
   void on_channel_gap(const Gap& g);
   void shutdown(bool graceful) override;
-  /// Called periodically by the hub: disconnects a client whose write is stalled or whose
+  /// Called periodically by the core: disconnects a client whose write is stalled or whose
   /// queue stayed full too long, and (TCP) one that stayed idle too long.
   void check_stalled(Clock::time_point now);
 
@@ -53,7 +53,7 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   /// graceful: the queue is flushed; send a close frame / FIN and close. Else abort now.
   virtual void close_transport(bool graceful) = 0;
 
-  /// Registers with the hub; call once the object is owned by a shared_ptr.
+  /// Registers with the core; call once the object is owned by a shared_ptr.
   void register_self();
   /// Sends hello; the client receives live snapshots from then on.
   void open();
@@ -69,7 +69,7 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   /// Something arrived from the client (for the TCP idle timeout).
   void touched() { last_activity_ = Clock::now(); }
 
-  Hub& hub() noexcept { return *hub_; }
+  ServerCore& core() noexcept { return *core_; }
   bool closing() const noexcept { return closing_; }
   bool closed() const noexcept { return closed_; }
 
@@ -101,7 +101,7 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   Clock::duration rate_period() const;
   void disconnect_slow(const char* why, bool stalled);
 
-  std::shared_ptr<Hub> hub_;
+  std::shared_ptr<ServerCore> core_;
   bool registered_ = false;
 
   std::deque<Queued> queue_;

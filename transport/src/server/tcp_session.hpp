@@ -19,7 +19,7 @@ namespace gpustream::transport {
 
 class TcpSession final : public StreamSession {
  public:
-  TcpSession(std::shared_ptr<Hub> hub, tcp::socket socket);
+  TcpSession(std::shared_ptr<ServerCore> core, tcp::socket socket);
   void run();
 
  private:

@@ -9,14 +9,14 @@ namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using boost::system::error_code;
 
-WsSession::WsSession(std::shared_ptr<Hub> hub, beast::tcp_stream stream,
+WsSession::WsSession(std::shared_ptr<ServerCore> core, beast::tcp_stream stream,
                      boost::asio::ip::address peer)
-    : StreamSession(std::move(hub), ConnKind::websocket, peer), ws_(std::move(stream)) {}
+    : StreamSession(std::move(core), ConnKind::websocket, peer), ws_(std::move(stream)) {}
 
 void WsSession::run(beast::http::request<beast::http::string_body> upgrade) {
   register_self();
   upgrade_ = std::move(upgrade);
-  const auto& l = hub().limits();
+  const auto& l = core().limits();
   beast::get_lowest_layer(ws_).expires_never();  // the websocket timeouts take over
   websocket::stream_base::timeout t;
   t.handshake_timeout = l.handshake_timeout;
@@ -44,14 +44,14 @@ void WsSession::do_read() {
   ws_.async_read(rbuf_, [self = self()](error_code ec, std::size_t) {
     if (ec) {
       if (ec == websocket::error::message_too_big)
-        ServerMetrics::bump(self->hub().metrics().messages_rejected);
+        ServerMetrics::bump(self->core().metrics().messages_rejected);
       // Beast has already answered a protocol violation or an oversized message with a close
       // frame; a close from the peer ends here too.
       self->transport_failed();
       return;
     }
     if (!self->ws_.got_text()) {
-      ServerMetrics::bump(self->hub().metrics().messages_rejected);
+      ServerMetrics::bump(self->core().metrics().messages_rejected);
       self->send_error(kErrBadRequest, "binary frames are not accepted; send JSON text", false);
     } else {
       const auto text = beast::buffers_to_string(self->rbuf_.data());
@@ -80,7 +80,7 @@ void WsSession::close_transport(bool graceful) {
   }
   // The close handshake is bounded by the handshake timeout set in run().
   const auto code =
-      hub().stopping() ? websocket::close_code::going_away : websocket::close_code::normal;
+      core().stopping() ? websocket::close_code::going_away : websocket::close_code::normal;
   ws_.async_close(code, [self = self()](error_code) {
     error_code ec;
     beast::get_lowest_layer(self->ws_).socket().close(ec);

@@ -17,7 +17,7 @@ namespace gpustream::transport {
 
 class WsSession final : public StreamSession {
  public:
-  WsSession(std::shared_ptr<Hub> hub, boost::beast::tcp_stream stream,
+  WsSession(std::shared_ptr<ServerCore> core, boost::beast::tcp_stream stream,
             boost::asio::ip::address peer);
   void run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
 

@@ -1,5 +1,5 @@
 // The server's shared state: the channel subscription, hello, start and stop.
-#include "server/hub.hpp"
+#include "server/server_core.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -19,9 +19,9 @@ using boost::system::error_code;
 
 namespace {
 
-// One "logged once" record for the whole process: the hub's warnings are about the process's
-// situation (e.g. a listener), not about one hub.
-LogOnce g_hub_log;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
+// One "logged once" record for the whole process: the core's warnings are about the process's
+// situation (e.g. a listener), not about one core.
+LogOnce g_core_log;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 std::chrono::milliseconds sweep_period(const ServerLimits& l) {
   const auto shortest = std::min({l.write_timeout, l.slow_client_timeout, l.tcp_idle_timeout});
@@ -43,8 +43,8 @@ ServerOptions sane(ServerOptions o) {
 
 }  // namespace
 
-Hub::Hub(const asio::any_io_executor& ex, SnapshotChannel& channel, ServerOptions options,
-         Server::StatsSource stats)
+ServerCore::ServerCore(const asio::any_io_executor& ex, SnapshotChannel& channel,
+                       ServerOptions options, Server::StatsSource stats)
     : strand_(asio::make_strand(ex)),
       channel_(channel),
       options_(sane(std::move(options))),
@@ -52,12 +52,12 @@ Hub::Hub(const asio::any_io_executor& ex, SnapshotChannel& channel, ServerOption
       registry_(options_.limits, metrics_),
       cache_(options_.encoded_cache, options_.encoded_cache_bytes, metrics_) {}
 
-Hub::~Hub() = default;
+ServerCore::~ServerCore() = default;
 
-void Hub::start() {
+void ServerCore::start() {
   if (started_.exchange(true))
     throw std::logic_error("gpustream::transport::Server::start called twice");
-  std::weak_ptr<Hub> weak = weak_from_this();
+  std::weak_ptr<ServerCore> weak = weak_from_this();
   listener_ = std::make_shared<Listener>(strand_, options_.limits, registry_, metrics_,
                                          [weak](tcp::socket s, ConnKind kind) {
                                            if (auto h = weak.lock())
@@ -107,14 +107,14 @@ void Hub::start() {
   });
 }
 
-void Hub::on_accept(tcp::socket s, ConnKind kind) {
+void ServerCore::on_accept(tcp::socket s, ConnKind kind) {
   if (kind == ConnKind::tcp)
     std::make_shared<TcpSession>(shared_from_this(), std::move(s))->run();
   else
     std::make_shared<HttpSession>(shared_from_this(), std::move(s))->run();
 }
 
-void Hub::sweep() {
+void ServerCore::sweep() {
   if (stopping_) return;
   if (!sweep_timer_) sweep_timer_.emplace(strand_);
   sweep_timer_->expires_after(sweep_period(options_.limits));
@@ -125,12 +125,12 @@ void Hub::sweep() {
   });
 }
 
-void Hub::remove(Connection* c) {
+void ServerCore::remove(Connection* c) {
   registry_.remove(c);
   check_stopped();
 }
 
-void Hub::on_snapshot(const SnapshotPtr& s) {
+void ServerCore::on_snapshot(const SnapshotPtr& s) {
   ServerMetrics::bump(metrics_.snapshots_received);
   auto cur = cursor_.load(std::memory_order_relaxed);
   if (s->sequence > cur) cursor_.store(s->sequence, std::memory_order_relaxed);
@@ -138,31 +138,31 @@ void Hub::on_snapshot(const SnapshotPtr& s) {
   registry_.fan_out(s);
 }
 
-void Hub::on_event(const EventPtr& e) {
+void ServerCore::on_event(const EventPtr& e) {
   ServerMetrics::bump(metrics_.events_received);
   if (stopping_) return;
   registry_.fan_out_event(e, std::make_shared<const std::string>(event_message(*e)));
 }
 
-void Hub::on_gap(const Gap& g) {
+void ServerCore::on_gap(const Gap& g) {
   if (stopping_) return;
   logger()->debug("gpustream serve: the server fell behind the channel: {} snapshots lost",
                   g.missed);
   registry_.fan_out_gap(g);
 }
 
-std::vector<ProbeStats> Hub::probe_stats() const {
+std::vector<ProbeStats> ServerCore::probe_stats() const {
   if (!stats_) return {};
   try {
     return stats_();
   } catch (const std::exception& e) {
-    if (g_hub_log.first("stats"))
+    if (g_core_log.first("stats"))
       logger()->warn("gpustream serve: stats source failed: {}", e.what());
     return {};
   }
 }
 
-std::vector<std::string> Hub::known_probes() const {
+std::vector<std::string> ServerCore::known_probes() const {
   std::vector<std::string> out;
   for (const auto& s : channel_.latest()) out.push_back(s->probe);
   for (const auto& ps : probe_stats()) out.push_back(ps.probe);
@@ -171,7 +171,7 @@ std::vector<std::string> Hub::known_probes() const {
   return out;
 }
 
-std::vector<std::string> Hub::known_devices() const {
+std::vector<std::string> ServerCore::known_devices() const {
   std::vector<std::string> out;
   for (const auto& s : channel_.latest())
     for (const auto& d : s->devices) out.push_back(d.id);
@@ -180,16 +180,16 @@ std::vector<std::string> Hub::known_devices() const {
   return out;
 }
 
-std::vector<FitEntry> Hub::fits(std::uint64_t bytes) {
+std::vector<FitEntry> ServerCore::fits(std::uint64_t bytes) {
   return options_.fit_source ? options_.fit_source(bytes)
                              : local_fits(channel_.latest(), bytes, wall_now_ns());
 }
 
-std::string Hub::fit(const FitRequest& r) {
+std::string ServerCore::fit(const FitRequest& r) {
   return fit_result_message(r.id, r.bytes, fits(r.bytes), r.limit);
 }
 
-std::string Hub::hello(std::uint64_t* last_sequence) {
+std::string ServerCore::hello(std::uint64_t* last_sequence) {
   Hello h;
   h.instance = channel_.instance();
   h.last_sequence = cursor_.load(std::memory_order_relaxed);
@@ -207,7 +207,7 @@ std::string Hub::hello(std::uint64_t* last_sequence) {
   return hello_message(h);
 }
 
-void Hub::stop(std::function<void()> on_stopped, bool force) {
+void ServerCore::stop(std::function<void()> on_stopped, bool force) {
   asio::post(strand_, [self = shared_from_this(), cb = std::move(on_stopped), force]() mutable {
     if (cb) self->on_stopped_.push_back(std::move(cb));
     if (!self->stopping_) {
@@ -219,7 +219,7 @@ void Hub::stop(std::function<void()> on_stopped, bool force) {
       self->registry_.close_all(!force);
       self->stop_timer_.emplace(self->strand_);
       self->stop_timer_->expires_after(self->options_.limits.shutdown_timeout);
-      self->stop_timer_->async_wait([weak = std::weak_ptr<Hub>(self)](error_code ec2) {
+      self->stop_timer_->async_wait([weak = std::weak_ptr<ServerCore>(self)](error_code ec2) {
         auto h = weak.lock();
         if (ec2 || !h) return;
         if (h->registry_.size() > 0)
@@ -234,7 +234,7 @@ void Hub::stop(std::function<void()> on_stopped, bool force) {
   });
 }
 
-void Hub::check_stopped() {
+void ServerCore::check_stopped() {
   if (!stopping_ || registry_.size() > 0) return;
   if (stop_timer_) stop_timer_->cancel();
   auto callbacks = std::move(on_stopped_);
@@ -242,10 +242,10 @@ void Hub::check_stopped() {
   for (auto& cb : callbacks) asio::post(strand_, std::move(cb));
 }
 
-std::optional<tcp::endpoint> Hub::http_endpoint() const {
+std::optional<tcp::endpoint> ServerCore::http_endpoint() const {
   return bound_ ? http_bound_ : std::nullopt;
 }
-std::optional<tcp::endpoint> Hub::tcp_endpoint() const {
+std::optional<tcp::endpoint> ServerCore::tcp_endpoint() const {
   return bound_ ? tcp_bound_ : std::nullopt;
 }
 

@@ -1,9 +1,10 @@
-// The server's shared state, wiring the parts together (docs/architecture.md, "Transport"):
+// ServerCore: the server's shared state, wiring the parts together (docs/architecture/
+// transport.md, the server room). (It was named Hub, which python/'s Hub also is.)
 //   listener.*          binding, accepting, admission (refusals)
 //   session_registry.*  open connections, fan-out of each snapshot, the stall sweep, close
 //   encoding_cache.*    snapshot messages serialized once per selection, bounded in bytes
 //   server_metrics.hpp  the counters
-// The hub itself holds the one channel subscription, hello, and stop. Everything but the
+// The core itself holds the one channel subscription, hello, and stop. Everything but the
 // counters lives on `strand`.
 #pragma once
 
@@ -26,11 +27,11 @@
 
 namespace gpustream::transport {
 
-class Hub : public std::enable_shared_from_this<Hub> {
+class ServerCore : public std::enable_shared_from_this<ServerCore> {
  public:
-  Hub(const boost::asio::any_io_executor& ex, SnapshotChannel& channel, ServerOptions options,
-      Server::StatsSource stats);
-  ~Hub();
+  ServerCore(const boost::asio::any_io_executor& ex, SnapshotChannel& channel,
+             ServerOptions options, Server::StatsSource stats);
+  ~ServerCore();
 
   // --- Server's API (any thread) ---
   void start();
@@ -67,7 +68,7 @@ class Hub : public std::enable_shared_from_this<Hub> {
   std::vector<FitEntry> fits(std::uint64_t bytes);
   /// The fit_result message answering `r` (fits(), cut to the request's limit).
   std::string fit(const FitRequest& r);
-  /// Highest sequence the hub has fanned out (or found in the channel at start).
+  /// Highest sequence the core has fanned out (or found in the channel at start).
   std::uint64_t cursor() const noexcept { return cursor_.load(std::memory_order_relaxed); }
 
  private:

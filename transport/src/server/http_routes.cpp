@@ -102,10 +102,10 @@ HttpResponse text_response(const HttpRequest& req, http::status status, std::str
 }
 
 HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req) {
-  auto& c = core.metrics();
+  auto& c = core.context().metrics;
   const auto target = sv(req.target());
   const auto path = target_path(target);
-  const auto& access = core.access();
+  const auto& access = core.context().access;
 
   if (!access.host_allowed(sv(req[http::field::host]))) {
     c.requests_forbidden.fetch_add(1);

@@ -31,12 +31,12 @@ HttpSession::~HttpSession() {
 
 void HttpSession::run() {
   registered_ = true;
-  core_->registry().add(this, weak_from_this());
+  ctx().registry.add(this, weak_from_this());
   do_read();
 }
 
 void HttpSession::do_read() {
-  const auto& l = core_->limits();
+  const auto& l = ctx().limits;
   parser_.emplace();
   parser_->header_limit(16 * 1024);
   parser_->body_limit(l.max_message_bytes);
@@ -51,7 +51,7 @@ void HttpSession::on_read(error_code ec) {
   idle_since_.reset();
   if (done_) return;
   if (ec == http::error::body_limit || ec == http::error::header_limit) {
-    ServerMetrics::bump(core_->metrics().messages_rejected);
+    ServerMetrics::bump(ctx().metrics.messages_rejected);
     HttpRequest dummy;
     auto res = text_response(dummy, http::status::payload_too_large, "request too large\n");
     res.keep_alive(false);
@@ -63,12 +63,12 @@ void HttpSession::on_read(error_code ec) {
     if (ec == http::error::bad_target || ec == http::error::bad_method ||
         ec == http::error::bad_version || ec == http::error::bad_field ||
         ec == http::error::bad_value || ec == http::error::bad_line_ending)
-      ServerMetrics::bump(core_->metrics().messages_rejected);
+      ServerMetrics::bump(ctx().metrics.messages_rejected);
     close();
     return;
   }
   first_ = false;
-  ServerMetrics::bump(core_->metrics().http_requests);
+  ServerMetrics::bump(ctx().metrics.http_requests);
   HttpRequest req = parser_->release();
   if (core_->stopping()) {
     auto res = text_response(req, http::status::service_unavailable, "shutting down\n");
@@ -81,12 +81,12 @@ void HttpSession::on_read(error_code ec) {
     auto res = handle_http_request(*core_, req);
     if (res.result() == http::status::switching_protocols) {
       // WebSocket has its own connection slots (and per-address ones).
-      const auto admission = core_->registry().admit(ConnKind::websocket, peer());
+      const auto admission = ctx().registry.admit(ConnKind::websocket, peer());
       if (admission == SessionRegistry::Admission::ok) {
         upgrade(std::move(req));
         return;
       }
-      ServerMetrics::bump(core_->metrics().connections_rejected);
+      ServerMetrics::bump(ctx().metrics.connections_rejected);
       res = text_response(req, http::status::service_unavailable,
                           admission == SessionRegistry::Admission::address_full
                               ? "too many connections from this address\n"
@@ -102,7 +102,7 @@ void HttpSession::on_read(error_code ec) {
 void HttpSession::upgrade(HttpRequest req) {
   done_ = true;
   // The WebSocket session is its own connection from now on.
-  core_->registry().remove(this);
+  ctx().registry.remove(this);
   registered_ = false;
   stream_.expires_never();
   std::make_shared<WsSession>(core_, std::move(stream_), peer())->run(std::move(req));
@@ -112,7 +112,7 @@ void HttpSession::send(HttpResponse res) {
   response_ = std::move(res);
   response_->prepare_payload();
   writing_ = true;
-  stream_.expires_after(core_->limits().write_timeout);
+  stream_.expires_after(ctx().limits.write_timeout);
   http::async_write(stream_, *response_, [self = shared_from_this()](error_code ec, std::size_t) {
     self->writing_ = false;
     const bool keep = self->response_ && self->response_->keep_alive();

@@ -40,6 +40,7 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   void upgrade(HttpRequest req);
   void send(HttpResponse res);
   void close();
+  const SessionContext& ctx() const noexcept { return core_->context(); }
 
   std::shared_ptr<ServerCore> core_;
   boost::beast::tcp_stream stream_;

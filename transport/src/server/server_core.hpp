@@ -27,6 +27,18 @@
 
 namespace gpustream::transport {
 
+/// What a session reaches on the server besides the server-wide requests (hello, fit, the
+/// known probes and devices, the channel): its strand, its bounds, the counters, the registry
+/// of connections and the access rules. References into the ServerCore that owns them (a
+/// session keeps the core alive).
+struct SessionContext {
+  const Strand& strand;
+  const ServerLimits& limits;
+  ServerMetrics& metrics;
+  SessionRegistry& registry;
+  const AccessPolicy& access;
+};
+
 class ServerCore : public std::enable_shared_from_this<ServerCore> {
  public:
   ServerCore(const boost::asio::any_io_executor& ex, SnapshotChannel& channel,
@@ -41,13 +53,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   ServerCounters counters() const { return metrics_.snapshot(); }
 
   // --- for sessions (on the strand) ---
-  const Strand& strand() const noexcept { return strand_; }
+  /// The strand, bounds, counters, connections and access rules.
+  const SessionContext& context() const noexcept { return context_; }
   const ServerOptions& options() const noexcept { return options_; }
-  const ServerLimits& limits() const noexcept { return options_.limits; }
-  const AccessPolicy& access() const noexcept { return access_; }
   SnapshotChannel& channel() noexcept { return channel_; }
-  ServerMetrics& metrics() noexcept { return metrics_; }
-  SessionRegistry& registry() noexcept { return registry_; }
   bool stopping() const noexcept { return stopping_; }
 
   /// A connection closed: forget it (and finish stop() when it was the last).
@@ -86,6 +95,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   AccessPolicy access_;
   ServerMetrics metrics_;
   SessionRegistry registry_;
+  SessionContext context_{strand_, options_.limits, metrics_, registry_, access_};
   EncodingCache cache_;
   std::shared_ptr<Listener> listener_;
 

@@ -29,19 +29,19 @@ std::vector<std::string> missing(const std::vector<std::string>& asked,
 
 StreamSession::StreamSession(std::shared_ptr<ServerCore> core, ConnKind kind,
                              boost::asio::ip::address peer)
-    : Connection(kind, std::move(peer)), core_(std::move(core)), rate_timer_(core_->strand()) {}
+    : Connection(kind, std::move(peer)), core_(std::move(core)), rate_timer_(ctx().strand) {}
 
 StreamSession::~StreamSession() {
   if (registered_) {
-    core_->registry().remove_stream(this);
+    ctx().registry.remove_stream(this);
     core_->remove(this);
   }
 }
 
 void StreamSession::register_self() {
   registered_ = true;
-  core_->registry().add(this, weak_from_this());
-  core_->registry().add_stream(this, weak_from_this());
+  ctx().registry.add(this, weak_from_this());
+  ctx().registry.add_stream(this, weak_from_this());
 }
 
 void StreamSession::open() {
@@ -84,7 +84,7 @@ void StreamSession::on_event(const EventPtr& e, const std::shared_ptr<const std:
   if (!proj_.devices.empty() &&
       !std::binary_search(proj_.devices.begin(), proj_.devices.end(), e->device_id))
     return;
-  auto& m = core_->metrics();
+  auto& m = ctx().metrics;
   // Events share the snapshots' bound (count and bytes): a storm cannot grow the queue.
   if (queue_full(message->size())) {
     ServerMetrics::bump(m.events_dropped);
@@ -164,14 +164,14 @@ void StreamSession::on_rate_timer() {
 }
 
 bool StreamSession::queue_full(std::size_t next_bytes) const noexcept {
-  const auto& l = core_->limits();
+  const auto& l = ctx().limits;
   return queued_snapshots_ >= l.send_queue_messages ||
          (queued_snapshots_ > 0 && queued_bytes_ + next_bytes > l.send_queue_bytes);
 }
 
 void StreamSession::send_snapshot(const SnapshotPtr& s) {
-  auto& m = core_->metrics();
-  auto msg = queued_snapshots_ >= core_->limits().send_queue_messages
+  auto& m = ctx().metrics;
+  auto msg = queued_snapshots_ >= ctx().limits.send_queue_messages
                  ? nullptr
                  : core_->encoded(s, proj_.of(*s));
   if (!msg || queue_full(msg->size())) {
@@ -195,7 +195,7 @@ void StreamSession::flush_gap() {
 
 void StreamSession::enqueue(std::shared_ptr<const std::string> msg, bool snapshot) {
   if (closed_) return;
-  const auto& l = core_->limits();
+  const auto& l = ctx().limits;
   if (!snapshot && (queue_.size() >= l.send_queue_messages + kControlSlack ||
                     queued_bytes_ > l.send_queue_bytes + kControlSlackBytes)) {
     disconnect_slow("too many unsent control messages", false);
@@ -232,14 +232,14 @@ void StreamSession::pump() {
       replay_.pop_front();
       continue;
     }
-    if (queued_snapshots_ >= core_->limits().send_queue_messages) break;
+    if (queued_snapshots_ >= ctx().limits.send_queue_messages) break;
     auto msg = core_->encoded(s, proj_.of(*s));
     if (queue_full(msg->size())) break;
     cursor_ = s->sequence;
     last_queued_seq_ = s->sequence;
     replay_.pop_front();
     enqueue(std::move(msg), true);
-    ServerMetrics::bump(core_->metrics().snapshots_sent);
+    ServerMetrics::bump(ctx().metrics.snapshots_sent);
   }
   if (!writing_ && !closed_ && !queue_.empty()) {
     auto q = std::move(queue_.front());
@@ -271,7 +271,7 @@ void StreamSession::write_done(const boost::system::error_code& ec) {
 
 void StreamSession::check_stalled(Clock::time_point now) {
   if (closed_) return;
-  const auto& l = core_->limits();
+  const auto& l = ctx().limits;
   if (writing_ && now - write_started_ > l.write_timeout) {
     disconnect_slow("a write stalled", true);
   } else if (!closing_ && full_since_ && now - *full_since_ > l.slow_client_timeout) {
@@ -287,7 +287,7 @@ void StreamSession::check_stalled(Clock::time_point now) {
 
 void StreamSession::disconnect_slow(const char* why, bool stalled) {
   if (closed_) return;
-  if (!closing_) ServerMetrics::bump(core_->metrics().slow_clients_disconnected);
+  if (!closing_) ServerMetrics::bump(ctx().metrics.slow_clients_disconnected);
   logger()->debug("disconnecting a slow client: {}", why);
   // What is queued is dropped; the client gets an error after the message being written (so a
   // TCP line is never cut), then the close. A write that stalls is aborted.
@@ -349,8 +349,8 @@ void StreamSession::send_error(std::string_view code, std::string_view message, 
 
 void StreamSession::handle_message(std::string_view text) {
   if (closing_) return;
-  auto& m = core_->metrics();
-  const auto& l = core_->limits();
+  auto& m = ctx().metrics;
+  const auto& l = ctx().limits;
   if (++messages_ > l.max_client_messages) {
     ServerMetrics::bump(m.messages_rejected);
     send_error(kErrLimit,
@@ -377,7 +377,7 @@ void StreamSession::handle_message(std::string_view text) {
   if (msg.kind == ClientMessage::Kind::auth) {
     // Without --token an auth line is ignored (docs/protocol.md); it still counts against
     // max_client_messages above. With a token, a second auth is an error.
-    if (!core_->access().token_required()) return;
+    if (!ctx().access.token_required()) return;
     ServerMetrics::bump(m.messages_rejected);
     send_error(kErrBadRequest, "already authenticated (auth is the first TCP line only)", false);
     return;

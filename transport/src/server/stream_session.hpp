@@ -70,6 +70,7 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   void touched() { last_activity_ = Clock::now(); }
 
   ServerCore& core() noexcept { return *core_; }
+  const SessionContext& ctx() const noexcept { return core_->context(); }
   bool closing() const noexcept { return closing_; }
   bool closed() const noexcept { return closed_; }
 

@@ -22,15 +22,15 @@ asio::ip::address TcpSession::peer_of(const tcp::socket& s) {
 TcpSession::TcpSession(std::shared_ptr<ServerCore> core, tcp::socket socket)
     : StreamSession(std::move(core), ConnKind::tcp, peer_of(socket)),
       socket_(std::move(socket)),
-      timer_(this->core().strand()) {}
+      timer_(ctx().strand) {}
 
 void TcpSession::run() {
   register_self();
-  if (core().access().token_required()) {
-    timer_.expires_after(core().limits().handshake_timeout);
+  if (ctx().access.token_required()) {
+    timer_.expires_after(ctx().limits.handshake_timeout);
     timer_.async_wait([self = self()](error_code ec) {
       if (ec || self->authorized_ || self->closing()) return;
-      ServerMetrics::bump(self->core().metrics().requests_unauthorized);
+      ServerMetrics::bump(self->ctx().metrics.requests_unauthorized);
       self->send_error(kErrUnauthorized, "no auth message within the handshake timeout", true);
     });
   } else {
@@ -83,7 +83,7 @@ void TcpSession::on_read(const error_code& ec, std::size_t n) {
   }
   if (n > 0) touched();
   // Every whole line in what was read, in one pass; then drop the consumed prefix once.
-  const auto max = core().limits().max_message_bytes;
+  const auto max = ctx().limits.max_message_bytes;
   std::size_t start = 0;
   bool too_long = false;
   for (;;) {
@@ -103,7 +103,7 @@ void TcpSession::on_read(const error_code& ec, std::size_t n) {
   rbuf_.erase(0, start);
   scanned_ = rbuf_.size();
   if (too_long || rbuf_.size() > max + 1) {  // +1: the '\r' of a "\r\n" after a full message
-    ServerMetrics::bump(core().metrics().messages_rejected);
+    ServerMetrics::bump(ctx().metrics.messages_rejected);
     rbuf_.clear();
     scanned_ = 0;
     send_error(kErrTooLarge, "message longer than " + std::to_string(max) + " bytes", true);
@@ -120,10 +120,10 @@ void TcpSession::on_line(std::string_view line) {
   bool ok = false;
   try {
     const auto m = parse_client_message(line);
-    ok = m.kind == ClientMessage::Kind::auth && core().access().token_matches(m.token);
+    ok = m.kind == ClientMessage::Kind::auth && ctx().access.token_matches(m.token);
   } catch (const ProtocolError&) {}
   if (!ok) {
-    ServerMetrics::bump(core().metrics().requests_unauthorized);
+    ServerMetrics::bump(ctx().metrics.requests_unauthorized);
     send_error(kErrUnauthorized,
                "the first line must be {\"type\":\"auth\",\"token\":\"...\"} "
                "with the server's token",
@@ -163,7 +163,7 @@ void TcpSession::close_transport(bool graceful) {
     return;
   }
   draining_ = true;
-  timer_.expires_after(core().limits().shutdown_timeout);
+  timer_.expires_after(ctx().limits.shutdown_timeout);
   timer_.async_wait([self = self()](error_code e) {
     if (e) return;
     error_code ignored;

@@ -16,7 +16,7 @@ WsSession::WsSession(std::shared_ptr<ServerCore> core, beast::tcp_stream stream,
 void WsSession::run(beast::http::request<beast::http::string_body> upgrade) {
   register_self();
   upgrade_ = std::move(upgrade);
-  const auto& l = core().limits();
+  const auto& l = ctx().limits;
   beast::get_lowest_layer(ws_).expires_never();  // the websocket timeouts take over
   websocket::stream_base::timeout t;
   t.handshake_timeout = l.handshake_timeout;
@@ -44,14 +44,14 @@ void WsSession::do_read() {
   ws_.async_read(rbuf_, [self = self()](error_code ec, std::size_t) {
     if (ec) {
       if (ec == websocket::error::message_too_big)
-        ServerMetrics::bump(self->core().metrics().messages_rejected);
+        ServerMetrics::bump(self->ctx().metrics.messages_rejected);
       // Beast has already answered a protocol violation or an oversized message with a close
       // frame; a close from the peer ends here too.
       self->transport_failed();
       return;
     }
     if (!self->ws_.got_text()) {
-      ServerMetrics::bump(self->core().metrics().messages_rejected);
+      ServerMetrics::bump(self->ctx().metrics.messages_rejected);
       self->send_error(kErrBadRequest, "binary frames are not accepted; send JSON text", false);
     } else {
       const auto text = beast::buffers_to_string(self->rbuf_.data());

@@ -12,11 +12,11 @@ set(GPUSTREAM_FUZZ_TARGETS
   nvidia_smi_csv   # nvidia-smi --format=csv (probes/nvidia/smi_csv.cpp, formats.cpp)
   macmon           # macmon pipe lines (probes/apple/macmon_parse.cpp)
   snapshot_json    # the gpustream/1 decoder (sdk/src/json_read.cpp, json_parse.cpp)
-  client_message   # client protocol messages (transport/src/protocol.cpp)
-  event_message    # the server's event messages (transport/src/protocol_event.cpp)
-  http_access      # Host/Origin/token checks (transport/src/access.cpp)
+  client_message   # client protocol messages (transport/src/wire/protocol.cpp)
+  event_message    # the server's event messages (transport/src/wire/protocol_event.cpp)
+  http_access      # Host/Origin/token checks (transport/src/server/access.cpp, wire/request_target.cpp)
   config           # the config file (sdk/src/config.cpp)
-  bus_decoder)     # the fleet bus decoder, GSB1/GSK1 (transport/src/fleet_codec.cpp)
+  bus_decoder)     # the fleet bus decoder, GSB1/GSK1 (transport/src/fleet/fleet_codec.cpp)
 
 # The translation units the fuzzers exercise. The libFuzzer build compiles these (only) with
 # coverage and sanitizer instrumentation; everything else they need comes from the normal
@@ -33,7 +33,8 @@ set(GPUSTREAM_FUZZ_INSTRUMENTED_SOURCES
   sdk/src/json_utf8.cpp
   sdk/src/model.cpp
   sdk/src/config.cpp
-  transport/src/protocol.cpp
-  transport/src/protocol_event.cpp
-  transport/src/access.cpp
-  transport/src/fleet_codec.cpp)
+  transport/src/wire/protocol.cpp
+  transport/src/wire/protocol_event.cpp
+  transport/src/server/access.cpp
+  transport/src/wire/request_target.cpp
+  transport/src/fleet/fleet_codec.cpp)

@@ -1,6 +1,6 @@
-// The fleet's bus decoder (transport/src/fleet_codec.cpp): bytes straight from NATS. The input
-// is one bus message, or a node state ("GSK1 <n>\n" then "<bytes>\n<message>" each, as kept in
-// the key-value bucket) whose messages go through one decoder in order, so that fulls, deltas
+// The fleet's bus decoder (transport/src/fleet/fleet_codec.cpp): bytes straight from NATS. The
+// input is one bus message, or a node state ("GSK1 <n>\n" then "<bytes>\n<message>" each, as kept
+// in the key-value bucket) whose messages go through one decoder in order, so that fulls, deltas
 // against them, replays and evictions are reached. The decoder may only throw BusError; what it
 // decodes names the header's node and survives a JSON round trip; what the encoder makes of it
 // (a full, then a delta) another decoder takes back equal; its kept state stays within its

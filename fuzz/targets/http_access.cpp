@@ -6,8 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "access.hpp"
 #include "common.hpp"
+#include "server/access.hpp"
+#include "wire/request_target.hpp"
 
 namespace transport = gpustream::transport;
 namespace ip = boost::asio::ip;

@@ -23,12 +23,12 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/websocket.hpp>
 
-#include "encoder.hpp"  // transport/src: Projection::of, to know which snapshots a filter keeps
 #include "golden/golden.hpp"
 #include "golden/golden_fixtures.hpp"
 #include "gpustream/channel.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "gpustream/transport/server.hpp"
+#include "wire/encoder.hpp"  // transport/src/wire: Projection::of, to know which snapshots a filter keeps
 
 namespace gpustream::golden {
 namespace {

@@ -10,12 +10,12 @@
 
 #include <boost/json.hpp>
 
-#include "encoder.hpp"  // transport/src: the projection encoder (Projection, Selection)
 #include "golden/golden.hpp"
 #include "golden/golden_fixtures.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "gpustream/transport/protocol_event.hpp"
+#include "wire/encoder.hpp"  // transport/src/wire: the projection encoder (Projection, Selection)
 
 namespace gpustream::golden {
 namespace {

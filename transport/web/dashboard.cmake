@@ -1,6 +1,6 @@
 # gpustream_embed_dashboard(<target>): generates <binary dir>/generated/gpustream/
 # dashboard_page.inc from the files in this folder (see embed.cmake) and lets <target> include
-# it. transport/src/dashboard_assets.cpp includes it.
+# it. transport/src/exposition/dashboard_assets.cpp includes it.
 set(GPUSTREAM_WEB_DIR "${CMAKE_CURRENT_LIST_DIR}")
 
 function(gpustream_embed_dashboard target)

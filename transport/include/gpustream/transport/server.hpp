@@ -150,7 +150,7 @@ struct ServerCounters {
   std::uint64_t events_dropped = 0;         // not queued because a client's queue was full
 };
 
-class Hub;
+class ServerCore;
 
 class Server {
  public:
@@ -179,7 +179,7 @@ class Server {
   ServerCounters counters() const;
 
  private:
-  std::shared_ptr<Hub> hub_;
+  std::shared_ptr<ServerCore> core_;
 };
 
 }  // namespace gpustream::transport

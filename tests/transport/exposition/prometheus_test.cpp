@@ -1,0 +1,240 @@
+// The Prometheus exposition checked by Prometheus's own linter: `promtool check metrics`
+// (Debian `prometheus`) must accept render_prometheus()'s output in every state the server can
+// be in — probes in every state with latency quantiles, failures and errors, host figures, and
+// the server's counters. A missing promtool is a failure saying what to install, never a skip.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "gpustream/transport/prometheus.hpp"
+#include "support/temp_tree.hpp"
+#include "transport/harness.hpp"
+
+namespace gpustream::transport::test {
+namespace {
+
+constexpr const char* kPromtool = "/usr/bin/promtool";
+
+struct PromtoolResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+};
+
+/// Runs `promtool check metrics` with `text` on its standard input.
+PromtoolResult promtool_check(const std::string& text) {
+  gpustream::test::TempTree tmp;
+  const auto file = tmp.file("metrics.txt", text);
+  const std::string cmd = std::string(kPromtool) + " check metrics < '" + file + "' 2>&1";
+  PromtoolResult r;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.output.append(buf.data(), n);
+  const int status = ::pclose(p);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+void expect_promtool_clean(const std::string& text) {
+  ASSERT_EQ(::access(kPromtool, X_OK), 0)
+      << kPromtool << " is missing: install the Debian package 'prometheus' "
+      << "(scripts/deps.sh test does)";
+  const auto r = promtool_check(text);
+  EXPECT_EQ(r.exit_code, 0) << "promtool check metrics:\n" << r.output << "\non:\n" << text;
+  EXPECT_EQ(r.output, "") << text;
+}
+
+ProbeStats stats_in(std::string probe, ProbeState state) {
+  ProbeStats s;
+  s.probe = std::move(probe);
+  s.state = state;
+  s.interval = std::chrono::milliseconds{50};
+  return s;
+}
+
+/// Every probe state; the sampling ones with a latency window, the failing ones with errors.
+std::vector<ProbeStats> stats_of_every_kind() {
+  auto ok = stats_in("sim", ProbeState::available);
+  ok.samples = 1000;
+  ok.failures = 3;
+  ok.timeouts = 1;
+  ok.overruns = 2;
+  ok.missed_ticks = 4;
+  ok.latency_p50_ns = 1'500'000;
+  ok.latency_p90_ns = 2'000'000;
+  ok.latency_p99_ns = 3'000'000;
+  ok.latency_max_ns = 4'000'000;
+  ok.latency_window = 256;
+  ok.devices = 2;
+  auto failing = stats_in("nvidia", ProbeState::unavailable);
+  failing.reason = "libnvidia-ml.so.1 not found";
+  failing.failures = 7;
+  failing.consecutive_failures = 7;
+  failing.last_error = "tool_failed: nvidia-smi \"exit\" 9\nsecond line";
+  auto backoff = stats_in("amd-smi", ProbeState::backoff);
+  backoff.backoff = std::chrono::milliseconds{2000};
+  backoff.latency_p50_ns = 9'000'000;  // one sample only: p90/p99 not known yet
+  return {ok, failing, backoff, stats_in("intel", ProbeState::detecting),
+          stats_in("macmon", ProbeState::stopped)};
+}
+
+std::vector<SnapshotPtr> snapshots_with_errors() {
+  auto sim = make_snapshot("sim", 2, 3, true);
+  sim.devices[1].name = "Odd \"GPU\" \\ name\nline";
+  sim.devices[1].metrics.set_absent(Metric::power_watts, Absence::no_permission);
+  sim.errors.push_back({"tool_failed", "nvidia-smi exited with status 9", sim.devices[0].id});
+  sim.errors.push_back({"no_permission", "/dev/dri/card0: permission denied", ""});
+  if (sim.host) sim.host->metrics["system_power_watts"] = 42.5;
+  auto empty = make_snapshot("amd-smi", 0);
+  empty.errors.push_back({"gpu_lost", "device vanished", "GPU-X"});
+  return {std::make_shared<const GpuSnapshot>(std::move(sim)),
+          std::make_shared<const GpuSnapshot>(std::move(empty))};
+}
+
+ServerCounters busy_counters() {
+  ServerCounters c;
+  c.connections_accepted = 1200;
+  c.connections_rejected = 17;
+  c.http_open = 3;
+  c.websocket_open = 250;
+  c.tcp_open = 256;
+  c.http_requests = 5000;
+  c.requests_forbidden = 4;
+  c.requests_unauthorized = 9;
+  c.messages_rejected = 31;
+  c.slow_clients_disconnected = 2;
+  c.snapshots_received = 10'000;
+  c.serializations = 20'000;
+  c.snapshots_sent = 2'000'000;
+  c.snapshots_dropped = 1234;
+  return c;
+}
+
+TEST(TransportPrometheus, PromtoolAcceptsProbesWithStatsAndErrorsAndServerCounters) {
+  auto counters = busy_counters();
+  expect_promtool_clean(
+      render_prometheus(snapshots_with_errors(), stats_of_every_kind(), &counters));
+}
+
+TEST(TransportPrometheus, PromtoolAcceptsEachPartAlone) {
+  ServerCounters idle;
+  expect_promtool_clean(render_prometheus({}, {}, &idle));
+  expect_promtool_clean(render_prometheus({}, stats_of_every_kind(), nullptr));
+  expect_promtool_clean(render_prometheus(snapshots_with_errors(), {}, nullptr));
+}
+
+TEST(TransportPrometheus, SampleLatencyIsASummaryOfQuantiles) {
+  const auto text = render_prometheus({}, stats_of_every_kind(), nullptr);
+  EXPECT_NE(text.find("# TYPE gpustream_probe_sample_latency_seconds summary\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpustream_probe_sample_latency_seconds{probe=\"sim\",quantile=\"0.99\"} "
+                      "0.003\n"),
+            std::string::npos)
+      << text;
+  // A quantile that is not known is left out, never written as 0.
+  EXPECT_NE(text.find("gpustream_probe_sample_latency_seconds{probe=\"amd-smi\",quantile=\"0.5\"}"),
+            std::string::npos);
+  EXPECT_EQ(text.find("gpustream_probe_sample_latency_seconds{probe=\"amd-smi\",quantile=\"0.9\"}"),
+            std::string::npos);
+  EXPECT_EQ(text.find("gpustream_probe_sample_latency_seconds{probe=\"intel\""), std::string::npos);
+}
+
+// The checker itself: a gauge with a quantile label (the defect) is refused.
+TEST(TransportPrometheus, PromtoolRefusesAGaugeWithAQuantileLabel) {
+  ASSERT_EQ(::access(kPromtool, X_OK), 0) << kPromtool << " is missing (Debian 'prometheus')";
+  const auto r = promtool_check(
+      "# HELP x_seconds A gauge.\n# TYPE x_seconds gauge\nx_seconds{quantile=\"0.5\"} 1\n");
+  EXPECT_NE(r.exit_code, 0) << r.output;
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
+// Two GPUs, three processes: one in a containerd container, one whose pod only is known, one
+// on the host without a utilization figure.
+std::vector<SnapshotPtr> snapshot_with_processes() {
+  GpuSnapshot s;
+  s.probe = "amd";
+  s.devices.resize(2);
+  for (int i = 0; i < 2; ++i) {
+    s.devices[i].id = "gpu" + std::to_string(i);
+    s.devices[i].vendor = Vendor::amd;
+    s.devices[i].name = "Radeon";
+  }
+  ProcessSample a;
+  a.pid = 100;
+  a.name = "trainer \"a\"";
+  a.gpu_memory_bytes = 1024;
+  a.gpu_utilization_percent = 50;
+  a.container = ProcessContainer{"containerd", std::string(64, 'a'), "", ""};
+  ProcessSample b;
+  b.pid = 200;
+  b.name = "conmon";
+  b.gpu_memory_bytes = 2048;
+  b.container =
+      ProcessContainer{"kubernetes", "", "5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "burstable"};
+  ProcessSample c;
+  c.pid = 300;
+  c.name = "xorg";
+  c.gpu_memory_bytes = 4096;
+  c.container_absent = ContainerAbsent::host;
+  s.devices[0].processes = {a, b};
+  s.devices[1].processes = {c};
+  return {std::make_shared<const GpuSnapshot>(std::move(s))};
+}
+
+TEST(TransportPrometheus, ProcessSeriesAreOptIn) {
+  const auto text = render_prometheus(snapshot_with_processes(), {}, nullptr);
+  EXPECT_EQ(text.find("gpustream_gpu_process_"), std::string::npos) << text;
+}
+
+TEST(TransportPrometheus, ProcessSeriesCarryPidNameAndContainer) {
+  const auto text = render_prometheus(snapshot_with_processes(), {}, nullptr, {100});
+  EXPECT_NE(text.find("gpustream_gpu_process_memory_bytes{device=\"gpu0\",vendor=\"amd\","
+                      "probe=\"amd\",name=\"Radeon\",pid=\"100\",process=\"trainer \\\"a\\\"\","
+                      "container=\"" +
+                      std::string(64, 'a') + "\"} 1024\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpustream_gpu_process_utilization_ratio{device=\"gpu0\",vendor=\"amd\","
+                      "probe=\"amd\",name=\"Radeon\",pid=\"100\",process=\"trainer \\\"a\\\"\","
+                      "container=\"" +
+                      std::string(64, 'a') + "\"} 0.5\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid=\"200\",process=\"conmon\","
+                      "container=\"pod/5b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0\"} 2048\n"),
+            std::string::npos)
+      << text;
+  // A host process has no container label; no utilization series without a figure.
+  EXPECT_NE(text.find("pid=\"300\",process=\"xorg\"} 4096\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("pid=\"300\",process=\"xorg\"} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("gpustream_gpu_process_series_omitted 0\n"), std::string::npos) << text;
+  expect_promtool_clean(text);
+}
+
+TEST(TransportPrometheus, ProcessSeriesAreBoundedAndTheRestCounted) {
+  // Four samples exist (memory x3, utilization x1); a bound of 2 writes 2 and counts 2.
+  const auto text = render_prometheus(snapshot_with_processes(), {}, nullptr, {2});
+  std::size_t samples = 0;
+  for (std::size_t at = 0; (at = text.find("\ngpustream_gpu_process_", at)) != std::string::npos;
+       ++at) {
+    if (text.compare(at + 1, 36, "gpustream_gpu_process_series_omitted") != 0) ++samples;
+  }
+  EXPECT_EQ(samples, 2u) << text;
+  EXPECT_NE(text.find("gpustream_gpu_process_series_omitted 2\n"), std::string::npos) << text;
+  expect_promtool_clean(text);
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test

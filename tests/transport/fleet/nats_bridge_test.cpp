@@ -1,0 +1,468 @@
+// NatsBridge against a real nats-server (Debian `nats-server`, started here on 127.0.0.1 with a
+// free port) and a real libnats subscriber on `gpustream.>`. Built only when the bridge is
+// (GPUSTREAM_HAS_NATS); then a missing nats-server FAILS these tests (scripts/deps.sh test).
+#if defined(GPUSTREAM_HAS_NATS)
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include <gtest/gtest.h>
+#include <nats/nats.h>
+#include <spdlog/sinks/ostream_sink.h>
+
+#include <boost/asio/io_context.hpp>
+
+#include "gpustream/channel.hpp"
+#include "gpustream/json.hpp"
+#include "gpustream/log.hpp"
+#include "gpustream/transport/fleet.hpp"
+#include "gpustream/transport/fleet_codec.hpp"
+#include "gpustream/transport/nats_bridge.hpp"
+#include "support/temp_tree.hpp"
+#include "transport/harness.hpp"
+
+extern char** environ;
+
+namespace gpustream::transport::test {
+namespace {
+
+constexpr std::chrono::milliseconds kWait{10000};  // only matters when a test fails
+
+std::string nats_server_path() {
+  for (const char* p : {"/usr/sbin/nats-server", "/usr/bin/nats-server"})
+    if (std::filesystem::exists(p)) return p;
+  return {};
+}
+
+unsigned short free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  unsigned short port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+    port = ntohs(a.sin_port);
+  ::close(fd);
+  return port;
+}
+
+bool accepts(unsigned short port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = htons(port);
+  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
+  ::close(fd);
+  return ok;
+}
+
+/// Polls `pred` until it holds or `timeout` passes (the pause only paces the polling).
+bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout = kWait) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return true;
+}
+
+/// A nats-server child process on 127.0.0.1:port; killed by the destructor.
+class NatsServer {
+ public:
+  /// `store`: a folder for JetStream (`-js -sd store`); empty: no JetStream.
+  explicit NatsServer(unsigned short port, std::string store = {})
+      : port_(port), store_(std::move(store)) {}
+  ~NatsServer() { stop(); }
+
+  /// Starts it and waits until it accepts connections. False (with a failure) otherwise.
+  bool start() {
+    const std::string path = nats_server_path();
+    if (path.empty()) {
+      ADD_FAILURE() << "nats-server not found in /usr/sbin or /usr/bin: this build has NATS "
+                       "support, so its tests need it (scripts/deps.sh test)";
+      return false;
+    }
+    const std::string port = std::to_string(port_);
+    const char* argv[] = {path.c_str(), "-a",  "127.0.0.1",    "-p",   port.c_str(),
+                          "-js",        "-sd", store_.c_str(), nullptr};
+    if (store_.empty()) argv[5] = nullptr;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
+    const int rc =
+        ::posix_spawn(&pid_, path.c_str(), &fa, nullptr, const_cast<char* const*>(argv), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      pid_ = -1;
+      ADD_FAILURE() << "cannot start " << path;
+      return false;
+    }
+    if (!wait_for([&] { return accepts(port_); })) {
+      ADD_FAILURE() << "nats-server does not accept connections on port " << port_;
+      return false;
+    }
+    return true;
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  unsigned short port_;
+  std::string store_;
+  pid_t pid_ = -1;
+};
+
+/// A libnats subscriber on `gpustream.>` that reconnects by itself.
+class Subscriber {
+ public:
+  explicit Subscriber(const std::string& url) {
+    natsOptions* o = nullptr;
+    natsOptions_Create(&o);
+    natsOptions_SetURL(o, url.c_str());
+    natsOptions_SetMaxReconnect(o, -1);
+    natsOptions_SetReconnectWait(o, 20);
+    if (natsConnection_Connect(&nc_, o) == NATS_OK &&
+        natsConnection_SubscribeSync(&sub_, nc_, "gpustream.>") == NATS_OK)
+      ok_ = natsConnection_Flush(nc_) == NATS_OK;
+    natsOptions_Destroy(o);
+  }
+  ~Subscriber() {
+    natsSubscription_Destroy(sub_);
+    natsConnection_Destroy(nc_);
+  }
+  bool ok() const { return ok_; }
+  bool connected() const { return natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED; }
+  bool flush() { return natsConnection_FlushTimeout(nc_, 1000) == NATS_OK; }
+
+  struct Received {
+    std::string subject;
+    GpuSnapshot snapshot;
+    std::string node;  // the payload's node
+    std::size_t bytes = 0;
+  };
+  /// The next message, decoded; nothing on timeout.
+  std::optional<Received> next() {
+    natsMsg* m = nullptr;
+    if (natsSubscription_NextMsg(&m, sub_, kWait.count()) != NATS_OK) return std::nullopt;
+    Received r;
+    r.subject = natsMsg_GetSubject(m);
+    const std::string_view data(natsMsg_GetData(m),
+                                static_cast<std::size_t>(natsMsg_GetDataLength(m)));
+    r.bytes = data.size();
+    if (data.substr(0, 4) == kBusMagic) {
+      auto d = decoder_.decode(data);  // the bridge's first message of a stream is a full one
+      if (d) r.snapshot = std::move(d->snapshot);
+    } else {
+      r.snapshot = snapshot_from_json_string(data);
+    }
+    natsMsg_Destroy(m);
+    r.node = std::exchange(r.snapshot.node, {});  // compared with the published (node-less) one
+    return r;
+  }
+
+ private:
+  natsConnection* nc_ = nullptr;
+  natsSubscription* sub_ = nullptr;
+  bool ok_ = false;
+  BusDecoder decoder_;
+};
+
+struct LogCapture {
+  LogCapture() : sink(std::make_shared<spdlog::sinks::ostream_sink_mt>(out)) {
+    logger()->sinks().push_back(sink);
+  }
+  ~LogCapture() {
+    auto& sinks = logger()->sinks();
+    std::erase(sinks, std::static_pointer_cast<spdlog::sinks::sink>(sink));
+  }
+  std::size_t count(const std::string& needle) const {
+    const std::string text = out.str();
+    std::size_t n = 0;
+    for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+      ++n;
+    return n;
+  }
+  std::ostringstream out;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink;
+};
+
+NatsBridgeOptions options_for(const std::string& url) {
+  NatsBridgeOptions o;
+  o.url = url;
+  o.host = "test.host";  // sanitized to test_host
+  o.reconnect_wait = std::chrono::milliseconds(20);
+  o.connect_timeout = std::chrono::milliseconds(500);
+  return o;
+}
+
+TEST(NatsBridge, SanitizesSubjectTokens) {
+  EXPECT_EQ(sanitize_subject_token("gpu-box_01"), "gpu-box_01");
+  EXPECT_EQ(sanitize_subject_token("a.b c*>"), "a_b_c__");
+  EXPECT_EQ(sanitize_subject_token(""), "_");
+  const auto host = default_host_token();
+  EXPECT_FALSE(host.empty());
+  EXPECT_EQ(host, sanitize_subject_token(host));
+
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  NatsBridgeOptions o;
+  o.host = "box.lan";
+  o.subject_prefix = "fleet.gpu stream";
+  NatsBridge bridge(channel, o);
+  EXPECT_EQ(bridge.subject_for("nvidia"), "fleet.gpu_stream.box_lan.nvidia");
+  EXPECT_EQ(bridge.subject_for("a.b"), "fleet.gpu_stream.box_lan.a_b");
+  EXPECT_EQ(bridge.subject_wildcard(), "fleet.gpu_stream.box_lan.*");
+}
+
+TEST(NatsBridge, PublishesEachSnapshotOnItsSubject) {
+  NatsServer server(free_port());
+  ASSERT_TRUE(server.start());
+  Subscriber sub(server.url());
+  ASSERT_TRUE(sub.ok());
+
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  NatsBridge bridge(channel, options_for(server.url()));
+  bridge.start();
+  bridge.start();  // idempotent
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+
+  const auto a = channel.publish(make_snapshot("sim", 2, 1, true));
+  const auto b = channel.publish(make_snapshot("nv.idia", 1));
+  const auto c = channel.publish(make_snapshot("sim", 3));
+  for (const auto& [want, subject] :
+       {std::pair{a, "gpustream.test_host.sim"}, std::pair{b, "gpustream.test_host.nv_idia"},
+        std::pair{c, "gpustream.test_host.sim"}}) {
+    const auto got = sub.next();
+    ASSERT_TRUE(got) << "no message for sequence " << want->sequence;
+    EXPECT_EQ(got->subject, subject);
+    EXPECT_EQ(got->node, "test_host");
+    EXPECT_EQ(got->snapshot, *want);
+  }
+  bridge.stop();
+  bridge.stop();  // idempotent
+  EXPECT_FALSE(bridge.running());
+  const auto st = bridge.stats();
+  EXPECT_EQ(st.published, 3u);
+  EXPECT_EQ(st.publish_errors, 0u);
+  EXPECT_FALSE(st.connected);
+  EXPECT_EQ(channel.subscriber_count(), 0u);
+
+  // Started again, it publishes again.
+  bridge.start();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+  const auto d = channel.publish(make_snapshot("sim", 1));
+  const auto got = sub.next();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->snapshot, *d);
+}
+
+TEST(NatsBridge, ReconnectsAfterTheServerRestarts) {
+  const auto port = free_port();
+  auto server = std::make_unique<NatsServer>(port);
+  ASSERT_TRUE(server->start());
+  Subscriber sub(server->url());
+  ASSERT_TRUE(sub.ok());
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  NatsBridge bridge(channel, options_for(server->url()));
+  bridge.start();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+  const auto first = channel.publish(make_snapshot("sim"));
+  auto got = sub.next();
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->snapshot, *first);
+
+  server->stop();
+  ASSERT_TRUE(wait_for([&] { return !bridge.stats().connected; }));
+  for (int i = 0; i < 5; ++i) channel.publish(make_snapshot("sim"));  // while it is away
+
+  server = std::make_unique<NatsServer>(port);
+  ASSERT_TRUE(server->start());
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected && sub.connected(); }));
+  ASSERT_TRUE(sub.flush());
+  const auto later = channel.publish(make_snapshot("sim", 4));
+  // What was kept in the reconnect buffer may arrive first (or not at all: at most once).
+  bool seen = false;
+  while (!seen && (got = sub.next())) {
+    EXPECT_EQ(got->subject, "gpustream.test_host.sim");
+    seen = got->snapshot.sequence == later->sequence;
+    if (seen) {
+      EXPECT_EQ(got->snapshot, *later);
+    }
+  }
+  EXPECT_TRUE(seen) << "the snapshot published after the restart never arrived";
+  EXPECT_GE(bridge.stats().reconnects, 1u);
+}
+
+TEST(NatsBridge, NothingListeningIsLoggedOnceAndNeverBlocksTheChannel) {
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = options_for("nats://127.0.0.1:" + std::to_string(free_port()));
+  o.queue_capacity = 4;
+  NatsBridge bridge(channel, o);
+  bridge.start();
+  constexpr int kCount = 200;
+  for (int i = 0; i < kCount; ++i) channel.publish(make_snapshot("sim"));  // returns: no wait
+  // Every snapshot is accounted for: handed to the reconnect buffer, or dropped.
+  ASSERT_TRUE(wait_for([&] {
+    const auto s = bridge.stats();
+    return s.published + s.dropped + s.publish_errors == kCount;
+  }));
+  EXPECT_FALSE(bridge.stats().connected);
+  ASSERT_TRUE(wait_for([&] { return logs.count("cannot connect to " + o.url) > 0; }));
+  bridge.stop();  // returns although nothing ever answered
+  EXPECT_EQ(logs.count("cannot connect to " + o.url), 1u) << logs.out.str();
+  EXPECT_FALSE(bridge.stats().connected);
+}
+
+TEST(NatsBridge, ConnectsWhenTheServerComesUpLater) {
+  const auto port = free_port();
+  NatsServer server(port);
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  NatsBridge bridge(channel, options_for(server.url()));
+  bridge.start();  // nothing listens yet
+  ASSERT_TRUE(server.start());
+  Subscriber sub(server.url());
+  ASSERT_TRUE(sub.ok());
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+  const auto s = channel.publish(make_snapshot("sim"));
+  std::optional<Subscriber::Received> got;
+  while ((got = sub.next()) && got->snapshot.sequence != s->sequence) {}
+  ASSERT_TRUE(got) << "the snapshot published once connected never arrived";
+  EXPECT_EQ(got->subject, "gpustream.test_host.sim");
+  EXPECT_EQ(got->snapshot, *s);
+}
+
+/// Puts `value` under `key` in `bucket` (created in memory, history 1, when missing).
+class Bucket {
+ public:
+  Bucket(const std::string& url, const char* bucket) {
+    natsStatus s = natsConnection_ConnectTo(&nc_, url.c_str());
+    if (s == NATS_OK) s = natsConnection_JetStream(&js_, nc_, nullptr);
+    if (s == NATS_OK) {
+      kvConfig cfg;
+      kvConfig_Init(&cfg);
+      cfg.Bucket = bucket;
+      cfg.History = 1;
+      cfg.StorageType = js_MemoryStorage;
+      cfg.MaxValueSize = 4 << 20;
+      s = js_CreateKeyValue(&kv_, js_, &cfg);
+    }
+    ok_ = s == NATS_OK;
+  }
+  ~Bucket() {
+    if (kv_) kvStore_Destroy(kv_);
+    if (js_) jsCtx_Destroy(js_);
+    if (nc_) natsConnection_Destroy(nc_);
+  }
+  bool ok() const { return ok_; }
+  bool put(const std::string& key, const std::string& value) {
+    uint64_t rev = 0;
+    return kvStore_Put(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size())) ==
+           NATS_OK;
+  }
+  bool erase(const std::string& key) { return kvStore_Delete(kv_, key.c_str()) == NATS_OK; }
+
+ private:
+  natsConnection* nc_ = nullptr;
+  jsCtx* js_ = nullptr;
+  kvStore* kv_ = nullptr;
+  bool ok_ = false;
+};
+
+/// A new FleetView reads the whole bucket before start() returns, in one pass (a key-value
+/// watcher) or key by key: the same nodes either way; a deleted key is no node; garbage and an
+/// oversized state are refused (counted) without stopping the read; max_nodes bounds it; an
+/// empty bucket ends at once.
+TEST(FleetViewBucket, ANewViewReadsEveryNodeOfTheBucketInOnePass) {
+  gpustream::test::TempTree store;
+  const auto port = free_port();
+  NatsServer server(port, store.path("js"));
+  ASSERT_TRUE(server.start());
+  constexpr const char* kName = "fleet_test_nodes";
+  Bucket bucket(server.url(), kName);
+  ASSERT_TRUE(bucket.ok());
+  const auto fleet_options = [&](bool watch, std::size_t max_nodes) {
+    FleetOptions o;
+    o.url = server.url();
+    o.kv_bucket = kName;
+    o.kv_watch = watch;
+    o.max_nodes = max_nodes;
+    o.limits.max_message_bytes = 4096;  // so that an oversized state fits a NATS message
+    o.stale_after = std::chrono::hours(1);
+    o.gone_after = std::chrono::hours(2);
+    return o;
+  };
+  const auto read = [&](bool watch, std::size_t max_nodes = 100000) {
+    boost::asio::io_context io;
+    SnapshotChannel channel(io.get_executor());
+    FleetView view(io.get_executor(), channel, fleet_options(watch, max_nodes));
+    view.start();
+    std::vector<std::string> names;
+    for (const auto& n : view.nodes()) names.push_back(n.name);
+    const auto st = view.stats();
+    view.stop();
+    return std::make_pair(names, st);
+  };
+  // An empty bucket: nothing, and no wait for a timeout.
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_TRUE(read(true).first.empty());
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(4));
+
+  constexpr int kNodes = 40;
+  std::vector<std::string> expected;
+  for (int i = 0; i < kNodes; ++i) {
+    const std::string node = "node-" + std::to_string(100 + i);
+    BusEncoder enc(node, "gpustream/test");
+    enc.encode(make_snapshot("sim", 2));
+    ASSERT_TRUE(bucket.put(node, encode_node_state(enc.last_fulls())));
+    expected.push_back(node);
+  }
+  ASSERT_TRUE(bucket.put("node-gone", "x"));
+  ASSERT_TRUE(bucket.erase("node-gone"));
+  ASSERT_TRUE(bucket.put("node-garbage", "GSK1 1\n5\nhello"));
+  // The worst state: past the bound of 64 messages of max_message_bytes each (plus framing).
+  ASSERT_TRUE(bucket.put("node-huge", "GSK1 1\n" + std::string(64 * (4096 + 32) + 1, 'x')));
+
+  for (const bool watch : {true, false}) {
+    const auto [names, st] = read(watch);
+    EXPECT_EQ(names, expected) << (watch ? "watcher" : "key by key");
+    EXPECT_EQ(st.kv_nodes, static_cast<std::uint64_t>(kNodes));
+    EXPECT_EQ(st.rejected, 2U);  // the garbage and the oversized state
+  }
+  // Bounded by max_nodes: the first 10 keys read, the rest shows as it publishes.
+  EXPECT_EQ(read(true, 10).first.size(), 10U);
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+#endif  // GPUSTREAM_HAS_NATS

@@ -1,0 +1,218 @@
+// GPU events on the wire: the `event` message (JSON round trip, old decoders ignore it), an Xid
+// fired in the fake NVML reaching WebSocket and TCP clients and the /metrics counters (checked
+// by promtool), /api/v1/events, subscription filters, and a storm against a client that does
+// not read (bounded, counted).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+
+#include <gtest/gtest.h>
+#include <boost/asio/thread_pool.hpp>
+
+#include "gpustream/json.hpp"
+#include "gpustream/probes/nvidia_probe.hpp"
+#include "gpustream/transport/prometheus_events.hpp"
+#include "gpustream/transport/protocol.hpp"
+#include "gpustream/transport/protocol_event.hpp"
+#include "probes/nvidia_event_fakes.hpp"
+#include "probes/nvidia_fakes.hpp"
+#include "support/temp_tree.hpp"
+#include "transport/harness.hpp"
+
+namespace gpustream::transport::test {
+namespace {
+
+constexpr const char* kUuid0 = "GPU-aaaaaaaa-1111-2222-3333-444444444444";
+
+GpuEvent sample_event() {
+  GpuEvent e;
+  e.sequence = 7;
+  e.time_unix_ns = 1764135600123456789;
+  e.probe = "nvidia";
+  e.device_id = kUuid0;
+  e.kind = EventKind::xid;
+  e.data = 79;
+  return e;
+}
+
+TEST(EventMessage, JsonRoundTrip) {
+  const auto e = sample_event();
+  const auto text = event_message(e);
+  EXPECT_EQ(text,
+            "{\"type\":\"event\",\"sequence\":7,\"time_unix_ns\":1764135600123456789,"
+            "\"probe\":\"nvidia\",\"device\":\"" +
+                std::string(kUuid0) + "\",\"kind\":\"xid\",\"data\":79}\n");
+  EXPECT_EQ(parse_event_message(text), e);
+  auto no_data = e;
+  no_data.kind = EventKind::ecc_double_bit;
+  no_data.data.reset();
+  const auto t2 = event_message(no_data);
+  EXPECT_EQ(t2.find("\"data\""), std::string::npos);
+  EXPECT_EQ(parse_event_message(t2), no_data);
+}
+
+TEST(EventMessage, NewerKindsReadAsOtherAndGarbageIsAnError) {
+  auto text = event_message(sample_event());
+  text.replace(text.find("\"xid\""), 5, "\"gpu_fell_asleep\"");
+  EXPECT_EQ(parse_event_message(text).kind, EventKind::other);
+  EXPECT_THROW(parse_event_message("{\"type\":\"event\"}"), JsonError);
+  EXPECT_THROW(parse_event_message("[1]"), JsonError);
+  EXPECT_THROW(parse_event_message("{\"type\":\"event\",\"sequence\":-1}"), JsonError);
+}
+
+TEST(EventMessage, OldDecodersIgnoreIt) {
+  // A client of the previous version decodes it as a type it does not know, to be ignored.
+  EXPECT_EQ(parse_server_message(event_message(sample_event())).kind, ServerMessage::Kind::other);
+}
+
+/// Runs `promtool check metrics` on `text`: its exit code and output.
+std::pair<int, std::string> promtool(const std::string& text) {
+  gpustream::test::TempTree tmp;
+  const auto file = tmp.file("metrics.txt", text);
+  const std::string cmd = "/usr/bin/promtool check metrics < '" + file + "' 2>&1";
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::array<char, 4096> buf{};
+  std::size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  const int status = ::pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+TEST(EventMetrics, CountersPassPromtool) {
+  EventTotals t;
+  t.by_kind[{kUuid0, EventKind::xid}] = 3;
+  t.by_kind[{kUuid0, EventKind::ecc_single_bit}] = 1;
+  t.by_xid[{kUuid0, "79"}] = 2;
+  t.by_xid[{kUuid0, "other"}] = 1;
+  t.counters = {4, 0};
+  ServerCounters c;
+  c.events_sent = 8;
+  const auto text = render_event_metrics(t, &c);
+  EXPECT_NE(text.find("gpustream_gpu_events_total{device=\"" + std::string(kUuid0) +
+                      "\",kind=\"xid\"} 3\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("gpustream_gpu_xid_errors_total{device=\"" + std::string(kUuid0) +
+                      "\",xid=\"79\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("gpustream_server_events_sent_total 8\n"), std::string::npos);
+  ASSERT_EQ(::access("/usr/bin/promtool", X_OK), 0)
+      << "/usr/bin/promtool is missing: install the Debian package 'prometheus'";
+  const auto [rc, out] = promtool(text);
+  EXPECT_EQ(rc, 0) << out << "\non:\n" << text;
+  EXPECT_EQ(out, "") << text;
+}
+
+// End to end: the fake NVML fires an Xid; the NVIDIA probe's event thread reports it into the
+// server's channel; both a WebSocket and a TCP client get the `event` message, and /metrics and
+// /api/v1/events count it.
+TEST(EventsOnTheWire, XidFromTheFakeReachesClientsAndMetrics) {
+  gpustream::test::FakeNvml nvml;
+  nvml.scenario(std::string("devices=1\ndevice.0.uuid=") + kUuid0 + "\n");
+  gpustream::test::FakeNvmlEvents fake;
+  Fixture f;
+  f.start();
+  auto ws = connected_ws(f);
+  auto tcp = connected_tcp(f);
+
+  boost::asio::thread_pool pool(1);
+  NvidiaProbeOptions o;
+  o.nvml_library = nvml.path();
+  o.use = NvidiaProbeOptions::Use::nvml_only;
+  o.library_session = LibrarySessionMode::persistent;
+  o.event_wait_timeout = std::chrono::milliseconds{50};
+  auto probe = make_nvidia_probe({f.io.get_executor(), pool.get_executor()}, o);
+  probe->start_events(f.channel.events().sink());
+  bool detected = false;
+  probe->async_detect([&](Detection d) { detected = d.available; });
+  ASSERT_TRUE(f.run_until([&] { return detected; }));
+  ASSERT_TRUE(fake.await_waiters(1));
+
+  ASSERT_EQ(fake.fire(0, gpustream::test::kFakeEventXid, 79), 1);
+  ASSERT_TRUE(f.run_until([&] { return ws->count("event") == 1 && tcp->count("event") == 1; }));
+  for (const auto& c : {ws, tcp}) {
+    const auto m = c->of_type("event").at(0);
+    EXPECT_EQ(m.at("kind").as_string(), "xid");
+    EXPECT_EQ(m.at("device").as_string(), kUuid0);
+    EXPECT_EQ(m.at("data").to_number<std::uint64_t>(), 79U);
+    EXPECT_EQ(m.at("sequence").to_number<std::uint64_t>(), 1U);
+    EXPECT_EQ(m.at("probe").as_string(), "nvidia");
+  }
+
+  const auto metrics = http_request(f, "/metrics");
+  EXPECT_EQ(metrics.status, 200);
+  EXPECT_NE(metrics.body.find("gpustream_gpu_events_total{device=\"" + std::string(kUuid0) +
+                              "\",kind=\"xid\"} 1\n"),
+            std::string::npos)
+      << metrics.body;
+  EXPECT_NE(metrics.body.find("gpustream_gpu_xid_errors_total{device=\"" + std::string(kUuid0) +
+                              "\",xid=\"79\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(metrics.body.find("gpustream_server_events_sent_total 2\n"), std::string::npos);
+
+  const auto api = http_request(f, "/api/v1/events");
+  EXPECT_EQ(api.status, 200);
+  const auto doc = parse_json(api.body).as_object();
+  ASSERT_EQ(doc.at("events").as_array().size(), 1U);
+  EXPECT_EQ(doc.at("events").as_array()[0].at("data").to_number<std::uint64_t>(), 79U);
+
+  probe->stop_events();
+  pool.join();
+  EXPECT_TRUE(f.stop());
+}
+
+TEST(EventsOnTheWire, SubscriptionFiltersEventsByDevice) {
+  Fixture f;
+  f.start();
+  auto c = connected_tcp(f);
+  c->send(R"({"type":"subscribe","devices":["GPU-other"]})");
+  ASSERT_TRUE(f.run_until([&] { return c->count("subscribed") == 1; }));
+  auto e = sample_event();
+  f.channel.events().publish(e);  // GPU-aaaa...: not selected
+  e.device_id = "GPU-other";
+  f.channel.events().publish(e);
+  ASSERT_TRUE(f.run_until([&] { return c->count("event") == 1; }));
+  f.run_for(std::chrono::milliseconds{20});
+  ASSERT_EQ(c->count("event"), 1U);
+  EXPECT_EQ(c->of_type("event")[0].at("device").as_string(), "GPU-other");
+  EXPECT_EQ(c->of_type("event")[0].at("sequence").to_number<std::uint64_t>(), 2U);
+  EXPECT_TRUE(f.stop());
+}
+
+// The worst input for a client's queue: a storm of events to a client that does not read.
+// What is queued stays within the queue's bound; the rest is counted as dropped.
+TEST(EventsOnTheWire, StormToAClientThatDoesNotReadIsBounded) {
+  Fixture f;
+  ServerOptions o;
+  o.limits.send_queue_messages = 16;
+  o.limits.socket_send_buffer = 4096;
+  f.start(o);
+  Client::Options co;
+  co.read = false;
+  co.receive_buffer = 4096;
+  auto slow = Client::ws(f, co);
+  slow->connect();
+  ASSERT_TRUE(f.run_until([&] { return slow->connected(); }));
+  constexpr std::uint64_t kStorm = 20000;
+  auto e = sample_event();
+  e.device_id = std::string(200, 'g');
+  for (std::uint64_t i = 0; i < kStorm; ++i) f.channel.events().publish(e);
+  // The server's own subscription is bounded too: what it did not take is counted there.
+  const auto behind = [&] { return f.channel.events().counters().dropped; };
+  ASSERT_TRUE(
+      f.run_until([&] { return f.server->counters().events_received + behind() == kStorm; }));
+  const auto c = f.server->counters();
+  EXPECT_LE(c.events_received, f.channel.events().limits().queue + 1);
+  EXPECT_EQ(c.events_sent + c.events_dropped, c.events_received);
+  EXPECT_GT(c.events_dropped, 0U);
+  // At most the queue's bound, plus what the socket buffers and the one write in flight took.
+  EXPECT_LT(c.events_sent, kStorm / 10);
+  f.server->stop();
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test

@@ -1,0 +1,184 @@
+// The HTTP endpoints: /, /ws (upgrade checks), /metrics, /api/v1/* (fit included), /healthz.
+#include <boost/beast/http/field.hpp>
+#include <boost/beast/websocket/rfc6455.hpp>
+#include <boost/json.hpp>
+
+#include "gpustream/json.hpp"
+#include "gpustream/transport/dashboard.hpp"
+#include "gpustream/transport/prometheus.hpp"
+#include "gpustream/transport/prometheus_events.hpp"
+#include "gpustream/transport/protocol_event.hpp"
+#include "server/http_session.hpp"
+#include "wire/request_target.hpp"
+
+namespace gpustream::transport {
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace json = boost::json;
+
+namespace {
+
+constexpr std::string_view kJson = "application/json";
+
+std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
+
+std::string api_snapshot(ServerCore& core, std::string_view target) {
+  // ?node=NAME: only that node's snapshots (a fleet's; docs/fleet.md).
+  const auto node = query_parameter(target, "node");
+  std::string out = "{\"schema\":\"";
+  out += kSchema;
+  out += "\",\"snapshots\":[";
+  bool first = true;
+  for (const auto& s : core.channel().latest()) {
+    if (node && s->node != *node) continue;
+    if (!first) out += ',';
+    first = false;
+    out += snapshot_json_of_message(*core.encoded(s, Projection{}.of(*s)));
+  }
+  out += "]}\n";
+  return out;
+}
+
+std::string api_devices(ServerCore& core) {
+  json::array devices;
+  for (const auto& d : devices_of(core.channel().latest())) devices.push_back(to_json(d));
+  json::object o{{"schema", kSchema}, {"devices", std::move(devices)}};
+  return to_compact_json(o) + "\n";
+}
+
+/// The newest GPU events (the channel's recent ring), oldest first, with the channel's counters.
+std::string api_events(ServerCore& core) {
+  const auto& ch = core.channel().events();
+  json::array events;
+  for (const auto& e : ch.recent()) events.push_back(event_to_json(*e));
+  const auto c = ch.counters();
+  json::object o{{"last_sequence", ch.last_sequence()},
+                 {"published", c.published},
+                 {"dropped", c.dropped},
+                 {"events", std::move(events)}};
+  return to_compact_json(o) + "\n";
+}
+
+std::string api_stats(ServerCore& core) {
+  json::array probes;
+  for (const auto& s : core.probe_stats()) probes.push_back(to_json(s));
+  const auto c = core.counters();
+  json::object server{{"connections_accepted", c.connections_accepted},
+                      {"connections_rejected", c.connections_rejected},
+                      {"http_open", c.http_open},
+                      {"websocket_open", c.websocket_open},
+                      {"tcp_open", c.tcp_open},
+                      {"http_requests", c.http_requests},
+                      {"requests_forbidden", c.requests_forbidden},
+                      {"requests_unauthorized", c.requests_unauthorized},
+                      {"messages_rejected", c.messages_rejected},
+                      {"slow_clients_disconnected", c.slow_clients_disconnected},
+                      {"snapshots_received", c.snapshots_received},
+                      {"serializations", c.serializations},
+                      {"snapshots_sent", c.snapshots_sent},
+                      {"snapshots_dropped", c.snapshots_dropped},
+                      {"idle_closed", c.idle_closed},
+                      {"encoded_cache_bytes", c.encoded_cache_bytes},
+                      {"encoded_cache_entries", c.encoded_cache_entries},
+                      {"last_sequence", core.cursor()}};
+  json::object o{{"schema", kSchema}, {"probes", std::move(probes)}, {"server", std::move(server)}};
+  return to_compact_json(o) + "\n";
+}
+
+}  // namespace
+
+HttpResponse text_response(const HttpRequest& req, http::status status, std::string body,
+                           std::string_view content_type) {
+  HttpResponse res{status, req.version()};
+  res.set(http::field::server, kServerName);
+  res.set(http::field::content_type, content_type);
+  res.set(http::field::cache_control, "no-store");
+  res.set("X-Content-Type-Options", "nosniff");
+  // The token may be in the page's URL (?token=): never send it on as a Referer.
+  res.set("Referrer-Policy", "no-referrer");
+  res.keep_alive(req.keep_alive());
+  res.body() = std::move(body);
+  return res;
+}
+
+HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req) {
+  auto& c = core.context().metrics;
+  const auto target = sv(req.target());
+  const auto path = target_path(target);
+  const auto& access = core.context().access;
+
+  if (!access.host_allowed(sv(req[http::field::host]))) {
+    c.requests_forbidden.fetch_add(1);
+    return text_response(req, http::status::forbidden,
+                         "Host not allowed (DNS rebinding protection; see --allow-host)\n");
+  }
+  // GET only, everywhere (HEAD included: docs/protocol.md, "HTTP endpoints").
+  if (req.method() != http::verb::get) {
+    auto res = text_response(req, http::status::method_not_allowed, "only GET\n");
+    res.set(http::field::allow, "GET");
+    if (req.method() == http::verb::head) res.keep_alive(false);  // a HEAD reader skips bodies
+    return res;
+  }
+  if (path == "/healthz") return text_response(req, http::status::ok, "ok\n");
+  if (!access.request_authorized(sv(req[http::field::authorization]), target)) {
+    c.requests_unauthorized.fetch_add(1);
+    auto res =
+        text_response(req, http::status::unauthorized,
+                      "a token is required: 'Authorization: Bearer TOKEN' or ?token=TOKEN\n");
+    res.set(http::field::www_authenticate, "Bearer realm=\"gpustream\"");
+    return res;
+  }
+  if (beast::websocket::is_upgrade(req)) {
+    if (path != "/ws") return text_response(req, http::status::not_found, "not found\n");
+    std::optional<std::string_view> origin;
+    if (const auto it = req.find(http::field::origin); it != req.end()) origin = sv(it->value());
+    if (!access.origin_allowed(origin)) {
+      c.requests_forbidden.fetch_add(1);
+      return text_response(req, http::status::forbidden,
+                           "Origin not allowed (see --allow-origin)\n");
+    }
+    return text_response(req, http::status::switching_protocols, {});
+  }
+  if (path == "/" || path == "/index.html") {
+    auto res = text_response(req, http::status::ok, std::string(dashboard_html()),
+                             "text/html; charset=utf-8");
+    res.set("X-Frame-Options", "DENY");
+    return res;
+  }
+  if (path == "/metrics") {
+    const auto counters = core.counters();
+    auto text = render_prometheus(core.channel().latest(), core.probe_stats(), &counters,
+                                  {core.options().metrics_processes}) +
+                render_event_metrics(core.channel().events().totals(), &counters);
+    if (const auto& extra = core.options().extra_metrics) text += extra();
+    return text_response(req, http::status::ok, std::move(text), kPrometheusContentType);
+  }
+  if (path == "/api/v1/events")
+    return text_response(req, http::status::ok, api_events(core), kJson);
+  if (path == "/api/v1/snapshot")
+    return text_response(req, http::status::ok, api_snapshot(core, target), kJson);
+  if (path == "/api/v1/devices")
+    return text_response(req, http::status::ok, api_devices(core), kJson);
+  if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(core), kJson);
+  if (path == "/api/v1/fit") {
+    // The `fit` message's planner (a fleet's fit source, or this machine's devices), every
+    // device that fits: the same entries as fit_result, without its limit.
+    const auto bytes = fit_bytes_parameter(target);
+    if (!bytes)
+      return text_response(req, http::status::bad_request, std::string(kFitBytesError), kJson);
+    return text_response(req, http::status::ok, fit_json(core.fits(*bytes), *bytes), kJson);
+  }
+  if (path == "/ws")
+    return text_response(req, http::status::upgrade_required, "use a WebSocket client\n");
+  if (const auto& extra = core.options().extra_routes) {
+    if (auto r = extra(path, target)) {
+      auto res = text_response(req, static_cast<http::status>(r->status), std::move(r->body),
+                               r->content_type);
+      if (r->content_type.starts_with("text/html")) res.set("X-Frame-Options", "DENY");
+      return res;
+    }
+  }
+  return text_response(req, http::status::not_found, "not found\n");
+}
+
+}  // namespace gpustream::transport

@@ -145,3 +145,20 @@ int run_replay(const ReplayOptions& o) {
 }
 
 }  // namespace gpustream::cli
+
+namespace gpustream::cli {
+
+Command replay_command() {
+  return {"replay", "Print a recording made by `gpustream record`",
+          [](CLI::App& sub, CommandContext&) -> CommandRun {
+            auto o = std::make_shared<ReplayOptions>();
+            sub.add_option("file", o->file, "Recording (JSON lines)")
+                ->required()
+                ->check(CLI::ExistingFile);
+            sub.add_flag("--json", o->json, "JSON lines instead of a table");
+            sub.add_flag("--realtime", o->realtime, "Pace the output like the recording");
+            return [o] { return run_replay(*o); };
+          }};
+}
+
+}  // namespace gpustream::cli

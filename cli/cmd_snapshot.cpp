@@ -3,6 +3,7 @@
 
 #include <boost/json.hpp>
 
+#include "capture.hpp"
 #include "commands.hpp"
 #include "format.hpp"
 #include "gpustream/json.hpp"
@@ -53,6 +54,37 @@ int run_snapshot(Config config, const SnapshotOptions& o) {
         std::cout << st.probe << ": unavailable: " << st.reason << "\n";
   }
   return 0;
+}
+
+}  // namespace gpustream::cli
+
+namespace gpustream::cli {
+
+Command snapshot_command() {
+  return {"snapshot", "One snapshot of every available probe, then exit",
+          [](CLI::App& sub, CommandContext& context) -> CommandRun {
+            struct State {
+              SnapshotOptions o;
+              std::string replay_capture;
+            };
+            auto s = std::make_shared<State>();
+            add_common_options(sub, context.common);
+            sub.add_flag("--json", s->o.json, "One JSON document {schema, snapshots:[...]}");
+            sub.add_option("--timeout", s->o.timeout_seconds,
+                           "Seconds to wait for each probe's first sample (default 10)")
+                ->check(CLI::Range(0.1, 600.0));
+            sub.add_option("--replay-capture", s->replay_capture,
+                           "Read a bundle made by `gpustream capture` instead of this machine: "
+                           "its sysfs, procfs, tool replays, and its NVML recording through the "
+                           "fake libnvidia-ml.so.1 (give --nvml-library PATH, or copy it to "
+                           "DIR/nvml/)")
+                ->check(CLI::ExistingDirectory);
+            return [s, &context] {
+              if (!s->replay_capture.empty())
+                prepare_replay_capture(context.common, s->replay_capture);
+              return run_snapshot(make_config(context.common), s->o);
+            };
+          }};
 }
 
 }  // namespace gpustream::cli

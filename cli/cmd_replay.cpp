@@ -5,8 +5,8 @@
 // whole line is replayed and the cut one is reported as a truncated tail, a warning. A bad line
 // anywhere else is an error (exit code 1) after the rest was replayed.
 #include <cstdio>
-#include <cstring>
 #include <iostream>
+#include <system_error>
 #include <thread>
 
 #include <boost/json.hpp>
@@ -83,7 +83,8 @@ int run_replay(const ReplayOptions& o) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(o.file.c_str(), "rb"),
                                                      &std::fclose);
   if (!in) {
-    std::cerr << "gpustream: cannot open '" << o.file << "': " << std::strerror(errno) << "\n";
+    std::cerr << "gpustream: cannot open '" << o.file
+              << "': " << std::generic_category().message(errno) << "\n";
     return kExitFailure;
   }
   Output out = Output::standard_output();
@@ -134,7 +135,8 @@ int run_replay(const ReplayOptions& o) {
     return kExitFailure;
   }
   if (reader.failed()) {
-    std::cerr << "gpustream: cannot read '" << o.file << "': " << std::strerror(errno) << "\n";
+    std::cerr << "gpustream: cannot read '" << o.file
+              << "': " << std::generic_category().message(errno) << "\n";
     return kExitFailure;
   }
   if (bad > 0) {

@@ -1,5 +1,6 @@
 // gpustream snapshot --json — one document with one snapshot per available probe, then exit.
 #include <iostream>
+#include <utility>
 
 #include <boost/json.hpp>
 
@@ -13,7 +14,7 @@
 namespace gpustream::cli {
 
 int run_snapshot(Config config, const SnapshotOptions& o) {
-  Telemetry t(config, probe_factory());
+  Telemetry t(std::move(config), probe_factory());
   t.start();
   const auto timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_seconds * 1000));
   const auto snaps = t.wait_for_first_samples(timeout);
@@ -47,6 +48,7 @@ int run_snapshot(Config config, const SnapshotOptions& o) {
     std::cout << doc << "\n";
   } else {
     std::vector<const GpuSnapshot*> ptrs;
+    ptrs.reserve(snaps.size());
     for (const auto& s : snaps) ptrs.push_back(s.get());
     std::cout << table_header() << "\n" << format_table(ptrs);
     for (const auto& st : stats)

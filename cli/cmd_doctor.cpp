@@ -23,3 +23,37 @@ int run_doctor(const Config& config, const DoctorOptions& o) {
 }
 
 }  // namespace gpustream::cli
+
+namespace gpustream::cli {
+
+Command doctor_command() {
+  return {
+      "doctor", "For each probe: what it looked for and found, what blocks it, and the exact fix",
+      [](CLI::App& sub, CommandContext& context) -> CommandRun {
+        auto o = std::make_shared<DoctorOptions>();
+        o->environment = context.environment;
+        add_common_options(sub, context.common, false);
+        sub.add_flag("--json", o->json,
+                     "One JSON document {schema: \"gpustream-doctor/1\", fully_readable, "
+                     "blockers, warnings, probes:[{probe,status}], "
+                     "findings:[{probe,check,status,detail,fix}]}");
+        sub.add_option("--tool-timeout", o->tool_timeout_seconds,
+                       "Seconds each vendor tool's version run may take before it is killed, and "
+                       "NVML's and the AMD SMI library's calls are waited for (default 3)")
+            ->check(CLI::Range(0.05, 60.0));
+        sub.footer(
+            "Statuses: ok, info, warn (degraded or worth knowing), blocker (a GPU, or part of "
+            "what gpustream reads of it, cannot be read until the fix is applied).\n"
+            "Exit code: 0 when no finding is a blocker (every GPU found can be read fully), 1 "
+            "when one is, 2 for a usage error. Read-only: nothing is changed, nothing is "
+            "sampled. See docs/operations.md, \"Diagnosing a machine: gpustream doctor\".");
+        return [o, &context] {
+          // The doctor's report says everything; the libraries' info lines would only
+          // interleave.
+          if (context.common.log_level.empty()) context.common.log_level = "warn";
+          return run_doctor(make_config(context.common), *o);
+        };
+      }};
+}
+
+}  // namespace gpustream::cli

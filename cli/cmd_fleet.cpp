@@ -1,11 +1,8 @@
 // gpustream fleet — every node's snapshots from NATS behind a transport::Server (docs/fleet.md).
-#include <cstdint>
-#include <functional>
 #include <iostream>
 #include <memory>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/signal_set.hpp>
 
 #include "commands.hpp"
 #include "gpustream/channel.hpp"
@@ -17,6 +14,7 @@
 #include "gpustream/transport/server.hpp"
 #include "options.hpp"
 #include "serve.hpp"
+#include "server_front.hpp"
 
 namespace gpustream::cli {
 
@@ -62,62 +60,56 @@ void check_prefix(const std::string& v) {
   }
 }
 
-// The config file's keys of fleet's own flags; the server keys are server_config_keys().
-const std::vector<ConfigKey>& fleet_config_keys() {
-  // One row per key (a new fleet flag is one more row here).
-  static const std::vector<ConfigKey> keys = {
-      {"nats", "--nats"},                                // the agents' NATS server(s)
-      {"subject_prefix", "--subject-prefix"},            // their subjects' first token(s)
-      {"kv_bucket", "--kv-bucket"},                      // the key-value state read at start
-      {"stale_seconds", "--stale"},                      // up -> stale
-      {"gone_seconds", "--gone"},                        // stale -> gone
-      {"max_nodes", "--max-nodes"},                      // the node table's bound
-      {"max_bus_state_bytes", "--max-bus-state-bytes"},  // the bus decoder's bytes
+/// fleet's own flags beyond the server options.
+const std::vector<FlagRow<FleetCliOptions>>& fleet_flag_table() {
+  // One row per flag (a new fleet flag is one more row here).
+  static const std::vector<FlagRow<FleetCliOptions>> rows = {
+      {"--config", "",
+       "JSON config file whose \"fleet\" object holds these settings (keys: the flag names "
+       "with '_', e.g. stale_seconds, max_nodes, token_file; docs/configuration.md); a flag "
+       "given here wins",
+       &FleetCliOptions::config_file, CLI::ExistingFile},
+      {"--nats", "nats", "The NATS server the agents publish to (default nats://127.0.0.1:4222)",
+       &FleetCliOptions::nats, checked_by(check_nats_url, "URL")},
+      {"--subject-prefix", "subject_prefix",
+       "First subject token(s) of the agents' subjects (default gpustream)",
+       &FleetCliOptions::subject_prefix, checked_by(check_prefix, "PREFIX")},
+      {"--kv-bucket", "kv_bucket",
+       "The key-value bucket with each node's last state, read at start (default "
+       "gpustream_nodes; 'off': none)",
+       &FleetCliOptions::kv_bucket, checked_by(check_bucket, "BUCKET")},
+      {"--stale", "stale_seconds",
+       "Seconds without a message after which a node is stale: its values are withheld "
+       "(default 5)",
+       &FleetCliOptions::stale_seconds, CLI::Range(0.05, 86400.0)},
+      {"--gone", "gone_seconds",
+       "Seconds without a message after which a node is gone (default 30: the agents' "
+       "key-value time-to-live)",
+       &FleetCliOptions::gone_seconds, CLI::Range(0.05, 864000.0)},
+      {"--max-nodes", "max_nodes",
+       "Nodes kept at most; beyond, new nodes replace gone ones or are refused (default "
+       "100000)",
+       &FleetCliOptions::max_nodes, CLI::Range(1, 10000000)},
+      {"--max-bus-state-bytes", "max_bus_state_bytes",
+       "Bytes the last full snapshots of all nodes' streams may take together in the bus "
+       "decoder; beyond, the stream heard from longest ago is dropped and rebuilt from its next "
+       "full message (default 536870912: 512 MiB)",
+       &FleetCliOptions::max_bus_state_bytes,
+       CLI::Range(std::size_t{1} << 20, std::size_t{1} << 40)},
   };
-  return keys;
+  return rows;
 }
 
 }  // namespace
 
 void apply_fleet_config(const Config& config, CLI::App& sub) {
-  apply_config_section(config, sub, kFleetSection, {&server_config_keys(), &fleet_config_keys()});
+  static const std::vector<ConfigKey> fleet_keys = config_keys_of(fleet_flag_table());
+  apply_config_section(config, sub, kFleetSection, {&server_config_keys(), &fleet_keys});
 }
 
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o) {
   add_server_options(sub, o.server);
-  sub.add_option(
-         "--config", o.config_file,
-         "JSON config file whose \"fleet\" object holds these settings (keys: the flag "
-         "names with '_', e.g. stale_seconds, max_nodes, token_file; docs/configuration.md); "
-         "a flag given here wins")
-      ->check(CLI::ExistingFile);
-  sub.add_option("--nats", o.nats,
-                 "The NATS server the agents publish to (default nats://127.0.0.1:4222)")
-      ->check(checked_by(check_nats_url, "URL"));
-  sub.add_option("--subject-prefix", o.subject_prefix,
-                 "First subject token(s) of the agents' subjects (default gpustream)")
-      ->check(checked_by(check_prefix, "PREFIX"));
-  sub.add_option("--kv-bucket", o.kv_bucket,
-                 "The key-value bucket with each node's last state, read at start "
-                 "(default gpustream_nodes; 'off': none)")
-      ->check(checked_by(check_bucket, "BUCKET"));
-  sub.add_option("--stale", o.stale_seconds,
-                 "Seconds without a message after which a node is stale: its values are "
-                 "withheld (default 5)")
-      ->check(CLI::Range(0.05, 86400.0));
-  sub.add_option("--gone", o.gone_seconds,
-                 "Seconds without a message after which a node is gone (default 30: the "
-                 "agents' key-value time-to-live)")
-      ->check(CLI::Range(0.05, 864000.0));
-  sub.add_option("--max-nodes", o.max_nodes,
-                 "Nodes kept at most; beyond, new nodes replace gone ones or are refused "
-                 "(default 100000)")
-      ->check(CLI::Range(1, 10000000));
-  sub.add_option("--max-bus-state-bytes", o.max_bus_state_bytes,
-                 "Bytes the last full snapshots of all nodes' streams may take together in the "
-                 "bus decoder; beyond, the stream heard from longest ago is dropped and rebuilt "
-                 "from its next full message (default 536870912: 512 MiB)")
-      ->check(CLI::Range(std::size_t{1} << 20, std::size_t{1} << 40));
+  add_flag_rows(sub, o, fleet_flag_table());
 }
 
 int run_fleet(const FleetCliOptions& o) {
@@ -139,18 +131,14 @@ int run_fleet(const FleetCliOptions& o) {
     std::cerr << "gpustream: " << e.what() << "\n";
     return kExitUsage;
   }
-  const auto ms = [](double s) {
-    return std::chrono::milliseconds(static_cast<std::int64_t>(s * 1000.0));
-  };
-
   boost::asio::io_context io;
   SnapshotChannel channel(io.get_executor());
   transport::FleetOptions fo;
   fo.url = o.nats;
   fo.subject_prefix = o.subject_prefix;
   fo.kv_bucket = o.kv_bucket == "off" ? std::string() : o.kv_bucket;
-  fo.stale_after = ms(o.stale_seconds);
-  fo.gone_after = ms(o.gone_seconds);
+  fo.stale_after = millis_of_seconds(o.stale_seconds);
+  fo.gone_after = millis_of_seconds(o.gone_seconds);
   fo.max_nodes = o.max_nodes;
   fo.limits.max_state_bytes = o.max_bus_state_bytes;
   auto fleet = std::make_unique<transport::FleetView>(io.get_executor(), channel, fo);
@@ -164,47 +152,44 @@ int run_fleet(const FleetCliOptions& o) {
     std::cerr << "gpustream: fleet: " << e.what() << "\n";
     return kExitFailure;
   }
-  try {
-    server.start();
-  } catch (const boost::system::system_error& e) {
-    std::cerr << "gpustream: cannot listen: " << e.code().message() << "\n";
-    return kExitFailure;
-  }
+  if (!start_server(server)) return kExitFailure;
   const auto st = fleet->stats();
   std::cerr << "gpustream: fleet of " << fleet->nodes().size() << " nodes from "
             << transport::redact_url_credentials(o.nats) << " (" << st.kv_nodes
             << " from the key-value bucket); stale after " << o.stale_seconds << " s, gone after "
             << o.gone_seconds << " s\n";
-  if (const auto ep = server.http_endpoint()) {
-    std::cout << "listening http " << transport::to_string(*ep) << std::endl;
-    std::cerr << "gpustream: fleet dashboard at http://" << transport::to_string(*ep) << "/fleet"
-              << (so.token.empty() ? "" : "?token=...") << "\n";
-  }
-  if (const auto ep = server.tcp_endpoint())
-    std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
+  announce_listening(server, !so.token.empty(), {"fleet dashboard", "/fleet", ""});
 
-  boost::asio::signal_set signals(io, SIGINT, SIGTERM);
-  int caught = 0;
-  std::function<void()> wait_signal;
-  wait_signal = [&] {
-    signals.async_wait([&](const boost::system::error_code& ec, int) {
-      if (ec) return;
-      if (++caught == 1) {
-        std::cerr << "gpustream: stopping\n";
+  SignalStop signal_stop(io);
+  signal_stop.run(
+      [&] {
         fleet->stop();
         server.stop([&] { io.stop(); });
-        wait_signal();
-      } else {
-        io.stop();
-      }
-    });
-  };
-  wait_signal();
-  if (g_interrupted.load()) server.stop([&] { io.stop(); });
-  io.run();
+      },
+      [&] { server.stop([&] { io.stop(); }); });
   fleet->stop();
   return kExitOk;
 #endif
+}
+
+}  // namespace gpustream::cli
+
+namespace gpustream::cli {
+
+Command fleet_command() {
+  return {"fleet",
+          "Serve every node's GPUs from NATS (agents: serve --nats URL --node NAME): the same "
+          "API, protocol, /metrics and dashboard, plus /api/v1/nodes, /api/v1/fit and /fleet",
+          [](CLI::App& sub, CommandContext&) -> CommandRun {
+            auto o = std::make_shared<FleetCliOptions>();
+            add_fleet_options(sub, *o);
+            return [o, &sub] {
+              if (!o->config_file.empty())
+                apply_fleet_config(load_config(o->config_file, Config{}, cli_config_sections()),
+                                   sub);
+              return run_fleet(*o);
+            };
+          }};
 }
 
 }  // namespace gpustream::cli

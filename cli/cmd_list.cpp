@@ -107,3 +107,17 @@ int run_list(const Config& config, const ListOptions& o) {
 }
 
 }  // namespace gpustream::cli
+
+namespace gpustream::cli {
+
+Command list_command() {
+  return {"list", "Each probe: available or not and why; its devices",
+          [](CLI::App& sub, CommandContext& context) -> CommandRun {
+            auto o = std::make_shared<ListOptions>();
+            add_common_options(sub, context.common, false);
+            sub.add_flag("--json", o->json, "JSON output");
+            return [o, &context] { return run_list(make_config(context.common), *o); };
+          }};
+}
+
+}  // namespace gpustream::cli

@@ -5,8 +5,8 @@
 // whole line is replayed and the cut one is reported as a truncated tail, a warning. A bad line
 // anywhere else is an error (exit code 1) after the rest was replayed.
 #include <cstdio>
-#include <cstring>
 #include <iostream>
+#include <system_error>
 #include <thread>
 
 #include <boost/json.hpp>
@@ -83,7 +83,8 @@ int run_replay(const ReplayOptions& o) {
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(o.file.c_str(), "rb"),
                                                      &std::fclose);
   if (!in) {
-    std::cerr << "gpustream: cannot open '" << o.file << "': " << std::strerror(errno) << "\n";
+    std::cerr << "gpustream: cannot open '" << o.file
+              << "': " << std::generic_category().message(errno) << "\n";
     return kExitFailure;
   }
   Output out = Output::standard_output();
@@ -134,7 +135,8 @@ int run_replay(const ReplayOptions& o) {
     return kExitFailure;
   }
   if (reader.failed()) {
-    std::cerr << "gpustream: cannot read '" << o.file << "': " << std::strerror(errno) << "\n";
+    std::cerr << "gpustream: cannot read '" << o.file
+              << "': " << std::generic_category().message(errno) << "\n";
     return kExitFailure;
   }
   if (bad > 0) {
@@ -142,6 +144,23 @@ int run_replay(const ReplayOptions& o) {
     return kExitFailure;
   }
   return kExitOk;
+}
+
+}  // namespace gpustream::cli
+
+namespace gpustream::cli {
+
+Command replay_command() {
+  return {"replay", "Print a recording made by `gpustream record`",
+          [](CLI::App& sub, CommandContext&) -> CommandRun {
+            auto o = std::make_shared<ReplayOptions>();
+            sub.add_option("file", o->file, "Recording (JSON lines)")
+                ->required()
+                ->check(CLI::ExistingFile);
+            sub.add_flag("--json", o->json, "JSON lines instead of a table");
+            sub.add_flag("--realtime", o->realtime, "Pace the output like the recording");
+            return [o] { return run_replay(*o); };
+          }};
 }
 
 }  // namespace gpustream::cli

@@ -1,8 +1,10 @@
 // gpustream snapshot --json — one document with one snapshot per available probe, then exit.
 #include <iostream>
+#include <utility>
 
 #include <boost/json.hpp>
 
+#include "capture.hpp"
 #include "commands.hpp"
 #include "format.hpp"
 #include "gpustream/json.hpp"
@@ -12,7 +14,7 @@
 namespace gpustream::cli {
 
 int run_snapshot(Config config, const SnapshotOptions& o) {
-  Telemetry t(config, probe_factory());
+  Telemetry t(std::move(config), probe_factory());
   t.start();
   const auto timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_seconds * 1000));
   const auto snaps = t.wait_for_first_samples(timeout);
@@ -46,6 +48,7 @@ int run_snapshot(Config config, const SnapshotOptions& o) {
     std::cout << doc << "\n";
   } else {
     std::vector<const GpuSnapshot*> ptrs;
+    ptrs.reserve(snaps.size());
     for (const auto& s : snaps) ptrs.push_back(s.get());
     std::cout << table_header() << "\n" << format_table(ptrs);
     for (const auto& st : stats)
@@ -53,6 +56,37 @@ int run_snapshot(Config config, const SnapshotOptions& o) {
         std::cout << st.probe << ": unavailable: " << st.reason << "\n";
   }
   return 0;
+}
+
+}  // namespace gpustream::cli
+
+namespace gpustream::cli {
+
+Command snapshot_command() {
+  return {"snapshot", "One snapshot of every available probe, then exit",
+          [](CLI::App& sub, CommandContext& context) -> CommandRun {
+            struct State {
+              SnapshotOptions o;
+              std::string replay_capture;
+            };
+            auto s = std::make_shared<State>();
+            add_common_options(sub, context.common);
+            sub.add_flag("--json", s->o.json, "One JSON document {schema, snapshots:[...]}");
+            sub.add_option("--timeout", s->o.timeout_seconds,
+                           "Seconds to wait for each probe's first sample (default 10)")
+                ->check(CLI::Range(0.1, 600.0));
+            sub.add_option("--replay-capture", s->replay_capture,
+                           "Read a bundle made by `gpustream capture` instead of this machine: "
+                           "its sysfs, procfs, tool replays, and its NVML recording through the "
+                           "fake libnvidia-ml.so.1 (give --nvml-library PATH, or copy it to "
+                           "DIR/nvml/)")
+                ->check(CLI::ExistingDirectory);
+            return [s, &context] {
+              if (!s->replay_capture.empty())
+                prepare_replay_capture(context.common, s->replay_capture);
+              return run_snapshot(make_config(context.common), s->o);
+            };
+          }};
 }
 
 }  // namespace gpustream::cli

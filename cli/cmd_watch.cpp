@@ -146,3 +146,48 @@ int run_watch(Config config, const WatchOptions& o) {
 }
 
 }  // namespace gpustream::cli
+
+namespace gpustream::cli {
+
+Command watch_command() {
+  return {
+      "watch",
+      "A live table of every GPU (or JSON lines); GPU events (Xid, ECC, ...) on stderr, also "
+      "with --connect",
+      [](CLI::App& sub, CommandContext& context) -> CommandRun {
+        auto o = std::make_shared<WatchOptions>();
+        add_common_options(sub, context.common);
+        sub.add_flag("--json", o->json, "One snapshot per line, JSON");
+        sub.add_option("--count", o->count, "Stop after N snapshots")->check(CLI::PositiveNumber);
+        sub.add_option("--duration", o->duration_seconds, "Stop after this many seconds")
+            ->check(CLI::PositiveNumber);
+        sub.add_option("--connect", o->connect,
+                       "Watch a running `gpustream serve`: tcp://HOST:PORT or "
+                       "ws://HOST:PORT/ws (reconnects and resumes by sequence)");
+        sub.add_option("--token-file", o->token_file, "Bearer token for --connect");
+        sub.add_option("--container", o->container,
+                       "Only the processes of this container (a prefix of its id, at least 4 "
+                       "characters, or a Kubernetes pod UID) and the GPUs they use")
+            ->check([](const std::string& v) {
+              return v.size() >= 4 ? std::string{}
+                                   : std::string("give at least 4 characters of the id");
+            });
+        return [o, &context] { return run_watch(make_config(context.common), *o); };
+      }};
+}
+
+Command record_command() {
+  return {
+      "record", "Record snapshots to FILE (JSON lines)",
+      [](CLI::App& sub, CommandContext& context) -> CommandRun {
+        auto o = std::make_shared<WatchOptions>();
+        add_common_options(sub, context.common);
+        sub.add_option("file", o->output_file, "Output file")->required();
+        sub.add_option("--count", o->count, "Stop after N snapshots")->check(CLI::PositiveNumber);
+        sub.add_option("--duration", o->duration_seconds, "Stop after this many seconds")
+            ->check(CLI::PositiveNumber);
+        return [o, &context] { return run_watch(make_config(context.common), *o); };
+      }};
+}
+
+}  // namespace gpustream::cli

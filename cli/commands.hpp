@@ -2,13 +2,50 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "gpustream/config.hpp"
 #include "gpustream/probe.hpp"
+#include "options.hpp"
 
 namespace gpustream::cli {
+
+/// What the commands share: the common flags' values (add_common_options) and the environment
+/// variables as they were when the program started (main sets ZES_ENABLE_SYSMAN for itself).
+struct CommandContext {
+  CommonOptions common;
+  std::map<std::string, std::string> environment;
+};
+
+/// Runs a parsed command; returns the process exit code. May throw ConfigError (exit code 2)
+/// or another std::exception (exit code 1).
+using CommandRun = std::function<int()>;
+
+/// One row of the command table: `gpustream NAME` with its help line; `setup` adds the
+/// command's flags to its CLI11 subcommand (bound to state the returned function owns) and
+/// returns what runs it once parsed.
+struct Command {
+  std::string_view name;
+  std::string_view help;
+  CommandRun (*setup)(CLI::App& sub, CommandContext& context);
+};
+
+/// The commands, in the order of `gpustream --help`: each comes from its cmd_*.cpp.
+const std::vector<Command>& command_table();
+
+Command list_command();
+Command snapshot_command();
+Command capture_command();
+Command watch_command();
+Command record_command();
+Command serve_command();
+Command doctor_command();
+Command fleet_command();
+Command replay_command();
 
 /// Set by SIGINT/SIGTERM; long-running commands poll it (a signal handler sets it, hence a
 /// global that is not const).

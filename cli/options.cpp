@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include "gpustream/log.hpp"
 #include "gpustream/probes/registry.hpp"
+#include "gpustream/split_list.hpp"
 
 namespace gpustream::cli {
 
@@ -37,25 +37,13 @@ void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
 }
 
-std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    const auto b = item.find_first_not_of(" \t");
-    const auto e = item.find_last_not_of(" \t");
-    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
-  }
-  return out;
-}
-
 Config make_config(const CommonOptions& o) {
   Config c;
   c.log_level = "info";  // the CLI talks to a person: info by default (the library says warn)
   if (!o.config_file.empty()) c = load_config(o.config_file, c, cli_config_sections());
   if (o.simulate) c.simulate = *o.simulate;
   if (o.simulate_if_no_gpu) c.simulate_when_no_gpu = true;
-  if (!o.probes.empty()) c.probes = split_list(o.probes);
+  if (!o.probes.empty()) c.probes = split_list(o.probes, ListBlanks::trim);
   for (const auto& name : c.probes)
     if (!is_known_probe(name))
       throw ConfigError("unknown probe '" + name + "' (known: " + known_probe_list() + ")");

@@ -53,7 +53,4 @@ Config make_config(const CommonOptions& o);
 /// key or a bad value: a usage error (exit code 2), found before anything starts.
 void check_probe_settings(const Config& config);
 
-/// Splits "a,b, c" into {"a","b","c"}.
-std::vector<std::string> split_list(const std::string& s);
-
 }  // namespace gpustream::cli

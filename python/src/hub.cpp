@@ -1,8 +1,7 @@
 // Hub: what closes a Telemetry's or a connection's subscriptions and streams; the process-wide
 // list of live hubs the atexit hook stops; argument conversions shared by the bindings.
-#include <algorithm>
-
 #include "common.hpp"
+#include "gpustream/split_list.hpp"
 
 namespace gpustream::python {
 
@@ -10,14 +9,7 @@ std::vector<std::string> string_list(const py::object& o, const char* what) {
   std::vector<std::string> out;
   if (o.is_none()) return out;
   if (py::isinstance<py::str>(o)) {
-    const auto s = o.cast<std::string>();
-    std::size_t start = 0;
-    while (start <= s.size()) {
-      const auto comma = std::min(s.find(',', start), s.size());
-      if (comma > start) out.push_back(s.substr(start, comma - start));
-      start = comma + 1;
-    }
-    return out;
+    return split_list(o.cast<std::string>(), ListBlanks::keep);
   }
   try {
     for (const auto& item : o) out.push_back(item.cast<std::string>());

@@ -1,0 +1,49 @@
+// The front that `serve` and `fleet` share around their transport::Server: starting it, the
+// "listening" lines, and the stop loop on SIGINT/SIGTERM.
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/signal_set.hpp>
+
+#include "gpustream/transport/server.hpp"
+
+namespace gpustream::cli {
+
+/// Starts `server`; when an address cannot be bound, says "cannot listen: ..." on stderr and
+/// returns false (the command exits with kExitFailure).
+bool start_server(transport::Server& server);
+
+/// What the stderr line after "listening http" says: "gpustream: <what> at
+/// http://HOST:PORT<path>[?token=...]<tail>".
+struct DashboardLine {
+  std::string_view what;  // "dashboard"
+  std::string_view path;  // "/"
+  std::string_view tail;  // ", metrics at /metrics"
+};
+
+/// Prints "listening http HOST:PORT" (then the dashboard line on stderr) and "listening tcp
+/// HOST:PORT" on stdout for the endpoints `server` bound; `with_token`: the dashboard address
+/// says "?token=...".
+void announce_listening(const transport::Server& server, bool with_token,
+                        const DashboardLine& dashboard);
+
+/// The stop loop: SIGINT/SIGTERM are caught while it lives (keep it until the command returns,
+/// so that a late signal during the shutdown is still caught, not fatal).
+class SignalStop {
+ public:
+  explicit SignalStop(boost::asio::io_context& io);
+  /// Runs the io_context until it stops. The first signal says "stopping" and calls `stop`
+  /// (which ends by stopping the io_context, e.g. once the server has closed its clients); a
+  /// second one stops it at once. A signal that arrived before (g_interrupted) calls
+  /// `stop_early` right away.
+  void run(const std::function<void()>& stop, const std::function<void()>& stop_early);
+
+ private:
+  boost::asio::io_context& io_;
+  boost::asio::signal_set signals_;
+};
+
+}  // namespace gpustream::cli

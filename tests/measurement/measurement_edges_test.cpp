@@ -19,7 +19,7 @@
 #include "gpustream/probes/nvidia_probe.hpp"
 #include "gpustream/probes/simulated_probe.hpp"
 #include "gpustream/telemetry.hpp"
-#include "probes/nvidia_fakes.hpp"
+#include "probes/nvidia/nvidia_fakes.hpp"
 #include "support/manual_clock.hpp"
 #include "support/temp_tree.hpp"
 

@@ -16,8 +16,8 @@
 #include "gpustream/transport/prometheus_events.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "gpustream/transport/protocol_event.hpp"
-#include "probes/nvidia_event_fakes.hpp"
-#include "probes/nvidia_fakes.hpp"
+#include "probes/nvidia/nvidia_event_fakes.hpp"
+#include "probes/nvidia/nvidia_fakes.hpp"
 #include "support/temp_tree.hpp"
 #include "transport/harness.hpp"
 

@@ -30,7 +30,7 @@ std::optional<std::uint64_t> read_u64(const std::string& path) {
 std::string find_hwmon(const std::string& device_dir, const std::string& driver) {
   const auto dir = join_path(device_dir, "hwmon");
   for (const auto& [number, name] : sysfs::numbered_entries(dir, "hwmon")) {
-    const auto hw = join_path(dir, name);
+    auto hw = join_path(dir, name);
     auto text = readers::read_file(join_path(hw, "name"));
     if (text && readers::trim(*text) == driver) return hw;  // not "i915_gt0"
   }

@@ -333,7 +333,9 @@ void LevelZeroAugment::add_engines(void* device, DeviceSample& out, DeviceState&
       acc.seeding = true;  // first reading, a reset, or a timestamp that did not advance
     }
   }
-  for (const auto& [name, acc] : groups) {
+  for (const auto& [group_name, acc] : groups) {
+    // clang 14 refuses a lambda capturing a structured binding: a plain reference instead.
+    const std::string& name = group_name;
     const bool present = std::any_of(out.engines.begin(), out.engines.end(),
                                      [&](const EngineSample& e) { return e.name == name; });
     if (present) continue;  // fdinfo (sysfs side) stays in charge

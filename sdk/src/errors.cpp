@@ -5,6 +5,8 @@
 namespace gpustream {
 namespace {
 
+// A final class of one static instance, never deleted through a base pointer.
+// NOLINTNEXTLINE(cppcoreguidelines-virtual-class-destructor)
 class Category final : public boost::system::error_category {
  public:
   const char* name() const noexcept override { return "gpustream"; }

@@ -122,7 +122,8 @@ void close_inherited(int keep, int loop_end) {
   }
   sigset_t none;
   sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  // The child of fork() has one thread: sigprocmask is what it needs.
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);  // NOLINT(concurrency-mt-unsafe)
   if (::setpgid(0, 0) != 0) child_fail(report_fd, errno);
 
   const int null_fd = ::open("/dev/null", O_RDONLY);

@@ -23,7 +23,8 @@
 #include "gpustream/subprocess.hpp"
 #include "gpustream_spawn_config.hpp"  // GPUSTREAM_HAVE_SPAWN_CLOSEFROM (sdk/CMakeLists.txt)
 
-extern "C" char** environ;
+// The C library's environment, as POSIX declares it.
+extern "C" char** environ;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variables)
 
 namespace gpustream::detail {
 namespace {
@@ -77,7 +78,12 @@ std::vector<std::string> build_environment(const std::map<std::string, std::stri
     const std::string key(entry.substr(0, eq));
     if (overrides.count(key) == 0) result.emplace_back(entry);
   }
-  for (const auto& [key, value] : overrides) result.push_back(key + "=" + value);
+  for (const auto& [key, value] : overrides) {
+    std::string entry;
+    entry.reserve(key.size() + 1 + value.size());
+    entry.append(key).append("=").append(value);
+    result.push_back(std::move(entry));
+  }
   return result;
 }
 

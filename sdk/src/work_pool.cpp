@@ -19,6 +19,8 @@
 namespace gpustream {
 namespace {
 
+// Process-wide: abandoned workers outlive their pool.
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
 std::atomic<std::size_t> g_abandoned_alive{0};
 
 void name_this_thread(const std::string& name) {
@@ -48,6 +50,8 @@ struct WorkPool::State {
   bool stopped = false;
 };
 
+// The public signature takes the name by value (work_pool.hpp).
+// NOLINTNEXTLINE(performance-unnecessary-value-param)
 WorkPool::WorkPool(std::size_t threads, std::string name)
     : state_(std::make_shared<State>(std::max<std::size_t>(threads, 1))) {
   const std::size_t n = state_->count;

@@ -5,6 +5,8 @@
 
 namespace gpustream::transport {
 
+// The public signature takes the executor by value (server.hpp).
+// NOLINTNEXTLINE(performance-unnecessary-value-param)
 Server::Server(boost::asio::any_io_executor ex, SnapshotChannel& channel, ServerOptions options,
                StatsSource stats)
     : core_(std::make_shared<ServerCore>(std::move(ex), channel, std::move(options),

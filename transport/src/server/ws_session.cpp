@@ -11,7 +11,8 @@ using boost::system::error_code;
 
 WsSession::WsSession(std::shared_ptr<ServerCore> core, beast::tcp_stream stream,
                      boost::asio::ip::address peer)
-    : StreamSession(std::move(core), ConnKind::websocket, peer), ws_(std::move(stream)) {}
+    : StreamSession(std::move(core), ConnKind::websocket, std::move(peer)),
+      ws_(std::move(stream)) {}
 
 void WsSession::run(beast::http::request<beast::http::string_body> upgrade) {
   register_self();

@@ -65,8 +65,8 @@ struct Options {
   /// Each tool's version run is killed after this long; a vendor library's init, version and
   /// count calls are waited for this long.
   std::chrono::milliseconds tool_timeout{3000};
-  /// The environment as the program had it when it started (ZES_ENABLE_SYSMAN, container,
-  /// KUBERNETES_SERVICE_HOST). Unset: the current environment.
+  /// The environment as the program had it when it started (every row's environment column,
+  /// container, KUBERNETES_SERVICE_HOST). Unset: the current environment.
   std::function<std::optional<std::string>(std::string_view)> getenv;
 
   /// A Config with these paths, probes, simulate and probe settings: what the probes' own
@@ -79,8 +79,9 @@ struct Options {
 /// (each row's read_settings).
 Options options_from_config(const Config& config);
 
-/// The environment variables the doctor looks at, read now (call it first thing in main, before
-/// anything sets them).
+/// The environment variables the doctor looks at (container, KUBERNETES_SERVICE_HOST and every
+/// probe row's environment column), read now (call it first thing in main, before anything sets
+/// them, such as set_probe_environment()).
 std::map<std::string, std::string> environment_snapshot();
 
 Report run(const Options& options);

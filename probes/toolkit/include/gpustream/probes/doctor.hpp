@@ -35,7 +35,7 @@ std::string_view to_string(Status s) noexcept;
 
 struct Finding {
   std::string probe;  // the registry row's name
-  std::string check;  // "nvml", "render_node_access", ... (stable names, docs/operations.md)
+  std::string check;  // "render_node_access", ... (stable names, docs/operations.md)
   Status status = Status::info;
   std::string detail;  // what was looked for and found
   std::string fix;     // a command or config line; "" when there is nothing to do
@@ -45,8 +45,8 @@ struct Report {
   std::vector<std::string> probes;  // the probes examined, in registry order
   std::vector<Finding> findings;    // grouped by probe, in that order
   /// Vendor calls that did not answer within Options::tool_timeout and were left running on
-  /// their own thread (an NVML call cannot be interrupted). Each becomes ready when its call
-  /// returns; a program that goes on after the report may wait on them.
+  /// their own thread (a vendor library's call cannot be interrupted). Each becomes ready when its
+  /// call returns; a program that goes on after the report may wait on them.
   std::vector<std::shared_future<void>> pending;
   bool fully_readable() const noexcept;
   std::size_t count(Status s) const noexcept;

@@ -62,6 +62,8 @@ class ExampleProbe final : public BlockingProbe {
       d.index = info.index;
       d.name = info.name;
       d.metrics.set(Metric::utilization_percent, 42.0, Source::sysfs);
+      d.metrics.fill_absent(Absence::unsupported);  // it reads nothing else
+      d.processes_absent = Absence::unsupported;    // nor processes
       s.devices.push_back(std::move(d));
     }
     return s;

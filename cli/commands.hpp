@@ -15,7 +15,8 @@
 namespace gpustream::cli {
 
 /// What the commands share: the common flags' values (add_common_options) and the environment
-/// variables as they were when the program started (main sets ZES_ENABLE_SYSMAN for itself).
+/// variables as they were when the program started (main then sets the probe rows' environment for
+/// itself).
 struct CommandContext {
   CommonOptions common;
   std::map<std::string, std::string> environment;
@@ -72,7 +73,7 @@ struct DoctorOptions {
   bool json = false;
   double tool_timeout_seconds = 3.0;  // each vendor tool's version run
   /// The environment variables the doctor reads, as they were when the program started (main
-  /// sets ZES_ENABLE_SYSMAN for itself).
+  /// then sets the probe rows' environment for itself).
   std::map<std::string, std::string> environment;
 };
 struct ReplayOptions {

@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "gpustream/probes/doctor.hpp"
+#include "gpustream/probes/registry.hpp"
 #include "options.hpp"
 
 namespace gpustream::cli {
@@ -36,11 +37,10 @@ const std::vector<Command>& command_table() {
 int main(int argc, char** argv) {
   using namespace gpustream::cli;
   CommandContext context;
-  context.environment = gpustream::doctor::environment_snapshot();  // before setenv below
-  // Level Zero loaders without zesInit (Debian 12's libze1 1.8.x) enable Sysman only through
-  // this variable, which zeInit reads; it must be set before any thread exists.
-  // NOLINTNEXTLINE(concurrency-mt-unsafe): no other thread exists yet.
-  ::setenv("ZES_ENABLE_SYSMAN", "1", /*overwrite=*/0);
+  context.environment = gpustream::doctor::environment_snapshot();  // before the rows' setenv
+  // The variables a probe's vendor library reads once (each row's environment column), set
+  // before any thread exists; a value the user gave is kept.
+  gpustream::set_probe_environment();
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);

@@ -16,9 +16,9 @@ namespace {
 
 constexpr std::string_view kSchema = "gpustream-doctor/1";
 
-/// The variables the doctor reads from the environment.
-constexpr std::string_view kEnvNames[] = {"ZES_ENABLE_SYSMAN", "container",
-                                          "KUBERNETES_SERVICE_HOST"};
+/// The variables the doctor reads from the environment besides every row's environment column
+/// (the container checks').
+constexpr std::string_view kEnvNames[] = {"container", "KUBERNETES_SERVICE_HOST"};
 
 Status worst(const Report& r, const std::string& probe) {
   Status w = Status::ok;
@@ -45,10 +45,13 @@ Options options_from_config(const Config& config) {
 
 std::map<std::string, std::string> environment_snapshot() {
   std::map<std::string, std::string> out;
-  for (auto name : kEnvNames) {
+  const auto take = [&](std::string_view name) {
     // NOLINTNEXTLINE(concurrency-mt-unsafe): called first thing in main, one thread.
     if (const char* v = std::getenv(std::string(name).c_str())) out[std::string(name)] = v;
-  }
+  };
+  for (auto name : kEnvNames) take(name);
+  for (const auto& row : probe_rows())
+    for (const auto& e : row.environment) take(e.name);
   return out;
 }
 

@@ -4,8 +4,11 @@
 
 #include "registry_extra.hpp"
 
+#include <stdlib.h>
+
 #include <algorithm>
 #include <exception>
+#include <string>
 #include <vector>
 
 namespace gpustream {
@@ -111,6 +114,13 @@ std::string known_probe_list() {
     out += name;
   }
   return out;
+}
+
+void set_probe_environment() {
+  for (const auto& row : table().rows)
+    for (const auto& e : row.environment)
+      // NOLINTNEXTLINE(concurrency-mt-unsafe): called before any thread exists (see the header).
+      ::setenv(std::string(e.name).c_str(), std::string(e.value).c_str(), /*overwrite=*/0);
 }
 
 ConfigSections config_sections() {

@@ -18,6 +18,12 @@ constexpr ProbeFlag kFlags[] = {
     {"--level-zero-library", "level_zero_library", "Level Zero loader (libze_loader.so.1)"},
 };
 
+constexpr ProbeEnvironment kEnvironment[] = {
+    {"ZES_ENABLE_SYSMAN", "1",
+     "Level Zero loaders without zesInit (Debian 12's libze1 1.8.x) enable Sysman only through "
+     "this variable, which zeInit reads"},
+};
+
 void read_settings(const Config& config) { (void)intel_options_from_config(config); }
 
 /// The clock and memory files of one node (intel_sysfs.cpp read_clocks/read_vram).
@@ -63,7 +69,8 @@ const ProbeRow& intel_probe_row() noexcept {
       &make_intel_probe_from_config,
       &read_settings,
       &doctor::detail::check_intel,
-      &capture_sources};
+      &capture_sources,
+      kEnvironment};
   return kRow;
 }
 

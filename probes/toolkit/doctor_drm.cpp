@@ -50,7 +50,7 @@ std::size_t check_drm_devices(const Context& c, std::string_view probe,
         std::to_string(devices.size()) + " device(s) under " +
             join_path(paths.sysfs_root, "class/drm") + ": " + list);
 
-  // Render nodes: Level Zero, the AMD tools and the open-event watch open them; a user outside
+  // Render nodes: vendor libraries and tools and the open-event watch open them; a user outside
   // their group sees sysfs but not what needs the node.
   bool any_render = false;
   for (const auto& n : c.drm) {

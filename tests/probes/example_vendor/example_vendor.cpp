@@ -17,6 +17,10 @@ constexpr ProbeFlag kFlags[] = {
     {"--example-count-file", "count_file", "the example vendor's GPU count file"},
 };
 
+constexpr ProbeEnvironment kEnvironment[] = {
+    {kExampleEnv, "1", "the example vendor's library reads it once, at its first call"},
+};
+
 /// The "example" section's one reader (the probe, doctor and capture use it).
 std::string count_file(const Config& config) {
   const auto* section = settings::section(config, kExampleProbe, {"count_file"});
@@ -58,6 +62,8 @@ class ExampleProbe final : public BlockingProbe {
       d.index = info.index;
       d.name = info.name;
       d.metrics.set(Metric::utilization_percent, 42.0, Source::sysfs);
+      d.metrics.fill_absent(Absence::unsupported);  // it reads nothing else
+      d.processes_absent = Absence::unsupported;    // nor processes
       s.devices.push_back(std::move(d));
     }
     return s;
@@ -92,11 +98,11 @@ void capture_sources(capture::Sources& s, const Config& config) {
 
 const ProbeRow& example_probe_row() noexcept {
   static constexpr ProbeRow kRow{
-      kExampleProbe,   "a test-only example vendor (tests/probes/example_vendor/)",
-      kExampleProbe,   ProbeKind::gpu,
-      kFlags,          &make_example_probe_from_config,
-      &read_settings,  &check_example,
-      &capture_sources};
+      kExampleProbe,    "a test-only example vendor (tests/probes/example_vendor/)",
+      kExampleProbe,    ProbeKind::gpu,
+      kFlags,           &make_example_probe_from_config,
+      &read_settings,   &check_example,
+      &capture_sources, kEnvironment};
   return kRow;
 }
 

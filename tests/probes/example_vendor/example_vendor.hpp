@@ -6,7 +6,8 @@
 //
 // The probe reads <sysfs_root>/example/gpus (one line: how many GPUs) and reports that many
 // devices with a utilization reading; its section "example" has one key, "count_file", which
-// overrides that path (flag --example-count-file).
+// overrides that path (flag --example-count-file); its row asks for kExampleEnv=1 in the
+// environment before threads start.
 #pragma once
 
 #include "gpustream/probes/registry.hpp"
@@ -14,6 +15,8 @@
 namespace gpustream::test {
 
 inline constexpr std::string_view kExampleProbe = "example";
+/// The variable its row asks a program to set before threads start (its environment column).
+inline constexpr const char* kExampleEnv = "GPUSTREAM_EXAMPLE_VENDOR_ENV";
 
 /// The example vendor's row.
 const ProbeRow& example_probe_row() noexcept;

@@ -4,7 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "gpustream/config.hpp"
 #include "gpustream/probes/capture.hpp"
@@ -100,6 +106,38 @@ TEST_F(ExampleVendor, CaptureTakesItsSources) {
   EXPECT_EQ(tools.back().tool, "example-tool");
   EXPECT_EQ(s.replay_flags.back().flag, "--example-count-file");
   EXPECT_EQ(capture::pci_vendor_name(0xe1e1), "example");
+}
+
+// Its environment column: doctor reports the variable as the program started, and
+// set_probe_environment sets it unless the user did. (Every row's variables are restored after.)
+TEST_F(ExampleVendor, ItsEnvironmentIsReportedAndSetWithoutOverwriting) {
+  std::vector<std::pair<std::string, std::optional<std::string>>> saved;
+  for (const auto& row : probe_rows())
+    for (const auto& e : row.environment) {
+      const std::string name(e.name);
+      const char* v = std::getenv(name.c_str());
+      saved.emplace_back(name, v ? std::optional<std::string>(v) : std::nullopt);
+    }
+
+  ::unsetenv(test::kExampleEnv);
+  EXPECT_FALSE(doctor::environment_snapshot().contains(test::kExampleEnv));
+  set_probe_environment();
+  ASSERT_NE(std::getenv(test::kExampleEnv), nullptr);
+  EXPECT_STREQ(std::getenv(test::kExampleEnv), "1");
+
+  ::setenv(test::kExampleEnv, "mine", 1);
+  const auto snapshot = doctor::environment_snapshot();
+  ASSERT_TRUE(snapshot.contains(test::kExampleEnv));
+  EXPECT_EQ(snapshot.at(test::kExampleEnv), "mine");
+  set_probe_environment();
+  EXPECT_STREQ(std::getenv(test::kExampleEnv), "mine");
+
+  for (const auto& [name, value] : saved) {
+    if (value)
+      ::setenv(name.c_str(), value->c_str(), 1);
+    else
+      ::unsetenv(name.c_str());
+  }
 }
 
 TEST_F(ExampleVendor, AnswersTheRowContract) {

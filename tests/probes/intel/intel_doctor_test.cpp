@@ -1,9 +1,15 @@
 // `gpustream doctor` for the intel probe (probes/intel/intel_doctor.cpp) with the fake Level Zero
 // loaders.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <optional>
+#include <string>
 
 #include "doctor_machine.hpp"
 #include "gpustream/dynamic_library.hpp"
+#include "gpustream/probes/doctor.hpp"
+#include "gpustream/probes/registry.hpp"
 #include "gpustream_fake_level_zero_paths.hpp"
 
 namespace gpustream {
@@ -46,6 +52,27 @@ TEST(Doctor, LevelZeroLoaderVersionAndDevices) {
   EXPECT_NE(missing->detail.find("cannot load"), std::string::npos);
   EXPECT_NE(missing->fix.find("libze1"), std::string::npos);
   EXPECT_TRUE(r.fully_readable()) << dump(r);
+}
+
+// The row asks a program to set ZES_ENABLE_SYSMAN=1 before threads start (the `gpustream`
+// command does, through set_probe_environment), and doctor reports it as the program started.
+TEST(Doctor, IntelRowDeclaresZesEnableSysman) {
+  const auto* row = find_probe_row("intel");
+  ASSERT_NE(row, nullptr);
+  ASSERT_EQ(row->environment.size(), 1u);
+  EXPECT_EQ(row->environment.front().name, "ZES_ENABLE_SYSMAN");
+  EXPECT_EQ(row->environment.front().value, "1");
+  const char* before = std::getenv("ZES_ENABLE_SYSMAN");
+  const std::optional<std::string> saved =
+      before ? std::optional<std::string>(before) : std::nullopt;
+  ::setenv("ZES_ENABLE_SYSMAN", "0", 1);
+  const auto env = doctor::environment_snapshot();
+  ASSERT_TRUE(env.contains("ZES_ENABLE_SYSMAN"));
+  EXPECT_EQ(env.at("ZES_ENABLE_SYSMAN"), "0");
+  if (saved)
+    ::setenv("ZES_ENABLE_SYSMAN", saved->c_str(), 1);
+  else
+    ::unsetenv("ZES_ENABLE_SYSMAN");
 }
 
 TEST(Doctor, LegacyLevelZeroLoaderNeedsZesEnableSysman) {

@@ -42,6 +42,16 @@ struct ProbeFlag {
   std::string_view help;  // one line for --help
 };
 
+/// An environment variable the probe's vendor library reads once, early, that must be in the
+/// process's environment before any thread starts (setenv is not thread-safe). A program that
+/// wants it calls set_probe_environment() first thing in main(); `doctor` reports it as the
+/// program had it when it started.
+struct ProbeEnvironment {
+  std::string_view name;   // "ZES_ENABLE_SYSMAN"
+  std::string_view value;  // "1"
+  std::string_view why;    // one line, for the reader of the row
+};
+
 /// Reads the row's config section as its probe does (the one reader, also used by its doctor
 /// checks and capture sources); throws std::invalid_argument naming "<section>.<key>" for a bad
 /// setting.
@@ -61,9 +71,10 @@ struct ProbeRow {
   ProbeKind kind;                // what its probe's kind() answers
   std::span<const ProbeFlag> flags;
   ProbeMaker factory;
-  ProbeSettingsReader read_settings = nullptr;  // null: no settings to check
-  ProbeDoctorChecks doctor = nullptr;           // null: "no check for this probe"
-  ProbeCaptureSources capture = nullptr;        // null: nothing to record
+  ProbeSettingsReader read_settings = nullptr;         // null: no settings to check
+  ProbeDoctorChecks doctor = nullptr;                  // null: "no check for this probe"
+  ProbeCaptureSources capture = nullptr;               // null: nothing to record
+  std::span<const ProbeEnvironment> environment = {};  // set before threads start
 };
 
 /// Every probe, in the order make_probes builds them.
@@ -76,6 +87,12 @@ std::span<const std::string_view> known_probe_names() noexcept;
 bool is_known_probe(std::string_view name) noexcept;
 /// The names joined with ", ", for messages and --help.
 std::string known_probe_list();
+
+/// Sets every row's environment variable that is not already set (a value the user gave wins),
+/// in row order. Call it first thing in main(), before any thread exists, and after taking
+/// doctor::environment_snapshot() (which reports the environment as the program started). The
+/// SDK never calls it: a program embedding the SDK decides.
+void set_probe_environment();
 
 /// The config sections of every row that has one: pass them (plus a program's own, such as the
 /// transport's "serve") to load_config to make a misspelt section an error.

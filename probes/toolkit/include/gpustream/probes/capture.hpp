@@ -51,10 +51,10 @@ std::vector<SysfsInput> sysfs_inputs(const std::string& sysfs_root);
 
 /// One command a probe runs.
 struct ToolCommand {
-  std::string tool;               // "amd-smi": the file name under DIR/tools
-  std::string setting;            // the probe setting that names the binary: "amd.amd_smi"
+  std::string tool;               // "vendor-smi": the file name under DIR/tools
+  std::string setting;            // the probe setting that names the binary: "vendor.smi"
   std::vector<std::string> args;  // exactly as the probe passes them, without the program
-  /// Streaming commands (`macmon -i 1000 pipe`) print until killed: the capture runs
+  /// Streaming commands (`tool -i 1000 pipe`) print until killed: the capture runs
   /// `run_args` instead (the same with a sample count), and the replay prints the recorded
   /// lines, then stays alive like the tool. Empty for one-shot commands.
   std::vector<std::string> run_args;
@@ -72,9 +72,9 @@ using NodeInputs = std::function<void(std::vector<SysfsInput>& out, const std::s
 
 /// One file a probe reads whole, copied into the capture.
 struct FileInput {
-  std::string key;   // its entry in manifest.json: "amdgpu_ids"
+  std::string key;   // its entry in manifest.json: "device_names"
   std::string path;  // on this machine ("": not configured, nothing is copied)
-  std::string rel;   // where in the capture: "share/amdgpu.ids"
+  std::string rel;   // where in the capture: "share/device-names.ids"
 };
 
 /// What a probe's own recording produced (recorded through its library, not from files).
@@ -87,12 +87,12 @@ struct Recorded {
 
 /// A recording a probe makes itself.
 struct Recording {
-  std::string key;  // its entry in manifest.json and its findings' kind: "nvml"
+  std::string key;  // its entry in manifest.json and its findings' kind: the library's name
   std::function<Recorded()> record;
 };
 
 /// A path in the capture that a replay gives to one of the probe's flags, unless the user gave
-/// that flag: {"--nvidia-smi", "tools/nvidia-smi"}.
+/// that flag: {"--vendor-smi", "tools/vendor-smi"}.
 struct ReplayFlag {
   std::string flag;
   std::string rel;

@@ -35,7 +35,7 @@ std::string_view to_string(Status s) noexcept;
 
 struct Finding {
   std::string probe;  // the registry row's name
-  std::string check;  // "nvml", "render_node_access", ... (stable names, docs/operations.md)
+  std::string check;  // "render_node_access", ... (stable names, docs/operations.md)
   Status status = Status::info;
   std::string detail;  // what was looked for and found
   std::string fix;     // a command or config line; "" when there is nothing to do
@@ -45,8 +45,8 @@ struct Report {
   std::vector<std::string> probes;  // the probes examined, in registry order
   std::vector<Finding> findings;    // grouped by probe, in that order
   /// Vendor calls that did not answer within Options::tool_timeout and were left running on
-  /// their own thread (an NVML call cannot be interrupted). Each becomes ready when its call
-  /// returns; a program that goes on after the report may wait on them.
+  /// their own thread (a vendor library's call cannot be interrupted). Each becomes ready when its
+  /// call returns; a program that goes on after the report may wait on them.
   std::vector<std::shared_future<void>> pending;
   bool fully_readable() const noexcept;
   std::size_t count(Status s) const noexcept;
@@ -65,8 +65,8 @@ struct Options {
   /// Each tool's version run is killed after this long; a vendor library's init, version and
   /// count calls are waited for this long.
   std::chrono::milliseconds tool_timeout{3000};
-  /// The environment as the program had it when it started (ZES_ENABLE_SYSMAN, container,
-  /// KUBERNETES_SERVICE_HOST). Unset: the current environment.
+  /// The environment as the program had it when it started (every row's environment column,
+  /// container, KUBERNETES_SERVICE_HOST). Unset: the current environment.
   std::function<std::optional<std::string>(std::string_view)> getenv;
 
   /// A Config with these paths, probes, simulate and probe settings: what the probes' own
@@ -79,8 +79,9 @@ struct Options {
 /// (each row's read_settings).
 Options options_from_config(const Config& config);
 
-/// The environment variables the doctor looks at, read now (call it first thing in main, before
-/// anything sets them).
+/// The environment variables the doctor looks at (container, KUBERNETES_SERVICE_HOST and every
+/// probe row's environment column), read now (call it first thing in main, before anything sets
+/// them, such as set_probe_environment()).
 std::map<std::string, std::string> environment_snapshot();
 
 Report run(const Options& options);

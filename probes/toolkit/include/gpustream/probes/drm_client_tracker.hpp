@@ -129,7 +129,7 @@ class ClientTracker {
   static constexpr std::size_t kBytesPerNamespace = 16;
   /// The most one tracked client holds (Client, its comm and parsed fdinfo: at most 16 keys
   /// of up to 48 bytes per kind, 7 kinds, in std::map nodes), whatever its fdinfo says; a real
-  /// amdgpu or xe client holds 1-2 KB.
+  /// DRM driver's client holds 1-2 KB.
   static constexpr std::size_t kBytesPerClient = 16 * 1024;
 
   explicit ClientTracker(TrackerOptions options);

@@ -3,7 +3,8 @@
 //
 // parse_fdinfo() reads one fdinfo file in the kernel's "drm-*" key format
 // (Documentation/gpu/drm-usage-stats.rst): engine busy time in ns, engine capacity, cycles,
-// per-region memory with KiB/MiB units, and amdgpu's legacy "drm-memory-<region>" keys.
+// per-region memory with KiB/MiB units, and the legacy "drm-memory-<region>" keys one DRM
+// driver still writes.
 //
 // walk_clients() lists /proc, reads each process's fd links first and opens fdinfo only for fds
 // that point at a DRM node (/dev/dri/card* or /dev/dri/renderD*). Several fds of one client (the
@@ -12,7 +13,7 @@
 // malformed fdinfo never fails the walk. The number of processes examined is capped. It costs
 // one full scan of every process per call: the probes use drm::ClientTracker
 // (drm_client_tracker.hpp) instead; walk_clients stays as the one-shot walker and the baseline
-// of bench/intel_bench and bench/amd_bench.
+// of the fdinfo benchmarks (bench/).
 //
 // Thread safety: every function is reentrant and keeps no state.
 // Cancellation: none; one walk is a bounded blocking scan and belongs on the work pool.
@@ -39,7 +40,7 @@ struct Fdinfo {
   std::map<std::string, std::uint64_t> total_cycles;         // drm-total-cycles-<class>
   std::map<std::string, std::uint64_t> resident_bytes;       // drm-resident-<region>
   std::map<std::string, std::uint64_t> total_bytes;          // drm-total-<region>
-  std::map<std::string, std::uint64_t> legacy_memory_bytes;  // amdgpu drm-memory-<region>
+  std::map<std::string, std::uint64_t> legacy_memory_bytes;  // legacy drm-memory-<region>
   /// A line could not be parsed or the text ended mid-line (the process was exiting).
   bool truncated = false;
 };

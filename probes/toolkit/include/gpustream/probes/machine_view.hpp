@@ -52,7 +52,7 @@ Identity read_identity(const std::string& procfs_root);
 /// One DRM node: <sysfs>/class/drm/cardN or renderDN (connectors such as card0-DP-1 are not).
 struct DrmNode {
   std::string name;            // "card0", "renderD128"
-  std::string driver;          // "amdgpu", "i915", "xe", "nvidia", ... ("" unknown)
+  std::string driver;          // the kernel driver's name ("" unknown)
   std::string pci_bus_id;      // "0000:03:00.0" ("" unknown)
   std::string device_dir;      // <sysfs>/class/drm/<name>/device
   std::string runtime_status;  // device/power/runtime_status: "active", "suspended", ... ("")
@@ -102,14 +102,14 @@ ProcView proc_view(const std::string& root_dir, const std::string& procfs_root,
 struct ToolVersion {
   enum class State : std::uint8_t { ok, missing, failed, timed_out, garbage };
   State state = State::missing;
-  std::string command;  // "nvidia-smi --version"
+  std::string command;  // "vendor-smi --version"
   std::string version;  // the line that carries the version (state ok)
   std::string detail;   // what went wrong, in words, with a printable head of the output
 };
 
 /// Runs `argv` once with `timeout` and at most `max_output_bytes` of output kept. The version is
 /// the first printable line with a "<digits>.<digits>" token (and containing `key` when given,
-/// else any such line): "NVIDIA-SMI version  : 550.54.14". Output with control bytes or without
+/// else any such line): "VENDOR-SMI version  : 550.54.14". Output with control bytes or without
 /// such a line is `garbage`. Never throws.
 ToolVersion tool_version(std::vector<std::string> argv, std::chrono::milliseconds timeout,
                          std::string_view key = {}, std::size_t max_output_bytes = 16 * 1024);
@@ -118,7 +118,7 @@ ToolVersion tool_version(std::vector<std::string> argv, std::chrono::millisecond
 std::string printable(std::string_view s, std::size_t max = 120);
 
 /// The version in a library's real file name: realpath of the object that holds `symbol`
-/// (dladdr), e.g. libnvidia-ml.so.550.54.14 -> "550.54.14", libze_loader.so.1.8.8 -> "1.8.8".
+/// (dladdr), e.g. libvendor.so.550.54.14 -> "550.54.14", libloader.so.1.8.8 -> "1.8.8".
 /// Also returns that path in `file`. "" when the name carries none.
 std::string library_file_version(const void* symbol, std::string* file = nullptr);
 

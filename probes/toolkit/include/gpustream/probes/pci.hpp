@@ -1,10 +1,10 @@
 // gpustream/probes/pci.hpp — PCI bus ids in one canonical form, for every probe.
 //
-// Vendors spell a PCI function differently: NVML "00000000:3B:00.0" (8-digit domain, upper
-// case), nvidia-smi the same, sysfs "0000:03:00.0", DRM fdinfo's drm-pdev "0000:03:00.0",
-// rocm-smi "0000:0A:00.0", some tools "03:00.0" without the domain. Device ids and the matching
-// of one device across sources (fdinfo clients to sysfs cards, Level Zero to sysfs, amd-smi to
-// sysfs) all go through normalize_bus_id, so one GPU has one bus id everywhere.
+// Sources spell a PCI function differently: a vendor library "00000000:3B:00.0" (8-digit domain,
+// upper case), sysfs "0000:03:00.0", DRM fdinfo's drm-pdev "0000:03:00.0", a vendor tool
+// "0000:0A:00.0" (upper-case hex), some tools "03:00.0" without the domain. Device ids and the
+// matching of one device across sources (fdinfo clients to sysfs cards, a vendor library or tool
+// to sysfs) all go through normalize_bus_id, so one GPU has one bus id everywhere.
 //
 // Thread safety: pure functions. Cancellation: nothing to cancel.
 #pragma once

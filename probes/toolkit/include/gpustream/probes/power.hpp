@@ -1,10 +1,10 @@
 // gpustream/probes/power.hpp — the one rule for `power_watts`, shared by every probe.
 //
 // Contract: `power_watts` is the device's power draw whenever the source gives any power figure.
-// An instantaneous reading is preferred; a source that only has the driver's average (amdgpu's
-// hwmon power1_average on most consumer boards, rocm-smi's "Average Graphics Package Power",
-// amd-smi's average_socket_power) gives that average, and DeviceSample::power_kind says
-// PowerKind::average. `power_average_watts` keeps the driver's average as an extra.
+// An instantaneous reading is preferred; a source that only has the driver's average (a hwmon
+// power<N>_average without power<N>_input, a vendor tool's or library's average package power)
+// gives that average, and DeviceSample::power_kind says PowerKind::average. `power_average_watts`
+// keeps the driver's average as an extra.
 //
 // Thread safety: pure functions. Cancellation: nothing to cancel.
 #pragma once

@@ -1,5 +1,5 @@
 // gpustream/probes/process_table.hpp — the name and host resident memory of the processes using
-// the GPUs, for every vendor's probe (NVML, nvidia-smi, amdgpu and i915/xe fdinfo, amd-smi), kept
+// the GPUs, for every vendor's probe (a vendor library's or tool's process list, DRM fdinfo), kept
 // between samples so that a sample costs one system call per process.
 //
 // RSS: for each pid the table keeps a descriptor open on <procfs_root>/<pid>/statm and re-reads
@@ -75,8 +75,8 @@ class ProcessTable {
   std::vector<ProcInfo> read(std::span<const std::int64_t> pids);
 
   /// Reads the processes of every device in one batch (read()) and fills each ProcessSample's
-  /// host_rss_bytes, and its name where the source gave none (a name from the source, e.g.
-  /// amd-smi's, is kept). A process whose statm cannot be read keeps host_rss_bytes absent.
+  /// host_rss_bytes, and its name where the source gave none (a name from the source, such as
+  /// a vendor tool's, is kept). A process whose statm cannot be read keeps host_rss_bytes absent.
   void fill(std::span<DeviceSample> devices);
 
   /// Name and RSS of one pid now, without forgetting the others (for a "my process" query next

@@ -12,7 +12,7 @@ namespace gpustream {
 class SourceNote {
  public:
   virtual ~SourceNote() = default;
-  /// "source: sysfs (auto; passed over library: cannot load libamd_smi.so: ...)".
+  /// "source: sysfs (auto; passed over library: cannot load libvendor.so: ...)".
   virtual std::string source_note() const = 0;
 };
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -69,6 +70,18 @@ inline MyProcessUsage mine_as(TempTree& t, const std::string& proc_rel, std::int
   t.symlink((proc_rel.empty() ? "" : proc_rel + "/") + "self", std::to_string(pid));
   const std::vector<SnapshotPtr> last{std::make_shared<const GpuSnapshot>(samples.back())};
   return my_process_usage(last, proc_rel.empty() ? t.path() : t.path(proc_rel));
+}
+
+/// The device ids a detection found, or a sample carries.
+inline std::set<std::string> ids(const std::vector<DeviceInfo>& devices) {
+  std::set<std::string> out;
+  for (const auto& d : devices) out.insert(d.id);
+  return out;
+}
+inline std::set<std::string> ids(const GpuSnapshot& s) {
+  std::set<std::string> out;
+  for (const auto& d : s.devices) out.insert(d.id);
+  return out;
 }
 
 }  // namespace gpustream::test

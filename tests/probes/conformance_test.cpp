@@ -28,6 +28,7 @@ namespace gpustream {
 namespace {
 
 using test::ConformanceCase;
+using test::ids;
 using test::kConformanceSamples;
 using test::ProbeConformance;
 using test::ProbeRun;
@@ -112,18 +113,6 @@ void check_device(const ConformanceCase& row, const DeviceSample& d, const std::
     for (const auto& e : p.engines)
       check_reading(e.utilization_percent, where + " pid engine " + e.name, {0, 100});
   }
-}
-
-std::set<std::string> ids(const std::vector<DeviceInfo>& devices) {
-  std::set<std::string> out;
-  for (const auto& d : devices) out.insert(d.id);
-  return out;
-}
-
-std::set<std::string> ids(const GpuSnapshot& s) {
-  std::set<std::string> out;
-  for (const auto& d : s.devices) out.insert(d.id);
-  return out;
 }
 
 // ΔE / Δt ≈ power at the later sample, where both come from the device's counter and power.

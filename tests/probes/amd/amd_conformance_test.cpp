@@ -18,6 +18,7 @@
 namespace gpustream {
 namespace {
 
+using test::ids;
 using test::kConformanceSamples;
 using test::kConformanceStepNs;
 using test::ProbeRun;
@@ -139,18 +140,6 @@ const test::ConformanceCase kCases[] = {
     {"amd_smi_lib_v6", Vendor::amd, false, true, [] { return run_amd_smi_lib("24.6.2"); }},
     {"amd_smi_lib_v26", Vendor::amd, false, true, [] { return run_amd_smi_lib("26.1.0"); }},
 };
-
-std::set<std::string> ids(const std::vector<DeviceInfo>& devices) {
-  std::set<std::string> out;
-  for (const auto& d : devices) out.insert(d.id);
-  return out;
-}
-
-std::set<std::string> ids(const GpuSnapshot& s) {
-  std::set<std::string> out;
-  for (const auto& d : s.devices) out.insert(d.id);
-  return out;
-}
 
 // One GPU seen by two sources of one vendor has one id: the AMD sysfs path and amd-smi name the
 // recorded board (0000:03:00.0) "amd:0000:03:00.0".

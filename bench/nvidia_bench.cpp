@@ -57,6 +57,7 @@ int main() {
 #include "gpustream/subprocess.hpp"
 #include "gpustream_fake_nvidia_smi_paths.hpp"
 #include "gpustream_fake_nvml_paths.hpp"
+#include "nvidia/smi_backend.hpp"
 
 namespace {
 
@@ -199,24 +200,10 @@ void BM_NvidiaProbe(benchmark::State& state) {
   pool.join();
 }
 
-// The probe's query, so that the tool prints (and we parse) the same columns.
-constexpr std::string_view kGpuFields[] = {"index",
-                                           "uuid",
-                                           "name",
-                                           "pci.bus_id",
-                                           "memory.total",
-                                           "memory.used",
-                                           "utilization.gpu",
-                                           "utilization.memory",
-                                           "temperature.gpu",
-                                           "power.draw",
-                                           "power.limit",
-                                           "clocks.gr",
-                                           "clocks.sm",
-                                           "clocks.mem",
-                                           "fan.speed",
-                                           "clocks_throttle_reasons.active"};
-constexpr std::string_view kAppFields[] = {"gpu_uuid", "pid", "used_gpu_memory", "process_name"};
+// The probe's own query (nvidia/smi_backend.hpp), so that the tool prints (and we parse) the same
+// columns.
+constexpr auto& kGpuFields = gpustream::nvidia_detail::kSmiGpuFields;
+constexpr auto& kAppFields = gpustream::nvidia_detail::kSmiAppFields;
 
 void BM_NvidiaSmi(benchmark::State& state) {
   std::string gpu_query = "--query-gpu=";

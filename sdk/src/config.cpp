@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
-#include <sstream>
 
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
@@ -19,6 +18,9 @@ namespace {
 
 constexpr std::int64_t kMinHistoryBytes = std::int64_t{64} << 10;
 constexpr std::int64_t kMaxHistoryBytes = std::int64_t{1} << 40;
+// The largest config file load_config reads (a real one is a few KiB): a larger file, or one that
+// never ends (/dev/zero), is refused after this many bytes and one more (docs/configuration.md).
+constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;
 
 [[noreturn]] void fail(const std::string& key, const std::string& what) {
   throw ConfigError("config key '" + key + "': " + what);
@@ -243,10 +245,15 @@ void validate_config(const Config& c) {
 Config load_config(const std::string& path, Config base, const ConfigSections& sections) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("cannot open config file '" + path + "'");
-  std::stringstream ss;
-  ss << in.rdbuf();
+  // Bounded: at most kMaxConfigFileBytes + 1 bytes are read, whatever the path is.
+  std::string text(kMaxConfigFileBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > kMaxConfigFileBytes)
+    throw ConfigError("config file '" + path + "' is larger than " +
+                      std::to_string(kMaxConfigFileBytes) + " bytes: not a gpustream config file");
   boost::system::error_code ec;
-  auto v = boost::json::parse(ss.str(), ec);
+  auto v = boost::json::parse(text, ec);
   if (ec) throw ConfigError("config file '" + path + "' is not valid JSON: " + ec.message());
   try {
     return config_from_json(v, std::move(base), sections);

@@ -13,6 +13,7 @@
 #include "gpustream/config.hpp"
 #include "gpustream/config_json.hpp"
 #include "gpustream/telemetry.hpp"
+#include "support/temp_tree.hpp"
 
 namespace gpustream {
 namespace {
@@ -140,6 +141,27 @@ TEST(ConfigValidation, TheConfigFileUsesTheSameBound) {
   }
   EXPECT_EQ(config_from_json(boost::json::parse(R"({"simulate": 64})")).simulate, 64);
   EXPECT_THROW(config_from_json(boost::json::parse(R"({"log_level": "loud"})")), ConfigError);
+}
+
+// The worst config file: one that never ends. load_config reads at most kMaxConfigFileBytes + 1
+// bytes of any path and refuses the rest, rather than reading until memory runs out.
+TEST(ConfigValidation, AConfigFileIsReadWithinItsByteBound) {
+  try {
+    load_config("/dev/zero");
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_TRUE(has(e.what(), "'/dev/zero' is larger than 1048576 bytes")) << e.what();
+  }
+  constexpr std::size_t kMaxConfigFileBytes = std::size_t{1} << 20;  // docs/configuration.md
+  test::TempTree t;
+  // Exactly the bound (an object padded with blanks) is read; one byte more is refused.
+  std::string at_bound = R"({"simulate": 3})";
+  at_bound.resize(kMaxConfigFileBytes, ' ');
+  t.file("at_bound.json", at_bound);
+  EXPECT_EQ(load_config(t.path("at_bound.json")).simulate, 3);
+  t.file("over.json", at_bound + " ");
+  EXPECT_THROW(load_config(t.path("over.json")), ConfigError);
+  EXPECT_THROW(load_config(t.path("missing.json")), ConfigError);
 }
 
 TEST(ConfigValidation, HistoryBytesReachTheChannel) {

@@ -206,7 +206,12 @@ async function main() {
     const detail = await page.textContent('#detail');
     check(detail.includes('node-0777') && detail.includes('sim-777-7'),
       'a click opens the node: its 8 GPUs');
-    check(detail.includes('train.py'), 'and their processes');
+    // The process rows can render a moment after the GPU rows (a later snapshot of the node):
+    // wait for them, boundedly, rather than reading once.
+    const processes = await page.waitForFunction(
+      () => document.getElementById('detail').textContent.includes('train.py'), null,
+      { timeout: 10000 }).then(() => true, () => false);
+    check(processes, 'and their processes');
     await page.click('#close');
 
     // 4. A node that stops publishing goes stale.

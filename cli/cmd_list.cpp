@@ -13,6 +13,7 @@
 #include "commands.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/probes/source_note.hpp"
+#include "terminal_text.hpp"
 
 namespace gpustream::cli {
 
@@ -90,18 +91,21 @@ int run_list(const Config& config, const ListOptions& o) {
               << "\n";
     return 0;
   }
+  // Names, ids and reasons come from drivers and tools: terminal_safe.
   for (const auto& r : reports) {
     if (r.detection.available) {
-      std::cout << fmt::format("{:<10} available, {} device{}\n", r.name,
+      std::cout << fmt::format("{:<10} available, {} device{}\n", terminal_safe(r.name),
                                r.detection.devices.size(),
                                r.detection.devices.size() == 1 ? "" : "s");
       for (const auto& d : r.detection.devices)
-        std::cout << fmt::format("  [{}] {:<28} id={}{}\n", d.index, d.name, d.id,
-                                 d.pci_bus_id.empty() ? "" : " pci=" + d.pci_bus_id);
+        std::cout << fmt::format("  [{}] {:<28} id={}{}\n", d.index, terminal_safe(d.name),
+                                 terminal_safe(d.id),
+                                 d.pci_bus_id.empty() ? "" : " pci=" + terminal_safe(d.pci_bus_id));
     } else {
-      std::cout << fmt::format("{:<10} unavailable: {}\n", r.name, r.detection.reason);
+      std::cout << fmt::format("{:<10} unavailable: {}\n", terminal_safe(r.name),
+                               terminal_safe(r.detection.reason));
     }
-    if (!r.note.empty()) std::cout << fmt::format("  {}\n", r.note);
+    if (!r.note.empty()) std::cout << fmt::format("  {}\n", terminal_safe(r.note));
   }
   return 0;
 }

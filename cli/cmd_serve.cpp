@@ -19,6 +19,7 @@
 #include "options.hpp"
 #include "serve.hpp"
 #include "server_front.hpp"
+#include "terminal_text.hpp"
 
 namespace gpustream::cli {
 
@@ -148,7 +149,8 @@ int run_serve(Config config, const ServeOptions& o) {
 #endif
 
   telemetry.start();
-  for (const auto& e : telemetry.setup_errors()) std::cerr << "gpustream: " << e << "\n";
+  for (const auto& e : telemetry.setup_errors())
+    std::cerr << "gpustream: " << terminal_safe(e) << "\n";
 
   SignalStop signal_stop(io);
   const auto stop_all = [&] {

@@ -10,6 +10,7 @@
 #include "gpustream/json.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
+#include "terminal_text.hpp"
 
 namespace gpustream::cli {
 
@@ -53,7 +54,8 @@ int run_snapshot(Config config, const SnapshotOptions& o) {
     std::cout << table_header() << "\n" << format_table(ptrs);
     for (const auto& st : stats)
       if (st.state == ProbeState::unavailable)
-        std::cout << st.probe << ": unavailable: " << st.reason << "\n";
+        std::cout << terminal_safe(st.probe) << ": unavailable: " << terminal_safe(st.reason)
+                  << "\n";
   }
   return 0;
 }

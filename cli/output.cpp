@@ -14,11 +14,30 @@ namespace gpustream::cli {
 
 Output Output::standard_output() { return Output(STDOUT_FILENO, "standard output", false); }
 
-Output Output::create_file(const std::string& path) {
+Output Output::create_file(const std::string& path, const KeepWaiting& keep_waiting) {
+  // O_NONBLOCK: a FIFO without a reader answers ENXIO at once instead of blocking open(2),
+  // which no signal interrupts (SIGINT's handler restarts it).
   int fd;
-  do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  } while (fd < 0 && errno == EINTR);
+  for (;;) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+    if (fd >= 0) break;
+    if (errno == EINTR) continue;
+    if (errno != ENXIO || !keep_waiting) break;
+    if (!keep_waiting()) {
+      errno = EINTR;
+      break;
+    }
+  }
+  if (fd >= 0) {
+    // Blocking writes from here on, as for any file: the Output waits for a slow reader.
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      const int err = errno;
+      ::close(fd);
+      fd = -1;
+      errno = err;
+    }
+  }
   Output out(fd, path, true);
   if (fd < 0) out.error_ = errno;
   return out;

@@ -3,8 +3,8 @@
 
 #include "commands.hpp"
 #include "gpustream/probes/doctor.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "options.hpp"
-#include "terminal_text.hpp"
 
 namespace gpustream::cli {
 

@@ -13,7 +13,7 @@
 #include "commands.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/probes/source_note.hpp"
-#include "terminal_text.hpp"
+#include "gpustream/terminal_text.hpp"
 
 namespace gpustream::cli {
 

@@ -9,6 +9,13 @@
 //
 // Every string of a recording is printed through terminal_safe (the table does it; so do the
 // messages here): a recording is input from anywhere.
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <system_error>
@@ -18,9 +25,9 @@
 #include "commands.hpp"
 #include "format.hpp"
 #include "gpustream/json.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "options.hpp"
 #include "output.hpp"
-#include "terminal_text.hpp"
 
 namespace gpustream::cli {
 
@@ -86,11 +93,53 @@ std::optional<Gap> gap_from_json(const boost::json::value& v) {
   return g;
 }
 
+// Opens the recording without ever blocking in open(2): a FIFO is opened with O_NONBLOCK and
+// then waited on (poll, 100 ms at a time) until a writer has written or gone, or SIGINT/SIGTERM
+// came (then errno is EINTR). Null on failure, with errno set.
+std::FILE* open_recording(const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
+    bool said = false;
+    for (;;) {
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, 100) > 0) break;  // data, or a writer came and went (POLLHUP)
+      if (wait_interrupted_for(std::chrono::milliseconds{0})) {
+        ::close(fd);
+        errno = EINTR;
+        return nullptr;
+      }
+      if (!said) {
+        std::cerr << "gpustream: waiting for a writer of the FIFO '" << terminal_safe(path)
+                  << "' (Ctrl-C to give up)\n";
+        said = true;
+      }
+    }
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);  // plain blocking reads from here
+  std::FILE* f = ::fdopen(fd, "rb");
+  if (f == nullptr) {
+    const int err = errno;
+    ::close(fd);
+    errno = err;
+  }
+  return f;
+}
+
 }  // namespace
 
 int run_replay(const ReplayOptions& o) {
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(std::fopen(o.file.c_str(), "rb"),
-                                                     &std::fclose);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> in(open_recording(o.file), &std::fclose);
+  if (!in && errno == EINTR && g_interrupted.load()) {
+    std::cerr << "gpustream: interrupted while waiting for a writer of the FIFO '"
+              << terminal_safe(o.file) << "'\n";
+    return 128 + (g_interrupt_signal.load() != 0 ? g_interrupt_signal.load() : SIGINT);
+  }
   if (!in) {
     std::cerr << "gpustream: cannot open '" << terminal_safe(o.file)
               << "': " << std::generic_category().message(errno) << "\n";

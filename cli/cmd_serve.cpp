@@ -15,11 +15,11 @@
 #if defined(GPUSTREAM_HAS_NATS)
 #include "gpustream/transport/nats_bridge.hpp"
 #endif
+#include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/server.hpp"
 #include "options.hpp"
 #include "serve.hpp"
 #include "server_front.hpp"
-#include "terminal_text.hpp"
 
 namespace gpustream::cli {
 

@@ -10,7 +10,7 @@
 #include "gpustream/json.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
-#include "terminal_text.hpp"
+#include "gpustream/terminal_text.hpp"
 
 namespace gpustream::cli {
 

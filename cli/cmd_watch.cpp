@@ -21,12 +21,12 @@
 #include "gpustream/log.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/remote_subscriber.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "remote_watch.hpp"
 #include "stream.hpp"
-#include "terminal_text.hpp"
 #include "token_file.hpp"
 
 namespace gpustream::cli {

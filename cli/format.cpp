@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "terminal_text.hpp"
+#include "gpustream/terminal_text.hpp"
 
 namespace gpustream::cli {
 namespace {

@@ -16,8 +16,8 @@
 #include "commands.hpp"
 #include "gpustream/probes/doctor.hpp"
 #include "gpustream/probes/registry.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "options.hpp"
-#include "terminal_text.hpp"
 
 namespace gpustream::cli {
 
@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "gpustream: " << terminal_safe_text(e.what())
+    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what())
               << "\n(run 'gpustream --help' for usage)\n";
     return kExitUsage;
   }
@@ -119,10 +119,10 @@ int main(int argc, char** argv) {
       if (*sub) return run();
   } catch (const gpustream::ConfigError& e) {
     // A message may quote a config file, a server's answer or a tool: terminal_safe.
-    std::cerr << "gpustream: " << terminal_safe_text(e.what()) << "\n";
+    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what()) << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "gpustream: " << terminal_safe_text(e.what()) << "\n";
+    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what()) << "\n";
     return kExitFailure;
   }
   return kExitUsage;

@@ -5,7 +5,7 @@
 
 #include "format.hpp"
 #include "gpustream/json.hpp"
-#include "terminal_text.hpp"
+#include "gpustream/terminal_text.hpp"
 
 namespace gpustream::cli {
 

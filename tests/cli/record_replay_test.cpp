@@ -274,6 +274,42 @@ TEST(CliReplay, RealtimeAnswersASignalDuringALongGap) {
   EXPECT_FALSE(child.read_line(std::chrono::seconds{1}));  // the second one was not printed
 }
 
+// `replay FIFO`: the open does not block; it waits for a writer (said once), answers SIGINT
+// with 130, and replays what a writer sends.
+TEST(CliReplay, AFifoWaitsForItsWriterInterruptibly) {
+  TempDir t;
+  const auto whole = recording(t, 2);
+  const auto fifo = t.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  {
+    CliChild child({"replay", "--json", fifo}, t.file("err"));
+    ASSERT_TRUE(child.started());
+    ASSERT_TRUE(eventually([&] {
+      return slurp(t.file("err")).find("waiting for a writer of the FIFO") != std::string::npos;
+    })) << slurp(t.file("err"));
+    child.signal(SIGINT);
+    const auto code = child.wait();
+    ASSERT_TRUE(code) << "still waiting after SIGINT";
+    EXPECT_EQ(*code, 130);
+    EXPECT_NE(slurp(t.file("err")).find("interrupted while waiting for a writer"),
+              std::string::npos)
+        << slurp(t.file("err"));
+  }
+  CliChild child({"replay", "--json", fifo}, t.file("err2"));
+  ASSERT_TRUE(child.started());
+  ASSERT_TRUE(eventually([&] {
+    return slurp(t.file("err2")).find("waiting for a writer") != std::string::npos;
+  })) << slurp(t.file("err2"));
+  const int fd = ::open(fifo.c_str(), O_WRONLY | O_CLOEXEC);  // the replay is its reader
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, whole.data(), whole.size()), static_cast<ssize_t>(whole.size()));
+  ::close(fd);
+  std::string out;
+  while (const auto line = child.read_line()) out += *line + "\n";
+  EXPECT_EQ(child.wait(), 0) << slurp(t.file("err2"));
+  EXPECT_EQ(json_lines(out), json_lines(whole));
+}
+
 // A recording line is read within 16 MiB: /dev/zero (one endless line) and a file whose line
 // is 16 MiB + 1 byte are refused after that many bytes, with the line number; a line of exactly
 // 16 MiB is read (and is a bad line here, not JSON).

@@ -1,6 +1,6 @@
 // terminal_safe: what a tool, a recording or the bus may put in a string never reaches the
 // terminal as a control; a normal name comes back byte for byte, and the table's columns line up.
-#include "terminal_text.hpp"
+#include "gpustream/terminal_text.hpp"
 
 #include <string>
 
@@ -73,6 +73,7 @@ TEST(TerminalSafe, EveryByteAloneAndAfterEveryLeadIsInert) {
     for (int b = 0; b < 256; ++b) {
       const std::string two{static_cast<char>(a), static_cast<char>(b)};
       ASSERT_TRUE(inert(terminal_safe(two))) << a << " " << b;
+      ASSERT_EQ(is_terminal_safe(two), terminal_safe(two) == two) << a << " " << b;
     }
   }
 }

@@ -1,8 +1,6 @@
-#include "terminal_text.hpp"
+#include "gpustream/terminal_text.hpp"
 
-#include <cstdint>
-
-namespace gpustream::cli {
+namespace gpustream {
 namespace {
 
 constexpr char kHex[] = "0123456789abcdef";
@@ -106,6 +104,21 @@ std::string sanitize(std::string_view s, bool keep_line_feed) {
 
 std::string terminal_safe(std::string_view s) { return sanitize(s, false); }
 
+bool is_terminal_safe(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < s.size();) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7F) return false;
+      ++i;
+      continue;
+    }
+    const Decoded d = decode(s, i);
+    if (d.length == 0 || is_hidden(d.cp)) return false;
+    i += d.length;
+  }
+  return true;
+}
+
 std::string terminal_safe_text(std::string_view s) { return sanitize(s, true); }
 
 std::size_t display_columns(std::string_view s) {
@@ -139,4 +152,4 @@ std::string fit_columns(std::string_view s, std::size_t columns) {
   return out + "~";
 }
 
-}  // namespace gpustream::cli
+}  // namespace gpustream

@@ -1,14 +1,15 @@
-// The one gate between strings from outside (a tool, a driver, a recording, the bus, a server)
-// and the operator's terminal: every such string the CLI prints in a human format goes through
-// terminal_safe() (one field) or terminal_safe_text() (a multi-line report). JSON output does
-// not: the JSON writer escapes it (docs/cli.md, "Terminal output").
+// Private to the project: the one gate between strings from outside (a tool, a driver, a
+// recording, the bus, a server) and an operator's terminal. Every such string the CLI prints in a
+// human format goes through terminal_safe() (one field) or terminal_safe_text() (a multi-line
+// report), and so does every line the SDK's own stderr logger writes (sdk/src/log.cpp). JSON
+// output does not: the JSON writer escapes it (docs/cli.md, "Terminal output").
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace gpustream::cli {
+namespace gpustream {
 
 /// `s` made harmless for a terminal, as one field on one line:
 /// - a C0 control byte (0x00–0x1F: ESC, BEL, CR, LF, TAB, BS, ...) and DEL (0x7F) become
@@ -22,6 +23,9 @@ namespace gpustream::cli {
 /// output may be those four characters or an escaped ESC; it is never an ESC. Thread-safe.
 std::string terminal_safe(std::string_view s);
 
+/// False when terminal_safe(s) == s (nothing to escape), without allocating.
+bool is_terminal_safe(std::string_view s) noexcept;
+
 /// The same for a multi-line text (a report): as terminal_safe(), but a line feed (LF) is kept.
 std::string terminal_safe_text(std::string_view s);
 
@@ -34,4 +38,4 @@ std::size_t display_columns(std::string_view s);
 /// `columns - 1` columns (whole characters) and "~". Precondition as display_columns().
 std::string fit_columns(std::string_view s, std::size_t columns);
 
-}  // namespace gpustream::cli
+}  // namespace gpustream

@@ -11,6 +11,7 @@
 #include <boost/json.hpp>
 
 #include "commands.hpp"
+#include "gpustream/detail/json_text.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/probes/source_note.hpp"
 #include "gpustream/terminal_text.hpp"
@@ -86,9 +87,11 @@ int run_list(const Config& config, const ListOptions& o) {
       obj["devices"] = std::move(devs);
       arr.push_back(std::move(obj));
     }
-    std::cout << boost::json::serialize(
-                     boost::json::object{{"schema", "gpustream/1"}, {"probes", std::move(arr)}})
-              << "\n";
+    // The SDK's JSON writer: a name or reason that is not UTF-8 is repaired (boost's would not).
+    std::string text;
+    detail::append_json_value(
+        text, boost::json::object{{"schema", "gpustream/1"}, {"probes", std::move(arr)}});
+    std::cout << text << "\n";
     return 0;
   }
   // Names, ids and reasons come from drivers and tools: terminal_safe.

@@ -7,6 +7,7 @@
 #include "capture.hpp"
 #include "commands.hpp"
 #include "format.hpp"
+#include "gpustream/detail/json_text.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
@@ -40,10 +41,10 @@ int run_snapshot(Config config, const SnapshotOptions& o) {
       append_json(doc, *snaps[i]);
     }
     doc += "],\"probes\":";
-    doc += boost::json::serialize(probes);
+    detail::append_json_value(doc, probes);  // reasons from tools: UTF-8 repaired
     if (!setup.empty()) {
       doc += ",\"setup_errors\":";
-      doc += boost::json::serialize(setup);
+      detail::append_json_value(doc, setup);
     }
     doc += '}';
     std::cout << doc << "\n";

@@ -10,6 +10,8 @@
 
 #include <boost/json.hpp>
 
+#include "gpustream/detail/json_text.hpp"
+
 namespace gpustream::cli {
 
 Output Output::standard_output() { return Output(STDOUT_FILENO, "standard output", false); }
@@ -116,7 +118,9 @@ std::string gap_line(const Gap& gap) {
   o["after_sequence"] = gap.after_sequence;
   o["missed"] = gap.missed;
   o["reason"] = gap.reason;
-  return boost::json::serialize(o) + "\n";
+  std::string line;
+  detail::append_json_value(line, o);  // a reason from a server: UTF-8 repaired
+  return line + "\n";
 }
 
 }  // namespace gpustream::cli

@@ -3,6 +3,7 @@
 
 #include "commands.hpp"
 #include "gpustream/probes/doctor.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "options.hpp"
 
 namespace gpustream::cli {
@@ -17,7 +18,9 @@ int run_doctor(const Config& config, const DoctorOptions& o) {
     return it->second;
   };
   const auto report = doctor::run(options);
-  std::cout << (o.json ? doctor::to_json(report) + "\n" : doctor::to_text(report));
+  // The text quotes the tools' own messages: terminal_safe_text (its line feeds are kept).
+  std::cout << (o.json ? doctor::to_json(report) + "\n"
+                       : terminal_safe_text(doctor::to_text(report)));
   std::cout.flush();
   return report.fully_readable() ? kExitOk : kExitFailure;
 }

@@ -11,8 +11,10 @@
 #include <boost/json.hpp>
 
 #include "commands.hpp"
+#include "gpustream/detail/json_text.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/probes/source_note.hpp"
+#include "gpustream/terminal_text.hpp"
 
 namespace gpustream::cli {
 
@@ -85,23 +87,28 @@ int run_list(const Config& config, const ListOptions& o) {
       obj["devices"] = std::move(devs);
       arr.push_back(std::move(obj));
     }
-    std::cout << boost::json::serialize(
-                     boost::json::object{{"schema", "gpustream/1"}, {"probes", std::move(arr)}})
-              << "\n";
+    // The SDK's JSON writer: a name or reason that is not UTF-8 is repaired (boost's would not).
+    std::string text;
+    detail::append_json_value(
+        text, boost::json::object{{"schema", "gpustream/1"}, {"probes", std::move(arr)}});
+    std::cout << text << "\n";
     return 0;
   }
+  // Names, ids and reasons come from drivers and tools: terminal_safe.
   for (const auto& r : reports) {
     if (r.detection.available) {
-      std::cout << fmt::format("{:<10} available, {} device{}\n", r.name,
+      std::cout << fmt::format("{:<10} available, {} device{}\n", terminal_safe(r.name),
                                r.detection.devices.size(),
                                r.detection.devices.size() == 1 ? "" : "s");
       for (const auto& d : r.detection.devices)
-        std::cout << fmt::format("  [{}] {:<28} id={}{}\n", d.index, d.name, d.id,
-                                 d.pci_bus_id.empty() ? "" : " pci=" + d.pci_bus_id);
+        std::cout << fmt::format("  [{}] {:<28} id={}{}\n", d.index, terminal_safe(d.name),
+                                 terminal_safe(d.id),
+                                 d.pci_bus_id.empty() ? "" : " pci=" + terminal_safe(d.pci_bus_id));
     } else {
-      std::cout << fmt::format("{:<10} unavailable: {}\n", r.name, r.detection.reason);
+      std::cout << fmt::format("{:<10} unavailable: {}\n", terminal_safe(r.name),
+                               terminal_safe(r.detection.reason));
     }
-    if (!r.note.empty()) std::cout << fmt::format("  {}\n", r.note);
+    if (!r.note.empty()) std::cout << fmt::format("  {}\n", terminal_safe(r.note));
   }
   return 0;
 }

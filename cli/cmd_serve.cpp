@@ -15,6 +15,7 @@
 #if defined(GPUSTREAM_HAS_NATS)
 #include "gpustream/transport/nats_bridge.hpp"
 #endif
+#include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/server.hpp"
 #include "options.hpp"
 #include "serve.hpp"
@@ -148,7 +149,8 @@ int run_serve(Config config, const ServeOptions& o) {
 #endif
 
   telemetry.start();
-  for (const auto& e : telemetry.setup_errors()) std::cerr << "gpustream: " << e << "\n";
+  for (const auto& e : telemetry.setup_errors())
+    std::cerr << "gpustream: " << terminal_safe(e) << "\n";
 
   SignalStop signal_stop(io);
   const auto stop_all = [&] {

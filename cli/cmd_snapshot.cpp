@@ -7,9 +7,11 @@
 #include "capture.hpp"
 #include "commands.hpp"
 #include "format.hpp"
+#include "gpustream/detail/json_text.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
+#include "gpustream/terminal_text.hpp"
 
 namespace gpustream::cli {
 
@@ -39,10 +41,10 @@ int run_snapshot(Config config, const SnapshotOptions& o) {
       append_json(doc, *snaps[i]);
     }
     doc += "],\"probes\":";
-    doc += boost::json::serialize(probes);
+    detail::append_json_value(doc, probes);  // reasons from tools: UTF-8 repaired
     if (!setup.empty()) {
       doc += ",\"setup_errors\":";
-      doc += boost::json::serialize(setup);
+      detail::append_json_value(doc, setup);
     }
     doc += '}';
     std::cout << doc << "\n";
@@ -53,7 +55,8 @@ int run_snapshot(Config config, const SnapshotOptions& o) {
     std::cout << table_header() << "\n" << format_table(ptrs);
     for (const auto& st : stats)
       if (st.state == ProbeState::unavailable)
-        std::cout << st.probe << ": unavailable: " << st.reason << "\n";
+        std::cout << terminal_safe(st.probe) << ": unavailable: " << terminal_safe(st.reason)
+                  << "\n";
   }
   return 0;
 }

@@ -8,6 +8,8 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <csignal>
 #include <iostream>
 #include <stdexcept>
 #include <system_error>
@@ -19,6 +21,7 @@
 #include "gpustream/log.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/remote_subscriber.hpp"
 #include "options.hpp"
 #include "output.hpp"
@@ -80,7 +83,7 @@ int run_connected_watch(const Config& config, const WatchOptions& o) {
   h.on_gap = print_gap;
   h.on_event = [&printer](const GpuEvent& e) { print_event(e, printer); };
   h.on_status = [](const RemoteStatus& st) {
-    if (!st.reason.empty()) std::cerr << "gpustream: " << st.reason << "\n";
+    if (!st.reason.empty()) std::cerr << "gpustream: " << terminal_safe(st.reason) << "\n";
   };
   int code;
   {
@@ -101,9 +104,26 @@ int run_connected_watch(const Config& config, const WatchOptions& o) {
 int run_watch(Config config, const WatchOptions& o) {
   if (!o.connect.empty()) return run_connected_watch(config, o);
   const bool recording = !o.output_file.empty();
-  Output out = recording ? Output::create_file(o.output_file) : Output::standard_output();
+  // `record FIFO`: the open waits for a reader, said once, and SIGINT/SIGTERM end the wait.
+  bool said_waiting = false;
+  const auto keep_waiting = [&] {
+    if (!said_waiting) {
+      std::cerr << "gpustream: waiting for a reader of the FIFO '" << terminal_safe(o.output_file)
+                << "' (Ctrl-C to give up)\n";
+      said_waiting = true;
+    }
+    return !wait_interrupted_for(std::chrono::milliseconds{100});
+  };
+  Output out =
+      recording ? Output::create_file(o.output_file, keep_waiting) : Output::standard_output();
   if (!out.open()) {
-    std::cerr << "gpustream: cannot open '" << o.output_file
+    if (out.error() == EINTR && g_interrupted.load()) {
+      const int sig = g_interrupt_signal.load();
+      std::cerr << "gpustream: interrupted while waiting for a reader of the FIFO '"
+                << terminal_safe(o.output_file) << "'; nothing was recorded\n";
+      return 128 + (sig != 0 ? sig : SIGINT);
+    }
+    std::cerr << "gpustream: cannot open '" << terminal_safe(o.output_file)
               << "' for writing: " << std::generic_category().message(out.error()) << "\n";
     return kExitFailure;
   }
@@ -120,7 +140,7 @@ int run_watch(Config config, const WatchOptions& o) {
   if (!recording)
     events = t.events().subscribe([&printer](const EventPtr& e) { print_event(*e, printer); });
   t.start();
-  for (const auto& e : t.setup_errors()) std::cerr << "gpustream: " << e << "\n";
+  for (const auto& e : t.setup_errors()) std::cerr << "gpustream: " << terminal_safe(e) << "\n";
 
   StreamLimits limits;
   limits.count = o.count;
@@ -139,7 +159,8 @@ int run_watch(Config config, const WatchOptions& o) {
               << " snapshots; the recording is incomplete)\n";
     return kExitFailure;
   }
-  std::cerr << "gpustream: recorded " << r.snapshots << " snapshots to " << o.output_file;
+  std::cerr << "gpustream: recorded " << r.snapshots << " snapshots to "
+            << terminal_safe(o.output_file);
   if (r.gaps > 0) std::cerr << " (and " << r.gaps << " gaps, written into the file)";
   std::cerr << "\n";
   return kExitOk;

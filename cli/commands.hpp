@@ -2,6 +2,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -52,6 +53,13 @@ Command replay_command();
 /// global that is not const).
 // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
 extern std::atomic<bool> g_interrupted;
+/// The first signal that set g_interrupted (SIGINT, SIGTERM); 0 while none came.
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+extern std::atomic<int> g_interrupt_signal;
+
+/// Waits until `timeout` has passed or SIGINT/SIGTERM came (at once if one already did: the
+/// handler writes to a pipe this polls). Returns whether the program was interrupted.
+bool wait_interrupted_for(std::chrono::milliseconds timeout);
 
 struct ListOptions {
   bool json = false;

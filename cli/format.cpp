@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "gpustream/terminal_text.hpp"
+
 namespace gpustream::cli {
 namespace {
 
@@ -81,6 +83,7 @@ std::string table_header() {
 std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
   std::string out;
   for (const auto* s : snapshots) {
+    const std::string probe = terminal_safe(s->probe);
     for (const auto& d : s->devices) {
       const auto& m = d.metrics;
       std::string mem = "-";
@@ -91,12 +94,13 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
             m[Metric::memory_total_bytes] ? human_bytes(m[Metric::memory_total_bytes].value())
                                           : "-");
       }
-      std::string name = d.name.empty() ? d.id : d.name;
+      // Every string of a snapshot comes from a tool, a recording or the bus: terminal_safe.
+      std::string name = terminal_safe(d.name.empty() ? d.id : d.name);
       // A MIG instance, under its GPU: "└ MIG 1g.10gb 1/0" (profile, GPU/compute instance).
       if (d.mig)
-        name = fmt::format("\u2514 MIG {} {}/{}", d.mig->profile, d.mig->gpu_instance_id,
-                           d.mig->compute_instance_id);
-      if (name.size() > 24) name = name.substr(0, 23) + "~";
+        name = fmt::format("\u2514 MIG {} {}/{}", terminal_safe(d.mig->profile),
+                           d.mig->gpu_instance_id, d.mig->compute_instance_id);
+      name = fit_columns(name, 24);  // whole characters, so that the columns line up
       std::string energy = "-";
       if (m[Metric::energy_joules])
         energy = fmt::format("{:.1f} kJ{}", m[Metric::energy_joules].value() / 1000.0,
@@ -109,8 +113,8 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
           break;
         }
       if (d.power_state == PowerState::suspended) source = "suspended";
-      out += fmt::format("{:<10} {:<24} {:>6} {:>21} {:>6} {:>8} {:>11} {:>7} {:>5}  {}\n",
-                         s->probe, name, cell(m[Metric::utilization_percent], "{:.0f}"), mem,
+      out += fmt::format("{:<10} {:<24} {:>6} {:>21} {:>6} {:>8} {:>11} {:>7} {:>5}  {}\n", probe,
+                         name, cell(m[Metric::utilization_percent], "{:.0f}"), mem,
                          cell(m[Metric::temperature_celsius], "{:.0f}C"),
                          cell(m[Metric::power_watts], "{:.1f}W"), energy,
                          cell(m[Metric::clock_graphics_mhz], "{:.0f}"), d.processes.size(), source);
@@ -124,14 +128,14 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
                           human_bytes(static_cast<double>(*h.memory_total_bytes)));
       std::string rss;
       for (const auto& p : h.processes)
-        rss += fmt::format(" {}({})={}", p.name, p.pid,
+        rss += fmt::format(" {}({})={}", terminal_safe(p.name), p.pid,
                            p.rss_bytes ? human_bytes(static_cast<double>(*p.rss_bytes)) : "-");
-      out +=
-          fmt::format("{:<10} {:<24} {:>6} {:>21}  rss:{}\n", s->probe, "host RAM", "", mem, rss);
+      out += fmt::format("{:<10} {:<24} {:>6} {:>21}  rss:{}\n", probe, "host RAM", "", mem, rss);
     }
     for (const auto& e : s->errors)
-      out += fmt::format("{:<10} error {}: {}{}\n", s->probe, e.code, e.message,
-                         e.device.empty() ? "" : " (device " + e.device + ")");
+      out += fmt::format("{:<10} error {}: {}{}\n", probe, terminal_safe(e.code),
+                         terminal_safe(e.message),
+                         e.device.empty() ? "" : " (device " + terminal_safe(e.device) + ")");
   }
   return out;
 }
@@ -164,8 +168,9 @@ std::string event_line(const GpuEvent& e) {
         break;
     }
   }
-  return fmt::format("{} {} {}{} (#{}, {})", time, e.device_id.empty() ? "-" : e.device_id,
-                     to_string(e.kind), detail, e.sequence, e.probe);
+  return fmt::format("{} {} {}{} (#{}, {})", time,
+                     e.device_id.empty() ? "-" : terminal_safe(e.device_id), to_string(e.kind),
+                     detail, e.sequence, terminal_safe(e.probe));
 }
 
 }  // namespace gpustream::cli

@@ -1,5 +1,10 @@
 // gpustream — the command-line tool. See `gpustream --help` and docs/cli.md; the commands are
 // the rows of command_table() (docs/architecture/cli.md).
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
@@ -11,6 +16,7 @@
 #include "commands.hpp"
 #include "gpustream/probes/doctor.hpp"
 #include "gpustream/probes/registry.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "options.hpp"
 
 namespace gpustream::cli {
@@ -19,10 +25,49 @@ namespace gpustream::cli {
 // nothing but a global.
 // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
 std::atomic<bool> g_interrupted{false};
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+std::atomic<int> g_interrupt_signal{0};
 
 namespace {
-extern "C" void on_signal(int) { g_interrupted.store(true); }
+
+// The self-pipe: the handler writes one byte and nobody reads it, so its read end stays
+// readable once a signal came and every wait_interrupted_for() — now or later — returns at once.
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+int g_wake_pipe[2] = {-1, -1};
+
+extern "C" void on_signal(int sig) {
+  const int saved = errno;
+  int expected = 0;
+  g_interrupt_signal.compare_exchange_strong(expected, sig);
+  g_interrupted.store(true);
+  if (g_wake_pipe[1] >= 0) {
+    const char byte = 1;
+    [[maybe_unused]] const auto n = ::write(g_wake_pipe[1], &byte, 1);  // non-blocking
+  }
+  errno = saved;
+}
+
 }  // namespace
+
+bool wait_interrupted_for(std::chrono::milliseconds timeout) {
+  if (g_interrupted.load()) return true;
+  if (g_wake_pipe[0] < 0) {  // no pipe (pipe2 failed at start): sleep in short slices
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (!g_interrupted.load() && std::chrono::steady_clock::now() < end) ::poll(nullptr, 0, 50);
+    return g_interrupted.load();
+  }
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left =
+        std::chrono::ceil<std::chrono::milliseconds>(end - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || g_interrupted.load()) break;
+    pollfd p{g_wake_pipe[0], POLLIN, 0};
+    // poll's timeout is an int of milliseconds: a longer wait is made of several.
+    const auto slice = std::min<std::chrono::milliseconds::rep>(left.count(), 1'000'000);
+    if (::poll(&p, 1, static_cast<int>(slice)) > 0) break;
+  }
+  return g_interrupted.load();
+}
 
 const std::vector<Command>& command_table() {
   static const std::vector<Command> commands = {
@@ -41,6 +86,7 @@ int main(int argc, char** argv) {
   // The variables a probe's vendor library reads once (each row's environment column), set
   // before any thread exists; a value the user gave is kept.
   gpustream::set_probe_environment();
+  if (::pipe2(g_wake_pipe, O_CLOEXEC | O_NONBLOCK) != 0) g_wake_pipe[0] = g_wake_pipe[1] = -1;
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
@@ -63,7 +109,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << "gpustream: " << e.what() << "\n(run 'gpustream --help' for usage)\n";
+    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what())
+              << "\n(run 'gpustream --help' for usage)\n";
     return kExitUsage;
   }
 
@@ -71,10 +118,11 @@ int main(int argc, char** argv) {
     for (const auto& [sub, run] : commands)
       if (*sub) return run();
   } catch (const gpustream::ConfigError& e) {
-    std::cerr << "gpustream: " << e.what() << "\n";
+    // A message may quote a config file, a server's answer or a tool: terminal_safe.
+    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what()) << "\n";
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "gpustream: " << e.what() << "\n";
+    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what()) << "\n";
     return kExitFailure;
   }
   return kExitUsage;

@@ -10,15 +10,36 @@
 
 #include <boost/json.hpp>
 
+#include "gpustream/detail/json_text.hpp"
+
 namespace gpustream::cli {
 
 Output Output::standard_output() { return Output(STDOUT_FILENO, "standard output", false); }
 
-Output Output::create_file(const std::string& path) {
+Output Output::create_file(const std::string& path, const KeepWaiting& keep_waiting) {
+  // O_NONBLOCK: a FIFO without a reader answers ENXIO at once instead of blocking open(2),
+  // which no signal interrupts (SIGINT's handler restarts it).
   int fd;
-  do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  } while (fd < 0 && errno == EINTR);
+  for (;;) {
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NONBLOCK, 0666);
+    if (fd >= 0) break;
+    if (errno == EINTR) continue;
+    if (errno != ENXIO || !keep_waiting) break;
+    if (!keep_waiting()) {
+      errno = EINTR;
+      break;
+    }
+  }
+  if (fd >= 0) {
+    // Blocking writes from here on, as for any file: the Output waits for a slow reader.
+    const int flags = ::fcntl(fd, F_GETFL);
+    if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+      const int err = errno;
+      ::close(fd);
+      fd = -1;
+      errno = err;
+    }
+  }
   Output out(fd, path, true);
   if (fd < 0) out.error_ = errno;
   return out;
@@ -97,7 +118,9 @@ std::string gap_line(const Gap& gap) {
   o["after_sequence"] = gap.after_sequence;
   o["missed"] = gap.missed;
   o["reason"] = gap.reason;
-  return boost::json::serialize(o) + "\n";
+  std::string line;
+  detail::append_json_value(line, o);  // a reason from a server: UTF-8 repaired
+  return line + "\n";
 }
 
 }  // namespace gpustream::cli

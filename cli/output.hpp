@@ -3,6 +3,7 @@
 // failbit, and only at the next flush).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -14,9 +15,16 @@ class Output {
  public:
   /// This process's stdout (not closed by the destructor).
   static Output standard_output();
+  /// Called while `record FILE` waits for a reader of the FIFO FILE: waits a moment (about
+  /// 100 ms, less when interrupted) and returns whether to go on waiting.
+  using KeepWaiting = std::function<bool()>;
+
   /// `record FILE`: FILE created or truncated (mode 0666 minus the umask). On failure the
-  /// Output is not open() and error() says why.
-  static Output create_file(const std::string& path);
+  /// Output is not open() and error() says why. The open never blocks: FILE is opened with
+  /// O_NONBLOCK (then made blocking again), so a FIFO with no reader (ENXIO) is retried after
+  /// each `keep_waiting()` that returns true; when it returns false (or is empty) the open
+  /// fails with EINTR (or ENXIO).
+  static Output create_file(const std::string& path, const KeepWaiting& keep_waiting = {});
 
   Output(Output&& o) noexcept;
   Output& operator=(Output&&) = delete;

@@ -5,6 +5,7 @@
 
 #include "format.hpp"
 #include "gpustream/json.hpp"
+#include "gpustream/terminal_text.hpp"
 
 namespace gpustream::cli {
 
@@ -59,7 +60,8 @@ void Printer::note_event(std::string line) {
 }
 
 void print_gap(const Gap& g) {
-  std::cerr << "gpustream: missed " << g.missed << " snapshots (" << g.reason << ")\n";
+  std::cerr << "gpustream: missed " << g.missed << " snapshots (" << terminal_safe(g.reason)
+            << ")\n";
 }
 
 StreamResult stream_queue(SnapshotQueue& queue, Output& out, Printer& printer,

@@ -1,8 +1,10 @@
 #include "token_file.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <fstream>
+#include <cerrno>
 #include <iostream>
 
 #include "gpustream/config.hpp"
@@ -14,13 +16,39 @@ constexpr std::size_t kMaxTokenFileBytes = 4096;
 constexpr const char* kWhitespace = " \t\r\n";
 }  // namespace
 
-std::string read_token_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("cannot read the token file '" + path + "'");
+namespace {
+
+// At most kMaxTokenFileBytes + 1 bytes of `path`. The open never blocks: O_NONBLOCK (cleared
+// once open), so a FIFO without a writer is an empty file instead of a hang no signal ends.
+std::string read_bounded(const std::string& path) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) throw ConfigError("cannot read the token file '" + path + "'");
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   std::string content(kMaxTokenFileBytes + 1, '\0');
-  in.read(content.data(), static_cast<std::streamsize>(content.size()));
-  if (in.bad()) throw ConfigError("cannot read the token file '" + path + "'");
-  content.resize(static_cast<std::size_t>(in.gcount()));
+  std::size_t got = 0;
+  while (got < content.size()) {
+    const ssize_t n = ::read(fd, content.data() + got, content.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      ::close(fd);
+      throw ConfigError("cannot read the token file '" + path + "'");
+    }
+    if (n == 0) break;
+    got += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  content.resize(got);
+  return content;
+}
+
+}  // namespace
+
+std::string read_token_file(const std::string& path) {
+  std::string content = read_bounded(path);
   if (content.size() > kMaxTokenFileBytes)
     throw ConfigError("the token file '" + path + "' is larger than " +
                       std::to_string(kMaxTokenFileBytes) + " bytes; it must hold one token");

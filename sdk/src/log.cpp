@@ -9,6 +9,7 @@
 
 #include "gpustream/logging.hpp"
 #include "gpustream/logging_spdlog.hpp"
+#include "gpustream/terminal_text.hpp"
 
 namespace gpustream {
 namespace {
@@ -32,8 +33,11 @@ struct Target {
 
 class DispatchSink final : public spdlog::sinks::sink {
  public:
-  explicit DispatchSink(std::shared_ptr<spdlog::sinks::sink> fallback)
-      : fallback_(std::move(fallback)), target_(std::make_shared<Target>()) {}
+  /// `to_stderr`: the fallback is the SDK's own stderr sink (not a host's logger).
+  DispatchSink(std::shared_ptr<spdlog::sinks::sink> fallback, bool to_stderr)
+      : fallback_(std::move(fallback)),
+        to_stderr_(to_stderr),
+        target_(std::make_shared<Target>()) {}
 
   void log(const spdlog::details::log_msg& msg) override {
     const auto t = target();  // no lock held while the host's code runs
@@ -47,7 +51,7 @@ class DispatchSink final : public spdlog::sinks::sink {
     } else if (t->sink) {
       if (t->sink->should_log(msg.level)) t->sink->log(msg);
     } else {
-      fallback_->log(msg);
+      log_to_fallback(msg);
     }
   }
   void flush() override {
@@ -60,6 +64,18 @@ class DispatchSink final : public spdlog::sinks::sink {
   void set_pattern(const std::string& pattern) override { fallback_->set_pattern(pattern); }
   void set_formatter(std::unique_ptr<spdlog::formatter> f) override {
     fallback_->set_formatter(std::move(f));
+  }
+
+  // The SDK's stderr sink writes to a terminal: a message that quotes a tool, a driver or a
+  // peer is made terminal_safe (ESC, CR, LF, C1 ... as escapes), one record on one line. A host's
+  // callback, sink or registered logger gets the message as it is.
+  void log_to_fallback(const spdlog::details::log_msg& msg) {
+    const std::string_view payload(msg.payload.data(), msg.payload.size());
+    if (!to_stderr_ || is_terminal_safe(payload)) return fallback_->log(msg);
+    const std::string safe = terminal_safe(payload);
+    spdlog::details::log_msg copy = msg;
+    copy.payload = spdlog::string_view_t(safe.data(), safe.size());
+    fallback_->log(copy);
   }
 
   void set_target(Target t) {
@@ -75,6 +91,7 @@ class DispatchSink final : public spdlog::sinks::sink {
   }
 
   const std::shared_ptr<spdlog::sinks::sink> fallback_;
+  const bool to_stderr_;
   mutable std::mutex mu_;
   std::shared_ptr<const Target> target_;
 };
@@ -103,14 +120,16 @@ struct Instance {
 Instance& instance() {
   static Instance inst = [] {
     std::shared_ptr<spdlog::sinks::sink> fallback;
+    bool to_stderr = false;
     if (auto existing = spdlog::get("gpustream")) {
       fallback = std::make_shared<ForwardSink>(std::move(existing));
     } else {
+      to_stderr = true;
       fallback = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
       fallback->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [gpustream] %v");
     }
     Instance i;
-    i.dispatch = std::make_shared<DispatchSink>(std::move(fallback));
+    i.dispatch = std::make_shared<DispatchSink>(std::move(fallback), to_stderr);
     // Not registered with spdlog: the host's spdlog::set_level() and friends do not change the
     // SDK's level; set_log_level() does.
     i.logger = std::make_shared<spdlog::logger>("gpustream", i.dispatch);

@@ -85,4 +85,25 @@ TEST(CliDoctor, UsageErrorIsExitTwoAndHelpDocumentsTheExitCodes) {
   EXPECT_NE(help.out.find("Exit code: 0"), std::string::npos) << help.out;
 }
 
+// A tool's own words reach the report: escaped there (docs/cli.md, "Terminal output"), so a
+// hostile or broken amd-smi cannot clear the screen, set the title or forge a line of it.
+TEST(CliDoctor, AToolsMessageIsShownEscaped) {
+  const auto t = make_machine(1000, true);
+  t.write("bin/amd-smi",
+          "#!/bin/sh\nprintf 'err \\033[2J\\007\\rFORGED \\302\\233 \\033]0;t\\007\\n' >&2\n"
+          "exit 3\n");
+  ::chmod(t.file("bin/amd-smi").c_str(), 0755);
+  const auto r = run("doctor --probes amd --sysfs-root " + t.file("sys") + " --procfs-root " +
+                     t.file("proc") + " --devfs-root " + t.file("dev") + " --amd-smi " +
+                     t.file("bin/amd-smi") + " --rocm-smi " + t.file("no/rocm-smi"));
+  EXPECT_NE(r.out.find("err \\x1b[2J\\x07\\x0dFORGED \\u009b \\x1b]0;t\\x07"), std::string::npos)
+      << r.out;
+  for (const char c : r.out) {
+    const auto u = static_cast<unsigned char>(c);
+    EXPECT_TRUE(u >= 0x20 || u == '\n') << static_cast<int>(u) << "\n" << r.out;
+    if (u < 0x20 && u != '\n') break;
+  }
+  EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << r.out;
+}
+
 }  // namespace

@@ -150,6 +150,13 @@ TEST(CliStream, GapLineIsTheWireForm) {
   EXPECT_EQ(gap_line(Gap{57, 3, "dropped_slow_subscriber"}),
             R"({"type":"gap","after_sequence":57,"missed":3,"reason":"dropped_slow_subscriber"})"
             "\n");
+  // A reason from a server is any bytes: the line stays valid JSON (UTF-8 repaired, controls
+  // escaped), so that `replay` reads it back.
+  const auto line = gap_line(Gap{1, 2, "bad\xff\x1b[2J"});
+  EXPECT_EQ(line,
+            "{\"type\":\"gap\",\"after_sequence\":1,\"missed\":2,\"reason\":\"bad\xef\xbf\xbd"
+            "\\u001b[2J\"}\n");
+  EXPECT_EQ(boost::json::parse(line).at("reason").as_string(), "bad\xef\xbf\xbd\x1b[2J");
 }
 
 }  // namespace

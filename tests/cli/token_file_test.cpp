@@ -1,4 +1,6 @@
 // In-process: the one token-file reader of `serve --token` and `watch --token-file`.
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include "cli_test_util.hpp"
@@ -51,6 +53,16 @@ TEST(TokenFile, AMissingOrHugeFileIsAnError) {
   EXPECT_NE(error_of(t.file("token")).find("larger than 4096 bytes"), std::string::npos);
   t.write("token", std::string(4096, 'x'));
   EXPECT_EQ(read_token_file(t.file("token")).size(), 4096u);
+  // An endless file is read within the bound too (4097 bytes), not to the end.
+  EXPECT_NE(error_of("/dev/zero").find("larger than 4096 bytes"), std::string::npos);
+}
+
+// A FIFO nobody writes to: the open does not block (it would wait for a writer, deaf to
+// SIGINT); with no writer it reads as an empty file.
+TEST(TokenFile, AFifoWithoutAWriterIsAnEmptyFileNotAHang) {
+  TempDir t;
+  ASSERT_EQ(::mkfifo(t.file("fifo").c_str(), 0600), 0);
+  EXPECT_NE(error_of(t.file("fifo")).find("is empty"), std::string::npos);
 }
 
 }  // namespace

@@ -24,6 +24,11 @@
 namespace gpustream {
 namespace {
 
+// What a compromised tool could print: clear the screen, ring, overwrite the line, C1 CSI.
+const std::string kHostileMessage =
+    "cannot\x1b[2J\x07\rFORGED\u009b"
+    "2J";
+
 // An always-available probe with one device: its detection logs "probe NAME: available" at
 // info. The probe named "broken" reports an error in each sample, which the scheduler logs once
 // as a warning: "probe broken: cannot be read (tool_failed)".
@@ -43,6 +48,7 @@ class OneDeviceProbe final : public BlockingProbe {
   GpuSnapshot sample() override {
     GpuSnapshot s;
     if (name_ == "broken") s.errors.push_back({"tool_failed", "cannot be read", ""});
+    if (name_ == "hostile") s.errors.push_back({"tool_failed", kHostileMessage, ""});
     return s;
   }
 
@@ -168,6 +174,29 @@ TEST_F(Logging, WithoutACallbackLinesGoToStderr) {
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_NE(err.find("[gpustream] probe broken: cannot be read (tool_failed)"), std::string::npos)
       << err;
+}
+
+// The default stderr output goes to a terminal: a message quoting a tool is terminal_safe there
+// (one record, one line, no control byte), while a host's callback gets it as it is.
+TEST_F(Logging, OnStderrAToolsControlCharactersAreEscaped) {
+  Config c;
+  c.probes = {"hostile"};
+  ::testing::internal::CaptureStderr();
+  run_once(c);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("probe hostile: cannot\\x1b[2J\\x07\\x0dFORGED\\u009b2J (tool_failed)"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.find('\x1b'), std::string::npos) << err;
+  EXPECT_EQ(err.find('\r'), std::string::npos) << err;
+  EXPECT_EQ(err.find("\xc2\x9b"), std::string::npos) << err;
+
+  std::string seen;
+  set_log_callback([&](LogLevel, std::string_view m) {
+    if (m.find("hostile") != std::string_view::npos) seen = std::string(m);
+  });
+  run_once(c);
+  EXPECT_NE(seen.find(kHostileMessage), std::string::npos) << seen;
 }
 
 TEST_F(Logging, ACallbackThatThrowsDoesNotHurtTheLibrary) {

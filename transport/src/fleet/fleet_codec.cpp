@@ -265,17 +265,21 @@ class PatchUndo {
   PatchUndo& operator=(const PatchUndo&) = delete;
   ~PatchUndo() { undo(); }
 
+  // The old values are move-constructed: they keep the document's storage, so moving them out
+  // and back is a pointer move (an assignment between storages would copy).
   void replaced(json::value& slot) {
-    log_.push_back({Kind::replaced, &slot, nullptr, {}, {}});
-    log_.back().old = std::move(slot);  // same storage: a pointer move
+    room();
+    log_.push_back({Kind::replaced, &slot, nullptr, {}, json::value(std::move(slot))});
   }
   void inserted(json::object& parent, std::string_view key) {
+    room();
     log_.push_back({Kind::inserted, nullptr, &parent, std::string(key), {}});
   }
   /// Records then removes `key` (present) from `parent`.
   void erase(json::object& parent, json::object::iterator at) {
-    log_.push_back({Kind::erased, nullptr, &parent, std::string(at->key()), {}});
-    log_.back().old = std::move(at->value());
+    room();
+    log_.push_back({Kind::erased, nullptr, &parent, std::string(at->key()),
+                    json::value(std::move(at->value()))});
     parent.stable_erase(at);
   }
   /// Restores the document (equal as a value; a removed key comes back last). False if that
@@ -304,6 +308,11 @@ class PatchUndo {
   }
 
  private:
+  /// Room for one more entry first: a push_back that fails after moving the old value out would
+  /// lose it (the braced entry is built before the vector grows).
+  void room() {
+    if (log_.size() == log_.capacity()) log_.reserve(2 * log_.size() + 8);
+  }
   enum class Kind { replaced, inserted, erased };
   struct Entry {
     Kind kind;
@@ -352,8 +361,9 @@ void apply_object(json::object& o, const json::object& p, PatchUndo* undo) {
       else
         o.stable_erase(at);
     } else if (kv.value().is_array() && !o.contains(kv.key())) {
-      o.emplace(kv.key(), replacement(kv.value()));
-      if (undo) undo->inserted(o, kv.key());
+      const json::value& v = replacement(kv.value());
+      if (undo) undo->inserted(o, kv.key());  // first: undoing an insertion that failed is a no-op
+      o.emplace(kv.key(), v);
       added[i] = true;
     }
   }

@@ -685,6 +685,7 @@ TEST(BusBounds, SixtyTwoThousandDevicesInOneMessageAreRefused) {
   EXPECT_EQ(dec.counters().too_many_devices, 1u);
   EXPECT_EQ(dec.counters().inflation, 1u);
   EXPECT_EQ(dec.streams(), 0u);
+  EXPECT_EQ(dec2.limits().max_inflation_ratio, 1'000'000u);
   // At the bound it decodes; processes are counted across devices and the host.
   BusLimits small;
   small.max_devices = 4;

@@ -217,6 +217,7 @@ class BusDecoder {
   std::uint64_t jumps() const noexcept { return counters_.jumps; }
   std::uint64_t resyncs() const noexcept { return counters_.resyncs; }
   const BusDecoderCounters& counters() const noexcept { return counters_; }
+  const BusLimits& limits() const noexcept { return limits_; }
   std::size_t streams() const noexcept { return streams_.size(); }
   /// Bytes the kept streams hold now (at most BusLimits::max_state_bytes).
   std::size_t state_bytes() const noexcept { return state_bytes_; }

@@ -45,7 +45,10 @@
 // whatever its seq and rebases the stream (resyncs()): an agent whose sequence really moved (or
 // that an attacker's forged seq got ahead of) is back within a few messages and a full, while a
 // single replayed or forged message moves nothing. A new epoch starts a new stream; only a full
-// starts it (deltas of an epoch not seen wait, waiting()).
+// starts it (deltas of an epoch not seen wait, waiting()). All of it is decided from the header,
+// before inflating: a dropped message costs a header parse. What it does not stop (a publisher
+// that may speak as the node can): a replayed full of an older epoch, or a full sent after
+// resync_after drops, is taken, and holds until the agent's next full (full_every messages).
 //
 // Thread safety: an encoder or a decoder is used by one thread at a time; distinct ones are
 // independent.

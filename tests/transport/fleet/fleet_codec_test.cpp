@@ -883,6 +883,40 @@ TEST(BusSequence, AReplayedOldFullIsDropped) {
   EXPECT_EQ(dec.resyncs(), 0u);
 }
 
+// Item 4. After an agent restart, the messages of its old epoch (late, or replayed) are old:
+// dropped, they do not take the stream back. A forged new epoch is taken, and the agent's own
+// stream is back after resync_after of its messages and its next full.
+TEST(BusSequence, AnEpochTheStreamLeftIsOld) {
+  BusDecoder dec;
+  BusEncoder before("n", "a", {.full_every = 3});
+  const std::string old_full = before.encode(sample(0));
+  const std::string old_delta = before.encode(sample(1));
+  ASSERT_TRUE(dec.decode(old_full));
+  BusEncoder agent("n", "a", {.full_every = 3});  // the restart
+  ASSERT_TRUE(dec.decode(agent.encode(sample(10))));
+  EXPECT_FALSE(dec.decode(old_full));
+  EXPECT_FALSE(dec.decode(old_delta));
+  EXPECT_EQ(dec.stale(), 2u);
+  const auto d = dec.decode(agent.encode(sample(11)));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot, with_node(sample(11), "n"));
+
+  BusEncoder forger("n", "a", {.full_every = 1});
+  ASSERT_TRUE(dec.decode(forger.encode(sample(99))));  // a new epoch: taken
+  int t = 12;
+  for (; t < 30; ++t) {
+    const std::string& m = agent.encode(sample(t));
+    if (dec.decode(m)) break;
+  }
+  EXPECT_TRUE(agent.last_was_full());
+  EXPECT_EQ(dec.resyncs(), 1u);
+  EXPECT_LE(t, 12 + 3 + 3);  // resync_after drops, then within a full period
+  const auto next = dec.decode(agent.encode(sample(40)));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->snapshot, with_node(sample(40), "n"));
+  EXPECT_FALSE(dec.decode(forger.encode(sample(98))));  // the forger's epoch is old now
+}
+
 // Item 4, recovery. A stream a forged seq got ahead of (its first message, so taken) drops the
 // agent's real messages as stale; after resync_after of them in a row, the agent's next full is
 // taken whatever its seq. A consumer that missed more than seq_window messages is back the same

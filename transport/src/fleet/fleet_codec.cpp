@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <memory>
@@ -621,22 +622,30 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
   auto it = streams_.find(key);
   // The sequence rule (the file comment), from the header alone: what it drops costs nothing more.
   bool resync = false;
+  // A drop of `it`'s stream, or a full taken anyway after resync_after drops in a row.
+  const auto drop = [&](std::uint64_t& counter) {
+    auto& st = it->second;
+    if (h.full && st.dropped >= limits_.resync_after) return false;
+    ++counter;
+    if (st.dropped < UINT32_MAX) ++st.dropped;
+    return true;
+  };
   if (it != streams_.end() && it->second.epoch == h.epoch) {
     auto& st = it->second;
     const bool old = h.seq <= st.last_seq;
     const bool jump = !old && h.seq - st.last_seq > limits_.seq_window;
     if (old || jump) {
-      if (h.full && st.dropped >= limits_.resync_after) {
-        resync = true;
-      } else {
-        ++(old ? counters_.stale : counters_.jumps);
-        if (st.dropped < UINT32_MAX) ++st.dropped;
-        return std::nullopt;
-      }
+      if (drop(old ? counters_.stale : counters_.jumps)) return std::nullopt;
+      resync = true;
     } else if (!h.full && st.base != h.base) {
       ++counters_.waiting;  // a delta of a full this decoder missed: the next full rebuilds
       return std::nullopt;
     }
+  } else if (it != streams_.end() && std::find(it->second.retired.begin(), it->second.retired.end(),
+                                               h.epoch) != it->second.retired.end()) {
+    // An epoch this stream has left (the agent restarted since): late or replayed, it is old.
+    if (drop(counters_.stale)) return std::nullopt;
+    resync = true;
   } else if (!h.full) {
     ++counters_.waiting;
     return std::nullopt;
@@ -703,9 +712,19 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
     throw BusError("bus message: more than " + std::to_string(limits_.max_streams) + " streams",
                    BusRefusal::too_many_streams);
   if (resync) ++counters_.resyncs;
+  // The epochs the stream has left, carried over (a new epoch retires the current one).
+  std::array<std::uint64_t, kRetiredEpochs> retired{};
+  if (it != streams_.end()) {
+    retired = it->second.retired;
+    if (it->second.epoch != out.header.epoch) {
+      std::move_backward(retired.begin(), retired.end() - 1, retired.end());
+      retired[0] = it->second.epoch;
+    }
+  }
   it = keep(key, it, std::move(doc));
   if (it == streams_.end())
     return out;  // decoded, but too big to keep: its deltas wait for a full that fits
+  it->second.retired = retired;
   it->second.epoch = out.header.epoch;
   it->second.base = out.header.seq;
   it->second.last_seq = out.header.seq;

@@ -45,15 +45,18 @@
 // whatever its seq and rebases the stream (resyncs()): an agent whose sequence really moved (or
 // that an attacker's forged seq got ahead of) is back within a few messages and a full, while a
 // single replayed or forged message moves nothing. A new epoch starts a new stream; only a full
-// starts it (deltas of an epoch not seen wait, waiting()). All of it is decided from the header,
-// before inflating: a dropped message costs a header parse. What it does not stop (a publisher
-// that may speak as the node can): a replayed full of an older epoch, or a full sent after
-// resync_after drops, is taken, and holds until the agent's next full (full_every messages).
+// starts it (deltas of an epoch not seen wait, waiting()); the stream remembers the last 4 epochs
+// it left, whose messages (late after an agent restart, or replayed) are dropped as stale and
+// count as drops. All of it is decided from the header, before inflating: a dropped message
+// costs a header parse. What it does not stop (a publisher that may speak as the node can): a
+// full of a new epoch, or any full sent after resync_after drops, is taken, and holds until the
+// agent's next full and resync_after of its messages.
 //
 // Thread safety: an encoder or a decoder is used by one thread at a time; distinct ones are
 // independent.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -229,8 +232,11 @@ class BusDecoder {
 
  private:
   using Key = std::pair<std::string, std::string>;  // (node, probe)
+  static constexpr std::size_t kRetiredEpochs = 4;
   struct Stream {
     std::uint64_t epoch = 0;
+    /// The epochs it had before (newest first; 0: none): their messages are old.
+    std::array<std::uint64_t, kRetiredEpochs> retired{};
     std::uint64_t base = 0;
     std::uint64_t last_seq = 0;
     std::uint32_t dropped = 0;    // consecutive messages dropped by the sequence rule

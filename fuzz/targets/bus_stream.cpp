@@ -2,7 +2,7 @@
 // BusDecoder takes, in order, what the input describes, one line an operation:
 //   d<bytes>             the agent's next snapshot (changed as the bytes say), encoded (a full
 //                        every 4th, deltas between) and decoded
-//   r<n>                 a replay of the agent's n-th message so far
+//   r<n>                 a replay of the agent's n-th message so far (of any epoch)
 //   s<n> <seq>           the n-th message with its seq (and a full's base) forged
 //   p<json>              a raw delta against the stream's base, the line its patch
 //   x<text>              a raw message ("\x01" in it stands for a newline)
@@ -185,10 +185,10 @@ class Run {
     return {b, r.ptr};
   }
 
+  /// A new encoder (epoch); what the old one sent can still be replayed (`r`, `s`).
   void restart() {
     enc_ = BusEncoder("node-1", "fuzz", {.full_every = 4});
     snap_ = start();
-    sent_.clear();
   }
   /// One of the agent's own messages: if taken, it is exactly the snapshot it was made from.
   void own(const Sent& s) {

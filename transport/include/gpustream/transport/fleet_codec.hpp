@@ -184,7 +184,7 @@ class BusEncoder {
 /// What a BusDecoder dropped or refused, by reason (each message counts once).
 struct BusDecoderCounters {
   std::uint64_t waiting = 0;           // deltas of a full not seen (joined mid-stream)
-  std::uint64_t stale = 0;             // seq <= the stream's last: replays, duplicates
+  std::uint64_t stale = 0;             // seq <= the stream's last, or an epoch it left
   std::uint64_t jumps = 0;             // seq > the stream's last + seq_window
   std::uint64_t resyncs = 0;           // fulls taken after resync_after consecutive drops
   std::uint64_t too_large = 0;         // BusRefusal::too_large

@@ -127,6 +127,46 @@ void BM_BusDecodeCompact(benchmark::State& state) {
 }
 BENCHMARK(BM_BusDecodeCompact)->Unit(benchmark::kMicrosecond);
 
+/// Issue #27: a tiny delta against a big base (arg: devices in the base, 8 GPUs' worth of
+/// metrics each). Each delta sets one device's power: the cost is applying the patch to the kept
+/// base plus converting the whole base to a snapshot (before #27 the base was copied too).
+/// Time is per delta; the full message is decoded outside the timed part.
+void BM_BusDeltaOnBigBase(benchmark::State& state) {
+  const int devices = static_cast<int>(state.range(0));
+  constexpr int kDeltas = 50;
+  GpuSnapshot s = ticks()[0];
+  s.devices.clear();
+  for (int i = 0; i < devices; ++i) {
+    DeviceSample d = ticks()[static_cast<std::size_t>(i) % kTicks].devices[i % kGpus];
+    d.id = "dev-" + std::to_string(i);
+    d.index = i;
+    s.devices.push_back(std::move(d));
+  }
+  BusEncoder enc("bench-node-0001", {}, {1'000'000, true, 6});
+  const std::string full = enc.encode(s);
+  std::vector<std::string> deltas;
+  for (int k = 0; k < kDeltas; ++k) {
+    s.devices[static_cast<std::size_t>(k) % s.devices.size()].metrics.set(
+        Metric::power_watts, 100.0 + k, Source::simulated);
+    ++s.sequence;
+    deltas.push_back(enc.encode(s));
+  }
+  std::size_t decoded = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    BusDecoder dec;
+    if (!dec.decode(full)) state.SkipWithError("the big full did not decode");
+    state.ResumeTiming();
+    for (const auto& m : deltas) decoded += dec.decode(m) ? 1 : 0;
+  }
+  if (decoded != static_cast<std::size_t>(state.iterations()) * kDeltas)
+    state.SkipWithError("a delta did not decode");
+  state.counters["base_bytes"] = double(to_json_string(s).size());
+  state.counters["delta_bytes"] = double(deltas.back().size());
+  state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kDeltas);
+}
+BENCHMARK(BM_BusDeltaOnBigBase)->Arg(1000)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -4,7 +4,10 @@
 // against them, replays and evictions are reached. The decoder may only throw BusError; what it
 // decodes names the header's node and survives a JSON round trip; what the encoder makes of it
 // (a full, then a delta) another decoder takes back equal; its kept state stays within its
-// count and byte bounds.
+// count and byte bounds; a refusal is counted once by its reason; what a message will cost is
+// known from its header.
+#include <optional>
+
 #include "common.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
@@ -26,19 +29,39 @@ BusLimits limits() {
 
 void decode_one(BusDecoder& dec, std::string_view message, const BusLimits& l) {
   try {
-    if (auto d = dec.decode(message)) {
-      FUZZ_CHECK(d->snapshot.node == d->header.node);
-      const std::string again = gpustream::to_json_string(d->snapshot);
-      FUZZ_CHECK(gpustream::snapshot_from_json_string(again) == d->snapshot);
-      // The encoder's own output always decodes (this caught Beast's inflate read-ahead).
-      gpustream::transport::BusEncoder enc(d->header.node, "fuzz", {.full_every = 2});
-      BusDecoder back;
-      for (int i = 0; i < 2; ++i) {
+    // What a message costs is known from its header, and is at least its body.
+    const auto h = gpustream::transport::parse_bus_header(message, l);
+    FUZZ_CHECK(dec.cost_bytes(h) >= h.body_bytes);
+    FUZZ_CHECK(h.body_bytes <= l.max_body_bytes);
+  } catch (const BusError&) {}
+  const auto refused = dec.counters();
+  std::optional<BusDecoder::Decoded> d;
+  try {
+    d = dec.decode(message);
+  } catch (const BusError&) {
+    // Each refusal is counted once, by its reason.
+    const auto& c = dec.counters();
+    FUZZ_CHECK(c.malformed + c.too_large + c.inflation + c.too_many_devices + c.too_many_streams ==
+               refused.malformed + refused.too_large + refused.inflation +
+                   refused.too_many_devices + refused.too_many_streams + 1);
+  }
+  if (d) {
+    FUZZ_CHECK(d->snapshot.node == d->header.node);
+    const std::string again = gpustream::to_json_string(d->snapshot);
+    FUZZ_CHECK(gpustream::snapshot_from_json_string(again) == d->snapshot);
+    // The encoder's own output always decodes (this caught Beast's inflate read-ahead), within
+    // the inflation ratio (a body that deflates past it goes plain), unless too big to send.
+    gpustream::transport::BusEncoder enc(d->header.node, "fuzz", {.full_every = 2});
+    BusDecoder back;
+    for (int i = 0; i < 2; ++i) {
+      try {
         const auto r = back.decode(enc.encode(d->snapshot));
         FUZZ_CHECK(r && r->snapshot == d->snapshot);
+      } catch (const BusError& e) {
+        FUZZ_CHECK(e.reason() == gpustream::transport::BusRefusal::too_large);
       }
     }
-  } catch (const BusError&) {}
+  }
   FUZZ_CHECK(dec.streams() <= l.max_streams);
   FUZZ_CHECK(dec.state_bytes() <= l.max_state_bytes);
 }

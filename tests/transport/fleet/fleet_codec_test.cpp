@@ -1,6 +1,9 @@
 // The fleet's bus encoding: round trip, deltas, a mid-stream joiner, hostile messages, node names.
 #include "gpustream/transport/fleet_codec.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -11,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <boost/beast/zlib/deflate_stream.hpp>
 #include <boost/json.hpp>
 
 #include "gpustream/json.hpp"
@@ -200,16 +204,20 @@ TEST(BusCodec, GarbageIsRejectedWithABoundedCost) {
   };
   for (const auto& m : bad) EXPECT_THROW((void)dec.decode(m), BusError) << m.substr(0, 60);
   // A bomb: a body that inflates far past the limit is refused from its header, and a header
-  // that lies about the size stops inflating at the declared size.
+  // that lies about the size stops inflating at the declared size. (Our encoder would send it
+  // plain, being over the inflation ratio: this one is told not to care.)
   std::string zeros(1 << 20, '0');
-  BusEncoder big("n", {}, {.full_every = 1});
+  BusEncoder big("n", {}, {.full_every = 1, .max_inflation_ratio = 1'000'000});
   GpuSnapshot s = sample(0, 1);
   s.errors.push_back({"x", zeros, ""});
   const std::string bomb = big.encode(s);
   EXPECT_LT(bomb.size(), limits.max_message_bytes);
   EXPECT_THROW((void)dec.decode(bomb), BusError);
   std::string liar = bomb;
-  const auto h = parse_bus_header(bomb, BusLimits{});
+  EXPECT_THROW((void)parse_bus_header(bomb, BusLimits{}), BusError);  // over 64 × its bytes
+  BusLimits loose;
+  loose.max_inflation_ratio = 1'000'000;
+  const auto h = parse_bus_header(bomb, loose);
   liar.replace(liar.find(" " + std::to_string(h.body_bytes) + " "),
                std::to_string(h.body_bytes).size() + 2, " 1000 ");
   EXPECT_THROW((void)dec.decode(liar), BusError);
@@ -291,13 +299,26 @@ TEST(BusCodec, EveryBodySizeInflates) {
 namespace gpustream::transport::test {
 namespace {
 
-/// A snapshot whose JSON is just under `body_bytes`: the largest a stream may send.
+/// A snapshot whose JSON is just under `body_bytes`: the largest a stream may send. Its filler
+/// (runs of 16 to 79 of a pseudo-random digit) deflates about 20 to 1: under the inflation ratio,
+/// so that 8 MiB come in a message of about 1/2 MiB.
 GpuSnapshot at_body_size(std::size_t body_bytes) {
   GpuSnapshot s = sample(0, 8);
   s.node = "n";
   std::string json;
   append_json(json, s);
-  s.errors.push_back({"filler", std::string(body_bytes - json.size() - 1024, '0'), ""});
+  std::string filler(body_bytes - json.size() - 1024, '0');
+  std::uint32_t x = 2463534242u;
+  for (std::size_t i = 0; i < filler.size();) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    const std::size_t run = std::min<std::size_t>(16 + x % 64, filler.size() - i);
+    std::fill_n(filler.begin() + static_cast<std::ptrdiff_t>(i), run,
+                static_cast<char>('0' + (x >> 8) % 10));
+    i += run;
+  }
+  s.errors.push_back({"filler", std::move(filler), ""});
   return s;
 }
 
@@ -502,7 +523,8 @@ TEST(BusCodec, ADeltaWhoseEndBeastReadsPastInflates) {
   BusEncoder enc("node-1", "a", {.full_every = 2});
   BusDecoder dec;
   GpuSnapshot s = sample(0, 1);
-  ASSERT_TRUE(dec.decode(enc.encode(s)));
+  const std::string full = enc.encode(s);
+  ASSERT_TRUE(dec.decode(full));
   s.devices[0].name = "changed";
   const std::string delta = enc.encode(s);
   ASSERT_FALSE(enc.last_was_full());
@@ -513,7 +535,469 @@ TEST(BusCodec, ADeltaWhoseEndBeastReadsPastInflates) {
   ASSERT_TRUE(d);
   EXPECT_EQ(d->snapshot, with_node(s, "node-1"));
   // Not an opening for trailing bytes: one byte more after the stream is still refused.
-  EXPECT_THROW((void)BusDecoder().decode(delta + "x"), BusError);
+  BusDecoder other;
+  ASSERT_TRUE(other.decode(full));
+  EXPECT_THROW((void)other.decode(delta + "x"), BusError);
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
+// ---- issue #27: the bus is hostile input ----
+
+/// Raw deflate of `in` (as the encoder does it), for messages the encoder would never make.
+std::string deflated(std::string_view in) {
+  namespace zlib = boost::beast::zlib;
+  zlib::deflate_stream ds;
+  ds.reset(6, 15, 8, zlib::Strategy::normal);
+  std::string out(ds.upper_bound(in.size()) + 16, '\0');
+  zlib::z_params zs;
+  zs.next_in = in.data();
+  zs.avail_in = in.size();
+  zs.next_out = out.data();
+  zs.avail_out = out.size();
+  boost::system::error_code ec;
+  ds.write(zs, zlib::Flush::finish, ec);
+  out.resize(zs.total_out);
+  return out;
+}
+
+/// A message with any header fields and body (compressed when `z`), body_bytes as given.
+std::string message(bool full, bool z, std::uint64_t epoch, std::uint64_t seq, std::uint64_t base,
+                    std::size_t body_bytes, std::string_view body, std::string_view node = "n") {
+  char hex[17];
+  const auto r = std::to_chars(hex, hex + sizeof(hex), epoch, 16);
+  std::string m = "GSB1 " + std::string(full ? "f " : "d ") + (z ? "z " : "p ") +
+                  std::string(node) + " simulated " + std::string(hex, r.ptr) + " " +
+                  std::to_string(seq) + " " + std::to_string(base) + " " +
+                  std::to_string(body_bytes) + " a\n";
+  m += body;
+  return m;
+}
+
+/// `m` (an encoder's message) with its seq and base replaced.
+std::string with_seq(const std::string& m, std::uint64_t seq, std::uint64_t base) {
+  const auto h = parse_bus_header(m);
+  return message(h.full, h.compressed, h.epoch, seq, base, h.body_bytes,
+                 std::string_view(m).substr(m.find('\n') + 1), h.node);
+}
+
+BusRefusal refusal(BusDecoder& dec, const std::string& m) {
+  try {
+    (void)dec.decode(m);
+  } catch (const BusError& e) {
+    return e.reason();
+  }
+  ADD_FAILURE() << "not refused: " << m.substr(0, 80);
+  return BusRefusal::malformed;
+}
+
+// Item 1. A deflate bomb: 8 KB that inflates to 8 MiB. Declared honestly it is refused from its
+// header (8 MiB is over 64 × 8 KB) before any inflation; declared at the ratio bound (a lying
+// header), inflation stops one byte past that bound: never 8 MiB.
+TEST(BusBounds, ADeflateBombIsRefusedWithinTheInflationRatio) {
+  const std::string zeros(std::size_t{8} << 20, '0');
+  const std::string bomb = deflated(zeros);
+  ASSERT_LT(bomb.size(), 9000u);  // ≈ 8 KB on the bus
+  const BusLimits limits;
+  EXPECT_EQ(limits.max_inflation_ratio, 64u);
+  BusDecoder dec;
+  const std::string honest = message(true, true, 1, 1, 1, zeros.size(), bomb);
+  try {
+    (void)parse_bus_header(honest);
+    ADD_FAILURE() << "the header of a bomb parsed";
+  } catch (const BusError& e) {
+    EXPECT_EQ(e.reason(), BusRefusal::inflation);
+    EXPECT_NE(std::string(e.what()).find("more than 64 times"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(refusal(dec, honest), BusRefusal::inflation);
+  // The largest a header may declare for these bytes: accepted by the header, then inflation
+  // stops at the first byte past it (the error says so).
+  const std::size_t bound = bomb.size() * limits.max_inflation_ratio;
+  const std::string at_bound = message(true, true, 1, 1, 1, bound, bomb);
+  EXPECT_EQ(parse_bus_header(at_bound).body_bytes, bound);
+  try {
+    (void)dec.decode(at_bound);
+    ADD_FAILURE() << "a bomb decoded";
+  } catch (const BusError& e) {
+    EXPECT_EQ(e.reason(), BusRefusal::inflation);
+    EXPECT_NE(std::string(e.what()).find("past the declared " + std::to_string(bound)),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW((void)parse_bus_header(message(true, true, 1, 1, 1, bound + 1, bomb)), BusError);
+  EXPECT_EQ(dec.counters().inflation, 2u);
+  // A header lying the other way (more than the body inflates to, within the ratio) is refused
+  // once the stream ends short of it.
+  const std::string body = to_json_string(with_node(sample(0, 1), "n"));
+  const std::string packed = deflated(body);
+  EXPECT_EQ(refusal(dec, message(true, true, 1, 1, 1, body.size() + 1, packed)),
+            BusRefusal::malformed);
+  EXPECT_EQ(refusal(dec, message(true, true, 1, 1, 1, body.size() - 1, packed)),
+            BusRefusal::inflation);
+  EXPECT_TRUE(dec.decode(message(true, true, 1, 1, 1, body.size(), packed)));
+  // A tighter ratio refuses what compresses better than it.
+  BusLimits tight;
+  tight.max_inflation_ratio = 2;
+  ASSERT_GT(body.size(), 2 * packed.size());
+  BusDecoder strict(tight);
+  EXPECT_EQ(refusal(strict, message(true, true, 1, 1, 1, body.size(), packed)),
+            BusRefusal::inflation);
+  EXPECT_TRUE(strict.decode(message(true, false, 1, 1, 1, body.size(), body)));  // plain: no ratio
+}
+
+/// A snapshot document with `devices` minimal devices.
+std::string many_devices(std::size_t devices) {
+  json::object doc = json::parse(to_json_string(with_node(sample(0, 0), "n"))).as_object();
+  doc["devices"] = json::array(devices, json::object{});
+  return json::serialize(doc);
+}
+
+// Item 2. 62,000 minimal devices in one 32 KB message (issue #27, 5.): refused, whatever its form.
+TEST(BusBounds, SixtyTwoThousandDevicesInOneMessageAreRefused) {
+  const BusLimits limits;
+  EXPECT_EQ(limits.max_devices, 1024u);
+  EXPECT_EQ(limits.max_processes, 16384u);
+  const std::string body = many_devices(62000);
+  const std::string packed = deflated(body);
+  EXPECT_LT(packed.size(), 40000u);
+  BusDecoder dec;
+  // Compressed it is over the inflation ratio (refused from the header) ...
+  EXPECT_EQ(refusal(dec, message(true, true, 1, 1, 1, body.size(), packed)), BusRefusal::inflation);
+  // ... plain, or with a ratio that lets it through, it is refused by the device count, before
+  // it becomes a snapshot.
+  EXPECT_EQ(refusal(dec, message(true, false, 1, 1, 1, body.size(), body)),
+            BusRefusal::too_many_devices);
+  BusLimits loose;
+  loose.max_inflation_ratio = 1'000'000;
+  BusDecoder dec2(loose);
+  try {
+    (void)dec2.decode(message(true, true, 1, 1, 1, body.size(), packed));
+    ADD_FAILURE() << "62,000 devices decoded";
+  } catch (const BusError& e) {
+    EXPECT_EQ(e.reason(), BusRefusal::too_many_devices);
+    EXPECT_NE(std::string(e.what()).find("62000 devices, more than the 1024"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(dec.counters().too_many_devices, 1u);
+  EXPECT_EQ(dec.counters().inflation, 1u);
+  EXPECT_EQ(dec.streams(), 0u);
+  EXPECT_EQ(dec2.limits().max_inflation_ratio, 1'000'000u);
+  // At the bound it decodes; processes are counted across devices and the host.
+  BusLimits small;
+  small.max_devices = 4;
+  small.max_processes = 4;
+  BusDecoder d3(small);
+  BusEncoder enc("n", "a", {.full_every = 1});
+  const GpuSnapshot four = sample(0, 4);  // one process per device
+  ASSERT_TRUE(d3.decode(enc.encode(four)));
+  EXPECT_EQ(refusal(d3, enc.encode(sample(0, 5))), BusRefusal::too_many_devices);
+  GpuSnapshot host = four;
+  host.host.emplace();
+  host.host->processes.emplace_back();
+  EXPECT_EQ(refusal(d3, enc.encode(host)), BusRefusal::too_many_devices);
+  GpuSnapshot procs = four;
+  procs.devices[2].processes.push_back(procs.devices[2].processes[0]);
+  EXPECT_EQ(refusal(d3, enc.encode(procs)), BusRefusal::too_many_devices);
+  EXPECT_EQ(d3.counters().too_many_devices, 3u);
+  const auto again = d3.decode(enc.encode(four));
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->snapshot, with_node(four, "n"));
+}
+
+// Item 2, after a delta: a delta that would grow the snapshot past the bound is refused, and the
+// base is left as it was.
+TEST(BusBounds, ADeltaPastTheDeviceBoundIsRefusedAndTheBaseKept) {
+  BusLimits limits;
+  limits.max_devices = 3;
+  limits.max_processes = 3;
+  BusDecoder dec(limits);
+  BusEncoder enc("n", "a", {.full_every = 100});
+  const GpuSnapshot base = sample(1, 3);  // tick 1: no processes
+  ASSERT_TRUE(dec.decode(enc.encode(base)));
+  EXPECT_EQ(refusal(dec, enc.encode(sample(1, 4))), BusRefusal::too_many_devices);
+  EXPECT_EQ(refusal(dec, enc.encode(sample(3, 4))), BusRefusal::too_many_devices);
+  GpuSnapshot procs = sample(3, 3);  // 3 devices, one process each: at the bound
+  procs.devices[0].processes.push_back(procs.devices[0].processes[0]);  // 4
+  EXPECT_EQ(refusal(dec, enc.encode(procs)), BusRefusal::too_many_devices);
+  const GpuSnapshot next = sample(2, 3);
+  const auto d = dec.decode(enc.encode(next));
+  ASSERT_TRUE(d);
+  EXPECT_FALSE(d->header.full);
+  EXPECT_EQ(d->snapshot, with_node(next, "n"));
+}
+
+/// A big base: `devices` devices, each with a `name_bytes`-character name of its own.
+GpuSnapshot big_base(int devices, std::size_t name_bytes) {
+  GpuSnapshot s = sample(0, devices);
+  for (auto& d : s.devices) {
+    d.name.assign(name_bytes, 'a');
+    for (std::size_t i = 0; i < name_bytes; i += 7)
+      d.name[i] = static_cast<char>('a' + (i / 7 + static_cast<std::size_t>(d.index)) % 26);
+  }
+  return with_node(s, "n");
+}
+
+// Item 3. An 8 MiB base then many tiny deltas, each against it: every delta decodes to exactly
+// the base plus its own change (so the one before left the base as it was), and the base's
+// bytes do not grow.
+TEST(BusBounds, ManyTinyDeltasOnAnEightMiBBaseLeaveTheBaseUnchanged) {
+  BusLimits limits;
+  limits.max_message_bytes = 16u << 20;
+  limits.max_body_bytes = 16u << 20;
+  BusDecoder dec(limits);
+  BusEncoder enc("n", "a", {.full_every = 1'000'000, .compress = false});
+  const GpuSnapshot base = big_base(1000, 6000);
+  const std::string full = enc.encode(base);
+  ASSERT_GT(full.size(), 8u << 20);
+  ASSERT_TRUE(dec.decode(full));
+  const std::size_t bytes = dec.state_bytes();
+  for (int k = 0; k < 16; ++k) {
+    GpuSnapshot s = base;
+    auto& dev = s.devices[static_cast<std::size_t>(k * 37) % s.devices.size()];
+    if (k % 4 == 0) dev.metrics.set(Metric::power_watts, 1000.0 + k, Source::simulated);
+    if (k % 4 == 1) dev.processes.push_back({});  // an array that grows: replaced whole
+    if (k % 4 == 2) s.errors.push_back({"x", "e" + std::to_string(k), ""});
+    if (k % 4 == 3) dev.name = "short";
+    s.sequence += static_cast<std::uint64_t>(k) + 1;
+    const std::string& m = enc.encode(s);
+    ASSERT_FALSE(enc.last_was_full());
+    ASSERT_LT(m.size(), 1024u) << k;
+    const auto d = dec.decode(m);
+    ASSERT_TRUE(d) << k;
+    ASSERT_EQ(d->snapshot, s) << k;
+    ASSERT_EQ(dec.state_bytes(), bytes) << k;
+  }
+}
+
+/// A stream's messages as plain bodies: the full's document, then deltas of raw patches.
+std::string plain_full(std::uint64_t seq, const std::string& body) {
+  return message(true, false, 7, seq, seq, body.size(), body);
+}
+std::string plain_delta(std::uint64_t seq, std::uint64_t base, const std::string& patch) {
+  return message(false, false, 7, seq, base, patch.size(), patch);
+}
+
+// Item 3: a patch refused half-way (after it removed, added and replaced keys), or one that
+// applies but leaves no snapshot, is undone: the next delta decodes against the base as it was.
+TEST(BusBounds, ARefusedPatchLeavesTheBaseAsItWas) {
+  json::object doc = json::parse(to_json_string(with_node(sample(0, 2), "n"))).as_object();
+  doc["extra"] = json::object{{"keep", 1}, {"nested", json::array{1, 2, 3}}};
+  const std::string body = json::serialize(doc);
+  BusDecoder dec;
+  const auto first = dec.decode(plain_full(1, body));
+  ASSERT_TRUE(first);
+  const std::size_t bytes = dec.state_bytes();
+  const std::vector<std::string> bad = {
+      // removes, adds, replaces, descends, then an index past the array
+      R"({"extra":null,"added":[{"a":1}],"sequence":[99],"devices":{"0":{"name":["x"]},"5":[1]}})",
+      R"({"extra":{"nested":{"1":[7]},"keep":null},"devices":{"1":{"name":{"x":[1]}}}})",
+      R"({"probe":null,"extra":{"new":[1]},"schema":["gpustream/0"]})",  // no snapshot
+      R"({"sequence":[5],"devices":[[{"id":5},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}]]})",
+      R"({"sequence":[5],"host":{"x":[1]}})",        // patches a key that is not there
+      R"({"sequence":[5], "devices":{"0":[1,2]}})",  // a replacement of two values
+  };
+  BusLimits few;
+  few.max_devices = 16;
+  BusDecoder small(few);
+  ASSERT_TRUE(small.decode(plain_full(1, body)));
+  // A patch undone may leave an object's table grown (capacity, not content): once. The second
+  // round of the same patches leaves the bytes where the first left them.
+  std::uint64_t seq = 2;
+  std::size_t after_first = 0;
+  for (int round = 0; round < 2; ++round) {
+    for (const auto& p : bad) {
+      EXPECT_THROW((void)dec.decode(plain_delta(seq, 1, p)), BusError) << p;
+      if (round == 0) EXPECT_THROW((void)small.decode(plain_delta(seq, 1, p)), BusError) << p;
+      ++seq;
+    }
+    if (round == 0) after_first = dec.state_bytes();
+  }
+  EXPECT_EQ(dec.state_bytes(), after_first);
+  EXPECT_LE(after_first, bytes + 256);
+  // The base is the full, exactly: an empty patch gives the full's snapshot, and a patch that
+  // needs the keys the bad ones removed or added applies.
+  const auto same = dec.decode(plain_delta(seq++, 1, "{}"));
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->snapshot, first->snapshot);
+  const auto next = dec.decode(
+      plain_delta(seq++, 1, R"({"extra":{"keep":[2],"nested":{"2":[4]}},"sequence":[42]})"));
+  ASSERT_TRUE(next);
+  GpuSnapshot want = first->snapshot;
+  want.sequence = 42;
+  EXPECT_EQ(next->snapshot, want);
+  EXPECT_THROW((void)dec.decode(plain_delta(seq++, 1, R"({"added":{"a":[2]}})")), BusError);
+  EXPECT_EQ(dec.counters().malformed, 2 * bad.size() + 1);
+  EXPECT_EQ(small.counters().too_many_devices, 1u);
+  EXPECT_EQ(small.counters().malformed, bad.size() - 1);
+}
+
+// Item 4. A forged full of the agent's own epoch with seq 2^64−1 is a jump: dropped and counted,
+// and the agent's next messages are decoded, values current.
+TEST(BusSequence, AForgedMaximalSeqDoesNotFreezeTheStream) {
+  BusEncoder enc("n", "a", {.full_every = 3});
+  BusDecoder dec;
+  ASSERT_TRUE(dec.decode(enc.encode(sample(0))));
+  const std::string forged = with_seq(enc.last_fulls().at("simulated"), UINT64_MAX, UINT64_MAX);
+  EXPECT_FALSE(dec.decode(forged));
+  EXPECT_EQ(dec.jumps(), 1u);
+  EXPECT_FALSE(dec.decode(with_seq(enc.encode(sample(50)), UINT64_MAX, 1)));  // a forged delta
+  EXPECT_EQ(dec.jumps(), 2u);
+  for (int t = 1; t < 10; ++t) {
+    const auto d = dec.decode(enc.encode(sample(t)));
+    ASSERT_TRUE(d) << t;
+    EXPECT_EQ(d->snapshot, with_node(sample(t), "n")) << t;
+  }
+  EXPECT_EQ(dec.resyncs(), 0u);
+  // Drops must be consecutive to resync: two forged, one real, two forged, then a forged full.
+  for (int round = 0; round < 2; ++round) {
+    EXPECT_FALSE(dec.decode(forged));
+    EXPECT_FALSE(dec.decode(forged));
+    ASSERT_TRUE(dec.decode(enc.encode(sample(20 + round))));
+  }
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(dec.decode(forged));  // the third: only 2 before it
+  const auto d = dec.decode(enc.encode(sample(30)));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot, with_node(sample(30), "n"));
+  EXPECT_EQ(dec.resyncs(), 0u);
+  EXPECT_EQ(dec.jumps(), 9u);
+}
+
+// Item 4. A replay of an old full (or delta) of the stream is dropped: the values stay current.
+TEST(BusSequence, AReplayedOldFullIsDropped) {
+  BusEncoder enc("n", "a", {.full_every = 3});
+  BusDecoder dec;
+  const std::string old_full = enc.encode(sample(0));
+  const std::string old_delta = enc.encode(sample(1));
+  ASSERT_TRUE(dec.decode(old_full));
+  for (int t = 2; t < 8; ++t) ASSERT_TRUE(dec.decode(enc.encode(sample(t))));
+  EXPECT_FALSE(dec.decode(old_full));
+  EXPECT_FALSE(dec.decode(old_delta));
+  EXPECT_EQ(dec.stale(), 2u);
+  const auto d = dec.decode(enc.encode(sample(8)));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot, with_node(sample(8), "n"));
+  EXPECT_EQ(dec.resyncs(), 0u);
+}
+
+// Item 4. After an agent restart, the messages of its old epoch (late, or replayed) are old:
+// dropped, they do not take the stream back. A forged new epoch is taken, and the agent's own
+// stream is back after resync_after of its messages and its next full.
+TEST(BusSequence, AnEpochTheStreamLeftIsOld) {
+  BusDecoder dec;
+  BusEncoder before("n", "a", {.full_every = 3});
+  const std::string old_full = before.encode(sample(0));
+  const std::string old_delta = before.encode(sample(1));
+  ASSERT_TRUE(dec.decode(old_full));
+  BusEncoder agent("n", "a", {.full_every = 3});  // the restart
+  ASSERT_TRUE(dec.decode(agent.encode(sample(10))));
+  EXPECT_FALSE(dec.decode(old_full));
+  EXPECT_FALSE(dec.decode(old_delta));
+  EXPECT_EQ(dec.stale(), 2u);
+  const auto d = dec.decode(agent.encode(sample(11)));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot, with_node(sample(11), "n"));
+
+  BusEncoder forger("n", "a", {.full_every = 1});
+  ASSERT_TRUE(dec.decode(forger.encode(sample(99))));  // a new epoch: taken
+  int t = 12;
+  for (; t < 30; ++t) {
+    const std::string& m = agent.encode(sample(t));
+    if (dec.decode(m)) break;
+  }
+  EXPECT_TRUE(agent.last_was_full());
+  EXPECT_EQ(dec.resyncs(), 1u);
+  EXPECT_LE(t, 12 + 3 + 3);  // resync_after drops, then within a full period
+  const auto next = dec.decode(agent.encode(sample(40)));
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->snapshot, with_node(sample(40), "n"));
+  EXPECT_FALSE(dec.decode(forger.encode(sample(98))));  // the forger's epoch is old now
+}
+
+// Item 4, recovery. A stream a forged seq got ahead of (its first message, so taken) drops the
+// agent's real messages as stale; after resync_after of them in a row, the agent's next full is
+// taken whatever its seq. A consumer that missed more than seq_window messages is back the same
+// way: the jump is not taken as-is, the next full after resync_after drops is.
+TEST(BusSequence, ConsecutiveDropsLetTheNextFullResyncTheStream) {
+  BusEncoder enc("n", "a", {.full_every = 4});
+  const std::string first = enc.encode(sample(0));
+  BusDecoder dec;
+  ASSERT_TRUE(dec.decode(with_seq(first, UINT64_MAX, UINT64_MAX)));  // a new stream: taken
+  EXPECT_FALSE(dec.decode(first));                                   // dropped, 1
+  for (int t = 1; t < 4; ++t) EXPECT_FALSE(dec.decode(enc.encode(sample(t)))) << t;  // 2, 3, 4
+  const std::string full = enc.encode(sample(4));
+  ASSERT_TRUE(enc.last_was_full());
+  const auto r = dec.decode(full);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->snapshot, with_node(sample(4), "n"));
+  EXPECT_EQ(dec.resyncs(), 1u);
+  EXPECT_EQ(dec.stale(), 4u);
+  const auto d = dec.decode(enc.encode(sample(5)));  // a delta on the rebased stream
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot, with_node(sample(5), "n"));
+
+  BusLimits limits;
+  limits.seq_window = 8;
+  EXPECT_EQ(BusLimits{}.seq_window, 4096u);
+  EXPECT_EQ(BusLimits{}.resync_after, 3u);
+  BusDecoder late(limits);
+  BusEncoder agent("m", "a", {.full_every = 4});
+  ASSERT_TRUE(late.decode(agent.encode(sample(0))));
+  for (int t = 1; t <= 20; ++t) (void)agent.encode(sample(t));  // missed: 20 > 8
+  int taken_at = 0;
+  for (int t = 21; t < 40 && !taken_at; ++t) {
+    const std::string& m = agent.encode(sample(t));
+    if (auto x = late.decode(m)) {
+      EXPECT_TRUE(agent.last_was_full()) << t;
+      EXPECT_EQ(x->snapshot, with_node(sample(t), "m"));
+      taken_at = t;
+    }
+  }
+  EXPECT_EQ(late.jumps(), 3u);  // seqs 22, 23, 24 (deltas); the full of seq 25 resyncs
+  EXPECT_EQ(late.resyncs(), 1u);
+  EXPECT_GT(taken_at, 21);
+  const auto after = late.decode(agent.encode(sample(50)));
+  ASSERT_TRUE(after);
+  EXPECT_EQ(after->snapshot, with_node(sample(50), "m"));
+}
+
+// Item 5. The cost of a message is known from its header: its body, plus for a delta the base it
+// applies to.
+TEST(BusBounds, CostBytesIsKnownBeforeDecoding) {
+  BusEncoder enc("n", "a", {.full_every = 10});
+  BusDecoder dec;
+  const std::string full = enc.encode(sample(0, 8));
+  const auto hf = parse_bus_header(full);
+  EXPECT_EQ(dec.cost_bytes(hf), hf.body_bytes);
+  const std::string delta = enc.encode(sample(1, 8));
+  const auto hd = parse_bus_header(delta);
+  EXPECT_EQ(dec.cost_bytes(hd), hd.body_bytes);  // no base yet: the delta would wait
+  ASSERT_TRUE(dec.decode(full));
+  EXPECT_EQ(dec.cost_bytes(hd), hd.body_bytes + dec.state_bytes());  // its one stream's base
+  EXPECT_GT(dec.cost_bytes(hd), hf.body_bytes);
+  dec.forget("n");
+  EXPECT_EQ(dec.cost_bytes(hd), hd.body_bytes);
+}
+
+// Item 5. Every refusal is counted once, by its reason.
+TEST(BusBounds, EveryRefusalIsCountedByReason) {
+  BusLimits limits;
+  limits.max_message_bytes = 64 * 1024;
+  limits.max_streams = 1;
+  BusDecoder dec(limits);
+  EXPECT_THROW((void)dec.decode("nonsense"), BusError);
+  EXPECT_THROW((void)dec.decode(std::string(70 * 1024, 'x')), BusError);
+  EXPECT_THROW((void)dec.decode(message(true, false, 1, 1, 1, 99u << 20, "{}")), BusError);
+  ASSERT_TRUE(dec.decode(BusEncoder("a").encode(sample(0, 1))));
+  EXPECT_THROW((void)dec.decode(BusEncoder("b").encode(sample(0, 1))), BusError);
+  const auto& c = dec.counters();
+  EXPECT_EQ(c.malformed, 1u);
+  EXPECT_EQ(c.too_large, 2u);
+  EXPECT_EQ(c.too_many_streams, 1u);
+  EXPECT_EQ(c.inflation + c.too_many_devices + c.stale + c.jumps + c.waiting, 0u);
 }
 
 }  // namespace

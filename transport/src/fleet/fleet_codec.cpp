@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <random>
@@ -63,8 +65,10 @@ void deflate_into(std::string& out, std::string_view in, int level) {
   out.resize(start + zs.total_out);
 }
 
-/// Inflates `in`, expecting exactly `expected` bytes (<= the limit): never more than one byte
-/// beyond is produced. Two quirks of Beast's inflate_stream are worked around:
+/// Inflates `in`, expecting exactly `expected` bytes (<= the limits, the inflation ratio's
+/// included: parse_bus_header checked): never more than one byte beyond is produced, so a bomb
+/// costs one pass over `expected` + 1 bytes. Two quirks of Beast's inflate_stream are worked
+/// around:
 ///  - with an output buffer exactly filled, it can stop with need_buffers before it has read the
 ///    stream's end marker: the output has one spare byte;
 ///  - it can need one byte of input beyond the end of a valid stream to see that end (it reads
@@ -86,6 +90,10 @@ std::string inflate_exact(std::string_view in, std::size_t expected) {
   zs.avail_out = out.size();
   boost::system::error_code ec;
   is.write(zs, zlib::Flush::finish, ec);
+  if (zs.total_out > expected)  // stopped at the first byte past the bound (need_buffers)
+    throw BusError(
+        "bus message: the body inflates past the declared " + std::to_string(expected) + " bytes",
+        BusRefusal::inflation);
   if (ec && ec != zlib::error::end_of_stream)
     throw BusError("bus message: bad deflate body: " + ec.message());
   const std::size_t read_ahead = static_cast<std::size_t>(zs.data_type & 63) / 8;
@@ -163,7 +171,8 @@ std::string default_node_name() {
 BusHeader parse_bus_header(std::string_view message, const BusLimits& limits) {
   if (message.size() > limits.max_message_bytes)
     throw BusError("bus message: " + std::to_string(message.size()) + " bytes, more than the " +
-                   std::to_string(limits.max_message_bytes) + " allowed");
+                       std::to_string(limits.max_message_bytes) + " allowed",
+                   BusRefusal::too_large);
   const auto eol = message.substr(0, kMaxHeaderBytes).find('\n');
   if (eol == std::string_view::npos) throw BusError("bus message: no header line");
   std::string_view line = message.substr(0, eol);
@@ -192,7 +201,22 @@ BusHeader parse_bus_header(std::string_view message, const BusLimits& limits) {
   h.agent = std::string(f[9]);
   if (h.body_bytes > limits.max_body_bytes)
     throw BusError("bus message: a body of " + std::to_string(h.body_bytes) +
-                   " bytes, more than the " + std::to_string(limits.max_body_bytes) + " allowed");
+                       " bytes, more than the " + std::to_string(limits.max_body_bytes) +
+                       " allowed",
+                   BusRefusal::too_large);
+  if (h.compressed) {
+    const std::size_t packed = message.size() - eol - 1;
+    const std::size_t bound =
+        limits.max_inflation_ratio != 0 && packed > SIZE_MAX / limits.max_inflation_ratio
+            ? SIZE_MAX
+            : packed * limits.max_inflation_ratio;
+    if (h.body_bytes > bound)
+      throw BusError("bus message: a body of " + std::to_string(packed) +
+                         " compressed bytes declared to inflate to " +
+                         std::to_string(h.body_bytes) + ", more than " +
+                         std::to_string(limits.max_inflation_ratio) + " times as many",
+                     BusRefusal::inflation);
+  }
   if (h.full ? h.base != h.seq : h.base >= h.seq) throw BusError("bus message: bad base");
   return h;
 }
@@ -230,35 +254,136 @@ std::optional<json::value> json_diff(const json::value& from, const json::value&
 
 namespace {
 
-void apply_one(json::value& target, const json::value& patch);
+/// What an in-place patch changed, to undo it: the old value of each replaced slot, each key
+/// inserted, each key removed with its value. Undone in reverse order, each entry finds the
+/// document as it was right after it was made. Pointers stay valid because a patch changes an
+/// object's keys (which may move its members) before it replaces or descends into any of them,
+/// and a container's own address only moves when its parent's keys change.
+class PatchUndo {
+ public:
+  PatchUndo() = default;
+  PatchUndo(const PatchUndo&) = delete;
+  PatchUndo& operator=(const PatchUndo&) = delete;
+  ~PatchUndo() { undo(); }
 
-void apply_entry(json::value& slot, const json::value& p) {
+  // The old values are move-constructed: they keep the document's storage, so moving them out
+  // and back is a pointer move (an assignment between storages would copy).
+  void replaced(json::value& slot) {
+    room();
+    log_.push_back({Kind::replaced, &slot, nullptr, {}, json::value(std::move(slot))});
+  }
+  void inserted(json::object& parent, std::string_view key) {
+    room();
+    log_.push_back({Kind::inserted, nullptr, &parent, std::string(key), {}});
+  }
+  /// Records then removes `key` (present) from `parent`.
+  void erase(json::object& parent, json::object::iterator at) {
+    room();
+    log_.push_back({Kind::erased, nullptr, &parent, std::string(at->key()),
+                    json::value(std::move(at->value()))});
+    parent.stable_erase(at);
+  }
+  /// Restores the document (equal as a value; a removed key comes back last). False if that
+  /// failed (out of memory re-inserting a key): the document is then not the base any more.
+  bool undo() noexcept {
+    bool ok = true;
+    for (; !log_.empty(); log_.pop_back()) {
+      auto& e = log_.back();
+      try {
+        switch (e.kind) {
+          case Kind::replaced:
+            *e.slot = std::move(e.old);
+            break;
+          case Kind::inserted:
+            e.parent->erase(e.key);
+            break;
+          case Kind::erased:
+            e.parent->emplace(e.key, std::move(e.old));
+            break;
+        }
+      } catch (...) {
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+ private:
+  /// Room for one more entry first: a push_back that fails after moving the old value out would
+  /// lose it (the braced entry is built before the vector grows).
+  void room() {
+    if (log_.size() == log_.capacity()) log_.reserve(2 * log_.size() + 8);
+  }
+  enum class Kind { replaced, inserted, erased };
+  struct Entry {
+    Kind kind;
+    json::value* slot;
+    json::object* parent;
+    std::string key;
+    json::value old;
+  };
+  std::vector<Entry> log_;
+};
+
+void apply_one(json::value& target, const json::value& patch, PatchUndo* undo);
+
+const json::value& replacement(const json::value& p) {
+  if (p.get_array().size() != 1) throw BusError("bus patch: a replacement holds one value");
+  return p.get_array()[0];
+}
+
+void replace(json::value& slot, const json::value& with, PatchUndo* undo) {
+  if (undo) undo->replaced(slot);
+  slot = with;
+}
+
+void apply_entry(json::value& slot, const json::value& p, PatchUndo* undo) {
   if (p.is_array()) {
-    if (p.get_array().size() != 1) throw BusError("bus patch: a replacement holds one value");
-    slot = p.get_array()[0];
+    replace(slot, replacement(p), undo);
   } else if (p.is_object()) {
-    apply_one(slot, p);
+    apply_one(slot, p, undo);
   } else {
     throw BusError("bus patch: expected [value], null or an object");
   }
 }
 
-void apply_one(json::value& target, const json::value& patch) {
+void apply_object(json::object& o, const json::object& p, PatchUndo* undo) {
+  // Keys removed and added first: they may move the object's members, so nothing may point into
+  // it yet. Then replacements and nested patches of the keys present.
+  std::vector<bool> added(p.size(), false);
+  std::size_t n = 0;
+  for (const auto& kv : p) {
+    const std::size_t i = n++;
+    if (kv.value().is_null()) {
+      const auto at = o.find(kv.key());
+      if (at == o.end()) continue;
+      if (undo)
+        undo->erase(o, at);
+      else
+        o.stable_erase(at);
+    } else if (kv.value().is_array() && !o.contains(kv.key())) {
+      const json::value& v = replacement(kv.value());
+      if (undo) undo->inserted(o, kv.key());  // first: undoing an insertion that failed is a no-op
+      o.emplace(kv.key(), v);
+      added[i] = true;
+    }
+  }
+  n = 0;
+  for (const auto& kv : p) {
+    const std::size_t i = n++;
+    if (added[i] || kv.value().is_null()) continue;
+    auto* slot = o.if_contains(kv.key());
+    if (!slot && !kv.value().is_array())
+      throw BusError("bus patch: no key '" + std::string(kv.key()) + "' to patch");
+    if (!slot) throw BusError("bus patch: a key both removed and replaced");
+    apply_entry(*slot, kv.value(), undo);
+  }
+}
+
+void apply_one(json::value& target, const json::value& patch, PatchUndo* undo) {
   const auto& p = patch.get_object();
   if (auto* o = target.if_object()) {
-    for (const auto& kv : p) {
-      if (kv.value().is_null()) {
-        o->erase(kv.key());
-        continue;
-      }
-      if (kv.value().is_array()) {
-        apply_entry((*o)[kv.key()], kv.value());
-        continue;
-      }
-      auto* slot = o->if_contains(kv.key());
-      if (!slot) throw BusError("bus patch: no key '" + std::string(kv.key()) + "' to patch");
-      apply_entry(*slot, kv.value());
-    }
+    apply_object(*o, p, undo);
   } else if (auto* a = target.if_array()) {
     for (const auto& kv : p) {
       std::size_t i = 0;
@@ -266,18 +391,44 @@ void apply_one(json::value& target, const json::value& patch) {
       const auto r = std::from_chars(k.data(), k.data() + k.size(), i);
       if (k.empty() || r.ec != std::errc() || r.ptr != k.data() + k.size() || i >= a->size())
         throw BusError("bus patch: bad array index '" + std::string(k) + "'");
-      apply_entry((*a)[i], kv.value());
+      apply_entry((*a)[i], kv.value(), undo);
     }
   } else {
     throw BusError("bus patch: patches a scalar");
   }
 }
 
+/// Refuses a snapshot document with more devices or processes than `l` allows (before it is
+/// converted: O(devices)).
+void check_counts(const json::value& doc, const BusLimits& l) {
+  const auto* o = doc.if_object();
+  if (!o) return;  // the conversion says what is wrong
+  std::size_t processes = 0;
+  auto count = [&processes](const json::value& owner) {
+    if (const auto* ow = owner.if_object())
+      if (const auto* p = ow->if_contains("processes"); p && p->is_array())
+        processes += p->get_array().size();
+  };
+  if (const auto* d = o->if_contains("devices"); d && d->is_array()) {
+    const auto& devices = d->get_array();
+    if (devices.size() > l.max_devices)
+      throw BusError("bus message: a snapshot of " + std::to_string(devices.size()) +
+                         " devices, more than the " + std::to_string(l.max_devices) + " allowed",
+                     BusRefusal::too_many_devices);
+    for (const auto& dev : devices) count(dev);
+  }
+  if (const auto* h = o->if_contains("host")) count(*h);
+  if (processes > l.max_processes)
+    throw BusError("bus message: a snapshot of " + std::to_string(processes) +
+                       " processes, more than the " + std::to_string(l.max_processes) + " allowed",
+                   BusRefusal::too_many_devices);
+}
+
 }  // namespace
 
 void json_patch(json::value& doc, const json::value& patch) {
   if (!patch.is_object()) throw BusError("bus patch: expected an object");
-  apply_one(doc, patch);
+  apply_one(doc, patch, nullptr);
 }
 
 // ---- encoder ----
@@ -329,12 +480,16 @@ const std::string& BusEncoder::encode(const GpuSnapshot& s) {
     body_ = d ? json::serialize(*d) : std::string("{}");
   }
   h.body_bytes = body_.size();
+  if (options_.compress) {
+    packed_.clear();
+    deflate_into(packed_, body_, options_.level);
+    // A body that deflates past the decoders' inflation ratio would be refused: it goes plain.
+    const std::size_t ratio = std::max<std::size_t>(options_.max_inflation_ratio, 1);
+    h.compressed = packed_.size() >= (body_.size() + ratio - 1) / ratio;
+  }
   out_.clear();
   append_header(out_, h);
-  if (options_.compress)
-    deflate_into(out_, body_, options_.level);
-  else
-    out_ += body_;
+  out_ += h.compressed ? packed_ : body_;
   last_full_ = full;
   if (full) fulls_[probe] = out_;
   return out_;
@@ -387,27 +542,115 @@ BusDecoder::Streams::iterator BusDecoder::keep(const Key& key, Streams::iterator
                                                json::value&& doc) {
   auto count = std::make_shared<std::size_t>(0);
   json::value stored(std::move(doc), json::make_shared_resource<CountingResource>(count));
-  const std::size_t bytes =
-      *count + key.first.size() + key.second.size() + sizeof(Stream) + kStreamOverhead;
+  const std::size_t fixed = key.first.size() + key.second.size() + sizeof(Stream) + kStreamOverhead;
+  const std::size_t bytes = *count + fixed;
   if (it != streams_.end()) erase(it);  // its old base goes first; the stream rebuilds below
   if (bytes > limits_.max_state_bytes) {
-    ++evicted_;
+    ++counters_.evicted;
     return streams_.end();
   }
   // The stalest first (the count bound is the caller's: a new stream over it is refused).
   while (!by_tick_.empty() && state_bytes_ + bytes > limits_.max_state_bytes) {
     erase(streams_.find(*by_tick_.begin()->second));
-    ++evicted_;
+    ++counters_.evicted;
   }
-  it = streams_.emplace(key, Stream{}).first;
-  it->second.base_doc = std::move(stored);
+  // Moved in by construction: an assignment would copy it into the default resource.
+  it = streams_.emplace(key, Stream{.base_doc = std::move(stored)}).first;
+  it->second.doc_bytes = std::move(count);
+  it->second.fixed_bytes = fixed;
   it->second.bytes = bytes;
   state_bytes_ += bytes;
   return it;
 }
 
+void BusDecoder::recount(Streams::iterator it) {
+  auto& st = it->second;
+  const std::size_t now = *st.doc_bytes + st.fixed_bytes;
+  state_bytes_ = state_bytes_ - st.bytes + now;
+  st.bytes = now;
+  if (now > limits_.max_state_bytes) {
+    erase(it);
+    ++counters_.evicted;
+    return;
+  }
+  while (state_bytes_ > limits_.max_state_bytes) {
+    auto stalest = streams_.find(*by_tick_.begin()->second);
+    if (stalest == it) stalest = streams_.find(*std::next(by_tick_.begin())->second);
+    erase(stalest);
+    ++counters_.evicted;
+  }
+}
+
+std::size_t BusDecoder::cost_bytes(const BusHeader& h) const {
+  std::size_t cost = h.body_bytes;
+  if (!h.full) {
+    const auto it = streams_.find(Key(h.node, h.probe));
+    if (it != streams_.end() && it->second.epoch == h.epoch && it->second.base == h.base)
+      cost += it->second.bytes;
+  }
+  return cost;
+}
+
 std::optional<BusDecoder::Decoded> BusDecoder::decode(std::string_view message) {
+  try {
+    return decode_counted(message);
+  } catch (const BusError& e) {
+    switch (e.reason()) {
+      case BusRefusal::malformed:
+        ++counters_.malformed;
+        break;
+      case BusRefusal::too_large:
+        ++counters_.too_large;
+        break;
+      case BusRefusal::inflation:
+        ++counters_.inflation;
+        break;
+      case BusRefusal::too_many_devices:
+        ++counters_.too_many_devices;
+        break;
+      case BusRefusal::too_many_streams:
+        ++counters_.too_many_streams;
+        break;
+    }
+    throw;
+  }
+}
+
+std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view message) {
   BusHeader h = parse_bus_header(message, limits_);
+  const auto key = std::make_pair(h.node, h.probe);
+  auto it = streams_.find(key);
+  // The sequence rule (the file comment), from the header alone: what it drops costs nothing more.
+  bool resync = false;
+  // A drop of `it`'s stream, or a full taken anyway after resync_after drops in a row.
+  const auto drop = [&](std::uint64_t& counter) {
+    auto& st = it->second;
+    if (h.full && st.dropped >= limits_.resync_after) return false;
+    ++counter;
+    if (st.dropped < UINT32_MAX) ++st.dropped;
+    return true;
+  };
+  if (it != streams_.end() && it->second.epoch == h.epoch) {
+    auto& st = it->second;
+    const bool old = h.seq <= st.last_seq;
+    const bool jump = !old && h.seq - st.last_seq > limits_.seq_window;
+    if (old || jump) {
+      if (drop(old ? counters_.stale : counters_.jumps)) return std::nullopt;
+      resync = true;
+    } else if (!h.full && st.base != h.base) {
+      ++counters_.waiting;  // a delta of a full this decoder missed: the next full rebuilds
+      return std::nullopt;
+    }
+  } else if (it != streams_.end() && std::find(it->second.retired.begin(), it->second.retired.end(),
+                                               h.epoch) != it->second.retired.end()) {
+    // An epoch this stream has left (the agent restarted since): late or replayed, it is old.
+    if (drop(counters_.stale)) return std::nullopt;
+    resync = true;
+  } else if (!h.full) {
+    ++counters_.waiting;
+    return std::nullopt;
+  }
+
   const auto body_at = message.find('\n') + 1;
   const std::string_view raw = message.substr(body_at);
   std::string inflated;
@@ -419,44 +662,71 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode(std::string_view message) 
     throw BusError("bus message: the body is not the declared " + std::to_string(h.body_bytes) +
                    " bytes");
   }
-  const auto key = std::make_pair(h.node, h.probe);
-  auto it = streams_.find(key);
-  json::value doc;
-  if (h.full) {
-    if (it != streams_.end() && it->second.epoch == h.epoch && h.seq <= it->second.last_seq) {
-      ++stale_;
-      return std::nullopt;
-    }
-    doc = parse_body(body);
-  } else {
-    if (it == streams_.end() || it->second.epoch != h.epoch || it->second.base != h.base) {
-      ++waiting_;
-      return std::nullopt;
-    }
-    if (h.seq <= it->second.last_seq) {
-      ++stale_;
-      return std::nullopt;
-    }
-    doc = it->second.base_doc;
-    json_patch(doc, parse_body(body));
-  }
+
   Decoded out;
   out.header = std::move(h);
-  try {
-    out.snapshot = snapshot_from_json(doc);
-  } catch (const JsonError& e) {
-    throw BusError(std::string("bus message: snapshot: ") + e.what());
+  const auto to_snapshot = [&out](const json::value& doc) {
+    try {
+      out.snapshot = snapshot_from_json(doc);
+    } catch (const JsonError& e) {
+      throw BusError(std::string("bus message: snapshot: ") + e.what());
+    }
+    out.snapshot.node = out.header.node;  // the header names the node; the body must agree
+  };
+  if (!out.header.full) {
+    // In place on the kept base, undone whatever happens (a patch that fails half-way too).
+    auto& st = it->second;
+    bool restored = false;
+    {
+      const json::value patch = parse_body(body);
+      if (!patch.is_object()) throw BusError("bus patch: expected an object");
+      PatchUndo undo;
+      try {
+        apply_one(st.base_doc, patch, &undo);
+        check_counts(st.base_doc, limits_);
+        to_snapshot(st.base_doc);
+      } catch (...) {
+        if (undo.undo())
+          recount(it);
+        else
+          erase(it);  // no base is better than a wrong one
+        throw;
+      }
+      restored = undo.undo();
+    }
+    if (!restored) {
+      erase(it);
+      return out;
+    }
+    st.last_seq = out.header.seq;
+    st.dropped = 0;
+    touch(it);
+    recount(it);
+    return out;
   }
-  out.snapshot.node = out.header.node;  // the header names the node; the body must agree
-  if (out.header.full) {
-    if (it == streams_.end() && streams_.size() >= limits_.max_streams)
-      throw BusError("bus message: more than " + std::to_string(limits_.max_streams) + " streams");
-    it = keep(key, it, std::move(doc));
-    if (it == streams_.end())
-      return out;  // decoded, but too big to keep: its deltas wait for a full that fits
-    it->second.epoch = out.header.epoch;
-    it->second.base = out.header.seq;
+
+  json::value doc = parse_body(body);
+  check_counts(doc, limits_);
+  to_snapshot(doc);
+  if (it == streams_.end() && streams_.size() >= limits_.max_streams)
+    throw BusError("bus message: more than " + std::to_string(limits_.max_streams) + " streams",
+                   BusRefusal::too_many_streams);
+  if (resync) ++counters_.resyncs;
+  // The epochs the stream has left, carried over (a new epoch retires the current one).
+  std::array<std::uint64_t, kRetiredEpochs> retired{};
+  if (it != streams_.end()) {
+    retired = it->second.retired;
+    if (it->second.epoch != out.header.epoch) {
+      std::move_backward(retired.begin(), retired.end() - 1, retired.end());
+      retired[0] = it->second.epoch;
+    }
   }
+  it = keep(key, it, std::move(doc));
+  if (it == streams_.end())
+    return out;  // decoded, but too big to keep: its deltas wait for a full that fits
+  it->second.retired = retired;
+  it->second.epoch = out.header.epoch;
+  it->second.base = out.header.seq;
   it->second.last_seq = out.header.seq;
   touch(it);
   return out;

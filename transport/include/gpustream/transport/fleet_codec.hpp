@@ -24,19 +24,43 @@
 // when an array kept its length); each value is `[v]` (the new value), `null` (key removed) or a
 // nested patch object.
 //
-// Decoding is bounded: a message longer than BusLimits::max_message_bytes, a body that inflates
-// past max_body_bytes (inflation stops there), a header that does not parse, a patch that does not
-// apply or a snapshot that does not decode is a BusError — never a crash. Each costs at most one
-// pass over max_body_bytes. What a decoder keeps is bounded too: at most max_streams streams and
-// max_state_bytes of them together (the stream heard from longest ago is evicted first).
+// Decoding is bounded: a message longer than BusLimits::max_message_bytes, a header that does not
+// parse, a patch that does not apply or a snapshot that does not decode is a BusError — never a
+// crash. A compressed body inflates to at most
+//   min(header body_bytes, max_body_bytes, max_inflation_ratio × its compressed bytes)
+// (default 64: a 1 MiB message at most 8 MiB, an 8 KB one at most 512 KiB); a header declaring
+// more is refused from the header alone, and inflation stops at the first byte past the declared
+// size, so a deflate bomb costs at most one pass over that bound. A snapshot may carry at most
+// max_devices devices and max_processes processes (devices' and the host's together), counted
+// on the JSON document before it becomes a snapshot, for a full and after applying a delta.
+// A delta is applied in place to the kept base with an undo record, converted, then undone: it
+// costs O(patch) plus the conversion of the base (BusDecoder::cost_bytes), never a copy of the
+// base. What a decoder keeps is bounded too: at most max_streams streams and max_state_bytes of
+// them together (the stream heard from longest ago is evicted first).
+//
+// Sequence rule, per (node, probe) stream, so that a replay cannot freeze a stream: a message
+// of the stream's epoch whose seq is <= the last taken is dropped (stale()); one whose seq is more
+// than seq_window past the last taken is a jump, dropped (jumps()) and never taken as-is. After
+// resync_after consecutive drops of that stream (stale or jump), its next full message is taken
+// whatever its seq and rebases the stream (resyncs()): an agent whose sequence really moved (or
+// that an attacker's forged seq got ahead of) is back within a few messages and a full, while a
+// single replayed or forged message moves nothing. A new epoch starts a new stream; only a full
+// starts it (deltas of an epoch not seen wait, waiting()); the stream remembers the last 4 epochs
+// it left, whose messages (late after an agent restart, or replayed) are dropped as stale and
+// count as drops. All of it is decided from the header, before inflating: a dropped message
+// costs a header parse. What it does not stop (a publisher that may speak as the node can): a
+// full of a new epoch, or any full sent after resync_after drops, is taken, and holds until the
+// agent's next full and resync_after of its messages.
 //
 // Thread safety: an encoder or a decoder is used by one thread at a time; distinct ones are
 // independent.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -52,10 +76,26 @@ namespace gpustream::transport {
 
 inline constexpr std::string_view kBusMagic = "GSB1";
 
+/// Why a bus message was refused (BusError::reason(), BusDecoderCounters).
+enum class BusRefusal {
+  malformed,         // a header, body, patch or snapshot that does not parse or apply
+  too_large,         // over max_message_bytes or max_body_bytes
+  inflation,         // a body declared (or inflating) past max_inflation_ratio × its bytes
+  too_many_devices,  // over max_devices or max_processes
+  too_many_streams,  // a new stream beyond max_streams
+};
+
 /// A malformed, oversized or inapplicable bus message.
 class BusError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit BusError(const std::string& what, BusRefusal reason = BusRefusal::malformed)
+      : std::runtime_error(what), reason_(reason) {}
+  explicit BusError(const char* what, BusRefusal reason = BusRefusal::malformed)
+      : std::runtime_error(what), reason_(reason) {}
+  BusRefusal reason() const noexcept { return reason_; }
+
+ private:
+  BusRefusal reason_;
 };
 
 /// Why `name` cannot be a node name, or nullopt when it can: 1 to 64 characters of
@@ -72,6 +112,15 @@ struct BusLimits {
   /// bookkeeping). Beyond it the stream heard from longest ago is evicted: it rebuilds from its
   /// next full message. A single full message bigger than this is decoded but not kept.
   std::size_t max_state_bytes = std::size_t{512} << 20;
+  /// A compressed body inflates to at most this many times its compressed bytes.
+  std::size_t max_inflation_ratio = 64;
+  std::size_t max_devices = 1024;     // devices in one snapshot
+  std::size_t max_processes = 16384;  // processes in one snapshot: all devices' and the host's
+  /// A seq more than this past the stream's last is a jump: dropped, counted in jumps().
+  std::uint64_t seq_window = 4096;
+  /// After this many consecutive drops (stale or jump) of a stream, its next full is taken
+  /// whatever its seq (a resync).
+  std::uint32_t resync_after = 3;
 };
 
 /// The header line of a bus message.
@@ -87,13 +136,17 @@ struct BusHeader {
   std::string agent;  // the agent's version, e.g. "gpustream/0.1.0"
 };
 
-/// Parses the header line of `message`; throws BusError.
+/// Parses the header line of `message`; throws BusError (a declared body over max_body_bytes or,
+/// compressed, over max_inflation_ratio × the bytes after the header, is refused here).
 BusHeader parse_bus_header(std::string_view message, const BusLimits& limits = {});
 
 struct BusEncoderOptions {
   std::uint32_t full_every = 10;  // one message in this many is a full snapshot (1: all)
   bool compress = true;           // raw deflate of the body
   int level = 6;                  // deflate level 1..9
+  /// A body that deflates more than this many times over is sent plain: decoders refuse it
+  /// compressed (BusLimits::max_inflation_ratio, the same default).
+  std::size_t max_inflation_ratio = 64;
 };
 
 /// Encodes one agent's snapshots: a stream per probe.
@@ -124,7 +177,22 @@ class BusEncoder {
   std::map<std::string, std::string> fulls_;
   std::string out_;
   std::string body_;
+  std::string packed_;
   bool last_full_ = false;
+};
+
+/// What a BusDecoder dropped or refused, by reason (each message counts once).
+struct BusDecoderCounters {
+  std::uint64_t waiting = 0;           // deltas of a full not seen (joined mid-stream)
+  std::uint64_t stale = 0;             // seq <= the stream's last, or an epoch it left
+  std::uint64_t jumps = 0;             // seq > the stream's last + seq_window
+  std::uint64_t resyncs = 0;           // fulls taken after resync_after consecutive drops
+  std::uint64_t too_large = 0;         // BusRefusal::too_large
+  std::uint64_t inflation = 0;         // BusRefusal::inflation
+  std::uint64_t too_many_devices = 0;  // BusRefusal::too_many_devices (devices or processes)
+  std::uint64_t too_many_streams = 0;  // BusRefusal::too_many_streams
+  std::uint64_t malformed = 0;         // BusRefusal::malformed
+  std::uint64_t evicted = 0;           // streams evicted, fulls too big to keep
 };
 
 /// Decodes the bus: keeps the last full message of each stream to apply deltas to.
@@ -137,29 +205,46 @@ class BusDecoder {
   explicit BusDecoder(BusLimits limits = {}) : limits_(limits) {}
 
   /// The snapshot `message` carries. nullopt: a delta whose full this decoder has not seen (the
-  /// consumer joined mid-stream; counted in waiting()), or a message older than the stream's
-  /// newest (counted in stale()). Throws BusError on anything malformed.
+  /// consumer joined mid-stream; counted in waiting()), or a message the sequence rule drops
+  /// (the file comment; counted in stale() or jumps()). Throws BusError on anything malformed or
+  /// over a limit, counted by BusError::reason() in counters().
   std::optional<Decoded> decode(std::string_view message);
+  /// What decoding a message with header `h` costs, known before decoding it: its inflated body
+  /// bytes plus, for a delta, the bytes of the kept base it applies to (converting the patched
+  /// base walks all of it; 0 when this decoder has no such base: the delta would wait). Bytes of
+  /// JSON parsed or walked: the view's decode budget charges these before decoding (measured:
+  /// ≈ 1.4 ms of CPU per MB of base for a delta, BM_BusDeltaOnBigBase, docs/benchmarks.md).
+  std::size_t cost_bytes(const BusHeader& h) const;
   /// Drops the streams of `node` (it is gone).
   void forget(std::string_view node);
 
-  std::uint64_t waiting() const noexcept { return waiting_; }
-  std::uint64_t stale() const noexcept { return stale_; }
+  std::uint64_t waiting() const noexcept { return counters_.waiting; }
+  std::uint64_t stale() const noexcept { return counters_.stale; }
+  std::uint64_t jumps() const noexcept { return counters_.jumps; }
+  std::uint64_t resyncs() const noexcept { return counters_.resyncs; }
+  const BusDecoderCounters& counters() const noexcept { return counters_; }
+  const BusLimits& limits() const noexcept { return limits_; }
   std::size_t streams() const noexcept { return streams_.size(); }
   /// Bytes the kept streams hold now (at most BusLimits::max_state_bytes).
   std::size_t state_bytes() const noexcept { return state_bytes_; }
   /// Streams evicted to stay within max_state_bytes, and full messages too big to keep.
-  std::uint64_t evicted() const noexcept { return evicted_; }
+  std::uint64_t evicted() const noexcept { return counters_.evicted; }
 
  private:
   using Key = std::pair<std::string, std::string>;  // (node, probe)
+  static constexpr std::size_t kRetiredEpochs = 4;
   struct Stream {
     std::uint64_t epoch = 0;
+    /// The epochs it had before (newest first; 0: none): their messages are old.
+    std::array<std::uint64_t, kRetiredEpochs> retired{};
     std::uint64_t base = 0;
     std::uint64_t last_seq = 0;
+    std::uint32_t dropped = 0;    // consecutive messages dropped by the sequence rule
     std::uint64_t tick = 0;       // when a message of it was last taken (the eviction order)
     std::size_t bytes = 0;        // what it holds: base_doc as allocated, key, bookkeeping
-    boost::json::value base_doc;  // allocated from its own counting resource
+    std::size_t fixed_bytes = 0;  // of which key and bookkeeping
+    std::shared_ptr<std::size_t> doc_bytes;  // base_doc's allocated bytes, as they change
+    boost::json::value base_doc;             // allocated from its own counting resource
   };
   using Streams = std::map<Key, Stream, std::less<>>;
   void touch(Streams::iterator it);
@@ -167,15 +252,17 @@ class BusDecoder {
   /// Stores `doc` as the base of `key`'s stream, evicting the stalest others to make room.
   /// Returns the stream, or streams_.end() when `doc` alone is over max_state_bytes.
   Streams::iterator keep(const Key& key, Streams::iterator it, boost::json::value&& doc);
+  /// Re-counts the bytes of `it` (an in-place patch may have grown its containers), evicting the
+  /// stalest others when over max_state_bytes.
+  void recount(Streams::iterator it);
+  std::optional<Decoded> decode_counted(std::string_view message);
 
   BusLimits limits_;
   Streams streams_;
   std::map<std::uint64_t, const Key*> by_tick_;  // oldest first
   std::uint64_t next_tick_ = 0;
   std::size_t state_bytes_ = 0;
-  std::uint64_t evicted_ = 0;
-  std::uint64_t waiting_ = 0;
-  std::uint64_t stale_ = 0;
+  BusDecoderCounters counters_;
 };
 
 /// A node's state as kept in the key-value bucket: the last full message of each of its probes,

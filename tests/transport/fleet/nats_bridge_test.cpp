@@ -15,6 +15,7 @@
 #include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -398,10 +399,10 @@ class Bucket {
   bool ok_ = false;
 };
 
-/// A new FleetView reads the whole bucket before start() returns, in one pass (a key-value
-/// watcher) or key by key: the same nodes either way; a deleted key is no node; garbage and an
-/// oversized state are refused (counted) without stopping the read; max_nodes bounds it; an
-/// empty bucket ends at once.
+/// A new FleetView reads the whole bucket in the background after start() returns, in one pass
+/// (a key-value watcher) or key by key: the same nodes either way; a deleted key is no node;
+/// garbage and an oversized state are refused (counted) without stopping the read; max_nodes bounds
+/// it; an empty bucket ends at once.
 TEST(FleetViewBucket, ANewViewReadsEveryNodeOfTheBucketInOnePass) {
   gpustream::test::TempTree store;
   const auto port = free_port();
@@ -426,6 +427,7 @@ TEST(FleetViewBucket, ANewViewReadsEveryNodeOfTheBucketInOnePass) {
     SnapshotChannel channel(io.get_executor());
     FleetView view(io.get_executor(), channel, fleet_options(watch, max_nodes));
     view.start();
+    EXPECT_TRUE(view.wait_for_bucket(std::chrono::seconds(30)));
     std::vector<std::string> names;
     for (const auto& n : view.nodes()) names.push_back(n.name);
     const auto st = view.stats();
@@ -460,6 +462,71 @@ TEST(FleetViewBucket, ANewViewReadsEveryNodeOfTheBucketInOnePass) {
   }
   // Bounded by max_nodes: the first 10 keys read, the rest shows as it publishes.
   EXPECT_EQ(read(true, 10).first.size(), 10U);
+}
+
+/// A bucket full of deflate bombs (4 keys × 64 full messages, each a few kilobytes declaring
+/// 8 MiB once inflated): the view's start() does not wait for it, the bombs go through each
+/// node's budget (inflated bytes and decode CPU time) so most are refused unread, and a node
+/// that publishes on the bus meanwhile is shown. (How long the first version took to listen
+/// — 63 s — is measured by the integration test, not here: no timed assertion.)
+TEST(FleetViewBucket, ABucketOfBombsIsReadInTheBackgroundUnderEachNodesBudget) {
+  gpustream::test::TempTree store;
+  const auto port = free_port();
+  NatsServer server(port, store.path("js"));
+  ASSERT_TRUE(server.start());
+  constexpr const char* kName = "fleet_test_bombs";
+  Bucket bucket(server.url(), kName);
+  ASSERT_TRUE(bucket.ok());
+  // One bomb encoded once; its header rewritten for each node and probe (the body is the same).
+  GpuSnapshot bomb = make_snapshot("sim", 1);
+  bomb.devices[0].name = std::string((std::size_t{8} << 20) - 4096, 'a');
+  const std::string one = BusEncoder("bomb", "gpustream/test").encode(bomb);
+  const auto h = parse_bus_header(one);
+  const std::string body = one.substr(one.find('\n') + 1);
+  constexpr int kKeys = 4, kBombs = 64;
+  for (int k = 0; k < kKeys; ++k) {
+    const std::string node = "bomber-" + std::to_string(k);
+    std::map<std::string, std::string> fulls;
+    for (int i = 0; i < kBombs; ++i) {
+      const std::string probe = "p" + std::to_string(i);
+      fulls[probe] = "GSB1 f z " + node + " " + probe + " 1 1 1 " + std::to_string(h.body_bytes) +
+                     " gpustream/test\n" + body;
+    }
+    ASSERT_TRUE(bucket.put(node, encode_node_state(fulls)));
+  }
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  FleetOptions o;
+  o.url = server.url();
+  o.kv_bucket = kName;
+  o.stale_after = std::chrono::hours(1);
+  o.gone_after = std::chrono::hours(2);
+  FleetView view(io.get_executor(), channel, o);
+  view.start();  // returns without reading the bucket
+  // A node that publishes meanwhile is decoded like any other.
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, server.url().c_str()), NATS_OK);
+  BusEncoder good("good", "gpustream/test");
+  const auto has_good = [&] {
+    for (const auto& n : view.nodes())
+      if (n.name == "good") return true;
+    return false;
+  };
+  ASSERT_TRUE(wait_for([&] {
+    const auto& m = good.encode(make_snapshot("sim", 2));
+    natsConnection_Publish(nc, "gpustream.good.sim", m.data(), static_cast<int>(m.size()));
+    return has_good();
+  }));
+  natsConnection_Destroy(nc);
+  ASSERT_TRUE(view.wait_for_bucket(std::chrono::seconds(60)));
+  const auto st = view.stats();
+  const auto refused = [&](FleetRefusal r) { return st.refused[static_cast<std::size_t>(r)]; };
+  const auto budget = refused(FleetRefusal::budget_bytes) + refused(FleetRefusal::budget_cpu);
+  // Each node may decode what its burst and refill allow (a few bombs), never most of them.
+  EXPECT_GE(budget, static_cast<std::uint64_t>(kKeys * kBombs / 2)) << budget;
+  EXPECT_EQ(st.kv_nodes, static_cast<std::uint64_t>(kKeys));
+  EXPECT_EQ(st.pending, 0U);
+  view.stop();
 }
 
 }  // namespace

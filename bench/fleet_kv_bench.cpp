@@ -124,7 +124,8 @@ void BM_NewFleetView(benchmark::State& state, bool watch) {
     // 10,000 keys (kvStore_Keys) times out on this machine and the view reads none of them.
     o.connect_timeout = std::chrono::milliseconds(timeout_ms());
     transport::FleetView view(io.get_executor(), channel, o);
-    view.start();  // returns once the bucket is read
+    view.start();  // returns at once (issue 27): the bucket is read in the background
+    view.wait_for_bucket(std::chrono::milliseconds(timeout_ms()));
     nodes = view.stats().kv_nodes;
     state.PauseTiming();
     const bool all = nodes == static_cast<std::uint64_t>(n) && view.nodes().size() == nodes;

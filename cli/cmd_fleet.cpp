@@ -180,6 +180,14 @@ int run_fleet(const FleetCliOptions& o) {
   fo.budget.queue_messages = o.publisher_queue_messages;
   fo.budget.queue_bytes = o.publisher_queue_bytes;
   fo.budget.total_queue_bytes = o.decode_queue_bytes;
+  if (!fo.kv_bucket.empty())
+    fo.on_bucket_read = [bucket = fo.kv_bucket](std::uint64_t nodes,
+                                                std::chrono::milliseconds took) {
+      std::cerr << "gpustream: fleet: the key-value bucket '" + bucket + "' is read (" +
+                       std::to_string(nodes) + " from the key-value bucket) in " +
+                       std::to_string(took.count()) + " ms\n"
+                << std::flush;
+    };
   auto fleet = std::make_unique<transport::FleetView>(io.get_executor(), channel, fo);
   so.extra_routes = fleet->routes();
   so.extra_metrics = fleet->metrics();
@@ -192,11 +200,12 @@ int run_fleet(const FleetCliOptions& o) {
     return kExitFailure;
   }
   if (!start_server(server)) return kExitFailure;
-  const auto st = fleet->stats();
-  std::cerr << "gpustream: fleet of " << fleet->nodes().size() << " nodes from "
-            << transport::redact_url_credentials(o.nats) << " (" << st.kv_nodes
-            << " from the key-value bucket); stale after " << o.stale_seconds << " s, gone after "
-            << o.gone_seconds << " s\n";
+  // The bucket is read in the background (a line says when it is done): listening now.
+  std::cerr << "gpustream: fleet from " << transport::redact_url_credentials(o.nats)
+            << (fo.kv_bucket.empty()
+                    ? std::string()
+                    : " (the key-value bucket '" + fo.kv_bucket + "' is read in the background)")
+            << "; stale after " << o.stale_seconds << " s, gone after " << o.gone_seconds << " s\n";
   announce_listening(server, !so.token.empty(), {"fleet dashboard", "/fleet", ""});
 
   SignalStop signal_stop(io);

@@ -110,6 +110,8 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   std::atomic<bool> stopping{false};
   std::atomic<bool> kv_done{false};
   std::atomic<bool> sweep_posted{false};
+  std::atomic<bool> kv_reported{false};
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
   natsConnection* nc = nullptr;
   natsSubscription* sub = nullptr;
@@ -337,8 +339,22 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
     if (kv_done) {
       { std::lock_guard lock(mu); }  // a waiter is waiting or will see the new count
       idle_cv.notify_all();
+      report_bucket();
     }
     return true;
+  }
+
+  /// Once: the bucket is read and every message of it handled.
+  void report_bucket() {
+    if (!kv_done || intake.pending() != 0 || kv_reported.exchange(true)) return;
+    if (!options.on_bucket_read) return;
+    std::uint64_t nodes = 0;
+    {
+      std::lock_guard lock(mu);
+      nodes = st.kv_nodes;
+    }
+    options.on_bucket_read(nodes, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                      std::chrono::steady_clock::now() - started));
   }
 
   void run_worker() {
@@ -564,6 +580,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
       st.kv_done = true;
     }
     idle_cv.notify_all();
+    report_bucket();
   }
 
   bool wait_for_bucket(std::chrono::milliseconds timeout) {
@@ -572,6 +589,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   }
 
   void start() {
+    started = std::chrono::steady_clock::now();
     natsOptions* opts = nullptr;
     natsStatus s = natsOptions_Create(&opts);
     if (s == NATS_OK) s = natsOptions_SetURL(opts, options.url.c_str());

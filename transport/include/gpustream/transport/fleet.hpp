@@ -230,6 +230,10 @@ struct FleetOptions {
   /// CPU time of the thread that decodes (default: CLOCK_THREAD_CPUTIME_ID).
   std::function<std::chrono::steady_clock::time_point()> clock;
   std::function<std::chrono::nanoseconds()> cpu_clock;
+  /// Called once, from one of the view's threads and with no lock held, when the bucket's read
+  /// is over and every message of it decoded or refused: the nodes it gave, and how long it
+  /// took from start(). (`gpustream fleet` prints it.)
+  std::function<void(std::uint64_t kv_nodes, std::chrono::milliseconds took)> on_bucket_read;
 };
 
 struct FleetStats {

@@ -13,10 +13,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -501,8 +503,25 @@ TEST(FleetViewBucket, ABucketOfBombsIsReadInTheBackgroundUnderEachNodesBudget) {
   o.kv_bucket = kName;
   o.stale_after = std::chrono::hours(1);
   o.gone_after = std::chrono::hours(2);
+  // start() returns before the bucket is read: the end of the read waits for it (a view that
+  // read the bucket inside start() would find start_returned false after 30 s).
+  std::mutex m;
+  std::condition_variable cv;
+  bool start_returned = false;
+  std::optional<bool> read_after_start;
+  o.on_bucket_read = [&](std::uint64_t, std::chrono::milliseconds) {
+    std::unique_lock lock(m);
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return start_returned; });
+    read_after_start = start_returned;
+    cv.notify_all();
+  };
   FleetView view(io.get_executor(), channel, o);
-  view.start();  // returns without reading the bucket
+  view.start();
+  {
+    std::lock_guard lock(m);
+    start_returned = true;
+  }
+  cv.notify_all();
   // A node that publishes meanwhile is decoded like any other.
   natsConnection* nc = nullptr;
   ASSERT_EQ(natsConnection_ConnectTo(&nc, server.url().c_str()), NATS_OK);
@@ -519,6 +538,11 @@ TEST(FleetViewBucket, ABucketOfBombsIsReadInTheBackgroundUnderEachNodesBudget) {
   }));
   natsConnection_Destroy(nc);
   ASSERT_TRUE(view.wait_for_bucket(std::chrono::seconds(60)));
+  {
+    std::unique_lock lock(m);
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return read_after_start.has_value(); });
+    EXPECT_EQ(read_after_start, std::optional<bool>(true));
+  }
   const auto st = view.stats();
   const auto refused = [&](FleetRefusal r) { return st.refused[static_cast<std::size_t>(r)]; };
   const auto budget = refused(FleetRefusal::budget_bytes) + refused(FleetRefusal::budget_cpu);

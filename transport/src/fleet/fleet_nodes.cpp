@@ -45,6 +45,8 @@ std::string_view to_string(FleetRefusal r) noexcept {
       return "malformed";
     case FleetRefusal::seq_stale:
       return "seq_stale";
+    case FleetRefusal::seq_jump:
+      return "seq_jump";
     case FleetRefusal::waiting:
       return "waiting";
   }

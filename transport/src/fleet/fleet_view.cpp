@@ -423,6 +423,8 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
     st.bus_evicted = decoder.evicted();
     refused[static_cast<std::size_t>(FleetRefusal::seq_stale)] = decoder.stale();
     refused[static_cast<std::size_t>(FleetRefusal::waiting)] = decoder.waiting();
+    // TODO(merge): refused[seq_jump] = the decoder's count of refused jumps (and any further
+    // refusal counter it exposes: one more FleetRefusal each).
   }
 
   void arm() {

@@ -206,9 +206,10 @@ enum class FleetRefusal : std::uint8_t {
   budget_cpu,        // its decode CPU time per second
   malformed,         // a header, body, patch or snapshot that does not decode
   seq_stale,         // the decoder's: older than its stream's newest (a replay)
+  seq_jump,          // the decoder's: a sequence jump it refuses
   waiting,           // the decoder's: a delta before its stream's full message
 };
-inline constexpr std::size_t kFleetRefusalCount = 11;
+inline constexpr std::size_t kFleetRefusalCount = 12;
 std::string_view to_string(FleetRefusal r) noexcept;
 
 struct FleetOptions {

@@ -79,6 +79,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
         table(options.stale_after, options.gone_after, options.max_nodes),
         timer(strand) {
     for (auto& r : refused) r = 0;
+    for (auto& l : logged) l = false;
   }
 
   asio::strand<asio::any_io_executor> strand;
@@ -86,11 +87,11 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   FleetOptions options;
   std::function<Clock::time_point()> clock;
   std::function<std::chrono::nanoseconds()> cpu_clock;
-  LogOnce log_once;
 
   // The delivery side (any thread): counters and the publishers' queues.
   std::atomic<std::uint64_t> messages{0}, bytes{0}, decode_cpu_ns{0};
   std::array<std::atomic<std::uint64_t>, kFleetRefusalCount> refused;
+  std::array<std::atomic<bool>, kFleetRefusalCount> logged;  // each reason is logged once
   PublisherIntake intake;
 
   // The worker side: one runner at a time (the worker thread, or process_pending()).
@@ -126,11 +127,14 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
     natsMsg_Destroy(m);
   }
 
-  /// Counts a refusal and logs its reason once.
-  void refuse(FleetRefusal r, std::string_view node, std::string_view detail) {
-    ++refused[static_cast<std::size_t>(r)];
+  /// Counts a refusal and logs its reason once. `detail` is a callable giving the log line's
+  /// detail: called for the first refusal of each reason only (a flood costs a count).
+  template <class Detail>
+  void refuse(FleetRefusal r, std::string_view node, Detail&& detail) {
+    const auto i = static_cast<std::size_t>(r);
+    ++refused[i];
+    if (logged[i].exchange(true)) return;
     const auto reason = to_string(r);
-    if (!log_once.first(fmt::format("fleet-refused-{}", reason))) return;
     if (r == FleetRefusal::node_table_full)
       logger()->warn(
           "fleet: the node table is full ({} nodes, --max-nodes, none gone): the messages of a "
@@ -141,7 +145,10 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
       logger()->warn(
           "fleet: a message of node '{}' was refused ({}): {} (counted in "
           "gpustream_fleet_messages_refused_total{{reason=\"{}\"}}; logged once per reason)",
-          node, reason, detail, reason);
+          node, reason, std::string(detail()), reason);
+  }
+  void refuse(FleetRefusal r, std::string_view node, const char* detail) {
+    refuse(r, node, [detail] { return detail; });
   }
 
   // ---- the delivery side ----
@@ -154,9 +161,10 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
     bytes += data.size();
     const auto tokens = parse_subject(subject, options.subject_prefix);
     if (!tokens) {
-      refuse(FleetRefusal::bad_subject, "?",
-             fmt::format("the subject '{}' is not {}.<node>.<probe>", subject.substr(0, 200),
-                         options.subject_prefix));
+      refuse(FleetRefusal::bad_subject, "?", [&] {
+        return fmt::format("the subject '{}' is not {}.<node>.<probe>", subject.substr(0, 200),
+                           options.subject_prefix);
+      });
       return;
     }
     IntakeItem item;
@@ -169,9 +177,10 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
 
   void admit(std::string_view data, IntakeItem&& item) {
     if (data.size() > options.limits.max_message_bytes) {
-      refuse(FleetRefusal::too_large, item.node,
-             fmt::format("{} bytes, more than the {} allowed", data.size(),
-                         options.limits.max_message_bytes));
+      refuse(FleetRefusal::too_large, item.node, [&] {
+        return fmt::format("{} bytes, more than the {} allowed", data.size(),
+                           options.limits.max_message_bytes);
+      });
       return;
     }
     {
@@ -188,8 +197,9 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
       case PublisherIntake::Push::queued:
         return;
       case PublisherIntake::Push::budget_messages:
-        refuse(FleetRefusal::budget_messages, node,
-               fmt::format("more than {} messages a second", options.budget.messages_per_second));
+        refuse(FleetRefusal::budget_messages, node, [&] {
+          return fmt::format("more than {} messages a second", options.budget.messages_per_second);
+        });
         return;
       case PublisherIntake::Push::queue_full:
         if (!stopping) refuse(FleetRefusal::queue_full, node, "its queue of messages is full");
@@ -229,15 +239,17 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
 
   bool within_budget(const IntakeItem& item, std::size_t cost, Clock::time_point now) {
     if (!intake.take_bytes(item.node, cost, now)) {
-      refuse(FleetRefusal::budget_bytes, item.node,
-             fmt::format("more than {} inflated bytes a second (this one: {})",
-                         options.budget.bytes_per_second, cost));
+      refuse(FleetRefusal::budget_bytes, item.node, [&] {
+        return fmt::format("more than {} inflated bytes a second (this one: {})",
+                           options.budget.bytes_per_second, cost);
+      });
       return false;
     }
     if (!intake.cpu_left(item.node, now)) {
-      refuse(FleetRefusal::budget_cpu, item.node,
-             fmt::format("more than {} ms of decoding CPU time a second",
-                         options.budget.cpu_per_second.count()));
+      refuse(FleetRefusal::budget_cpu, item.node, [&] {
+        return fmt::format("more than {} ms of decoding CPU time a second",
+                           options.budget.cpu_per_second.count());
+      });
       return false;
     }
     return true;
@@ -264,14 +276,15 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
         header_limits.max_body_bytes = std::numeric_limits<std::size_t>::max();
         const BusHeader h = parse_bus_header(data, header_limits);
         if (h.body_bytes > options.limits.max_body_bytes) {
-          refuse(FleetRefusal::too_large, item.node,
-                 fmt::format("a body of {} bytes declared, more than the {} allowed", h.body_bytes,
-                             options.limits.max_body_bytes));
+          refuse(FleetRefusal::too_large, item.node, [&] {
+            return fmt::format("a body of {} bytes declared, more than the {} allowed",
+                               h.body_bytes, options.limits.max_body_bytes);
+          });
           return;
         }
         if (h.node != item.node) {
           refuse(FleetRefusal::subject_mismatch, item.node,
-                 fmt::format("its header names node '{}'", h.node));
+                 [&] { return fmt::format("its header names node '{}'", h.node); });
           return;
         }
         if (!within_budget(item, bus_cost_bytes(decoder, h), now)) return;
@@ -292,15 +305,16 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
         }
         if (snap->node.empty()) snap->node = item.node;
         if (snap->node != item.node) {
-          refuse(FleetRefusal::subject_mismatch, item.node,
-                 fmt::format("its snapshot names node '{}'", snap->node.substr(0, 64)));
+          refuse(FleetRefusal::subject_mismatch, item.node, [&] {
+            return fmt::format("its snapshot names node '{}'", snap->node.substr(0, 64));
+          });
           return;
         }
       } else {
         throw BusError("not a gpustream bus message");
       }
     } catch (const std::exception& e) {
-      refuse(FleetRefusal::malformed, item.node, e.what());
+      refuse(FleetRefusal::malformed, item.node, [&] { return std::string(e.what()); });
       std::lock_guard lock(mu);
       sync_decoder_stats();
       return;
@@ -472,7 +486,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
       return true;
     } catch (const std::exception& ex) {
       refuse(FleetRefusal::malformed, key,
-             fmt::format("its state in the bucket is unreadable: {}", ex.what()));
+             [&] { return fmt::format("its state in the bucket is unreadable: {}", ex.what()); });
       return false;
     }
   }

@@ -1,38 +1,21 @@
-// FleetView: the bus and the key-value state, per publisher under a budget, into a
-// SnapshotChannel (libnats).
+// FleetView: the bus's messages, per publisher under a budget, decoded on the view's worker into
+// a SnapshotChannel; the staleness sweep; the view's routes and /metrics (fleet_view_impl.hpp;
+// the NATS side is fleet_view_nats.cpp).
 #include <time.h>
 
-#include <atomic>
-#include <condition_variable>
 #include <limits>
-#include <mutex>
-#include <stdexcept>
-#include <thread>
+#include <set>
 #include <unordered_map>
 
-#include <nats/nats.h>
-#include <spdlog/fmt/fmt.h>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 
-#include "fleet/fleet_intake.hpp"
+#include "fleet/fleet_view_impl.hpp"
 #include "gpustream/json.hpp"
-#include "gpustream/log.hpp"
-#include "gpustream/transport/address.hpp"
-#include "gpustream/transport/fleet.hpp"
 
 namespace gpustream::transport {
 namespace asio = boost::asio;
 
 namespace {
-
-std::string nats_error(natsStatus s) {
-  const char* text = nats_GetLastError(nullptr);
-  std::string out = natsStatus_GetText(s);
-  if (text && *text && out != text) out += std::string(": ") + text;
-  return out;
-}
 
 /// The node and probe tokens of "<prefix>.<node>.<probe>"; nullopt when `subject` is not one.
 std::optional<std::pair<std::string_view, std::string_view>> parse_subject(
@@ -60,638 +43,323 @@ std::chrono::nanoseconds thread_cpu_now() {
   return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
 }
 
-/// Messages in one node state at most (decode_node_state's own bound).
-constexpr std::size_t kMaxNodeStateMessages = 64;
-
 }  // namespace
 
-struct FleetView::Impl : std::enable_shared_from_this<Impl> {
-  using Clock = NodeTable::Clock;
+FleetView::Impl::Impl(const asio::any_io_executor& ex, SnapshotChannel& ch, FleetOptions o)
+    : strand(asio::make_strand(ex)),
+      channel(ch),
+      options(std::move(o)),
+      clock(options.clock ? options.clock : [] { return Clock::now(); }),
+      cpu_clock(options.cpu_clock ? options.cpu_clock : &thread_cpu_now),
+      intake(options.budget, options.max_nodes),
+      decoder(options.limits),
+      table(options.stale_after, options.gone_after, options.max_nodes),
+      timer(strand) {
+  for (auto& r : refused) r = 0;
+  for (auto& l : logged) l = false;
+}
 
-  Impl(const asio::any_io_executor& ex, SnapshotChannel& ch, FleetOptions o)
-      : strand(asio::make_strand(ex)),
-        channel(ch),
-        options(std::move(o)),
-        clock(options.clock ? options.clock : [] { return Clock::now(); }),
-        cpu_clock(options.cpu_clock ? options.cpu_clock : &thread_cpu_now),
-        intake(options.budget, options.max_nodes),
-        decoder(options.limits),
-        table(options.stale_after, options.gone_after, options.max_nodes),
-        timer(strand) {
-    for (auto& r : refused) r = 0;
-    for (auto& l : logged) l = false;
+/// Subject, admission, message rate and queue: nothing is decoded here, and nothing is kept
+/// of a refused message.
+void FleetView::Impl::deliver(std::string_view data, std::string_view subject) {
+  if (stopping) return;
+  ++messages;
+  bytes += data.size();
+  const auto tokens = parse_subject(subject, options.subject_prefix);
+  if (!tokens) {
+    refuse(FleetRefusal::bad_subject, "?", [&] {
+      return fmt::format("the subject '{}' is not {}.<node>.<probe>", subject.substr(0, 200),
+                         options.subject_prefix);
+    });
+    return;
   }
+  IntakeItem item;
+  item.node = std::string(tokens->first);
+  item.probe = std::string(tokens->second);
+  item.heard = clock();
+  item.heard_unix_ns = wall_now_ns();
+  admit(data, std::move(item));
+}
 
-  asio::strand<asio::any_io_executor> strand;
-  SnapshotChannel& channel;
-  FleetOptions options;
-  std::function<Clock::time_point()> clock;
-  std::function<std::chrono::nanoseconds()> cpu_clock;
-
-  // The delivery side (any thread): counters and the publishers' queues.
-  std::atomic<std::uint64_t> messages{0}, bytes{0}, decode_cpu_ns{0};
-  std::array<std::atomic<std::uint64_t>, kFleetRefusalCount> refused;
-  std::array<std::atomic<bool>, kFleetRefusalCount> logged;  // each reason is logged once
-  PublisherIntake intake;
-
-  // The worker side: one runner at a time (the worker thread, or process_pending()).
-  std::mutex worker_mu;
-  BusDecoder decoder;
-
-  mutable std::mutex mu;  // table, st, pending_forget; held briefly, never while decoding
-  NodeTable table;
-  FleetStats st;
-  std::vector<std::string> pending_forget;  // gone nodes whose decoder streams are to go
-  std::condition_variable idle_cv;          // the bucket read and every entry of it handled
-
-  std::thread worker;
-  std::thread kv_thread;
-  std::mutex kv_mu;
-  kvWatcher* watcher = nullptr;  // under kv_mu: stop() stops it
-  std::atomic<bool> stopping{false};
-  std::atomic<bool> kv_done{false};
-  std::atomic<bool> sweep_posted{false};
-  std::atomic<bool> kv_reported{false};
-  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-
-  natsConnection* nc = nullptr;
-  natsSubscription* sub = nullptr;
-  asio::steady_timer timer;
-  bool stopped = false;
-
-  static void on_msg(natsConnection*, natsSubscription*, natsMsg* m, void* closure) {
-    auto* self = static_cast<Impl*>(closure);
-    const std::string_view data(natsMsg_GetData(m),
-                                static_cast<std::size_t>(natsMsg_GetDataLength(m)));
-    self->deliver(data, natsMsg_GetSubject(m));
-    natsMsg_Destroy(m);
+void FleetView::Impl::admit(std::string_view data, IntakeItem&& item) {
+  if (data.size() > options.limits.max_message_bytes) {
+    refuse(FleetRefusal::too_large, item.node, [&] {
+      return fmt::format("{} bytes, more than the {} allowed", data.size(),
+                         options.limits.max_message_bytes);
+    });
+    return;
   }
-
-  /// Counts a refusal and logs its reason once. `detail` is a callable giving the log line's
-  /// detail: called for the first refusal of each reason only (a flood costs a count).
-  template <class Detail>
-  void refuse(FleetRefusal r, std::string_view node, Detail&& detail) {
-    const auto i = static_cast<std::size_t>(r);
-    ++refused[i];
-    if (logged[i].exchange(true)) return;
-    const auto reason = to_string(r);
-    if (r == FleetRefusal::node_table_full)
-      logger()->warn(
-          "fleet: the node table is full ({} nodes, --max-nodes, none gone): the messages of a "
-          "new node ('{}' first) are refused and counted (gpustream_fleet_nodes_refused_total) "
-          "until a node is gone; logged once",
-          options.max_nodes, node);
-    else
-      logger()->warn(
-          "fleet: a message of node '{}' was refused ({}): {} (counted in "
-          "gpustream_fleet_messages_refused_total{{reason=\"{}\"}}; logged once per reason)",
-          node, reason, std::string(detail()), reason);
-  }
-  void refuse(FleetRefusal r, std::string_view node, const char* detail) {
-    refuse(r, node, [detail] { return detail; });
-  }
-
-  // ---- the delivery side ----
-
-  /// Subject, admission, message rate and queue: nothing is decoded here, and nothing is kept
-  /// of a refused message.
-  void deliver(std::string_view data, std::string_view subject) {
-    if (stopping) return;
-    ++messages;
-    bytes += data.size();
-    const auto tokens = parse_subject(subject, options.subject_prefix);
-    if (!tokens) {
-      refuse(FleetRefusal::bad_subject, "?", [&] {
-        return fmt::format("the subject '{}' is not {}.<node>.<probe>", subject.substr(0, 200),
-                           options.subject_prefix);
-      });
+  {
+    std::lock_guard lock(mu);
+    if (!table.admits(item.node)) {
+      refuse(FleetRefusal::node_table_full, item.node, "");
       return;
     }
-    IntakeItem item;
-    item.node = std::string(tokens->first);
-    item.probe = std::string(tokens->second);
-    item.heard = clock();
-    item.heard_unix_ns = wall_now_ns();
-    admit(data, std::move(item));
   }
-
-  void admit(std::string_view data, IntakeItem&& item) {
-    if (data.size() > options.limits.max_message_bytes) {
-      refuse(FleetRefusal::too_large, item.node, [&] {
-        return fmt::format("{} bytes, more than the {} allowed", data.size(),
-                           options.limits.max_message_bytes);
+  item.data.assign(data);
+  const std::string node = item.node;
+  const auto now = item.kv_key ? clock() : item.heard;
+  switch (intake.push(std::move(item), now)) {
+    case PublisherIntake::Push::queued:
+      return;
+    case PublisherIntake::Push::budget_messages:
+      refuse(FleetRefusal::budget_messages, node, [&] {
+        return fmt::format("more than {} messages a second", options.budget.messages_per_second);
       });
       return;
+    case PublisherIntake::Push::queue_full:
+      if (!stopping) refuse(FleetRefusal::queue_full, node, "its queue of messages is full");
+      return;
+  }
+}
+
+/// The decoder streams of nodes that went gone (the sweep's list), with worker_mu held.
+void FleetView::Impl::apply_forgets() {
+  std::vector<std::string> forget;
+  {
+    std::lock_guard lock(mu);
+    if (pending_forget.empty()) return;
+    forget.swap(pending_forget);
+    std::erase_if(forget, [&](const std::string& n) { return table.state(n) != NodeState::gone; });
+  }
+  for (const auto& n : forget) decoder.forget(n);
+  std::lock_guard lock(mu);
+  sync_decoder_stats();
+}
+
+bool FleetView::Impl::within_budget(const IntakeItem& item, std::size_t cost,
+                                    Clock::time_point now) {
+  if (!intake.take_bytes(item.node, cost, now)) {
+    refuse(FleetRefusal::budget_bytes, item.node, [&] {
+      return fmt::format("more than {} inflated bytes a second (this one: {})",
+                         options.budget.bytes_per_second, cost);
+    });
+    return false;
+  }
+  if (!intake.cpu_left(item.node, now)) {
+    refuse(FleetRefusal::budget_cpu, item.node, [&] {
+      return fmt::format("more than {} ms of decoding CPU time a second",
+                         options.budget.cpu_per_second.count());
+    });
+    return false;
+  }
+  return true;
+}
+
+/// Decodes one queued message under its publisher's budget, then updates the node table and
+/// publishes: with worker_mu held, never mu while decoding.
+void FleetView::Impl::process(const IntakeItem& item) {
+  apply_forgets();
+  const auto now = clock();
+  {
+    std::lock_guard lock(mu);
+    if (!table.admits(item.node)) {  // filled since it was queued: no decoder state for it
+      refuse(FleetRefusal::node_table_full, item.node, "");
+      return;
     }
-    {
-      std::lock_guard lock(mu);
-      if (!table.admits(item.node)) {
-        refuse(FleetRefusal::node_table_full, item.node, "");
-        return;
-      }
-    }
-    item.data.assign(data);
-    const std::string node = item.node;
-    const auto now = item.kv_key ? clock() : item.heard;
-    switch (intake.push(std::move(item), now)) {
-      case PublisherIntake::Push::queued:
-        return;
-      case PublisherIntake::Push::budget_messages:
-        refuse(FleetRefusal::budget_messages, node, [&] {
-          return fmt::format("more than {} messages a second", options.budget.messages_per_second);
+  }
+  const std::string_view data = item.data;
+  std::optional<GpuSnapshot> snap;
+  std::string agent = "unknown";
+  try {
+    if (data.substr(0, kBusMagic.size()) == kBusMagic) {
+      BusLimits header_limits = options.limits;
+      header_limits.max_body_bytes = std::numeric_limits<std::size_t>::max();
+      const BusHeader h = parse_bus_header(data, header_limits);
+      if (h.body_bytes > options.limits.max_body_bytes) {
+        refuse(FleetRefusal::too_large, item.node, [&] {
+          return fmt::format("a body of {} bytes declared, more than the {} allowed", h.body_bytes,
+                             options.limits.max_body_bytes);
         });
         return;
-      case PublisherIntake::Push::queue_full:
-        if (!stopping) refuse(FleetRefusal::queue_full, node, "its queue of messages is full");
+      }
+      if (h.node != item.node) {
+        refuse(FleetRefusal::subject_mismatch, item.node,
+               [&] { return fmt::format("its header names node '{}'", h.node); });
         return;
+      }
+      if (!within_budget(item, bus_cost_bytes(decoder, h), now)) return;
+      std::optional<BusDecoder::Decoded> d;
+      {
+        CpuMeter meter(*this, item.node);
+        d = decoder.decode(data);
+      }
+      if (d) {
+        agent = d->header.agent;
+        snap = std::move(d->snapshot);
+      }
+    } else if (!data.empty() && data.front() == '{') {  // serve --nats-encoding json
+      if (!within_budget(item, data.size(), now)) return;
+      {
+        CpuMeter meter(*this, item.node);
+        snap = snapshot_from_json_string(data);
+      }
+      if (snap->node.empty()) snap->node = item.node;
+      if (snap->node != item.node) {
+        refuse(FleetRefusal::subject_mismatch, item.node, [&] {
+          return fmt::format("its snapshot names node '{}'", snap->node.substr(0, 64));
+        });
+        return;
+      }
+    } else {
+      throw BusError("not a gpustream bus message");
     }
-  }
-
-  // ---- the worker side ----
-
-  /// The decoder streams of nodes that went gone (the sweep's list), with worker_mu held.
-  void apply_forgets() {
-    std::vector<std::string> forget;
-    {
-      std::lock_guard lock(mu);
-      if (pending_forget.empty()) return;
-      forget.swap(pending_forget);
-      std::erase_if(forget,
-                    [&](const std::string& n) { return table.state(n) != NodeState::gone; });
-    }
-    for (const auto& n : forget) decoder.forget(n);
+  } catch (const std::exception& e) {
+    refuse(FleetRefusal::malformed, item.node, [&] { return std::string(e.what()); });
     std::lock_guard lock(mu);
     sync_decoder_stats();
+    return;
   }
-
-  /// Charges the CPU time of a decode to its publisher, however the decode ends.
-  struct CpuMeter {
-    Impl& self;
-    const std::string& node;
-    std::chrono::nanoseconds start;
-    CpuMeter(Impl& s, const std::string& n) : self(s), node(n), start(s.cpu_clock()) {}
-    ~CpuMeter() {
-      const auto used = std::max(std::chrono::nanoseconds(0), self.cpu_clock() - start);
-      self.decode_cpu_ns += static_cast<std::uint64_t>(used.count());
-      self.intake.charge_cpu(node, used);
-    }
-  };
-
-  bool within_budget(const IntakeItem& item, std::size_t cost, Clock::time_point now) {
-    if (!intake.take_bytes(item.node, cost, now)) {
-      refuse(FleetRefusal::budget_bytes, item.node, [&] {
-        return fmt::format("more than {} inflated bytes a second (this one: {})",
-                           options.budget.bytes_per_second, cost);
-      });
-      return false;
-    }
-    if (!intake.cpu_left(item.node, now)) {
-      refuse(FleetRefusal::budget_cpu, item.node, [&] {
-        return fmt::format("more than {} ms of decoding CPU time a second",
-                           options.budget.cpu_per_second.count());
-      });
-      return false;
-    }
-    return true;
-  }
-
-  /// Decodes one queued message under its publisher's budget, then updates the node table and
-  /// publishes: with worker_mu held, never mu while decoding.
-  void process(const IntakeItem& item) {
-    apply_forgets();
-    const auto now = clock();
-    {
-      std::lock_guard lock(mu);
-      if (!table.admits(item.node)) {  // filled since it was queued: no decoder state for it
-        refuse(FleetRefusal::node_table_full, item.node, "");
-        return;
-      }
-    }
-    const std::string_view data = item.data;
-    std::optional<GpuSnapshot> snap;
-    std::string agent = "unknown";
-    try {
-      if (data.substr(0, kBusMagic.size()) == kBusMagic) {
-        BusLimits header_limits = options.limits;
-        header_limits.max_body_bytes = std::numeric_limits<std::size_t>::max();
-        const BusHeader h = parse_bus_header(data, header_limits);
-        if (h.body_bytes > options.limits.max_body_bytes) {
-          refuse(FleetRefusal::too_large, item.node, [&] {
-            return fmt::format("a body of {} bytes declared, more than the {} allowed",
-                               h.body_bytes, options.limits.max_body_bytes);
-          });
-          return;
-        }
-        if (h.node != item.node) {
-          refuse(FleetRefusal::subject_mismatch, item.node,
-                 [&] { return fmt::format("its header names node '{}'", h.node); });
-          return;
-        }
-        if (!within_budget(item, bus_cost_bytes(decoder, h), now)) return;
-        std::optional<BusDecoder::Decoded> d;
-        {
-          CpuMeter meter(*this, item.node);
-          d = decoder.decode(data);
-        }
-        if (d) {
-          agent = d->header.agent;
-          snap = std::move(d->snapshot);
-        }
-      } else if (!data.empty() && data.front() == '{') {  // serve --nats-encoding json
-        if (!within_budget(item, data.size(), now)) return;
-        {
-          CpuMeter meter(*this, item.node);
-          snap = snapshot_from_json_string(data);
-        }
-        if (snap->node.empty()) snap->node = item.node;
-        if (snap->node != item.node) {
-          refuse(FleetRefusal::subject_mismatch, item.node, [&] {
-            return fmt::format("its snapshot names node '{}'", snap->node.substr(0, 64));
-          });
-          return;
-        }
-      } else {
-        throw BusError("not a gpustream bus message");
-      }
-    } catch (const std::exception& e) {
-      refuse(FleetRefusal::malformed, item.node, [&] { return std::string(e.what()); });
-      std::lock_guard lock(mu);
+  {
+    std::lock_guard lock(mu);
+    sync_decoder_stats();
+    if (!snap) return;  // a replay or a delta without its full: counted by the decoder
+    if (!table.heard(item.node, agent, snap->time_unix_ns, item.heard, item.heard_unix_ns, nullptr,
+                     snap->probe)) {
+      decoder.forget(item.node);  // not reached: only this worker adds nodes (admits above)
       sync_decoder_stats();
+      refuse(FleetRefusal::node_table_full, item.node, "");
       return;
     }
-    {
-      std::lock_guard lock(mu);
-      sync_decoder_stats();
-      if (!snap) return;  // a replay or a delta without its full: counted by the decoder
-      if (!table.heard(item.node, agent, snap->time_unix_ns, item.heard, item.heard_unix_ns,
-                       nullptr, snap->probe)) {
-        decoder.forget(item.node);  // not reached: only this worker adds nodes (admits above)
-        sync_decoder_stats();
-        refuse(FleetRefusal::node_table_full, item.node, "");
-        return;
-      }
-      ++st.snapshots;
-      if (item.kv_key && !*item.kv_key) {
-        *item.kv_key = true;
-        ++st.kv_nodes;
-      }
-    }
-    // A node state from the bucket that is old: the sweep shows it stale (or gone) at once.
-    if (item.kv_key && now - item.heard >= options.stale_after) post_sweep();
-    // Published outside the lock (the channel calls subscribers' wake-ups).
-    channel.publish(std::move(*snap));
-  }
-
-  /// Takes one queued message (or none); true when it took one.
-  bool run_one(std::optional<IntakeItem> item) {
-    if (!item) return false;
-    {
-      std::lock_guard lock(worker_mu);
-      process(*item);
-    }
-    intake.finish(item->node);
-    if (kv_done) {
-      { std::lock_guard lock(mu); }  // a waiter is waiting or will see the new count
-      idle_cv.notify_all();
-      report_bucket();
-    }
-    return true;
-  }
-
-  /// Once: the bucket is read and every message of it handled.
-  void report_bucket() {
-    if (!kv_done || intake.pending() != 0 || kv_reported.exchange(true)) return;
-    if (!options.on_bucket_read) return;
-    std::uint64_t nodes = 0;
-    {
-      std::lock_guard lock(mu);
-      nodes = st.kv_nodes;
-    }
-    options.on_bucket_read(nodes, std::chrono::duration_cast<std::chrono::milliseconds>(
-                                      std::chrono::steady_clock::now() - started));
-  }
-
-  void run_worker() {
-    while (run_one(intake.wait_pop())) {}
-  }
-
-  // ---- the sweep ----
-
-  void post_sweep() {
-    if (sweep_posted.exchange(true)) return;
-    asio::post(strand, [self = shared_from_this()] {
-      self->sweep_posted = false;
-      if (!self->stopped) self->sweep(self->clock());
-    });
-  }
-
-  void sweep(Clock::time_point now) {
-    std::vector<std::pair<std::string, NodeState>> changed;
-    std::vector<NodeTable::Stream> streams;
-    std::unordered_map<std::string, std::int64_t> heard_ns;
-    {
-      std::lock_guard lock(mu);
-      changed = table.advance(now, &streams);
-      for (const auto& [node, state] : changed) heard_ns[node] = table.last_heard_unix_ns(node);
-      for (const auto& [node, probe] : streams) heard_ns[node] = table.last_heard_unix_ns(node);
-    }
-    if (changed.empty() && streams.empty()) return;
-    // A node's last snapshots are its entries in the channel's latest cache (bounded in entries
-    // and bytes there, stalest evicted first): a node whose entries were evicted gets no stale
-    // copy or gone marker, and shows no old numbers either. (The fleet keeps no copy of its
-    // own: that one was bounded only in count.)
-    std::unordered_map<std::string_view, std::pair<NodeState, std::vector<SnapshotPtr>>> of_node;
-    for (const auto& [node, state] : changed) of_node[node].first = state;
-    std::set<std::pair<std::string_view, std::string_view>> stale_streams;
-    for (const auto& [node, probe] : streams) stale_streams.emplace(node, probe);
-    std::vector<GpuSnapshot> out;
-    for (const auto& s : channel.latest()) {
-      if (auto it = of_node.find(s->node); it != of_node.end()) {
-        out.push_back(it->second.first == NodeState::stale ? stale_copy(*s, heard_ns[s->node])
-                                                           : gone_marker(*s, heard_ns[s->node]));
-      } else if (stale_streams.contains({s->node, s->probe})) {
-        out.push_back(stale_copy(*s, heard_ns[s->node], true));
-      }
-    }
-    std::vector<std::string> gone;
-    for (const auto& [node, state] : changed)
-      if (state == NodeState::gone) gone.push_back(node);
-    if (!gone.empty()) {
-      std::lock_guard lock(mu);  // the worker drops their decoder streams before its next one
-      pending_forget.insert(pending_forget.end(), gone.begin(), gone.end());
-    }
-    // Subscribers see the gone markers; then the node leaves the latest cache (and so
-    // /api/v1/snapshot, /metrics), unless it spoke again in between.
-    for (auto& s : out) channel.publish(std::move(s));
-    for (const auto& node : gone) {
-      std::lock_guard lock(mu);
-      if (table.state(node) == NodeState::gone) channel.forget_node(node);
+    ++st.snapshots;
+    if (item.kv_key && !*item.kv_key) {
+      *item.kv_key = true;
+      ++st.kv_nodes;
     }
   }
+  // A node state from the bucket that is old: the sweep shows it stale (or gone) at once.
+  if (item.kv_key && now - item.heard >= options.stale_after) post_sweep();
+  // Published outside the lock (the channel calls subscribers' wake-ups).
+  channel.publish(std::move(*snap));
+}
 
-  /// With mu held.
-  void sync_decoder_stats() {
-    st.waiting = decoder.waiting();
-    st.bus_streams = decoder.streams();
-    st.bus_state_bytes = decoder.state_bytes();
-    st.bus_evicted = decoder.evicted();
-    refused[static_cast<std::size_t>(FleetRefusal::seq_stale)] = decoder.stale();
-    refused[static_cast<std::size_t>(FleetRefusal::waiting)] = decoder.waiting();
-    // TODO(merge): refused[seq_jump] = the decoder's count of refused jumps (and any further
-    // refusal counter it exposes: one more FleetRefusal each).
+/// Takes one queued message (or none); true when it took one.
+bool FleetView::Impl::run_one(std::optional<IntakeItem> item) {
+  if (!item) return false;
+  {
+    std::lock_guard lock(worker_mu);
+    process(*item);
   }
-
-  void arm() {
-    const auto period = std::clamp(options.stale_after / 5, std::chrono::milliseconds(20),
-                                   std::chrono::milliseconds(1000));
-    timer.expires_after(period);
-    timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      if (ec || self->stopped) return;
-      self->sweep(self->clock());
-      self->arm();
-    });
-  }
-
-  // ---- the key-value bucket, in the background ----
-
-  /// One node's state from the bucket: its messages go through the same per-publisher path as
-  /// the bus's (admission, budget, queue), heard when it was written (libnats gives nanoseconds
-  /// since the epoch; a coarser unit is scaled, and an unknown time counts as now). False when
-  /// it is unreadable (counted, logged once).
-  bool load_node_state(std::string_view key, std::string_view value, std::int64_t written_ns,
-                       Clock::time_point now, std::int64_t now_ns) {
-    while (written_ns > 0 && written_ns < 100'000'000'000'000'000) written_ns *= 1000;
-    if (written_ns <= 0 || written_ns > now_ns) written_ns = now_ns;
-    const auto age = std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - written_ns));
-    if (node_name_error(key)) {
-      refuse(FleetRefusal::bad_subject, "?", "a bucket key that is not a node name");
-      return false;
-    }
-    try {
-      // A node state is at most 64 messages of at most limits.max_message_bytes each.
-      if (value.size() > kMaxNodeStateMessages * (options.limits.max_message_bytes + 32))
-        throw BusError("a node state over the size limit");
-      auto mark = std::make_shared<bool>(false);
-      for (const auto msg : decode_node_state(value, options.limits)) {
-        if (!intake.wait_for_room()) return false;  // stopped
-        IntakeItem item;
-        item.node = std::string(key);
-        item.heard = now - std::chrono::duration_cast<Clock::duration>(age);
-        item.heard_unix_ns = written_ns;
-        item.kv_key = mark;
-        ++messages;
-        bytes += msg.size();
-        admit(msg, std::move(item));
-      }
-      return true;
-    } catch (const std::exception& ex) {
-      refuse(FleetRefusal::malformed, key,
-             [&] { return fmt::format("its state in the bucket is unreadable: {}", ex.what()); });
-      return false;
-    }
-  }
-
-  /// The bucket in one pass: a watcher on every key delivers the last value of each, then a
-  /// null entry that marks the end of the initial values. Bounded: at most max_nodes entries
-  /// (each bounded in bytes by load_node_state); stops when nothing arrives for
-  /// connect_timeout, or at stop().
-  void load_kv_watch(kvStore* kv) {
-    kvWatchOptions wo;
-    kvWatchOptions_Init(&wo);
-    wo.IgnoreDeletes = true;  // a deleted or purged key is no node
-    wo.Timeout = options.connect_timeout.count();
-    kvWatcher* w = nullptr;
-    natsStatus s = kvStore_WatchAll(&w, kv, &wo);
-    if (s != NATS_OK) {
-      if (!stopping)
-        logger()->warn("fleet: cannot watch the bucket '{}': {}", options.kv_bucket, nats_error(s));
-      return;
-    }
-    {
-      std::lock_guard lock(kv_mu);
-      watcher = w;
-      if (stopping) kvWatcher_Stop(w);
-    }
-    std::uint64_t seen = 0;
-    while (!stopping) {
-      kvEntry* e = nullptr;
-      s = kvWatcher_Next(&e, w, options.connect_timeout.count());
-      if (s != NATS_OK) {
-        if (!stopping)
-          logger()->warn("fleet: the bucket '{}' was read only in part ({} keys): {}",
-                         options.kv_bucket, seen, nats_error(s));
-        break;
-      }
-      if (!e) break;  // the end of the initial values
-      if (seen == options.max_nodes) {
-        kvEntry_Destroy(e);
-        logger()->warn(
-            "fleet: the bucket '{}' holds more than {} nodes (--max-nodes); the rest "
-            "show as they publish",
-            options.kv_bucket, options.max_nodes);
-        break;
-      }
-      ++seen;
-      const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
-                                   static_cast<std::size_t>(kvEntry_ValueLen(e)));
-      load_node_state(kvEntry_Key(e), value, kvEntry_Created(e), clock(), wall_now_ns());
-      kvEntry_Destroy(e);
-    }
-    std::lock_guard lock(kv_mu);
-    watcher = nullptr;
-    kvWatcher_Stop(w);
-    kvWatcher_Destroy(w);
-  }
-
-  /// The bucket key by key (kvStore_Keys, then one kvStore_Get per key: a round trip each).
-  void load_kv_key_by_key(kvStore* kv) {
-    kvKeysList keys{};
-    kvWatchOptions wo;
-    kvWatchOptions_Init(&wo);
-    wo.Timeout = options.connect_timeout.count();
-    const natsStatus s = kvStore_Keys(&keys, kv, &wo);
-    if (s != NATS_OK) {
-      if (s != NATS_NOT_FOUND)
-        logger()->warn("fleet: cannot list the bucket '{}': {}", options.kv_bucket, nats_error(s));
-      return;
-    }
-    const int count = std::min<int>(
-        keys.Count, static_cast<int>(std::min<std::size_t>(options.max_nodes, INT32_MAX)));
-    for (int i = 0; i < count && !stopping; ++i) {
-      kvEntry* e = nullptr;
-      if (kvStore_Get(&e, kv, keys.Keys[i]) != NATS_OK) continue;
-      const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
-                                   static_cast<std::size_t>(kvEntry_ValueLen(e)));
-      load_node_state(keys.Keys[i], value, kvEntry_Created(e), clock(), wall_now_ns());
-      kvEntry_Destroy(e);
-    }
-    kvKeysList_Destroy(&keys);
-  }
-
-  void load_kv() {
-    jsCtx* js = nullptr;
-    kvStore* kv = nullptr;
-    jsOptions jo;
-    jsOptions_Init(&jo);
-    jo.Wait = options.connect_timeout.count();
-    natsStatus s = natsConnection_JetStream(&js, nc, &jo);
-    if (s == NATS_OK) s = js_KeyValue(&kv, js, options.kv_bucket.c_str());
-    if (s != NATS_OK) {
-      if (!stopping)
-        logger()->warn("fleet: no key-value bucket '{}' ({}): nodes show as they publish",
-                       options.kv_bucket, nats_error(s));
-    } else if (options.kv_watch) {
-      load_kv_watch(kv);
-    } else {
-      load_kv_key_by_key(kv);
-    }
-    if (kv) kvStore_Destroy(kv);
-    if (js) jsCtx_Destroy(js);
-  }
-
-  void finish_kv() {
-    {
-      std::lock_guard lock(mu);
-      kv_done = true;
-      st.kv_done = true;
-    }
+  intake.finish(item->node);
+  if (kv_done) {
+    { std::lock_guard lock(mu); }  // a waiter is waiting or will see the new count
     idle_cv.notify_all();
     report_bucket();
   }
+  return true;
+}
 
-  bool wait_for_bucket(std::chrono::milliseconds timeout) {
-    std::unique_lock lock(mu);
-    return idle_cv.wait_for(lock, timeout, [this] { return kv_done && intake.pending() == 0; });
+/// Once: the bucket is read and every message of it handled.
+void FleetView::Impl::report_bucket() {
+  if (!kv_done || intake.pending() != 0 || kv_reported.exchange(true)) return;
+  if (!options.on_bucket_read) return;
+  std::uint64_t nodes = 0;
+  {
+    std::lock_guard lock(mu);
+    nodes = st.kv_nodes;
   }
+  options.on_bucket_read(nodes, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - started));
+}
 
-  void start() {
-    started = std::chrono::steady_clock::now();
-    natsOptions* opts = nullptr;
-    natsStatus s = natsOptions_Create(&opts);
-    if (s == NATS_OK) s = natsOptions_SetURL(opts, options.url.c_str());
-    if (s == NATS_OK) s = natsOptions_SetName(opts, "gpustream-fleet");
-    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, options.connect_timeout.count());
-    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
-    // Slow consumer protection: messages waiting for this view, bounded in count and bytes.
-    if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 65536);
-    if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
-    natsOptions_Destroy(opts);
-    if (s != NATS_OK) {
-      if (nc) natsConnection_Destroy(nc);
-      nc = nullptr;
-      throw std::runtime_error("cannot connect to " + redact_url_credentials(options.url) + ": " +
-                               nats_error(s));
-    }
-    worker = std::thread([this] { run_worker(); });
-    // Subscribe first, then read the bucket: a message in between is not lost (the decoder
-    // ignores what is older than it has).
-    const std::string subject = options.subject_prefix + ".>";
-    s = natsConnection_Subscribe(&sub, nc, subject.c_str(), &Impl::on_msg, this);
-    if (s == NATS_OK)
-      s = natsSubscription_SetPendingLimits(
-          sub, 65536,
-          static_cast<int>(std::min<std::size_t>(options.limits.max_message_bytes * 64, 1 << 30)));
-    if (s != NATS_OK)
-      throw std::runtime_error("cannot subscribe to " + subject + ": " + nats_error(s));
-    asio::post(strand, [self = shared_from_this()] { self->arm(); });
-    if (options.kv_bucket.empty()) {
-      finish_kv();
-      return;
-    }
-    // In the background: the server listens at once, nodes appear as they are decoded.
-    kv_thread = std::thread([this] {
-      load_kv();
-      finish_kv();
-    });
+void FleetView::Impl::run_worker() {
+  while (run_one(intake.wait_pop())) {}
+}
+
+void FleetView::Impl::post_sweep() {
+  if (sweep_posted.exchange(true)) return;
+  asio::post(strand, [self = shared_from_this()] {
+    self->sweep_posted = false;
+    if (!self->stopped) self->sweep(self->clock());
+  });
+}
+
+void FleetView::Impl::sweep(Clock::time_point now) {
+  std::vector<std::pair<std::string, NodeState>> changed;
+  std::vector<NodeTable::Stream> streams;
+  std::unordered_map<std::string, std::int64_t> heard_ns;
+  {
+    std::lock_guard lock(mu);
+    changed = table.advance(now, &streams);
+    for (const auto& [node, state] : changed) heard_ns[node] = table.last_heard_unix_ns(node);
+    for (const auto& [node, probe] : streams) heard_ns[node] = table.last_heard_unix_ns(node);
   }
-
-  FleetStats st_copy() const {
-    FleetStats out;
-    {
-      std::lock_guard lock(mu);
-      out = st;
-    }
-    out.messages = messages;
-    out.bytes = bytes;
-    for (std::size_t i = 0; i < kFleetRefusalCount; ++i) out.refused[i] = refused[i];
-    out.nodes_refused = out.refused[static_cast<std::size_t>(FleetRefusal::node_table_full)];
-    for (const auto r : {FleetRefusal::bad_subject, FleetRefusal::subject_mismatch,
-                         FleetRefusal::too_large, FleetRefusal::malformed})
-      out.rejected += out.refused[static_cast<std::size_t>(r)];
-    out.decode_cpu_ns = decode_cpu_ns;
-    out.pending = intake.pending();
-    out.pending_bytes = intake.pending_bytes();
-    out.publishers = intake.publishers();
-    return out;
-  }
-
-  void stop() {
-    stopping = true;
-    intake.close();  // the worker ends after its message; the bucket's read stops waiting
-    {
-      std::lock_guard lock(kv_mu);
-      if (watcher) kvWatcher_Stop(watcher);
-    }
-    asio::post(strand, [self = shared_from_this()] {
-      self->stopped = true;
-      self->timer.cancel();
-    });
-    if (sub) {
-      // Drained: no callback runs once this returns (bounded wait).
-      if (natsSubscription_Drain(sub) == NATS_OK)
-        natsSubscription_WaitForDrainCompletion(sub, 2000);
-      natsSubscription_Destroy(sub);
-      sub = nullptr;
-    }
-    if (nc) natsConnection_Close(nc);  // a request of the bucket's read in flight fails now
-    if (kv_thread.joinable()) kv_thread.join();
-    if (worker.joinable()) worker.join();
-    if (nc) {
-      natsConnection_Destroy(nc);
-      nc = nullptr;
+  if (changed.empty() && streams.empty()) return;
+  // A node's last snapshots are its entries in the channel's latest cache (bounded in entries
+  // and bytes there, stalest evicted first): a node whose entries were evicted gets no stale
+  // copy or gone marker, and shows no old numbers either. (The fleet keeps no copy of its
+  // own: that one was bounded only in count.)
+  std::unordered_map<std::string_view, std::pair<NodeState, std::vector<SnapshotPtr>>> of_node;
+  for (const auto& [node, state] : changed) of_node[node].first = state;
+  std::set<std::pair<std::string_view, std::string_view>> stale_streams;
+  for (const auto& [node, probe] : streams) stale_streams.emplace(node, probe);
+  std::vector<GpuSnapshot> out;
+  for (const auto& s : channel.latest()) {
+    if (auto it = of_node.find(s->node); it != of_node.end()) {
+      out.push_back(it->second.first == NodeState::stale ? stale_copy(*s, heard_ns[s->node])
+                                                         : gone_marker(*s, heard_ns[s->node]));
+    } else if (stale_streams.contains({s->node, s->probe})) {
+      out.push_back(stale_copy(*s, heard_ns[s->node], true));
     }
   }
-};
+  std::vector<std::string> gone;
+  for (const auto& [node, state] : changed)
+    if (state == NodeState::gone) gone.push_back(node);
+  if (!gone.empty()) {
+    std::lock_guard lock(mu);  // the worker drops their decoder streams before its next one
+    pending_forget.insert(pending_forget.end(), gone.begin(), gone.end());
+  }
+  // Subscribers see the gone markers; then the node leaves the latest cache (and so
+  // /api/v1/snapshot, /metrics), unless it spoke again in between.
+  for (auto& s : out) channel.publish(std::move(s));
+  for (const auto& node : gone) {
+    std::lock_guard lock(mu);
+    if (table.state(node) == NodeState::gone) channel.forget_node(node);
+  }
+}
+
+/// With mu held.
+void FleetView::Impl::sync_decoder_stats() {
+  st.waiting = decoder.waiting();
+  st.bus_streams = decoder.streams();
+  st.bus_state_bytes = decoder.state_bytes();
+  st.bus_evicted = decoder.evicted();
+  refused[static_cast<std::size_t>(FleetRefusal::seq_stale)] = decoder.stale();
+  refused[static_cast<std::size_t>(FleetRefusal::waiting)] = decoder.waiting();
+  // TODO(merge): refused[seq_jump] = the decoder's count of refused jumps (and any further
+  // refusal counter it exposes: one more FleetRefusal each).
+}
+
+void FleetView::Impl::arm() {
+  const auto period = std::clamp(options.stale_after / 5, std::chrono::milliseconds(20),
+                                 std::chrono::milliseconds(1000));
+  timer.expires_after(period);
+  timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->stopped) return;
+    self->sweep(self->clock());
+    self->arm();
+  });
+}
+
+FleetStats FleetView::Impl::st_copy() const {
+  FleetStats out;
+  {
+    std::lock_guard lock(mu);
+    out = st;
+  }
+  out.messages = messages;
+  out.bytes = bytes;
+  for (std::size_t i = 0; i < kFleetRefusalCount; ++i) out.refused[i] = refused[i];
+  out.nodes_refused = out.refused[static_cast<std::size_t>(FleetRefusal::node_table_full)];
+  for (const auto r : {FleetRefusal::bad_subject, FleetRefusal::subject_mismatch,
+                       FleetRefusal::too_large, FleetRefusal::malformed})
+    out.rejected += out.refused[static_cast<std::size_t>(r)];
+  out.decode_cpu_ns = decode_cpu_ns;
+  out.pending = intake.pending();
+  out.pending_bytes = intake.pending_bytes();
+  out.publishers = intake.publishers();
+  return out;
+}
 
 FleetView::FleetView(const asio::any_io_executor& ex, SnapshotChannel& channel,
                      FleetOptions options)

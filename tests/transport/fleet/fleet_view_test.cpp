@@ -1,6 +1,8 @@
-// FleetView without a NATS server: bus messages handed to on_message, the staleness sweep driven
-// by the test's clock, the view's routes and /metrics families on a real Server. A gone node
-// leaves the channel's latest cache, so /api/v1/snapshot no longer lists it.
+// FleetView without a NATS server: bus messages handed to on_message (or deliver() and
+// process_pending(): the delivery thread's and the worker's halves), the staleness sweep and the
+// publishers' budgets driven by the test's clocks, the view's routes and /metrics families on a
+// real Server. A gone node leaves the channel's latest cache, so /api/v1/snapshot no longer
+// lists it.
 #if defined(GPUSTREAM_HAS_NATS)
 
 #include <set>
@@ -19,6 +21,44 @@ namespace gpustream::transport::test {
 namespace {
 
 namespace json = boost::json;
+
+using namespace std::chrono_literals;
+
+/// The view's clocks, driven by the test: monotonic time, and the decode CPU time (each decode
+/// costs `cpu_per_decode`: the meter reads the clock before and after).
+struct DrivenClocks {
+  NodeTable::Clock::time_point now = NodeTable::Clock::time_point{} + 1h;
+  std::chrono::nanoseconds cpu{0};
+  std::chrono::nanoseconds cpu_per_decode{0};
+  bool after = false;
+  void install(FleetOptions& o) {
+    o.clock = [this] { return now; };
+    o.cpu_clock = [this] {
+      if (after) cpu += cpu_per_decode;
+      after = !after;
+      return cpu;
+    };
+  }
+};
+
+std::uint64_t refused(const FleetView& v, FleetRefusal r) {
+  return v.stats().refused[static_cast<std::size_t>(r)];
+}
+
+std::uint64_t messages_of(const FleetView& v, const std::string& node) {
+  for (const auto& n : v.nodes())
+    if (n.name == node) return n.messages;
+  return 0;
+}
+
+FleetOptions driven_options(DrivenClocks& c) {
+  FleetOptions o;
+  o.kv_bucket.clear();
+  o.stale_after = 5s;
+  o.gone_after = 30s;
+  c.install(o);
+  return o;
+}
 
 std::set<std::string> snapshot_nodes(Fixture& f) {
   const auto r = http_request(f, "/api/v1/snapshot");
@@ -103,6 +143,10 @@ TEST(FleetView, ManyProbesOfOneNodeStayWithinTheLatestCacheBounds) {
   o.kv_bucket.clear();
   o.stale_after = std::chrono::seconds(5);
   o.gone_after = std::chrono::seconds(30);
+  // This test is about the memory bound, not the publisher's budget (tested below): no limit.
+  o.budget.messages_per_second = 1e9;
+  o.budget.bytes_per_second = std::size_t{1} << 40;
+  o.budget.burst = std::chrono::hours(1);
   FleetView view(io.get_executor(), channel, o);
   for (int i = 0; i < 1000; ++i) {
     auto snap = make_snapshot("p" + std::to_string(i), 8, 100);
@@ -123,6 +167,250 @@ TEST(FleetView, ManyProbesOfOneNodeStayWithinTheLatestCacheBounds) {
   view.sweep(after + std::chrono::seconds(31));
   EXPECT_EQ(channel.last_sequence() - seq_stale, held);
   EXPECT_EQ(channel.latest_size(), 0u);
+  view.stop();
+}
+
+// A publisher that floods is refused by its message budget when its messages arrive (nothing of
+// them is queued or decoded), while a well-behaved node's messages are all decoded.
+TEST(FleetViewBudget, AFloodingPublisherIsRefusedWhileAWellBehavedNodeIsDecoded) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  DrivenClocks c;
+  auto o = driven_options(c);
+  o.budget.messages_per_second = 10;
+  o.budget.burst = 1s;  // 10 messages at most at once
+  FleetView view(io.get_executor(), channel, o);
+  BusEncoder flood("flood", "gpustream/test", {.full_every = 1});
+  BusEncoder good("good", "gpustream/test", {.full_every = 1});
+  const auto snap = make_snapshot("sim", 2);
+  for (int second = 0; second < 5; ++second) {
+    for (int i = 0; i < 1000; ++i) view.on_message(flood.encode(snap), "gpustream.flood.sim");
+    view.on_message(good.encode(snap), "gpustream.good.sim");
+    c.now += 1s;
+  }
+  EXPECT_EQ(messages_of(view, "flood"), 50U);  // 10 a second
+  EXPECT_EQ(messages_of(view, "good"), 5U);    // every one
+  EXPECT_EQ(refused(view, FleetRefusal::budget_messages), 5U * 1000 - 50);
+  EXPECT_EQ(view.stats().pending, 0U);
+  const auto text = view.metrics()();
+  EXPECT_NE(
+      text.find("\ngpustream_fleet_messages_refused_total{reason=\"budget_messages\"} 4950\n"),
+      std::string::npos)
+      << text;
+  view.stop();
+}
+
+// The worker serves the publishers' queues in turn, one message each: a node's message queued
+// behind a flooder's full queue is the second one decoded, not the 65th. The flooder's queue is
+// bounded (64 messages): the 65th is refused.
+TEST(FleetViewBudget, TheWorkerServesThePublishersInTurn) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor(), 256);
+  DrivenClocks c;
+  auto o = driven_options(c);
+  o.budget.messages_per_second = 1e6;
+  FleetView view(io.get_executor(), channel, o);
+  BusEncoder flood("flood", "gpustream/test", {.full_every = 1});
+  BusEncoder good("good", "gpustream/test", {.full_every = 1});
+  const auto snap = make_snapshot("sim", 2);
+  for (int i = 0; i < 65; ++i) view.deliver(flood.encode(snap), "gpustream.flood.sim");
+  view.deliver(good.encode(snap), "gpustream.good.sim");
+  EXPECT_EQ(refused(view, FleetRefusal::queue_full), 1U);
+  EXPECT_EQ(view.stats().pending, 65U);
+  EXPECT_TRUE(view.nodes().empty());  // nothing decoded on the delivery side
+  const auto seq = channel.last_sequence();
+  EXPECT_EQ(view.process_pending(), 65U);
+  const auto h = channel.history_since(seq);
+  ASSERT_EQ(h.size(), 65U);
+  EXPECT_EQ(h[0]->node, "flood");
+  EXPECT_EQ(h[1]->node, "good");
+  EXPECT_EQ(view.stats().pending, 0U);
+  view.stop();
+}
+
+// Decode CPU time is charged to the publisher after each decode (driven: 30 ms a decode): once
+// its CPU bucket (100 ms a second, 1 s of burst) is empty or in debt, its messages are refused
+// until time pays the debt back; another node has its own bucket.
+TEST(FleetViewBudget, DecodeCpuIsChargedToItsPublisher) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  DrivenClocks c;
+  c.cpu_per_decode = 30ms;
+  auto o = driven_options(c);
+  o.budget.cpu_per_second = 100ms;
+  o.budget.burst = 1s;
+  FleetView view(io.get_executor(), channel, o);
+  BusEncoder costly("costly", "gpustream/test", {.full_every = 1});
+  BusEncoder good("good", "gpustream/test", {.full_every = 1});
+  const auto snap = make_snapshot("sim", 2);
+  for (int i = 0; i < 6; ++i) view.on_message(costly.encode(snap), "gpustream.costly.sim");
+  EXPECT_EQ(messages_of(view, "costly"), 4U);  // 100 → 70 → 40 → 10 → −20: then refused
+  EXPECT_EQ(refused(view, FleetRefusal::budget_cpu), 2U);
+  view.on_message(good.encode(snap), "gpustream.good.sim");
+  EXPECT_EQ(messages_of(view, "good"), 1U);
+  c.now += 1s;  // −20 + 100
+  view.on_message(costly.encode(snap), "gpustream.costly.sim");
+  EXPECT_EQ(messages_of(view, "costly"), 5U);
+  EXPECT_EQ(view.stats().decode_cpu_ns, 6U * 30'000'000);
+  EXPECT_NE(view.metrics()().find("\ngpustream_fleet_decode_cpu_seconds_total 0.180000\n"),
+            std::string::npos);
+  view.stop();
+}
+
+// A big body: what a message declares once inflated is taken from its publisher's
+// inflated-bytes budget before anything is inflated or parsed. (The body is 1 MiB of letters that
+// deflate about 2:1, so that the codec's own bound on the inflation ratio does not refuse it
+// first: deflate bombs of a higher ratio are the codec's, and the bucket test's below.)
+TEST(FleetViewBudget, AnInflatedBodyIsCountedAgainstTheBytesBudgetBeforeDecoding) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  DrivenClocks c;
+  auto o = driven_options(c);
+  GpuSnapshot bomb = make_snapshot("sim", 1);
+  std::string name(std::size_t{1} << 20, 'a');
+  std::uint32_t x = 12345;
+  for (auto& ch : name) {
+    x = x * 1664525 + 1013904223;  // a fixed sequence of 16 letters: about 4 bits a byte
+    ch = static_cast<char>('a' + (x >> 28));
+  }
+  bomb.devices[0].name = name;
+  BusEncoder bomber("bomber", "gpustream/test", {.full_every = 1});
+  BusEncoder good("good", "gpustream/test", {.full_every = 1});
+  const std::string msg = bomber.encode(bomb);
+  const auto declared = parse_bus_header(msg).body_bytes;
+  ASSERT_LT(msg.size(), std::size_t{1} << 20);  // within max_message_bytes
+  ASSERT_GT(declared, std::size_t{1} << 20);
+  ASSERT_LT(declared / msg.size(), 8U);
+  o.budget.bytes_per_second = declared * 5 / 2;  // two and a half bombs a second
+  o.budget.burst = 1s;
+  FleetView view(io.get_executor(), channel, o);
+  for (int i = 0; i < 5; ++i) view.on_message(msg, "gpustream.bomber.sim");
+  EXPECT_EQ(refused(view, FleetRefusal::budget_bytes), 3U);
+  EXPECT_EQ(messages_of(view, "bomber"), 1U);  // the same message: the replays are seq_stale
+  EXPECT_EQ(refused(view, FleetRefusal::seq_stale), 1U);
+  view.on_message(good.encode(make_snapshot("sim", 2)), "gpustream.good.sim");
+  EXPECT_EQ(messages_of(view, "good"), 1U);
+  c.now += 1s;  // half a bomb left + two and a half, capped at two and a half: two more
+  for (int i = 0; i < 3; ++i) view.on_message(bomber.encode(bomb), "gpustream.bomber.sim");
+  EXPECT_EQ(messages_of(view, "bomber"), 3U);
+  EXPECT_EQ(refused(view, FleetRefusal::budget_bytes), 4U);
+  view.stop();
+}
+
+// The publisher is the subject's node, never the payload's: a bus header or a JSON snapshot
+// naming another node is refused (nothing of it kept), and so is a subject that is not
+// <prefix>.<node>.<probe>.
+TEST(FleetView, APayloadNamingAnotherNodeThanItsSubjectIsRefused) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  DrivenClocks c;
+  FleetView view(io.get_executor(), channel, driven_options(c));
+  BusEncoder b("node-b", "gpustream/test", {.full_every = 1});
+  view.on_message(b.encode(make_snapshot("sim", 2)), "gpustream.node-a.sim");
+  auto forged = make_snapshot("sim", 2);
+  forged.node = "node-b";
+  view.on_message(to_json_string(forged), "gpustream.node-a.sim");
+  EXPECT_EQ(refused(view, FleetRefusal::subject_mismatch), 2U);
+  EXPECT_TRUE(view.nodes().empty());
+  EXPECT_EQ(view.stats().bus_streams, 0U);
+  EXPECT_EQ(channel.latest_size(), 0U);
+  for (const char* subject : {"gpustream.node-a", "other.node-a.sim", "gpustream.node-a.sim.x",
+                              "gpustream..sim", "gpustream.node*.sim"})
+    view.on_message(b.encode(make_snapshot("sim", 2)), subject);
+  EXPECT_EQ(refused(view, FleetRefusal::bad_subject), 5U);
+  EXPECT_EQ(view.stats().rejected, 7U);
+  // A JSON snapshot without a node takes the subject's; one with the subject's is taken.
+  auto plain = make_snapshot("sim", 2);
+  view.on_message(to_json_string(plain), "gpustream.node-a.sim");
+  plain.node = "node-b";
+  view.on_message(to_json_string(plain), "gpustream.node-b.sim");
+  ASSERT_EQ(view.nodes().size(), 2U);
+  EXPECT_EQ(view.nodes()[0].name, "node-a");
+  view.stop();
+}
+
+// --max-nodes 50 and 50 nodes that stay up: a new node's messages are refused at once (counted
+// in gpustream_fleet_nodes_refused_total) and leave nothing behind — no decoder stream, no
+// queue, no budget entry. Once a node is gone, the new node takes its place.
+TEST(FleetView, AFullNodeTableRefusesNewNodesAndKeepsNothingOfThem) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  DrivenClocks c;
+  auto o = driven_options(c);
+  o.max_nodes = 50;
+  FleetView view(io.get_executor(), channel, o);
+  const auto snap = make_snapshot("sim", 1);
+  for (int i = 0; i < 50; ++i) {
+    const std::string node = "fake-" + std::to_string(i);
+    view.on_message(BusEncoder(node, "x", {.full_every = 1}).encode(snap),
+                    "gpustream." + node + ".sim");
+  }
+  BusEncoder real("real", "gpustream/test", {.full_every = 1});
+  for (int i = 0; i < 1000; ++i) {
+    const std::string node = "new-" + std::to_string(i);
+    view.on_message(BusEncoder(node, "x", {.full_every = 1}).encode(snap),
+                    "gpustream." + node + ".sim");
+  }
+  view.on_message(real.encode(snap), "gpustream.real.sim");
+  const auto st = view.stats();
+  EXPECT_EQ(st.nodes_refused, 1001U);
+  EXPECT_EQ(view.nodes().size(), 50U);
+  EXPECT_EQ(st.bus_streams, 50U);
+  EXPECT_EQ(st.publishers, 50U);
+  EXPECT_EQ(st.pending, 0U);
+  const auto text = view.metrics()();
+  EXPECT_NE(text.find("\ngpustream_fleet_nodes_refused_total 1001\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("{reason=\"node_table_full\"} 1001\n"), std::string::npos);
+  // The fakes stop: once gone, the real node is taken.
+  c.now += 31s;
+  view.sweep(c.now);
+  view.on_message(real.encode(snap), "gpustream.real.sim");
+  EXPECT_EQ(messages_of(view, "real"), 1U);
+  EXPECT_EQ(view.stats().bus_streams, 1U);  // the gone nodes' streams were dropped
+  view.stop();
+}
+
+// A stream frozen by a replay (the agent's own epoch replayed with an old sequence: every
+// message of it dropped as seq_stale) while its node stays up thanks to another stream: its
+// snapshot goes stale after stale_after (error stream_stale), the other one stays current.
+TEST(FleetView, AStreamFrozenByAReplayGoesStaleWhileItsNodeStaysUp) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  DrivenClocks c;
+  FleetView view(io.get_executor(), channel, driven_options(c));
+  BusEncoder a("node-a", "gpustream/test", {.full_every = 1});
+  const std::string old_p2 = a.encode(make_snapshot("p2", 2));
+  view.on_message(old_p2, "gpustream.node-a.p2");
+  view.on_message(a.encode(make_snapshot("p2", 2)), "gpustream.node-a.p2");
+  view.on_message(a.encode(make_snapshot("p1", 2)), "gpustream.node-a.p1");
+  const auto latest_of = [&](const std::string& probe) {
+    for (const auto& s : channel.latest())
+      if (s->node == "node-a" && s->probe == probe) return s;
+    return SnapshotPtr{};
+  };
+  for (int second = 1; second <= 6; ++second) {
+    c.now += 1s;
+    view.on_message(a.encode(make_snapshot("p1", 2)), "gpustream.node-a.p1");
+    view.on_message(old_p2, "gpustream.node-a.p2");  // the replay
+    view.sweep(c.now);
+    const auto p2 = latest_of("p2");
+    ASSERT_TRUE(p2);
+    if (second < 5) {
+      EXPECT_TRUE(p2->errors.empty()) << second;
+    }
+  }
+  EXPECT_EQ(refused(view, FleetRefusal::seq_stale), 6U);
+  ASSERT_EQ(view.nodes().size(), 1U);
+  EXPECT_EQ(view.nodes()[0].state, NodeState::up);
+  const auto p2 = latest_of("p2");
+  ASSERT_EQ(p2->errors.size(), 1U);
+  EXPECT_EQ(p2->errors[0].code, "stream_stale");
+  for (const auto& d : p2->devices) EXPECT_FALSE(d.metrics[Metric::utilization_percent]);
+  const auto p1 = latest_of("p1");
+  EXPECT_TRUE(p1->errors.empty());
+  // The stream speaks again (a message it has not sent before): current again.
+  view.on_message(a.encode(make_snapshot("p2", 2)), "gpustream.node-a.p2");
+  EXPECT_TRUE(latest_of("p2")->errors.empty());
   view.stop();
 }
 

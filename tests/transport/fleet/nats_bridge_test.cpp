@@ -13,9 +13,12 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -398,10 +401,10 @@ class Bucket {
   bool ok_ = false;
 };
 
-/// A new FleetView reads the whole bucket before start() returns, in one pass (a key-value
-/// watcher) or key by key: the same nodes either way; a deleted key is no node; garbage and an
-/// oversized state are refused (counted) without stopping the read; max_nodes bounds it; an
-/// empty bucket ends at once.
+/// A new FleetView reads the whole bucket in the background after start() returns, in one pass
+/// (a key-value watcher) or key by key: the same nodes either way; a deleted key is no node;
+/// garbage and an oversized state are refused (counted) without stopping the read; max_nodes bounds
+/// it; an empty bucket ends at once.
 TEST(FleetViewBucket, ANewViewReadsEveryNodeOfTheBucketInOnePass) {
   gpustream::test::TempTree store;
   const auto port = free_port();
@@ -426,6 +429,7 @@ TEST(FleetViewBucket, ANewViewReadsEveryNodeOfTheBucketInOnePass) {
     SnapshotChannel channel(io.get_executor());
     FleetView view(io.get_executor(), channel, fleet_options(watch, max_nodes));
     view.start();
+    EXPECT_TRUE(view.wait_for_bucket(std::chrono::seconds(30)));
     std::vector<std::string> names;
     for (const auto& n : view.nodes()) names.push_back(n.name);
     const auto st = view.stats();
@@ -460,6 +464,94 @@ TEST(FleetViewBucket, ANewViewReadsEveryNodeOfTheBucketInOnePass) {
   }
   // Bounded by max_nodes: the first 10 keys read, the rest shows as it publishes.
   EXPECT_EQ(read(true, 10).first.size(), 10U);
+}
+
+/// A bucket full of deflate bombs (4 keys × 64 full messages, each a few kilobytes declaring
+/// 8 MiB once inflated): the view's start() does not wait for it, the bombs go through each
+/// node's budget (inflated bytes and decode CPU time) so most are refused unread, and a node
+/// that publishes on the bus meanwhile is shown. (How long the first version took to listen
+/// — 63 s — is measured by the integration test, not here: no timed assertion.)
+TEST(FleetViewBucket, ABucketOfBombsIsReadInTheBackgroundUnderEachNodesBudget) {
+  gpustream::test::TempTree store;
+  const auto port = free_port();
+  NatsServer server(port, store.path("js"));
+  ASSERT_TRUE(server.start());
+  constexpr const char* kName = "fleet_test_bombs";
+  Bucket bucket(server.url(), kName);
+  ASSERT_TRUE(bucket.ok());
+  // One bomb encoded once; its header rewritten for each node and probe (the body is the same).
+  GpuSnapshot bomb = make_snapshot("sim", 1);
+  bomb.devices[0].name = std::string((std::size_t{8} << 20) - 4096, 'a');
+  const std::string one = BusEncoder("bomb", "gpustream/test").encode(bomb);
+  const auto h = parse_bus_header(one);
+  const std::string body = one.substr(one.find('\n') + 1);
+  constexpr int kKeys = 4, kBombs = 64;
+  for (int k = 0; k < kKeys; ++k) {
+    const std::string node = "bomber-" + std::to_string(k);
+    std::map<std::string, std::string> fulls;
+    for (int i = 0; i < kBombs; ++i) {
+      const std::string probe = "p" + std::to_string(i);
+      fulls[probe] = "GSB1 f z " + node + " " + probe + " 1 1 1 " + std::to_string(h.body_bytes) +
+                     " gpustream/test\n" + body;
+    }
+    ASSERT_TRUE(bucket.put(node, encode_node_state(fulls)));
+  }
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  FleetOptions o;
+  o.url = server.url();
+  o.kv_bucket = kName;
+  o.stale_after = std::chrono::hours(1);
+  o.gone_after = std::chrono::hours(2);
+  // start() returns before the bucket is read: the end of the read waits for it (a view that
+  // read the bucket inside start() would find start_returned false after 30 s).
+  std::mutex m;
+  std::condition_variable cv;
+  bool start_returned = false;
+  std::optional<bool> read_after_start;
+  o.on_bucket_read = [&](std::uint64_t, std::chrono::milliseconds) {
+    std::unique_lock lock(m);
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return start_returned; });
+    read_after_start = start_returned;
+    cv.notify_all();
+  };
+  FleetView view(io.get_executor(), channel, o);
+  view.start();
+  {
+    std::lock_guard lock(m);
+    start_returned = true;
+  }
+  cv.notify_all();
+  // A node that publishes meanwhile is decoded like any other.
+  natsConnection* nc = nullptr;
+  ASSERT_EQ(natsConnection_ConnectTo(&nc, server.url().c_str()), NATS_OK);
+  BusEncoder good("good", "gpustream/test");
+  const auto has_good = [&] {
+    for (const auto& n : view.nodes())
+      if (n.name == "good") return true;
+    return false;
+  };
+  ASSERT_TRUE(wait_for([&] {
+    const auto& m = good.encode(make_snapshot("sim", 2));
+    natsConnection_Publish(nc, "gpustream.good.sim", m.data(), static_cast<int>(m.size()));
+    return has_good();
+  }));
+  natsConnection_Destroy(nc);
+  ASSERT_TRUE(view.wait_for_bucket(std::chrono::seconds(60)));
+  {
+    std::unique_lock lock(m);
+    cv.wait_for(lock, std::chrono::seconds(30), [&] { return read_after_start.has_value(); });
+    EXPECT_EQ(read_after_start, std::optional<bool>(true));
+  }
+  const auto st = view.stats();
+  // Each node may decode what its burst and refill allow (a few bombs), never most of them:
+  // the rest is refused by its budget (budget_bytes, budget_cpu), or before it by the codec's
+  // bound on the inflation ratio (malformed).
+  std::uint64_t refused = 0;
+  for (const auto r : st.refused) refused += r;
+  EXPECT_GE(refused, static_cast<std::uint64_t>(kKeys * kBombs / 2)) << refused;
+  EXPECT_EQ(st.pending, 0U);
+  view.stop();
 }
 
 }  // namespace

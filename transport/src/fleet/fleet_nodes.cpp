@@ -23,30 +23,109 @@ std::string_view to_string(NodeState s) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(FleetRefusal r) noexcept {
+  switch (r) {
+    case FleetRefusal::bad_subject:
+      return "bad_subject";
+    case FleetRefusal::subject_mismatch:
+      return "subject_mismatch";
+    case FleetRefusal::node_table_full:
+      return "node_table_full";
+    case FleetRefusal::budget_messages:
+      return "budget_messages";
+    case FleetRefusal::queue_full:
+      return "queue_full";
+    case FleetRefusal::too_large:
+      return "too_large";
+    case FleetRefusal::budget_bytes:
+      return "budget_bytes";
+    case FleetRefusal::budget_cpu:
+      return "budget_cpu";
+    case FleetRefusal::malformed:
+      return "malformed";
+    case FleetRefusal::seq_stale:
+      return "seq_stale";
+    case FleetRefusal::seq_jump:
+      return "seq_jump";
+    case FleetRefusal::waiting:
+      return "waiting";
+  }
+  return "unknown";
+}
+
 NodeTable::NodeTable(std::chrono::milliseconds stale_after, std::chrono::milliseconds gone_after,
-                     std::size_t max_nodes)
+                     std::size_t max_nodes, std::size_t max_streams)
     : stale_after_(std::max(stale_after, std::chrono::milliseconds(1))),
       gone_after_(std::max(gone_after, stale_after_)),
-      max_nodes_(std::max<std::size_t>(max_nodes, 1)) {}
+      max_nodes_(std::max<std::size_t>(max_nodes, 1)),
+      max_streams_(std::max<std::size_t>(max_streams, 1)) {}
+
+void NodeTable::index(const Entry& e, const std::string& name) {
+  by_state_[static_cast<int>(e.info.state)].emplace(e.heard, name);
+}
+
+void NodeTable::unindex(const Entry& e, const std::string& name) {
+  by_state_[static_cast<int>(e.info.state)].erase({e.heard, name});
+}
+
+void NodeTable::forget_streams(std::string_view node) {
+  auto it = streams_.lower_bound(std::make_pair(std::string(node), std::string()));
+  while (it != streams_.end() && it->first.first == node) {
+    streams_by_heard_.erase({it->second, {it->first.first, it->first.second}});
+    it = streams_.erase(it);
+  }
+}
+
+void NodeTable::stream_heard(const std::string& node, std::string_view probe,
+                             Clock::time_point now) {
+  auto it = streams_.find(std::make_pair(node, std::string(probe)));
+  if (it != streams_.end()) {
+    if (now < it->second) return;  // an old state (the bucket's) does not make it fresher
+    streams_by_heard_.erase({it->second, {it->first.first, it->first.second}});
+    it->second = now;
+  } else {
+    if (streams_.size() >= max_streams_) {
+      // Room is made from the stream heard from longest ago: it is reported stale next (its
+      // node's other streams and the node itself stay as they are).
+      const auto oldest = streams_by_heard_.begin();
+      const auto victim = streams_.find(
+          std::make_pair(std::string(oldest->second.first), std::string(oldest->second.second)));
+      evicted_streams_.push_back(victim->first);
+      streams_by_heard_.erase(oldest);
+      streams_.erase(victim);
+    }
+    it = streams_.emplace(std::make_pair(node, std::string(probe)), now).first;
+  }
+  streams_by_heard_.emplace(
+      now, std::make_pair(std::string_view(it->first.first), std::string_view(it->first.second)));
+}
+
+bool NodeTable::admits(std::string_view node) const {
+  return nodes_.size() < max_nodes_ || nodes_.find(node) != nodes_.end() ||
+         !by_state_[static_cast<int>(NodeState::gone)].empty();
+}
 
 bool NodeTable::heard(const std::string& node, std::string_view agent, std::int64_t sample_unix_ns,
                       Clock::time_point now, std::int64_t heard_unix_ns,
-                      std::optional<NodeState>* before) {
+                      std::optional<NodeState>* before, std::string_view probe) {
   auto it = nodes_.find(node);
   if (before) *before = it == nodes_.end() ? std::nullopt : std::optional(it->second.info.state);
   if (it == nodes_.end()) {
     if (nodes_.size() >= max_nodes_) {
-      // Room is made only from gone nodes: the one heard from longest ago.
-      auto victim = nodes_.end();
-      for (auto i = nodes_.begin(); i != nodes_.end(); ++i)
-        if (i->second.info.state == NodeState::gone &&
-            (victim == nodes_.end() || i->second.heard < victim->second.heard))
-          victim = i;
-      if (victim == nodes_.end()) return false;
+      // Room is made only from gone nodes: the one heard from longest ago (the first of the
+      // gone index: O(log n), no scan).
+      auto& gone = by_state_[static_cast<int>(NodeState::gone)];
+      if (gone.empty()) return false;
+      const auto victim = nodes_.find(gone.begin()->second);
+      gone.erase(gone.begin());
+      forget_streams(victim->first);
       nodes_.erase(victim);
     }
     it = nodes_.emplace(node, Entry{}).first;
     it->second.info.name = node;
+    it->second.heard = now;
+  } else {
+    unindex(it->second, it->first);
   }
   auto& e = it->second;
   // A message that was sampled long ago (the key-value state of a node that stopped) does not
@@ -57,23 +136,51 @@ bool NodeTable::heard(const std::string& node, std::string_view agent, std::int6
   e.info.last_sample_unix_ns = std::max(e.info.last_sample_unix_ns, sample_unix_ns);
   e.info.last_heard_unix_ns = std::max(e.info.last_heard_unix_ns, heard_unix_ns);
   ++e.info.messages;
+  index(e, it->first);
+  if (!probe.empty()) stream_heard(it->first, probe, now);
   return true;
 }
 
-std::vector<std::pair<std::string, NodeState>> NodeTable::advance(Clock::time_point now) {
+std::vector<std::pair<std::string, NodeState>> NodeTable::advance(
+    Clock::time_point now, std::vector<Stream>* stale_streams) {
   std::vector<std::pair<std::string, NodeState>> changed;
-  for (auto& [name, e] : nodes_) {
-    const auto quiet = now - e.heard;
-    NodeState want = NodeState::up;
-    if (quiet >= gone_after_)
-      want = NodeState::gone;
-    else if (quiet >= stale_after_)
-      want = NodeState::stale;
-    // Only forward: a node comes back up by a message, never by the clock.
-    if (static_cast<int>(want) > static_cast<int>(e.info.state)) {
-      e.info.state = want;
-      changed.emplace_back(name, want);
+  // Only forward: a node comes back up by a message, never by the clock. The oldest of each
+  // index first, only as far as the bound: O(changes · log n).
+  const auto move_on = [&](NodeState from) {
+    auto& idx = by_state_[static_cast<int>(from)];
+    const auto bound = from == NodeState::up ? stale_after_ : gone_after_;
+    while (!idx.empty() && now - idx.begin()->first >= bound) {
+      auto& e = nodes_.find(idx.begin()->second)->second;
+      idx.erase(idx.begin());
+      e.info.state = now - e.heard >= gone_after_ ? NodeState::gone : NodeState::stale;
+      index(e, e.info.name);
+      // Its streams go with it: the node's stale copies or gone markers stand for all of them.
+      forget_streams(e.info.name);
+      changed.emplace_back(e.info.name, e.info.state);
     }
+  };
+  move_on(NodeState::up);
+  move_on(NodeState::stale);
+  std::sort(changed.begin(), changed.end());
+  // An up node becomes stale, then gone, in one call when both bounds passed: reported once.
+  changed.erase(std::unique(changed.begin(), changed.end(),
+                            [](const auto& a, const auto& b) { return a.first == b.first; }),
+                changed.end());
+  for (auto& c : changed) c.second = nodes_.find(c.first)->second.info.state;
+  // The streams of nodes still up that were not heard for stale_after (nodes no longer up had
+  // their streams forgotten above).
+  std::vector<Stream> streams = std::move(evicted_streams_);
+  evicted_streams_.clear();
+  while (!streams_by_heard_.empty() && now - streams_by_heard_.begin()->first >= stale_after_) {
+    const auto key = streams_by_heard_.begin()->second;
+    const auto it = streams_.find(std::make_pair(std::string(key.first), std::string(key.second)));
+    streams_by_heard_.erase(streams_by_heard_.begin());
+    streams.push_back(it->first);
+    streams_.erase(it);
+  }
+  if (stale_streams) {
+    for (auto& s : streams)
+      if (state(s.first) == NodeState::up) stale_streams->push_back(std::move(s));
   }
   return changed;
 }
@@ -116,7 +223,7 @@ SampleError node_error(const GpuSnapshot& s, std::string code, std::string_view 
 
 }  // namespace
 
-GpuSnapshot stale_copy(const GpuSnapshot& s, std::int64_t last_heard_unix_ns) {
+GpuSnapshot stale_copy(const GpuSnapshot& s, std::int64_t last_heard_unix_ns, bool stream_only) {
   GpuSnapshot out;
   out.probe = s.probe;
   out.node = s.node;
@@ -140,7 +247,13 @@ GpuSnapshot stale_copy(const GpuSnapshot& s, std::int64_t last_heard_unix_ns) {
     c.attributes = d.attributes;
     out.devices.push_back(std::move(c));
   }
-  out.errors.push_back(node_error(s, "node_stale", "is stale", last_heard_unix_ns));
+  if (stream_only)
+    out.errors.push_back({"stream_stale",
+                          "node " + s.node + " is up, but nothing of its probe " + s.probe +
+                              " was accepted for its stale bound; its last values are withheld",
+                          ""});
+  else
+    out.errors.push_back(node_error(s, "node_stale", "is stale", last_heard_unix_ns));
   return out;
 }
 

@@ -1,366 +1,365 @@
-// FleetView: the key-value state at start, then the bus, into a SnapshotChannel (libnats).
-#include <mutex>
-#include <stdexcept>
+// FleetView: the bus's messages, per publisher under a budget, decoded on the view's worker into
+// a SnapshotChannel; the staleness sweep; the view's routes and /metrics (fleet_view_impl.hpp;
+// the NATS side is fleet_view_nats.cpp).
+#include <time.h>
+
+#include <limits>
+#include <set>
 #include <unordered_map>
 
-#include <nats/nats.h>
-#include <spdlog/fmt/fmt.h>
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 
+#include "fleet/fleet_view_impl.hpp"
 #include "gpustream/json.hpp"
-#include "gpustream/log.hpp"
-#include "gpustream/transport/address.hpp"
-#include "gpustream/transport/fleet.hpp"
 
 namespace gpustream::transport {
 namespace asio = boost::asio;
 
 namespace {
 
-std::string nats_error(natsStatus s) {
-  const char* text = nats_GetLastError(nullptr);
-  std::string out = natsStatus_GetText(s);
-  if (text && *text && out != text) out += std::string(": ") + text;
-  return out;
+/// The node and probe tokens of "<prefix>.<node>.<probe>"; nullopt when `subject` is not one.
+std::optional<std::pair<std::string_view, std::string_view>> parse_subject(
+    std::string_view subject, std::string_view prefix) {
+  if (subject.size() <= prefix.size() + 1 || subject.substr(0, prefix.size()) != prefix ||
+      subject[prefix.size()] != '.')
+    return std::nullopt;
+  const auto rest = subject.substr(prefix.size() + 1);
+  const auto dot = rest.find('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  const auto node = rest.substr(0, dot);
+  const auto probe = rest.substr(dot + 1);
+  if (node_name_error(node) || node_name_error(probe)) return std::nullopt;
+  return std::make_pair(node, probe);
 }
 
-/// The node token of "<prefix>.<node>.<probe>" (for plain-JSON payloads without a node).
-std::string node_of_subject(std::string_view subject) {
-  const auto last = subject.rfind('.');
-  if (last == std::string_view::npos || last == 0) return {};
-  const auto before = subject.rfind('.', last - 1);
-  return std::string(subject.substr(before == std::string_view::npos ? 0 : before + 1,
-                                    last - (before == std::string_view::npos ? 0 : before + 1)));
-}
+/// What decoding `h` may cost in inflated bytes, charged to its publisher before decoding.
+// TODO(merge): BusDecoder::cost_bytes (the declared body and, for a delta, the base it applies
+// to); until then the declared body only.
+std::size_t bus_cost_bytes(const BusDecoder&, const BusHeader& h) { return h.body_bytes; }
 
-/// Messages in one node state at most (decode_node_state's own bound).
-constexpr std::size_t kMaxNodeStateMessages = 64;
+std::chrono::nanoseconds thread_cpu_now() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
 
 }  // namespace
 
-struct FleetView::Impl : std::enable_shared_from_this<Impl> {
-  Impl(const asio::any_io_executor& ex, SnapshotChannel& ch, FleetOptions o)
-      : strand(asio::make_strand(ex)),
-        channel(ch),
-        options(std::move(o)),
-        decoder(options.limits),
-        table(options.stale_after, options.gone_after, options.max_nodes),
-        timer(strand) {}
+FleetView::Impl::Impl(const asio::any_io_executor& ex, SnapshotChannel& ch, FleetOptions o)
+    : strand(asio::make_strand(ex)),
+      channel(ch),
+      options(std::move(o)),
+      clock(options.clock ? options.clock : [] { return Clock::now(); }),
+      cpu_clock(options.cpu_clock ? options.cpu_clock : &thread_cpu_now),
+      intake(options.budget, options.max_nodes),
+      decoder(options.limits),
+      table(options.stale_after, options.gone_after, options.max_nodes),
+      timer(strand) {
+  for (auto& r : refused) r = 0;
+  for (auto& l : logged) l = false;
+}
 
-  asio::strand<asio::any_io_executor> strand;
-  SnapshotChannel& channel;
-  FleetOptions options;
-  LogOnce log_once;
-
-  mutable std::mutex mu;  // decoder, table, stats
-  BusDecoder decoder;
-  NodeTable table;
-  FleetStats st;
-
-  natsConnection* nc = nullptr;
-  natsSubscription* sub = nullptr;
-  asio::steady_timer timer;
-  bool stopped = false;
-
-  static void on_msg(natsConnection*, natsSubscription*, natsMsg* m, void* closure) {
-    auto* self = static_cast<Impl*>(closure);
-    const std::string_view data(natsMsg_GetData(m),
-                                static_cast<std::size_t>(natsMsg_GetDataLength(m)));
-    self->handle(data, natsMsg_GetSubject(m), NodeTable::Clock::now(), wall_now_ns());
-    natsMsg_Destroy(m);
-  }
-
-  /// Decodes and publishes one message; `heard` is when it arrived (or, for the key-value
-  /// state, when it was written). True when it published a snapshot.
-  bool handle(std::string_view data, std::string_view subject, NodeTable::Clock::time_point heard,
-              std::int64_t heard_unix_ns) {
-    std::optional<GpuSnapshot> snap;
-    std::string agent = "unknown";
-    {
-      std::lock_guard lock(mu);
-      ++st.messages;
-      st.bytes += data.size();
-      try {
-        if (data.substr(0, kBusMagic.size()) == kBusMagic) {
-          if (auto d = decoder.decode(data)) {
-            agent = d->header.agent;
-            snap = std::move(d->snapshot);
-          }
-          sync_decoder_stats();
-        } else if (!data.empty() && data.front() == '{') {  // serve --nats-encoding json
-          if (data.size() > options.limits.max_message_bytes)
-            throw BusError("a JSON message over the size limit");
-          snap = snapshot_from_json_string(data);
-          if (snap->node.empty()) snap->node = node_of_subject(subject);
-          if (node_name_error(snap->node)) throw BusError("a JSON message without a valid node");
-        } else {
-          throw BusError("not a gpustream bus message");
-        }
-      } catch (const std::exception& e) {
-        ++st.rejected;
-        if (log_once.first("fleet-reject"))
-          logger()->warn("fleet: a message on {} was rejected: {} (counted; logged once)", subject,
-                         e.what());
-        return false;
-      }
-      if (!snap) return false;
-      std::optional<NodeState> before;
-      if (!table.heard(snap->node, agent, snap->time_unix_ns, heard, heard_unix_ns, &before)) {
-        ++st.nodes_refused;
-        if (log_once.first("fleet-full"))
-          logger()->warn("fleet: more than {} nodes; messages of new nodes are dropped",
-                         options.max_nodes);
-        return false;
-      }
-      ++st.snapshots;
-    }
-    // Published outside the lock (the channel calls subscribers' wake-ups).
-    channel.publish(std::move(*snap));
-    return true;
-  }
-
-  void sweep(NodeTable::Clock::time_point now) {
-    std::vector<std::pair<std::string, NodeState>> changed;
-    std::unordered_map<std::string, std::int64_t> heard_ns;
-    {
-      std::lock_guard lock(mu);
-      changed = table.advance(now);
-      for (const auto& [node, state] : changed) heard_ns[node] = table.last_heard_unix_ns(node);
-    }
-    if (changed.empty()) return;
-    // A node's last snapshots are its entries in the channel's latest cache (bounded in entries
-    // and bytes there, stalest evicted first): a node whose entries were evicted gets no stale
-    // copy or gone marker, and shows no old numbers either. (The fleet keeps no copy of its
-    // own: that one was bounded only in count.)
-    std::unordered_map<std::string_view, std::vector<SnapshotPtr>> of_node;
-    for (const auto& [node, state] : changed) of_node[node];
-    const auto latest = channel.latest();
-    for (const auto& s : latest)
-      if (auto it = of_node.find(s->node); it != of_node.end()) it->second.push_back(s);
-    std::vector<GpuSnapshot> out;
-    std::vector<std::string> gone;
-    for (const auto& [node, state] : changed) {
-      for (const auto& s : of_node[node])
-        out.push_back(state == NodeState::stale ? stale_copy(*s, heard_ns[node])
-                                                : gone_marker(*s, heard_ns[node]));
-      if (state == NodeState::gone) gone.push_back(node);
-    }
-    {
-      std::lock_guard lock(mu);
-      for (const auto& node : gone) decoder.forget(node);
-      sync_decoder_stats();
-    }
-    // Subscribers see the gone markers; then the node leaves the latest cache (and so
-    // /api/v1/snapshot, /metrics), unless it spoke again in between.
-    for (auto& s : out) channel.publish(std::move(s));
-    for (const auto& node : gone) {
-      std::lock_guard lock(mu);
-      if (table.state(node) == NodeState::gone) channel.forget_node(node);
-    }
-  }
-
-  /// With mu held.
-  void sync_decoder_stats() {
-    st.waiting = decoder.waiting();
-    st.bus_streams = decoder.streams();
-    st.bus_state_bytes = decoder.state_bytes();
-    st.bus_evicted = decoder.evicted();
-  }
-
-  void arm() {
-    const auto period = std::clamp(options.stale_after / 5, std::chrono::milliseconds(20),
-                                   std::chrono::milliseconds(1000));
-    timer.expires_after(period);
-    timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
-      if (ec || self->stopped) return;
-      self->sweep(NodeTable::Clock::now());
-      self->arm();
+/// Subject, admission, message rate and queue: nothing is decoded here, and nothing is kept
+/// of a refused message.
+void FleetView::Impl::deliver(std::string_view data, std::string_view subject) {
+  if (stopping) return;
+  ++messages;
+  bytes += data.size();
+  const auto tokens = parse_subject(subject, options.subject_prefix);
+  if (!tokens) {
+    refuse(FleetRefusal::bad_subject, "?", [&] {
+      return fmt::format("the subject '{}' is not {}.<node>.<probe>", subject.substr(0, 200),
+                         options.subject_prefix);
     });
+    return;
   }
+  IntakeItem item;
+  item.node = std::string(tokens->first);
+  item.probe = std::string(tokens->second);
+  item.heard = clock();
+  item.heard_unix_ns = wall_now_ns();
+  admit(data, std::move(item));
+}
 
-  /// One node's state from the bucket: `written_ns` is when it was put (libnats gives
-  /// nanoseconds since the epoch; a coarser unit is scaled, and an unknown time counts as now).
-  /// False when it is unreadable (counted, logged once) or gave no snapshot.
-  bool load_node_state(std::string_view key, std::string_view value, std::int64_t written_ns,
-                       NodeTable::Clock::time_point now, std::int64_t now_ns) {
-    while (written_ns > 0 && written_ns < 100'000'000'000'000'000) written_ns *= 1000;
-    if (written_ns <= 0 || written_ns > now_ns) written_ns = now_ns;
-    const auto age = std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - written_ns));
-    try {
-      // A node state is at most 64 messages of at most limits.max_message_bytes each.
-      if (value.size() > kMaxNodeStateMessages * (options.limits.max_message_bytes + 32))
-        throw BusError("a node state over the size limit");
-      bool any = false;
-      for (const auto msg : decode_node_state(value, options.limits))
-        any |= handle(msg, key, now - std::chrono::duration_cast<NodeTable::Clock::duration>(age),
-                      written_ns);
-      return any;
-    } catch (const std::exception& ex) {
-      std::lock_guard lock(mu);
-      ++st.rejected;
-      if (log_once.first("fleet-kv"))
-        logger()->warn("fleet: the state of node '{}' in the bucket is unreadable: {}", key,
-                       ex.what());
-      return false;
-    }
+void FleetView::Impl::admit(std::string_view data, IntakeItem&& item) {
+  if (data.size() > options.limits.max_message_bytes) {
+    refuse(FleetRefusal::too_large, item.node, [&] {
+      return fmt::format("{} bytes, more than the {} allowed", data.size(),
+                         options.limits.max_message_bytes);
+    });
+    return;
   }
-
-  /// The bucket in one pass: a watcher on every key delivers the last value of each, then a
-  /// null entry that marks the end of the initial values. Bounded: at most max_nodes entries
-  /// (each bounded in bytes by load_node_state); stops when nothing arrives for
-  /// connect_timeout.
-  std::uint64_t load_kv_watch(kvStore* kv) {
-    kvWatchOptions wo;
-    kvWatchOptions_Init(&wo);
-    wo.IgnoreDeletes = true;  // a deleted or purged key is no node
-    wo.Timeout = options.connect_timeout.count();
-    kvWatcher* w = nullptr;
-    natsStatus s = kvStore_WatchAll(&w, kv, &wo);
-    if (s != NATS_OK) {
-      logger()->warn("fleet: cannot watch the bucket '{}': {}", options.kv_bucket, nats_error(s));
-      return 0;
-    }
-    std::uint64_t loaded = 0, seen = 0;
-    const auto now = NodeTable::Clock::now();
-    const auto now_ns = wall_now_ns();
-    while (true) {
-      kvEntry* e = nullptr;
-      s = kvWatcher_Next(&e, w, options.connect_timeout.count());
-      if (s != NATS_OK) {
-        logger()->warn("fleet: the bucket '{}' was read only in part ({} keys): {}",
-                       options.kv_bucket, seen, nats_error(s));
-        break;
-      }
-      if (!e) break;  // the end of the initial values
-      if (seen == options.max_nodes) {
-        kvEntry_Destroy(e);
-        logger()->warn(
-            "fleet: the bucket '{}' holds more than {} nodes (--max-nodes); the rest "
-            "show as they publish",
-            options.kv_bucket, options.max_nodes);
-        break;
-      }
-      ++seen;
-      const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
-                                   static_cast<std::size_t>(kvEntry_ValueLen(e)));
-      if (load_node_state(kvEntry_Key(e), value, kvEntry_Created(e), now, now_ns)) ++loaded;
-      kvEntry_Destroy(e);
-    }
-    kvWatcher_Stop(w);
-    kvWatcher_Destroy(w);
-    return loaded;
-  }
-
-  /// The bucket key by key (kvStore_Keys, then one kvStore_Get per key: a round trip each).
-  std::uint64_t load_kv_key_by_key(kvStore* kv) {
-    kvKeysList keys{};
-    kvWatchOptions wo;
-    kvWatchOptions_Init(&wo);
-    wo.Timeout = options.connect_timeout.count();
-    const natsStatus s = kvStore_Keys(&keys, kv, &wo);
-    if (s != NATS_OK) {
-      if (s != NATS_NOT_FOUND)
-        logger()->warn("fleet: cannot list the bucket '{}': {}", options.kv_bucket, nats_error(s));
-      return 0;
-    }
-    std::uint64_t loaded = 0;
-    const auto now = NodeTable::Clock::now();
-    const auto now_ns = wall_now_ns();
-    const int count = std::min<int>(
-        keys.Count, static_cast<int>(std::min<std::size_t>(options.max_nodes, INT32_MAX)));
-    for (int i = 0; i < count; ++i) {
-      kvEntry* e = nullptr;
-      if (kvStore_Get(&e, kv, keys.Keys[i]) != NATS_OK) continue;
-      const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
-                                   static_cast<std::size_t>(kvEntry_ValueLen(e)));
-      if (load_node_state(keys.Keys[i], value, kvEntry_Created(e), now, now_ns)) ++loaded;
-      kvEntry_Destroy(e);
-    }
-    kvKeysList_Destroy(&keys);
-    return loaded;
-  }
-
-  void load_kv() {
-    jsCtx* js = nullptr;
-    kvStore* kv = nullptr;
-    jsOptions jo;
-    jsOptions_Init(&jo);
-    jo.Wait = options.connect_timeout.count();
-    natsStatus s = natsConnection_JetStream(&js, nc, &jo);
-    if (s == NATS_OK) s = js_KeyValue(&kv, js, options.kv_bucket.c_str());
-    if (s != NATS_OK) {
-      logger()->warn("fleet: no key-value bucket '{}' ({}): nodes show as they publish",
-                     options.kv_bucket, nats_error(s));
-      if (js) jsCtx_Destroy(js);
+  {
+    std::lock_guard lock(mu);
+    if (!table.admits(item.node)) {
+      refuse(FleetRefusal::node_table_full, item.node, "");
       return;
     }
-    const std::uint64_t loaded = options.kv_watch ? load_kv_watch(kv) : load_kv_key_by_key(kv);
-    {
-      std::lock_guard lock(mu);
-      st.kv_nodes = loaded;
-    }
-    kvStore_Destroy(kv);
-    jsCtx_Destroy(js);
-    sweep(NodeTable::Clock::now());  // a node whose state is old is stale (or gone) at once
   }
-
-  void start() {
-    natsOptions* opts = nullptr;
-    natsStatus s = natsOptions_Create(&opts);
-    if (s == NATS_OK) s = natsOptions_SetURL(opts, options.url.c_str());
-    if (s == NATS_OK) s = natsOptions_SetName(opts, "gpustream-fleet");
-    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, options.connect_timeout.count());
-    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
-    // Slow consumer protection: messages waiting for this view, bounded in count and bytes.
-    if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 65536);
-    if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
-    natsOptions_Destroy(opts);
-    if (s != NATS_OK) {
-      if (nc) natsConnection_Destroy(nc);
-      nc = nullptr;
-      throw std::runtime_error("cannot connect to " + redact_url_credentials(options.url) + ": " +
-                               nats_error(s));
-    }
-    // Subscribe first, then read the bucket: a message in between is not lost (the decoder
-    // ignores what is older than it has).
-    const std::string subject = options.subject_prefix + ".>";
-    s = natsConnection_Subscribe(&sub, nc, subject.c_str(), &Impl::on_msg, this);
-    if (s == NATS_OK)
-      s = natsSubscription_SetPendingLimits(
-          sub, 65536,
-          static_cast<int>(std::min<std::size_t>(options.limits.max_message_bytes * 64, 1 << 30)));
-    if (s != NATS_OK)
-      throw std::runtime_error("cannot subscribe to " + subject + ": " + nats_error(s));
-    if (!options.kv_bucket.empty()) load_kv();
-    asio::post(strand, [self = shared_from_this()] { self->arm(); });
+  item.data.assign(data);
+  const std::string node = item.node;
+  const auto now = item.kv_key ? clock() : item.heard;
+  switch (intake.push(std::move(item), now)) {
+    case PublisherIntake::Push::queued:
+      return;
+    case PublisherIntake::Push::budget_messages:
+      refuse(FleetRefusal::budget_messages, node, [&] {
+        return fmt::format("more than {} messages a second", options.budget.messages_per_second);
+      });
+      return;
+    case PublisherIntake::Push::queue_full:
+      if (!stopping) refuse(FleetRefusal::queue_full, node, "its queue of messages is full");
+      return;
   }
+}
 
-  FleetStats st_copy() const {
+/// The decoder streams of nodes that went gone (the sweep's list), with worker_mu held.
+void FleetView::Impl::apply_forgets() {
+  std::vector<std::string> forget;
+  {
     std::lock_guard lock(mu);
-    return st;
+    if (pending_forget.empty()) return;
+    forget.swap(pending_forget);
+    std::erase_if(forget, [&](const std::string& n) { return table.state(n) != NodeState::gone; });
   }
+  for (const auto& n : forget) decoder.forget(n);
+  std::lock_guard lock(mu);
+  sync_decoder_stats();
+}
 
-  void stop() {
-    asio::post(strand, [self = shared_from_this()] {
-      self->stopped = true;
-      self->timer.cancel();
+bool FleetView::Impl::within_budget(const IntakeItem& item, std::size_t cost,
+                                    Clock::time_point now) {
+  if (!intake.take_bytes(item.node, cost, now)) {
+    refuse(FleetRefusal::budget_bytes, item.node, [&] {
+      return fmt::format("more than {} inflated bytes a second (this one: {})",
+                         options.budget.bytes_per_second, cost);
     });
-    if (sub) {
-      // Drained: no callback runs once this returns (bounded wait).
-      if (natsSubscription_Drain(sub) == NATS_OK)
-        natsSubscription_WaitForDrainCompletion(sub, 2000);
-      natsSubscription_Destroy(sub);
-      sub = nullptr;
-    }
-    if (nc) {
-      natsConnection_Close(nc);
-      natsConnection_Destroy(nc);
-      nc = nullptr;
+    return false;
+  }
+  if (!intake.cpu_left(item.node, now)) {
+    refuse(FleetRefusal::budget_cpu, item.node, [&] {
+      return fmt::format("more than {} ms of decoding CPU time a second",
+                         options.budget.cpu_per_second.count());
+    });
+    return false;
+  }
+  return true;
+}
+
+/// Decodes one queued message under its publisher's budget, then updates the node table and
+/// publishes: with worker_mu held, never mu while decoding.
+void FleetView::Impl::process(const IntakeItem& item) {
+  apply_forgets();
+  const auto now = clock();
+  {
+    std::lock_guard lock(mu);
+    if (!table.admits(item.node)) {  // filled since it was queued: no decoder state for it
+      refuse(FleetRefusal::node_table_full, item.node, "");
+      return;
     }
   }
-};
+  const std::string_view data = item.data;
+  std::optional<GpuSnapshot> snap;
+  std::string agent = "unknown";
+  try {
+    if (data.substr(0, kBusMagic.size()) == kBusMagic) {
+      BusLimits header_limits = options.limits;
+      header_limits.max_body_bytes = std::numeric_limits<std::size_t>::max();
+      const BusHeader h = parse_bus_header(data, header_limits);
+      if (h.body_bytes > options.limits.max_body_bytes) {
+        refuse(FleetRefusal::too_large, item.node, [&] {
+          return fmt::format("a body of {} bytes declared, more than the {} allowed", h.body_bytes,
+                             options.limits.max_body_bytes);
+        });
+        return;
+      }
+      if (h.node != item.node) {
+        refuse(FleetRefusal::subject_mismatch, item.node,
+               [&] { return fmt::format("its header names node '{}'", h.node); });
+        return;
+      }
+      if (!within_budget(item, bus_cost_bytes(decoder, h), now)) return;
+      std::optional<BusDecoder::Decoded> d;
+      {
+        CpuMeter meter(*this, item.node);
+        d = decoder.decode(data);
+      }
+      if (d) {
+        agent = d->header.agent;
+        snap = std::move(d->snapshot);
+      }
+    } else if (!data.empty() && data.front() == '{') {  // serve --nats-encoding json
+      if (!within_budget(item, data.size(), now)) return;
+      {
+        CpuMeter meter(*this, item.node);
+        snap = snapshot_from_json_string(data);
+      }
+      if (snap->node.empty()) snap->node = item.node;
+      if (snap->node != item.node) {
+        refuse(FleetRefusal::subject_mismatch, item.node, [&] {
+          return fmt::format("its snapshot names node '{}'", snap->node.substr(0, 64));
+        });
+        return;
+      }
+    } else {
+      throw BusError("not a gpustream bus message");
+    }
+  } catch (const std::exception& e) {
+    refuse(FleetRefusal::malformed, item.node, [&] { return std::string(e.what()); });
+    std::lock_guard lock(mu);
+    sync_decoder_stats();
+    return;
+  }
+  {
+    std::lock_guard lock(mu);
+    sync_decoder_stats();
+    if (!snap) return;  // a replay or a delta without its full: counted by the decoder
+    if (!table.heard(item.node, agent, snap->time_unix_ns, item.heard, item.heard_unix_ns, nullptr,
+                     snap->probe)) {
+      decoder.forget(item.node);  // not reached: only this worker adds nodes (admits above)
+      sync_decoder_stats();
+      refuse(FleetRefusal::node_table_full, item.node, "");
+      return;
+    }
+    ++st.snapshots;
+    if (item.kv_key && !*item.kv_key) {
+      *item.kv_key = true;
+      ++st.kv_nodes;
+    }
+  }
+  // A node state from the bucket that is old: the sweep shows it stale (or gone) at once.
+  if (item.kv_key && now - item.heard >= options.stale_after) post_sweep();
+  // Published outside the lock (the channel calls subscribers' wake-ups).
+  channel.publish(std::move(*snap));
+}
+
+/// Takes one queued message (or none); true when it took one.
+bool FleetView::Impl::run_one(std::optional<IntakeItem> item) {
+  if (!item) return false;
+  {
+    std::lock_guard lock(worker_mu);
+    process(*item);
+  }
+  intake.finish(item->node);
+  if (kv_done) {
+    { std::lock_guard lock(mu); }  // a waiter is waiting or will see the new count
+    idle_cv.notify_all();
+    report_bucket();
+  }
+  return true;
+}
+
+/// Once: the bucket is read and every message of it handled.
+void FleetView::Impl::report_bucket() {
+  if (!kv_done || intake.pending() != 0 || kv_reported.exchange(true)) return;
+  if (!options.on_bucket_read) return;
+  std::uint64_t nodes = 0;
+  {
+    std::lock_guard lock(mu);
+    nodes = st.kv_nodes;
+  }
+  options.on_bucket_read(nodes, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - started));
+}
+
+void FleetView::Impl::run_worker() {
+  while (run_one(intake.wait_pop())) {}
+}
+
+void FleetView::Impl::post_sweep() {
+  if (sweep_posted.exchange(true)) return;
+  asio::post(strand, [self = shared_from_this()] {
+    self->sweep_posted = false;
+    if (!self->stopped) self->sweep(self->clock());
+  });
+}
+
+void FleetView::Impl::sweep(Clock::time_point now) {
+  std::vector<std::pair<std::string, NodeState>> changed;
+  std::vector<NodeTable::Stream> streams;
+  std::unordered_map<std::string, std::int64_t> heard_ns;
+  {
+    std::lock_guard lock(mu);
+    changed = table.advance(now, &streams);
+    for (const auto& [node, state] : changed) heard_ns[node] = table.last_heard_unix_ns(node);
+    for (const auto& [node, probe] : streams) heard_ns[node] = table.last_heard_unix_ns(node);
+  }
+  if (changed.empty() && streams.empty()) return;
+  // A node's last snapshots are its entries in the channel's latest cache (bounded in entries
+  // and bytes there, stalest evicted first): a node whose entries were evicted gets no stale
+  // copy or gone marker, and shows no old numbers either. (The fleet keeps no copy of its
+  // own: that one was bounded only in count.)
+  std::unordered_map<std::string_view, std::pair<NodeState, std::vector<SnapshotPtr>>> of_node;
+  for (const auto& [node, state] : changed) of_node[node].first = state;
+  std::set<std::pair<std::string_view, std::string_view>> stale_streams;
+  for (const auto& [node, probe] : streams) stale_streams.emplace(node, probe);
+  std::vector<GpuSnapshot> out;
+  for (const auto& s : channel.latest()) {
+    if (auto it = of_node.find(s->node); it != of_node.end()) {
+      out.push_back(it->second.first == NodeState::stale ? stale_copy(*s, heard_ns[s->node])
+                                                         : gone_marker(*s, heard_ns[s->node]));
+    } else if (stale_streams.contains({s->node, s->probe})) {
+      out.push_back(stale_copy(*s, heard_ns[s->node], true));
+    }
+  }
+  std::vector<std::string> gone;
+  for (const auto& [node, state] : changed)
+    if (state == NodeState::gone) gone.push_back(node);
+  if (!gone.empty()) {
+    std::lock_guard lock(mu);  // the worker drops their decoder streams before its next one
+    pending_forget.insert(pending_forget.end(), gone.begin(), gone.end());
+  }
+  // Subscribers see the gone markers; then the node leaves the latest cache (and so
+  // /api/v1/snapshot, /metrics), unless it spoke again in between.
+  for (auto& s : out) channel.publish(std::move(s));
+  for (const auto& node : gone) {
+    std::lock_guard lock(mu);
+    if (table.state(node) == NodeState::gone) channel.forget_node(node);
+  }
+}
+
+/// With mu held.
+void FleetView::Impl::sync_decoder_stats() {
+  st.waiting = decoder.waiting();
+  st.bus_streams = decoder.streams();
+  st.bus_state_bytes = decoder.state_bytes();
+  st.bus_evicted = decoder.evicted();
+  refused[static_cast<std::size_t>(FleetRefusal::seq_stale)] = decoder.stale();
+  refused[static_cast<std::size_t>(FleetRefusal::waiting)] = decoder.waiting();
+  // TODO(merge): refused[seq_jump] = the decoder's count of refused jumps (and any further
+  // refusal counter it exposes: one more FleetRefusal each).
+}
+
+void FleetView::Impl::arm() {
+  const auto period = std::clamp(options.stale_after / 5, std::chrono::milliseconds(20),
+                                 std::chrono::milliseconds(1000));
+  timer.expires_after(period);
+  timer.async_wait([self = shared_from_this()](boost::system::error_code ec) {
+    if (ec || self->stopped) return;
+    self->sweep(self->clock());
+    self->arm();
+  });
+}
+
+FleetStats FleetView::Impl::st_copy() const {
+  FleetStats out;
+  {
+    std::lock_guard lock(mu);
+    out = st;
+  }
+  out.messages = messages;
+  out.bytes = bytes;
+  for (std::size_t i = 0; i < kFleetRefusalCount; ++i) out.refused[i] = refused[i];
+  out.nodes_refused = out.refused[static_cast<std::size_t>(FleetRefusal::node_table_full)];
+  for (const auto r : {FleetRefusal::bad_subject, FleetRefusal::subject_mismatch,
+                       FleetRefusal::too_large, FleetRefusal::malformed})
+    out.rejected += out.refused[static_cast<std::size_t>(r)];
+  out.decode_cpu_ns = decode_cpu_ns;
+  out.pending = intake.pending();
+  out.pending_bytes = intake.pending_bytes();
+  out.publishers = intake.publishers();
+  return out;
+}
 
 FleetView::FleetView(const asio::any_io_executor& ex, SnapshotChannel& channel,
                      FleetOptions options)
@@ -379,14 +378,28 @@ std::vector<NodeInfo> FleetView::nodes() const {
 }
 
 FleetStats FleetView::stats() const {
-  std::lock_guard lock(impl_->mu);
-  auto s = impl_->st;
+  auto s = impl_->st_copy();
   s.connected = impl_->nc && natsConnection_Status(impl_->nc) == NATS_CONN_STATUS_CONNECTED;
   return s;
 }
 
+bool FleetView::wait_for_bucket(std::chrono::milliseconds timeout) {
+  return impl_->wait_for_bucket(timeout);
+}
+
 void FleetView::on_message(std::string_view data, std::string_view subject) {
-  impl_->handle(data, subject, NodeTable::Clock::now(), wall_now_ns());
+  impl_->deliver(data, subject);
+  if (!impl_->worker.joinable()) process_pending();
+}
+
+void FleetView::deliver(std::string_view data, std::string_view subject) {
+  impl_->deliver(data, subject);
+}
+
+std::size_t FleetView::process_pending() {
+  std::size_t n = 0;
+  while (impl_->run_one(impl_->intake.try_pop())) ++n;
+  return n;
 }
 
 void FleetView::sweep(NodeTable::Clock::time_point now) { impl_->sweep(now); }
@@ -420,6 +433,27 @@ std::function<std::string()> FleetView::metrics() {
     family("gpustream_fleet_latest_evicted_total", "counter",
            "Latest-cache entries evicted (stalest first) to stay within its bounds.",
            ch.latest_evicted());
+    // Issue 27: what the bus's publishers were refused, and what decoding cost.
+    out +=
+        "# HELP gpustream_fleet_messages_refused_total Bus messages refused, by reason (the "
+        "publisher's budget, its queue, the subject, the node table, the decoder).\n"
+        "# TYPE gpustream_fleet_messages_refused_total counter\n";
+    for (std::size_t i = 0; i < kFleetRefusalCount; ++i)
+      out += fmt::format("gpustream_fleet_messages_refused_total{{reason=\"{}\"}} {}\n",
+                         to_string(static_cast<FleetRefusal>(i)), st.refused[i]);
+    family("gpustream_fleet_nodes_refused_total", "counter",
+           "Messages of new nodes refused because the node table was full (--max-nodes).",
+           st.nodes_refused);
+    out += fmt::format(
+        "# HELP gpustream_fleet_decode_cpu_seconds_total CPU time spent decoding bus messages.\n"
+        "# TYPE gpustream_fleet_decode_cpu_seconds_total counter\n"
+        "gpustream_fleet_decode_cpu_seconds_total {:.6f}\n",
+        static_cast<double>(st.decode_cpu_ns) / 1e9);
+    family("gpustream_fleet_pending_messages", "gauge",
+           "Bus messages queued for decoding (per publisher, bounded).", st.pending);
+    family("gpustream_fleet_pending_bytes", "gauge", "Their bytes as received.", st.pending_bytes);
+    family("gpustream_fleet_publishers", "gauge",
+           "Publishers (nodes) with a budget entry (at most --max-nodes).", st.publishers);
     return out;
   };
 }

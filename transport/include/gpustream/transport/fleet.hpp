@@ -4,7 +4,7 @@
 //   gpustream::SnapshotChannel channel(io.get_executor());
 //   gpustream::transport::FleetOptions fo;             // nats://127.0.0.1:4222, stale 5 s
 //   gpustream::transport::FleetView fleet(io.get_executor(), channel, fo);
-//   fleet.start();                                     // the key-value state, then the bus
+//   fleet.start();                                     // the bus; the bucket in the background
 //   gpustream::transport::ServerOptions so;
 //   so.extra_routes = fleet.routes();                  // /api/v1/nodes, /fleet
 //   so.fit_source = fleet.fit_source();                // `fit` messages and /api/v1/fit
@@ -12,11 +12,18 @@
 //
 // The agents (`gpustream serve --nats URL --node NAME`) publish the compact bus encoding
 // (fleet_codec.hpp) on <prefix>.<node>.<probe> and keep their last full state in a JetStream
-// key-value bucket. FleetView reads the bucket once when it starts, in one pass (a key-value
-// watcher; every node shows at once),
-// then subscribes to <prefix>.>, rebuilds each snapshot and publishes it into the channel with
-// its `node` set: the Server then serves the whole fleet with its usual API, protocol, /metrics
-// and dashboard. docs/fleet.md.
+// key-value bucket. FleetView subscribes to <prefix>.> and reads the bucket in the background
+// (start() returns at once; a key-value watcher; nodes appear as they are decoded), rebuilds
+// each snapshot and publishes it into the channel with its `node` set: the Server then serves
+// the whole fleet with its usual API, protocol, /metrics and dashboard. docs/fleet.md.
+//
+// The bus is hostile input (docs/security.md, "The fleet view: a hostile bus"). The publisher of
+// a message is the node named by its SUBJECT, never its payload (a payload naming another node
+// is refused). Each publisher has a budget (PublisherBudget: messages, inflated bytes and decode
+// CPU time per second, and a bounded queue), enforced before decoding; decoding runs on one
+// worker thread of the view's own, round robin over the publishers' queues (one message each a
+// turn), off libnats's delivery thread and outside the view's lock. What is refused is counted
+// with a reason (FleetRefusal) and logged once.
 //
 // Staleness is explicit (NodeTable): a node not heard from for `stale_after` is `stale` — its
 // snapshots are replaced by copies whose metrics are absent with reason `stale` and an error
@@ -24,19 +31,26 @@
 // time-to-live) it is `gone`: empty snapshots with an error `node_gone` are published (for the
 // subscribers), then the node is dropped from the channel's latest cache (SnapshotChannel::
 // forget_node), so /api/v1/snapshot no longer lists it; /api/v1/nodes still shows it as gone.
+// A node is heard only when a message of it is accepted and decoded; one (node, probe) stream
+// not accepted for `stale_after` while its node stays up (its messages dropped as replays or
+// jumps) gets its stale copy too (error `stream_stale`).
 //
-// Thread safety: every public member may be called from any thread. Messages are handled on
-// libnats's delivery thread; the staleness sweep runs on the executor given.
-// Cancellation: stop() (also the destructor) unsubscribes, cancels the sweep and closes the
-// connection; it returns once no callback of this view runs any more.
+// Thread safety: every public member may be called from any thread. Messages are received on
+// libnats's delivery thread and decoded on the view's worker thread; the staleness sweep runs
+// on the executor given.
+// Cancellation: stop() (also the destructor) unsubscribes, stops the bucket's read and the
+// worker, cancels the sweep and closes the connection; it returns once no callback or thread of
+// this view runs any more.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -66,28 +80,43 @@ struct NodeInfo {
 /// The staleness state machine of the fleet's nodes, with time given by the caller (tests drive
 /// it). up → stale after `stale_after` without a message, → gone after `gone_after`; a message
 /// brings a node back up. Bounded: at most `max_nodes`; a new node beyond that replaces the
-/// gone node heard from longest ago, or is refused when none is gone.
+/// gone node heard from longest ago, or is refused when none is gone. Admission, refusal and
+/// each transition cost O(log n) (the nodes are indexed by state and time heard), never a scan.
+/// It also keeps when each (node, probe) stream of an up node was last heard, so that a stream
+/// that stops being accepted while its node stays up goes stale on its own (at most
+/// `max_streams` streams; beyond, the one heard from longest ago is reported stale at once).
 /// Thread safety: none (FleetView guards it).
 class NodeTable {
  public:
   using Clock = std::chrono::steady_clock;
-  NodeTable(std::chrono::milliseconds stale_after, std::chrono::milliseconds gone_after,
-            std::size_t max_nodes = 100000);
+  using Stream = std::pair<std::string, std::string>;  // (node, probe)
+  static constexpr std::size_t kDefaultMaxStreams = 262144;
 
-  /// A message from `node` arrived at `now` (`heard_unix_ns`: the same instant, wall clock). The
-  /// node's state before (nullopt: new). Returns false when the table is full (the message is
-  /// to be dropped).
+  NodeTable(std::chrono::milliseconds stale_after, std::chrono::milliseconds gone_after,
+            std::size_t max_nodes = 100000, std::size_t max_streams = kDefaultMaxStreams);
+
+  /// A message from `node` (of its stream `probe`, when given) was accepted at `now`
+  /// (`heard_unix_ns`: the same instant, wall clock). The node's state before (nullopt: new).
+  /// Returns false when the table is full (the message is to be dropped). O(log n).
   bool heard(const std::string& node, std::string_view agent, std::int64_t sample_unix_ns,
              Clock::time_point now, std::int64_t heard_unix_ns,
-             std::optional<NodeState>* before = nullptr);
+             std::optional<NodeState>* before = nullptr, std::string_view probe = {});
+  /// Whether heard() would take a message of `node` now: it is known, or there is room (a free
+  /// place or a gone node to replace). O(log n); changes nothing.
+  bool admits(std::string_view node) const;
   /// Moves nodes along up → stale → gone at `now`; returns those that changed, with their new
-  /// state, in name order.
-  std::vector<std::pair<std::string, NodeState>> advance(Clock::time_point now);
+  /// state, in name order. `stale_streams` (optional) receives the streams of nodes still up
+  /// that were not heard for stale_after (each reported once, until heard again), in order.
+  /// O(changes · log n).
+  std::vector<std::pair<std::string, NodeState>> advance(
+      Clock::time_point now, std::vector<Stream>* stale_streams = nullptr);
 
   std::optional<NodeState> state(std::string_view node) const;
   std::int64_t last_heard_unix_ns(std::string_view node) const;  // 0: unknown node
   std::vector<NodeInfo> nodes() const;                           // in name order
   std::size_t size() const noexcept { return nodes_.size(); }
+  /// (node, probe) streams whose freshness is kept (those of up nodes heard within stale_after).
+  std::size_t streams() const noexcept { return streams_.size(); }
   std::chrono::milliseconds stale_after() const noexcept { return stale_after_; }
   std::chrono::milliseconds gone_after() const noexcept { return gone_after_; }
 
@@ -96,16 +125,33 @@ class NodeTable {
     NodeInfo info;
     Clock::time_point heard;
   };
+  using Nodes = std::map<std::string, Entry, std::less<>>;
+  using Index = std::set<std::pair<Clock::time_point, std::string_view>>;  // (heard, name)
+  using StreamIndex =
+      std::set<std::pair<Clock::time_point, std::pair<std::string_view, std::string_view>>>;
+  void index(const Entry& e, const std::string& name);
+  void unindex(const Entry& e, const std::string& name);
+  void forget_streams(std::string_view node);
+  void stream_heard(const std::string& node, std::string_view probe, Clock::time_point now);
+
   std::chrono::milliseconds stale_after_;
   std::chrono::milliseconds gone_after_;
   std::size_t max_nodes_;
-  std::map<std::string, Entry, std::less<>> nodes_;
+  std::size_t max_streams_;
+  Nodes nodes_;
+  Index by_state_[3];  // per NodeState, the nodes in it by time heard (oldest first)
+  std::map<Stream, Clock::time_point, std::less<>> streams_;
+  StreamIndex streams_by_heard_;
+  std::vector<Stream> evicted_streams_;  // pushed out by max_streams: reported stale next
 };
 
 /// The snapshot that stands for `s` while its node is stale: same devices and identity, every
 /// metric absent with reason `stale` (its source kept), processes absent, host figures left out,
 /// and an error `node_stale` that says since when.
-GpuSnapshot stale_copy(const GpuSnapshot& s, std::int64_t last_heard_unix_ns);
+/// With `stream_only`, the error is `stream_stale`: the node is up, but this (node, probe) stream
+/// has had no message accepted for stale_after (its messages dropped as replays or jumps).
+GpuSnapshot stale_copy(const GpuSnapshot& s, std::int64_t last_heard_unix_ns,
+                       bool stream_only = false);
 /// The snapshot that stands for a gone node's probe: no devices, an error `node_gone`.
 GpuSnapshot gone_marker(const GpuSnapshot& s, std::int64_t last_heard_unix_ns);
 
@@ -131,6 +177,41 @@ std::vector<FitEntry> fit_entries(const std::vector<FleetFit>& fits);
 /// The fleet dashboard page (/fleet).
 std::string_view fleet_dashboard_html() noexcept;
 
+/// What one publisher (a node, named by the subject) may cost the fleet view. Each rate is a
+/// token bucket holding `burst` of it; a message is refused (counted, logged once) when its
+/// bucket lacks what it costs. Messages are counted when they arrive; inflated bytes (the
+/// header's declared body, and for a delta the base it applies to) before decoding; decode CPU
+/// time (the worker thread's, measured around each decode) after, so a publisher whose CPU
+/// bucket is empty or in debt has its messages refused until it refills.
+struct PublisherBudget {
+  double messages_per_second = 200;
+  std::size_t bytes_per_second = std::size_t{32} << 20;  // inflated bytes
+  std::chrono::milliseconds cpu_per_second{100};         // decode CPU time
+  std::chrono::milliseconds burst{2000};                 // each bucket holds this much of its rate
+  std::size_t queue_messages = 64;                       // waiting to be decoded, per publisher
+  std::size_t queue_bytes = std::size_t{8} << 20;        // their bytes as received
+  /// All publishers' queues together (bytes as received); the bucket's read waits below half.
+  std::size_t total_queue_bytes = std::size_t{256} << 20;
+};
+
+/// Why a bus message was refused (gpustream_fleet_messages_refused_total{reason}).
+enum class FleetRefusal : std::uint8_t {
+  bad_subject,       // not <prefix>.<node>.<probe> with valid tokens
+  subject_mismatch,  // the payload names another node than the subject
+  node_table_full,   // a new node while the table is full (--max-nodes) and none is gone
+  budget_messages,   // the publisher's messages per second
+  queue_full,        // its queue (messages or bytes) or all queues together
+  too_large,         // over max_message_bytes as received or max_body_bytes declared
+  budget_bytes,      // its inflated bytes per second
+  budget_cpu,        // its decode CPU time per second
+  malformed,         // a header, body, patch or snapshot that does not decode
+  seq_stale,         // the decoder's: older than its stream's newest (a replay)
+  seq_jump,          // the decoder's: a sequence jump it refuses
+  waiting,           // the decoder's: a delta before its stream's full message
+};
+inline constexpr std::size_t kFleetRefusalCount = 12;
+std::string_view to_string(FleetRefusal r) noexcept;
+
 struct FleetOptions {
   std::string url = "nats://127.0.0.1:4222";
   std::string subject_prefix = "gpustream";
@@ -145,16 +226,31 @@ struct FleetOptions {
   /// (list the keys, then one get per key: a round trip each; kept for comparison,
   /// bench/fleet_kv_bench.cpp).
   bool kv_watch = true;
+  PublisherBudget budget;
+  /// The clocks of the budget and the staleness (tests drive them): monotonic time, and the
+  /// CPU time of the thread that decodes (default: CLOCK_THREAD_CPUTIME_ID).
+  std::function<std::chrono::steady_clock::time_point()> clock;
+  std::function<std::chrono::nanoseconds()> cpu_clock;
+  /// Called once, from one of the view's threads and with no lock held, when the bucket's read
+  /// is over and every message of it decoded or refused: the nodes it gave, and how long it
+  /// took from start(). (`gpustream fleet` prints it.)
+  std::function<void(std::uint64_t kv_nodes, std::chrono::milliseconds took)> on_bucket_read;
 };
 
 struct FleetStats {
-  std::uint64_t messages = 0;         // bus messages received
-  std::uint64_t bytes = 0;            // their payload bytes
-  std::uint64_t snapshots = 0;        // snapshots published into the channel
-  std::uint64_t rejected = 0;         // malformed, oversized, unknown-format messages
-  std::uint64_t waiting = 0;          // deltas that came before their stream's full message
-  std::uint64_t kv_nodes = 0;         // nodes read from the key-value bucket at start
-  std::uint64_t nodes_refused = 0;    // messages dropped because the node table was full
+  std::uint64_t messages = 0;       // bus messages received
+  std::uint64_t bytes = 0;          // their payload bytes
+  std::uint64_t snapshots = 0;      // snapshots published into the channel
+  std::uint64_t rejected = 0;       // malformed, oversized, unknown-format, mismatched messages
+  std::uint64_t waiting = 0;        // deltas that came before their stream's full message
+  std::uint64_t kv_nodes = 0;       // nodes read from the key-value bucket at start
+  bool kv_done = false;             // the bucket's read is over (its entries queued)
+  std::uint64_t nodes_refused = 0;  // messages dropped because the node table was full
+  std::array<std::uint64_t, kFleetRefusalCount> refused{};  // by FleetRefusal
+  std::uint64_t decode_cpu_ns = 0;    // CPU time spent decoding (the worker's)
+  std::uint64_t pending = 0;          // gauge: messages queued or being decoded
+  std::uint64_t pending_bytes = 0;    // gauge: their bytes as received
+  std::uint64_t publishers = 0;       // gauge: publishers with a budget entry
   std::uint64_t bus_streams = 0;      // gauge: (node, probe) streams the decoder keeps
   std::uint64_t bus_state_bytes = 0;  // gauge: their bytes (≤ BusLimits::max_state_bytes)
   std::uint64_t bus_evicted = 0;      // streams evicted to stay within max_state_bytes
@@ -170,9 +266,13 @@ class FleetView {
   FleetView& operator=(const FleetView&) = delete;
 
   /// Connects (throws std::runtime_error when the server cannot be reached or the URL is bad),
-  /// reads the key-value bucket (a missing bucket or no JetStream is logged once, not an error),
-  /// subscribes and starts the staleness sweep. Call once.
+  /// starts the decode worker, subscribes, starts the staleness sweep and the key-value
+  /// bucket's read in the background (a missing bucket or no JetStream is logged once, not an
+  /// error), and returns without waiting for it. Call once.
   void start();
+  /// Waits until the bucket's read is over and every message of it decoded (or refused), at
+  /// most `timeout`; true when so. (Tests and benchmarks: start() does not wait.)
+  bool wait_for_bucket(std::chrono::milliseconds timeout);
   void stop();
 
   std::vector<NodeInfo> nodes() const;
@@ -187,8 +287,15 @@ class FleetView {
   /// server's /api/v1/fit?bytes=N). The view must outlive the server; after the view is gone it
   /// answers with no device.
   FitSource fit_source();
-  /// Handles one bus message as if it had arrived now (the subscription's path; tests use it).
+  /// Handles one bus message as if it had arrived now: deliver(), then — when the view has no
+  /// worker thread (start() was not called: tests) — process_pending().
   void on_message(std::string_view data, std::string_view subject);
+  /// The delivery path only (libnats's callback): checks the subject, the node table's
+  /// admission and the publisher's message rate, and queues the message (or refuses it).
+  void deliver(std::string_view data, std::string_view subject);
+  /// The worker's work, on the calling thread: decodes what is queued, round robin over the
+  /// publishers (one message each a turn), under their budgets; returns the messages taken.
+  std::size_t process_pending();
   /// Runs the staleness sweep at `now` (the timer's path; tests use it).
   void sweep(NodeTable::Clock::time_point now);
 

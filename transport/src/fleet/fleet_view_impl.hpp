@@ -1,0 +1,146 @@
+// fleet/fleet_view_impl.hpp — FleetView's state, shared by its two files (private):
+// fleet_view.cpp (the delivery side, the decode worker, the sweep, the public members) and
+// fleet_view_nats.cpp (the NATS connection, the subscription and the key-value bucket's read).
+//
+// Threads: libnats's delivery thread runs deliver(); the view's worker thread (or
+// process_pending()'s caller) runs process(), one at a time (worker_mu); the bucket's read runs
+// on kv_thread; the sweep on the strand. `mu` guards the table, the stats and pending_forget and
+// is held briefly, never while decoding; the decoder is the worker's alone.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <nats/nats.h>
+#include <spdlog/fmt/fmt.h>
+#include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+
+#include "fleet/fleet_intake.hpp"
+#include "gpustream/log.hpp"
+#include "gpustream/transport/fleet.hpp"
+
+namespace gpustream::transport {
+
+struct FleetView::Impl : std::enable_shared_from_this<Impl> {
+  using asio_strand = boost::asio::strand<boost::asio::any_io_executor>;
+  using Clock = NodeTable::Clock;
+
+  Impl(const boost::asio::any_io_executor& ex, SnapshotChannel& ch, FleetOptions o);
+
+  asio_strand strand;
+  SnapshotChannel& channel;
+  FleetOptions options;
+  std::function<Clock::time_point()> clock;
+  std::function<std::chrono::nanoseconds()> cpu_clock;
+
+  // The delivery side (any thread): counters and the publishers' queues.
+  std::atomic<std::uint64_t> messages{0}, bytes{0}, decode_cpu_ns{0};
+  std::array<std::atomic<std::uint64_t>, kFleetRefusalCount> refused;
+  std::array<std::atomic<bool>, kFleetRefusalCount> logged;  // each reason is logged once
+  PublisherIntake intake;
+
+  // The worker side: one runner at a time (the worker thread, or process_pending()).
+  std::mutex worker_mu;
+  BusDecoder decoder;
+
+  mutable std::mutex mu;  // table, st, pending_forget; held briefly, never while decoding
+  NodeTable table;
+  FleetStats st;
+  std::vector<std::string> pending_forget;  // gone nodes whose decoder streams are to go
+  std::condition_variable idle_cv;          // the bucket read and every entry of it handled
+
+  std::thread worker;
+  std::thread kv_thread;
+  std::mutex kv_mu;
+  kvWatcher* watcher = nullptr;  // under kv_mu: stop() stops it
+  std::atomic<bool> stopping{false};
+  std::atomic<bool> kv_done{false};
+  std::atomic<bool> sweep_posted{false};
+  std::atomic<bool> kv_reported{false};
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+
+  natsConnection* nc = nullptr;
+  natsSubscription* sub = nullptr;
+  boost::asio::steady_timer timer;
+  bool stopped = false;
+
+  /// Counts a refusal and logs its reason once. `detail` is a callable giving the log line's
+  /// detail: called for the first refusal of each reason only (a flood costs a count).
+  template <class Detail>
+  void refuse(FleetRefusal r, std::string_view node, Detail&& detail) {
+    const auto i = static_cast<std::size_t>(r);
+    ++refused[i];
+    if (logged[i].exchange(true)) return;
+    const auto reason = to_string(r);
+    if (r == FleetRefusal::node_table_full)
+      logger()->warn(
+          "fleet: the node table is full ({} nodes, --max-nodes, none gone): the messages of a "
+          "new node ('{}' first) are refused and counted (gpustream_fleet_nodes_refused_total) "
+          "until a node is gone; logged once",
+          options.max_nodes, node);
+    else
+      logger()->warn(
+          "fleet: a message of node '{}' was refused ({}): {} (counted in "
+          "gpustream_fleet_messages_refused_total{{reason=\"{}\"}}; logged once per reason)",
+          node, reason, std::string(detail()), reason);
+  }
+  void refuse(FleetRefusal r, std::string_view node, const char* detail) {
+    refuse(r, node, [detail] { return detail; });
+  }
+
+  /// Charges the CPU time of a decode to its publisher, however the decode ends.
+  struct CpuMeter {
+    Impl& self;
+    const std::string& node;
+    std::chrono::nanoseconds start;
+    CpuMeter(Impl& s, const std::string& n) : self(s), node(n), start(s.cpu_clock()) {}
+    ~CpuMeter() {
+      const auto used = std::max(std::chrono::nanoseconds(0), self.cpu_clock() - start);
+      self.decode_cpu_ns += static_cast<std::uint64_t>(used.count());
+      self.intake.charge_cpu(node, used);
+    }
+  };
+
+  // fleet_view.cpp: the delivery side (any thread; nothing decoded, nothing kept of a refusal).
+  void deliver(std::string_view data, std::string_view subject);
+  void admit(std::string_view data, IntakeItem&& item);
+  // The worker side (worker_mu held).
+  void apply_forgets();
+  bool within_budget(const IntakeItem& item, std::size_t cost, Clock::time_point now);
+  void process(const IntakeItem& item);
+  bool run_one(std::optional<IntakeItem> item);
+  void report_bucket();
+  void run_worker();
+  // The sweep (the strand).
+  void post_sweep();
+  void sweep(Clock::time_point now);
+  void sync_decoder_stats();  // mu held
+  void arm();
+  FleetStats st_copy() const;
+
+  // fleet_view_nats.cpp: the connection, the subscription, the bucket.
+  static void on_msg(natsConnection*, natsSubscription*, natsMsg* m, void* closure);
+  bool load_node_state(std::string_view key, std::string_view value, std::int64_t written_ns,
+                       Clock::time_point now, std::int64_t now_ns);
+  void load_kv_watch(kvStore* kv);
+  void load_kv_key_by_key(kvStore* kv);
+  void load_kv();
+  void finish_kv();
+  bool wait_for_bucket(std::chrono::milliseconds timeout);
+  void start();
+  void stop();
+};
+
+}  // namespace gpustream::transport

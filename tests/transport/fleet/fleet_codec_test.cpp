@@ -902,7 +902,7 @@ TEST(BusSequence, AnEpochTheStreamLeftIsOld) {
   EXPECT_EQ(d->snapshot, with_node(sample(11), "n"));
 
   BusEncoder forger("n", "a", {.full_every = 1});
-  ASSERT_TRUE(dec.decode(forger.encode(sample(99))));  // a new epoch: taken
+  ASSERT_TRUE(dec.decode(forger.encode(sample(11))));  // a new epoch: taken
   int t = 12;
   for (; t < 30; ++t) {
     const std::string& m = agent.encode(sample(t));
@@ -915,6 +915,42 @@ TEST(BusSequence, AnEpochTheStreamLeftIsOld) {
   ASSERT_TRUE(next);
   EXPECT_EQ(next->snapshot, with_node(sample(40), "n"));
   EXPECT_FALSE(dec.decode(forger.encode(sample(98))));  // the forger's epoch is old now
+}
+
+// Item 4. A resync takes a full only when it is newer than anything the stream took and not
+// dated far ahead: an old full replayed over and over (every replay a drop, so resync_after is
+// soon reached) is never taken, so its old values are never shown as current; a forger that
+// dates its full ahead holds the stream only until the agent's clock passes it (the agent's
+// fulls older than the forged one are dropped), and one dated more than resync_max_future ahead
+// is not taken at all.
+TEST(BusSequence, AResyncTakesOnlyANewerFull) {
+  BusEncoder enc("n", "a", {.full_every = 2});
+  BusDecoder dec;
+  const std::string old_full = enc.encode(sample(0));
+  ASSERT_TRUE(dec.decode(old_full));
+  for (int t = 1; t < 6; ++t) ASSERT_TRUE(dec.decode(enc.encode(sample(t))));
+  for (int i = 0; i < 20; ++i) EXPECT_FALSE(dec.decode(old_full)) << i;
+  EXPECT_EQ(dec.resyncs(), 0u);
+  EXPECT_EQ(dec.stale(), 20u);
+  const auto d = dec.decode(enc.encode(sample(6)));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot, with_node(sample(6), "n"));
+
+  // Dated far ahead of this machine's clock: never a resync.
+  GpuSnapshot future = sample(7);
+  future.time_unix_ns = wall_now_ns() + 3'600'000'000'000LL;
+  BusEncoder forger("n", "a", {.full_every = 1});
+  const std::string f = forger.encode(future);
+  const auto fh = parse_bus_header(f);
+  const std::string ahead =  // the agent's epoch, seq 2^64−1
+      message(true, fh.compressed, parse_bus_header(enc.last_fulls().at("simulated")).epoch,
+              UINT64_MAX, UINT64_MAX, fh.body_bytes, std::string_view(f).substr(f.find('\n') + 1),
+              "n");
+  for (int i = 0; i < 10; ++i) EXPECT_FALSE(dec.decode(ahead)) << i;
+  EXPECT_EQ(dec.resyncs(), 0u);
+  const auto e = dec.decode(enc.encode(sample(7)));
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->snapshot, with_node(sample(7), "n"));
 }
 
 // Item 4, recovery. A stream a forged seq got ahead of (its first message, so taken) drops the

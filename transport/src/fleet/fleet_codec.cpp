@@ -700,6 +700,7 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
     }
     st.last_seq = out.header.seq;
     st.dropped = 0;
+    st.newest_ns = std::max(st.newest_ns, out.snapshot.time_unix_ns);
     touch(it);
     recount(it);
     return out;
@@ -708,6 +709,21 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
   json::value doc = parse_body(body);
   check_counts(doc, limits_);
   to_snapshot(doc);
+  std::int64_t newest_ns = it != streams_.end() ? it->second.newest_ns : INT64_MIN;
+  if (resync) {
+    // Taken anyway only when newer than anything the stream took, and not dated far ahead: a
+    // replay, however often repeated, never is (its values would be shown as current).
+    const auto t = out.snapshot.time_unix_ns;
+    const auto now = wall_now_ns();
+    if (t <= newest_ns || t > now + std::min(limits_.resync_max_future_ns, INT64_MAX - now)) {
+      auto& st = it->second;
+      ++(out.header.epoch == st.epoch && out.header.seq > st.last_seq ? counters_.jumps
+                                                                      : counters_.stale);
+      if (st.dropped < UINT32_MAX) ++st.dropped;
+      return std::nullopt;
+    }
+  }
+  newest_ns = std::max(newest_ns, out.snapshot.time_unix_ns);
   if (it == streams_.end() && streams_.size() >= limits_.max_streams)
     throw BusError("bus message: more than " + std::to_string(limits_.max_streams) + " streams",
                    BusRefusal::too_many_streams);
@@ -725,6 +741,7 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
   if (it == streams_.end())
     return out;  // decoded, but too big to keep: its deltas wait for a full that fits
   it->second.retired = retired;
+  it->second.newest_ns = newest_ns;
   it->second.epoch = out.header.epoch;
   it->second.base = out.header.seq;
   it->second.last_seq = out.header.seq;

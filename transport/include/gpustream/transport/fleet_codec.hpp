@@ -42,15 +42,20 @@
 // of the stream's epoch whose seq is <= the last taken is dropped (stale()); one whose seq is more
 // than seq_window past the last taken is a jump, dropped (jumps()) and never taken as-is. After
 // resync_after consecutive drops of that stream (stale or jump), its next full message is taken
-// whatever its seq and rebases the stream (resyncs()): an agent whose sequence really moved (or
-// that an attacker's forged seq got ahead of) is back within a few messages and a full, while a
-// single replayed or forged message moves nothing. A new epoch starts a new stream; only a full
+// whatever its seq and rebases the stream (resyncs()) — if its snapshot is newer than the newest
+// the stream has taken, and not more than resync_max_future ahead of this machine's clock: an
+// agent whose sequence really moved (or that an attacker's forged seq got ahead of) is back
+// within a few messages and a full, while a replayed message — however often repeated — is never
+// taken (its time is not newer: old values are never shown as current), and a single forged one
+// moves nothing. A new epoch starts a new stream; only a full
 // starts it (deltas of an epoch not seen wait, waiting()); the stream remembers the last 4 epochs
 // it left, whose messages (late after an agent restart, or replayed) are dropped as stale and
 // count as drops. All of it is decided from the header, before inflating: a dropped message
 // costs a header parse. What it does not stop (a publisher that may speak as the node can): a
 // full of a new epoch, or any full sent after resync_after drops, is taken, and holds until the
-// agent's next full and resync_after of its messages.
+// agent's next full and resync_after of its messages (or, when the forger dated it ahead, until
+// the agent's clock passes that time: at most resync_max_future; the view shows the stream stale
+// meanwhile).
 //
 // Thread safety: an encoder or a decoder is used by one thread at a time; distinct ones are
 // independent.
@@ -121,6 +126,8 @@ struct BusLimits {
   /// After this many consecutive drops (stale or jump) of a stream, its next full is taken
   /// whatever its seq (a resync).
   std::uint32_t resync_after = 3;
+  /// A resync's snapshot may be dated at most this far (ns) ahead of this machine's wall clock.
+  std::int64_t resync_max_future_ns = 60'000'000'000;
 };
 
 /// The header line of a bus message.
@@ -239,10 +246,11 @@ class BusDecoder {
     std::array<std::uint64_t, kRetiredEpochs> retired{};
     std::uint64_t base = 0;
     std::uint64_t last_seq = 0;
-    std::uint32_t dropped = 0;    // consecutive messages dropped by the sequence rule
-    std::uint64_t tick = 0;       // when a message of it was last taken (the eviction order)
-    std::size_t bytes = 0;        // what it holds: base_doc as allocated, key, bookkeeping
-    std::size_t fixed_bytes = 0;  // of which key and bookkeeping
+    std::uint32_t dropped = 0;           // consecutive messages dropped by the sequence rule
+    std::int64_t newest_ns = INT64_MIN;  // the newest time_unix_ns taken (a resync must pass it)
+    std::uint64_t tick = 0;              // when a message of it was last taken (the eviction order)
+    std::size_t bytes = 0;               // what it holds: base_doc as allocated, key, bookkeeping
+    std::size_t fixed_bytes = 0;         // of which key and bookkeeping
     std::shared_ptr<std::size_t> doc_bytes;  // base_doc's allocated bytes, as they change
     boost::json::value base_doc;             // allocated from its own counting resource
   };

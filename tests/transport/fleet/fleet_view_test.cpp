@@ -297,6 +297,38 @@ TEST(FleetViewBudget, AnInflatedBodyIsCountedAgainstTheBytesBudgetBeforeDecoding
   view.stop();
 }
 
+// A delta costs what decoding it walks: its patch and the base it applies to
+// (BusDecoder::cost_bytes), so tiny deltas against a big base are bounded by the bytes budget
+// like fulls are (an 8 MiB base and 400 deltas of 29 bytes cost 35 s of CPU when only the
+// patch was charged).
+TEST(FleetViewBudget, ADeltaIsChargedTheBaseItAppliesTo) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  DrivenClocks c;
+  auto o = driven_options(c);
+  GpuSnapshot big = make_snapshot("sim", 200, 8);
+  BusEncoder enc("big", "gpustream/test", {.full_every = 1000});
+  const std::string full = enc.encode(big);
+  ASSERT_TRUE(enc.last_was_full());
+  const auto full_bytes = parse_bus_header(full).body_bytes;
+  o.budget.bytes_per_second = full_bytes * 5 / 2;  // the full and the patches, not 2 bases more
+  o.budget.burst = 1s;
+  FleetView view(io.get_executor(), channel, o);
+  view.on_message(full, "gpustream.big.sim");
+  ASSERT_EQ(messages_of(view, "big"), 1U);
+  for (int i = 0; i < 10; ++i) {
+    big.time_unix_ns += 1000;
+    const std::string delta = enc.encode(big);
+    ASSERT_FALSE(enc.last_was_full());
+    ASSERT_LT(parse_bus_header(delta).body_bytes, full_bytes / 50);  // a tiny patch
+    view.on_message(delta, "gpustream.big.sim");
+  }
+  // Each delta is charged at least the base's bytes: at most one fits after the full.
+  EXPECT_LE(messages_of(view, "big"), 2U);
+  EXPECT_GE(refused(view, FleetRefusal::budget_bytes), 9U);
+  view.stop();
+}
+
 // The publisher is the subject's node, never the payload's: a bus header or a JSON snapshot
 // naming another node is refused (nothing of it kept), and so is a subject that is not
 // <prefix>.<node>.<probe>.

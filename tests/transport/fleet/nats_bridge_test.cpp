@@ -482,8 +482,12 @@ TEST(FleetViewBucket, ABucketOfBombsIsReadInTheBackgroundUnderEachNodesBudget) {
   // One bomb encoded once; its header rewritten for each node and probe (the body is the same).
   GpuSnapshot bomb = make_snapshot("sim", 1);
   bomb.devices[0].name = std::string((std::size_t{8} << 20) - 4096, 'a');
-  const std::string one = BusEncoder("bomb", "gpustream/test").encode(bomb);
-  const auto h = parse_bus_header(one);
+  // Compressed whatever its ratio (the agent's encoder would send it plain), as an attacker would.
+  const std::string one =
+      BusEncoder("bomb", "gpustream/test", {.max_inflation_ratio = 1'000'000}).encode(bomb);
+  BusLimits loose;
+  loose.max_inflation_ratio = 1'000'000;
+  const auto h = parse_bus_header(one, loose);
   const std::string body = one.substr(one.find('\n') + 1);
   constexpr int kKeys = 4, kBombs = 64;
   for (int k = 0; k < kKeys; ++k) {
@@ -546,10 +550,12 @@ TEST(FleetViewBucket, ABucketOfBombsIsReadInTheBackgroundUnderEachNodesBudget) {
   const auto st = view.stats();
   // Each node may decode what its burst and refill allow (a few bombs), never most of them:
   // the rest is refused by its budget (budget_bytes, budget_cpu), or before it by the codec's
-  // bound on the inflation ratio (malformed).
+  // bound on the inflation ratio (inflation): here, every one of them, from its header.
   std::uint64_t refused = 0;
   for (const auto r : st.refused) refused += r;
   EXPECT_GE(refused, static_cast<std::uint64_t>(kKeys * kBombs / 2)) << refused;
+  EXPECT_EQ(st.refused[static_cast<std::size_t>(FleetRefusal::inflation)],
+            static_cast<std::uint64_t>(kKeys * kBombs));
   EXPECT_EQ(st.pending, 0U);
   view.stop();
 }

@@ -49,6 +49,12 @@ std::string_view to_string(FleetRefusal r) noexcept {
       return "seq_jump";
     case FleetRefusal::waiting:
       return "waiting";
+    case FleetRefusal::inflation:
+      return "inflation";
+    case FleetRefusal::too_many_devices:
+      return "too_many_devices";
+    case FleetRefusal::too_many_streams:
+      return "too_many_streams";
   }
   return "unknown";
 }

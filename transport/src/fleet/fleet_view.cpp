@@ -32,10 +32,22 @@ std::optional<std::pair<std::string_view, std::string_view>> parse_subject(
   return std::make_pair(node, probe);
 }
 
-/// What decoding `h` may cost in inflated bytes, charged to its publisher before decoding.
-// TODO(merge): BusDecoder::cost_bytes (the declared body and, for a delta, the base it applies
-// to); until then the declared body only.
-std::size_t bus_cost_bytes(const BusDecoder&, const BusHeader& h) { return h.body_bytes; }
+/// The view's reason for a decoder's refusal.
+FleetRefusal refusal_of(BusRefusal r) noexcept {
+  switch (r) {
+    case BusRefusal::too_large:
+      return FleetRefusal::too_large;
+    case BusRefusal::inflation:
+      return FleetRefusal::inflation;
+    case BusRefusal::too_many_devices:
+      return FleetRefusal::too_many_devices;
+    case BusRefusal::too_many_streams:
+      return FleetRefusal::too_many_streams;
+    case BusRefusal::malformed:
+      break;
+  }
+  return FleetRefusal::malformed;
+}
 
 std::chrono::nanoseconds thread_cpu_now() {
   timespec ts{};
@@ -178,7 +190,8 @@ void FleetView::Impl::process(const IntakeItem& item) {
                [&] { return fmt::format("its header names node '{}'", h.node); });
         return;
       }
-      if (!within_budget(item, bus_cost_bytes(decoder, h), now)) return;
+      // The declared body and, for a delta, the base it applies to (the conversion walks it).
+      if (!within_budget(item, decoder.cost_bytes(h), now)) return;
       std::optional<BusDecoder::Decoded> d;
       {
         CpuMeter meter(*this, item.node);
@@ -204,6 +217,11 @@ void FleetView::Impl::process(const IntakeItem& item) {
     } else {
       throw BusError("not a gpustream bus message");
     }
+  } catch (const BusError& e) {
+    refuse(refusal_of(e.reason()), item.node, [&] { return std::string(e.what()); });
+    std::lock_guard lock(mu);
+    sync_decoder_stats();
+    return;
   } catch (const std::exception& e) {
     refuse(FleetRefusal::malformed, item.node, [&] { return std::string(e.what()); });
     std::lock_guard lock(mu);
@@ -326,8 +344,7 @@ void FleetView::Impl::sync_decoder_stats() {
   st.bus_evicted = decoder.evicted();
   refused[static_cast<std::size_t>(FleetRefusal::seq_stale)] = decoder.stale();
   refused[static_cast<std::size_t>(FleetRefusal::waiting)] = decoder.waiting();
-  // TODO(merge): refused[seq_jump] = the decoder's count of refused jumps (and any further
-  // refusal counter it exposes: one more FleetRefusal each).
+  refused[static_cast<std::size_t>(FleetRefusal::seq_jump)] = decoder.jumps();
 }
 
 void FleetView::Impl::arm() {
@@ -352,7 +369,8 @@ FleetStats FleetView::Impl::st_copy() const {
   for (std::size_t i = 0; i < kFleetRefusalCount; ++i) out.refused[i] = refused[i];
   out.nodes_refused = out.refused[static_cast<std::size_t>(FleetRefusal::node_table_full)];
   for (const auto r : {FleetRefusal::bad_subject, FleetRefusal::subject_mismatch,
-                       FleetRefusal::too_large, FleetRefusal::malformed})
+                       FleetRefusal::too_large, FleetRefusal::malformed, FleetRefusal::inflation,
+                       FleetRefusal::too_many_devices, FleetRefusal::too_many_streams})
     out.rejected += out.refused[static_cast<std::size_t>(r)];
   out.decode_cpu_ns = decode_cpu_ns;
   out.pending = intake.pending();

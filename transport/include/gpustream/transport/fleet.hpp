@@ -208,8 +208,11 @@ enum class FleetRefusal : std::uint8_t {
   seq_stale,         // the decoder's: older than its stream's newest (a replay)
   seq_jump,          // the decoder's: a sequence jump it refuses
   waiting,           // the decoder's: a delta before its stream's full message
+  inflation,         // a compressed body declared or inflating past the inflation-ratio bound
+  too_many_devices,  // a snapshot over the devices or processes bound (BusLimits)
+  too_many_streams,  // a new stream while the decoder keeps max_streams
 };
-inline constexpr std::size_t kFleetRefusalCount = 12;
+inline constexpr std::size_t kFleetRefusalCount = 15;
 std::string_view to_string(FleetRefusal r) noexcept;
 
 struct FleetOptions {

@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "gpustream/channel.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/address.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
 #if defined(GPUSTREAM_HAS_NATS)
@@ -159,7 +160,7 @@ int run_fleet(const FleetCliOptions& o) {
           "--gone (fleet.gone_seconds) must not be shorter than --stale "
           "(fleet.stale_seconds)");
   } catch (const ConfigError& e) {
-    std::cerr << "gpustream: " << e.what() << "\n";
+    std::cerr << "gpustream: " << terminal_safe(e.what()) << "\n";
     return kExitUsage;
   }
   boost::asio::io_context io;
@@ -196,7 +197,7 @@ int run_fleet(const FleetCliOptions& o) {
   try {
     fleet->start();
   } catch (const std::exception& e) {
-    std::cerr << "gpustream: fleet: " << e.what() << "\n";
+    std::cerr << "gpustream: fleet: " << terminal_safe(e.what()) << "\n";
     return kExitFailure;
   }
   if (!start_server(server)) return kExitFailure;

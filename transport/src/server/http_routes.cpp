@@ -186,7 +186,12 @@ HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
     const bool snapshot = path == "/api/v1/snapshot";
     const auto build = [&] { return snapshot ? api_snapshot(core, target) : api_devices(core); };
     if (!shared) return text_response(req, http::status::ok, build(), kJson);
-    *shared = core.shared_body(snapshot ? target : path, build);
+    // Keyed by what makes the body (the node filter), not by the whole target: other query
+    // parameters cannot make the server hold more distinct bodies.
+    std::string key(path);
+    if (const auto node = query_parameter(target, "node"); snapshot && node)
+      key += "?node=" + *node;
+    *shared = core.shared_body(key, build);
     return text_response(req, http::status::ok, {}, kJson);
   }
   if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(core), kJson);

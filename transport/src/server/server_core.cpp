@@ -191,16 +191,16 @@ std::string ServerCore::fit(const FitRequest& r) {
 }
 
 std::shared_ptr<const std::string> ServerCore::shared_body(
-    std::string_view target, const std::function<std::string()>& build) {
+    std::string_view key, const std::function<std::string()>& build) {
   const auto generation = cursor();
   if (generation != shared_generation_ || shared_bodies_.size() >= kSharedBodies) {
     shared_bodies_.clear();  // the responses being written keep theirs
     shared_generation_ = generation;
   }
   for (const auto& b : shared_bodies_)
-    if (b.target == target) return b.body;
+    if (b.key == key) return b.body;
   auto body = metrics_.share(build());
-  shared_bodies_.push_back({std::string(target), body});
+  shared_bodies_.push_back({std::string(key), body});
   return body;
 }
 

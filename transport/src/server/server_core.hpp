@@ -80,10 +80,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::vector<FitEntry> fits(std::uint64_t bytes);
   /// The fit_result message answering `r` (fits(), cut to the request's limit).
   std::string fit(const FitRequest& r);
-  /// The body of a big, identical answer (/api/v1/snapshot, /api/v1/devices) for `target`
-  /// (path and query): built once per generation (the latest sequence) and shared by every
-  /// response that sends it. At most kSharedBodies targets are kept.
-  std::shared_ptr<const std::string> shared_body(std::string_view target,
+  /// The body of a big, identical answer (/api/v1/snapshot, /api/v1/devices) named `key` (its
+  /// path and what in its query changes it): built once per generation (the latest sequence)
+  /// and shared by every response that sends it. At most kSharedBodies keys are kept.
+  std::shared_ptr<const std::string> shared_body(std::string_view key,
                                                  const std::function<std::string()>& build);
   /// An HTTP response body starts being written: `id` names its buffer (a shared body counts
   /// once however many responses send it). False, counting nothing, when it would pass
@@ -114,7 +114,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::shared_ptr<Listener> listener_;
   static constexpr std::size_t kSharedBodies = 8;
   struct SharedBody {
-    std::string target;
+    std::string key;
     std::shared_ptr<const std::string> body;
   };
   std::uint64_t shared_generation_ = 0;

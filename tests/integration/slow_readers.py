@@ -130,7 +130,10 @@ def main():
         except OSError as e:
             print(f"/api/v1/stats: {e}", flush=True)
         if worst_ms > a.healthz_ms:
-            failures.append(f"the slowest /healthz took {worst_ms:.1f} ms (> {a.healthz_ms} ms)")
+            slow = [f"{t * 1000:.1f}" for t in latencies if t * 1000 > a.healthz_ms]
+            failures.append(f"{len(slow)} of {len(latencies)} /healthz took more than "
+                            f"{a.healthz_ms} ms: {', '.join(slow)} ms (load average "
+                            f"{os.getloadavg()[0]:.1f})")
         if a.rss_growth_mib > 0 and growth_mib > a.rss_growth_mib:
             failures.append(f"VmRSS grew by {growth_mib:.1f} MiB (> {a.rss_growth_mib} MiB)")
     finally:

@@ -130,6 +130,44 @@ TEST(TransportBudget, ASnapshotLargerThanTheCacheIsSerializedOnceForEveryClient)
   EXPECT_TRUE(f.stop());
 }
 
+// Clients that stop reading at different points each hold different snapshots: within their
+// own budgets, together unbounded but for the connection limit. limits.retained_bytes bounds the
+// distinct buffers alive; a client that keeps up still gets every snapshot.
+TEST(TransportBudget, ClientsThatStopReadingAtDifferentPointsStayWithinTheRetainedBytes) {
+  Fixture f;
+  ServerOptions o;
+  o.encoded_cache_bytes = 4096;
+  o.limits.retained_bytes = 1024 * 1024;
+  o.limits.socket_send_buffer = 4096;
+  o.limits.slow_client_timeout = 60s;  // they are held, not disconnected, during the test
+  f.start(o);
+  auto reader = connected_tcp(f);
+  std::vector<std::shared_ptr<Client>> slow;
+  std::size_t snapshot = 0, published = 0, peak = 0;
+  for (int i = 0; i < 8; ++i) {
+    slow.push_back(never_reading(f));  // joins after the previous ones stopped reading
+    for (int n = 0; n < 8; ++n) {
+      f.publish("sim", kSnapshotDevices);
+      ++published;
+      ASSERT_TRUE(f.run_until([&] { return reader->count("snapshot") == published; }));
+      peak = std::max<std::size_t>(peak, f.server->counters().encoded_bytes_live);
+    }
+  }
+  snapshot = json::serialize(reader->of_type("snapshot").back()).size();
+  const auto c = f.server->counters();
+  EXPECT_GT(c.snapshots_dropped, 0u);
+  // The bound, plus at most two snapshots per client (the one being written and one waiting)
+  // and the one being fanned out. Without it, the slow clients held every snapshot published
+  // since the first one stopped reading (each within its 8 MiB): 64 of them.
+  EXPECT_LE(peak, o.limits.retained_bytes + (2 * slow.size() + 1) * snapshot)
+      << peak << " bytes alive, snapshots of " << snapshot;
+  EXPECT_LT(peak, 32 * snapshot);
+  EXPECT_EQ(reader->count("gap"), 0u);
+  EXPECT_EQ(reader->sequences().size(), published);
+  for (auto& s : slow) s->close();
+  EXPECT_TRUE(f.stop());
+}
+
 TEST(TransportBudget, AHelloLargerThanTheBudgetIsRefusedWithAnError) {
   Fixture f;
   ServerOptions o;

@@ -35,6 +35,7 @@ ServerOptions sane(ServerOptions o) {
   l.max_connections_per_address = std::max<std::size_t>(l.max_connections_per_address, 1);
   l.send_queue_messages = std::max<std::size_t>(l.send_queue_messages, 1);
   l.send_queue_bytes = std::max<std::size_t>(l.send_queue_bytes, 4096);
+  l.retained_bytes = std::max<std::size_t>(l.retained_bytes, 4096);
   l.max_message_bytes = std::max<std::size_t>(l.max_message_bytes, 256);
   l.max_client_messages = std::max<std::size_t>(l.max_client_messages, 1);
   o.encoded_cache = std::max<std::size_t>(o.encoded_cache, 1);

@@ -182,6 +182,11 @@ bool StreamSession::queue_full(std::size_t next_bytes) const noexcept {
          queued_bytes_ + inflight_bytes_ + next_bytes > l.send_queue_bytes;
 }
 
+bool StreamSession::retained_full() const noexcept {
+  return queued_snapshots_ > 0 && ctx().metrics.encoded_bytes_live->load(
+                                      std::memory_order_relaxed) > ctx().limits.retained_bytes;
+}
+
 void StreamSession::skip_too_large(const SnapshotPtr& s) {
   ServerMetrics::bump(ctx().metrics.messages_too_large);
   if (told_too_large_) return;
@@ -205,7 +210,7 @@ void StreamSession::send_snapshot(const SnapshotPtr& s) {
       return;
     }
   }
-  if (!msg || queue_full(msg->size())) {
+  if (!msg || queue_full(msg->size()) || retained_full()) {
     ++dropped_pending_;
     ServerMetrics::bump(m.snapshots_dropped);
     if (!full_since_) full_since_ = Clock::now();
@@ -271,7 +276,7 @@ void StreamSession::pump() {
       replay_.pop_front();
       continue;
     }
-    if (queue_full(msg->size())) break;
+    if (queue_full(msg->size()) || retained_full()) break;
     cursor_ = s->sequence;
     last_queued_seq_ = s->sequence;
     replay_.pop_front();

@@ -94,6 +94,9 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   /// `s` is larger than the whole budget: skipped, counted, the client told once.
   void skip_too_large(const SnapshotPtr& s);
   bool queue_full(std::size_t next_bytes) const noexcept;
+  /// The server holds more than limits.retained_bytes of shared messages and this client
+  /// already has a snapshot waiting: it takes no new one.
+  bool retained_full() const noexcept;
   void flush_gap();
   void enqueue(std::shared_ptr<const std::string> msg, bool snapshot);
   void enqueue(std::string msg) {

@@ -67,6 +67,13 @@ struct ServerLimits {
   /// buffer is shared with other clients. Also the largest snapshot message the server sends:
   /// one that cannot fit is never queued (the client gets one `error` "message_too_large").
   std::size_t send_queue_bytes = 8 * 1024 * 1024;
+  /// All clients together: bytes of shared messages alive (ServerCounters::encoded_bytes_live:
+  /// the encoding cache, hellos, API bodies, and what send queues still hold, each buffer
+  /// once). Beyond it, a client that already has a snapshot waiting gets no new one (dropped,
+  /// with a `gap`), so clients that stop reading at different points cannot pile up distinct
+  /// buffers: the server holds this plus at most two messages per client (the one being
+  /// written and one waiting). A client that keeps up (nothing waiting) is not affected.
+  std::size_t retained_bytes = 256 * 1024 * 1024;
   std::chrono::milliseconds slow_client_timeout{5000};  // queue full this long → disconnect
   std::size_t max_subscribes_per_connection = 64;  // subscribe messages over a connection's life
   /// Non-empty messages a client may send over a connection's life (subscribe, auth, and

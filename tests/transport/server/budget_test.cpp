@@ -168,6 +168,23 @@ TEST(TransportBudget, ClientsThatStopReadingAtDifferentPointsStayWithinTheRetain
   EXPECT_TRUE(f.stop());
 }
 
+TEST(TransportBudget, TheApiLeavesOutASnapshotLargerThanTheBudgetAndSaysSo) {
+  Fixture f;
+  ServerOptions o;
+  o.limits.send_queue_bytes = 64 * 1024;
+  f.start(o);
+  f.publish("big", kBigDevices);
+  f.publish("small", 1);
+  const auto r = http_request(f, "/api/v1/snapshot");
+  ASSERT_EQ(r.status, 200);
+  const auto body = json::parse(r.body).as_object();
+  ASSERT_EQ(body.at("snapshots").as_array().size(), 1u);
+  EXPECT_EQ(body.at("snapshots").as_array()[0].at("probe"), "small");
+  EXPECT_EQ(body.at("too_large"), 1);
+  EXPECT_LT(r.body.size(), 64u * 1024);
+  EXPECT_TRUE(f.stop());
+}
+
 TEST(TransportBudget, AHelloLargerThanTheBudgetIsRefusedWithAnError) {
   Fixture f;
   ServerOptions o;

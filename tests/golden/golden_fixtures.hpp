@@ -391,7 +391,11 @@ inline transport::ServerCounters server_counters() {
                   &c.encoded_cache_entries,
                   &c.events_received,
                   &c.events_sent,
-                  &c.events_dropped}) {
+                  &c.events_dropped,
+                  &c.messages_too_large,
+                  &c.http_busy,
+                  &c.http_response_bytes,
+                  &c.encoded_bytes_live}) {
     *f = v * 1000 + v;
     ++v;
   }

@@ -29,6 +29,7 @@ SnapshotPtr snapshot(std::uint64_t sequence, std::size_t devices = 2) {
 }
 
 const Selection kPlain{};
+constexpr std::size_t kNoCap = std::size_t{1} << 40;  // no message is too large
 
 Selection only(const GpuSnapshot& s, std::vector<std::string> devices) {
   return Projection::make(std::move(devices), {}).of(s);
@@ -36,7 +37,7 @@ Selection only(const GpuSnapshot& s, std::vector<std::string> devices) {
 
 TEST(EncodingCache, SerializesEachSelectionOfASnapshotOnce) {
   ServerMetrics m;
-  EncodingCache cache(8, 1 << 20, m);
+  EncodingCache cache(8, 1 << 20, kNoCap, m);
   const auto s = snapshot(1);
   const auto a = cache.get(s, kPlain);
   EXPECT_EQ(*a, encode_snapshot_message(*s, kPlain));
@@ -57,7 +58,7 @@ TEST(EncodingCache, SerializesEachSelectionOfASnapshotOnce) {
 
 TEST(EncodingCache, KeepsAtMostMaxSequencesTheOldestGoingFirst) {
   ServerMetrics m;
-  EncodingCache cache(2, 1 << 20, m);
+  EncodingCache cache(2, 1 << 20, kNoCap, m);
   const auto s1 = snapshot(1), s2 = snapshot(2), s3 = snapshot(3);
   cache.get(s1, kPlain);
   cache.get(s2, kPlain);
@@ -74,7 +75,7 @@ TEST(EncodingCache, KeepsAtMostMaxSequencesTheOldestGoingFirst) {
 TEST(EncodingCache, StaysWithinItsByteBudget) {
   ServerMetrics m;
   constexpr std::size_t kBudget = 16 * 1024;
-  EncodingCache cache(1000, kBudget, m);
+  EncodingCache cache(1000, kBudget, kNoCap, m);
   std::size_t kept_at_most = 0;
   for (std::uint64_t seq = 1; seq <= 40; ++seq) {
     cache.get(snapshot(seq, 4), kPlain);
@@ -87,17 +88,39 @@ TEST(EncodingCache, StaysWithinItsByteBudget) {
   EXPECT_EQ(m.encoded_cache_entries.load(), cache.entries());
 }
 
-TEST(EncodingCache, AMessageLargerThanTheBudgetIsReturnedButNotKept) {
+// Issue 27 (5): a message larger than the budget was returned without being kept, so each
+// client serialized its own copy. It is kept (the newest encoding always is) and shared.
+TEST(EncodingCache, AMessageLargerThanTheBudgetIsStillSerializedOnceAndShared) {
   ServerMetrics m;
-  EncodingCache cache(8, 0, m);  // the budget is raised to its floor, 4096 bytes
+  EncodingCache cache(8, 0, kNoCap, m);  // the budget is raised to its floor, 4096 bytes
   const auto big = snapshot(1, 64);
   const auto a = cache.get(big, kPlain);
   ASSERT_GT(a->size(), 4096u);
   EXPECT_EQ(*a, encode_snapshot_message(*big, kPlain));
-  EXPECT_EQ(cache.entries(), 0u);
-  EXPECT_EQ(cache.bytes(), 0u);
-  cache.get(big, kPlain);
-  EXPECT_EQ(m.serializations.load(), 2u);
+  std::vector<std::shared_ptr<const std::string>> clients;
+  for (int i = 0; i < 40; ++i) clients.push_back(cache.get(big, kPlain));
+  for (const auto& c : clients) EXPECT_EQ(c, a);  // one buffer
+  EXPECT_EQ(m.serializations.load(), 1u);
+  EXPECT_EQ(m.encoded_bytes_live->load(), a->size());  // counted once, not 41 times
+  // The next sequence evicts it; the holders keep theirs, and it is counted until they let go.
+  cache.get(snapshot(2, 64), kPlain);
+  EXPECT_EQ(cache.entries(), 1u);
+  clients.clear();
+  EXPECT_EQ(m.encoded_bytes_live->load(), a->size() * 2);  // `a` and sequence 2's
+}
+
+TEST(EncodingCache, AMessageLargerThanTheMessageCapIsRefusedAndNotSerializedAgain) {
+  ServerMetrics m;
+  const auto big = snapshot(1, 64);
+  const auto size = encode_snapshot_message(*big, kPlain).size();
+  EncodingCache cache(8, 1 << 20, size - 1, m);
+  EXPECT_EQ(cache.get(big, kPlain), nullptr);
+  EXPECT_EQ(cache.get(big, kPlain), nullptr);
+  EXPECT_EQ(m.serializations.load(), 1u);  // the marker remembers the refusal
+  EXPECT_LT(cache.bytes(), 1024u);         // and holds no message
+  EXPECT_EQ(m.encoded_bytes_live->load(), 0u);
+  const auto small = snapshot(2, 1);
+  ASSERT_NE(cache.get(small, kPlain), nullptr);  // a smaller one still goes
 }
 
 TEST(EncodingCache, OneSequenceWithTooManyProjectionsKeepsTheNewestOnes) {
@@ -109,7 +132,7 @@ TEST(EncodingCache, OneSequenceWithTooManyProjectionsKeepsTheNewestOnes) {
   const std::size_t one = encode_snapshot_message(*s, sels[0]).size();
   const std::size_t budget = std::max<std::size_t>(4096, 3 * one);
   ASSERT_GT(6 * one, budget);
-  EncodingCache cache(8, budget, m);
+  EncodingCache cache(8, budget, kNoCap, m);
   for (const auto& sel : sels) {
     cache.get(s, sel);
     EXPECT_LE(cache.bytes(), budget);

@@ -288,5 +288,36 @@ TEST(TransportHostile, EveryTextTheServerSendsIsValidUtf8) {
   EXPECT_TRUE(f.stop());
 }
 
+/// The status line a raw HTTP request got on a plain TCP connection to the HTTP port.
+std::string raw_http_status(Fixture& f, const std::string& request) {
+  Client::Options o;
+  o.port = f.http_port();
+  auto c = Client::tcp(f, o);
+  c->connect();
+  EXPECT_TRUE(f.run_until([&] { return c->connected() || c->ended(); }));
+  c->send_raw(request);
+  EXPECT_TRUE(f.run_until([&] { return !c->garbage().empty() || c->ended(); }));
+  c->close();
+  return c->garbage().empty() ? std::string() : c->garbage().front();
+}
+
+// Issue 27 (9): two Host fields used the first one. RFC 9112 §3.2: 400, also when the two
+// names differ only in case and when both values are allowed ones.
+TEST(TransportHostile, TwoHostHeadersAreABadRequest) {
+  Fixture f;
+  f.start();
+  const auto host = "127.0.0.1:" + std::to_string(f.http_port());
+  const auto one = raw_http_status(f, "GET /healthz HTTP/1.1\r\nHost: " + host + "\r\n\r\n");
+  EXPECT_TRUE(one.starts_with("HTTP/1.1 200")) << one;
+  for (const std::string second :
+       {std::string("Host: evil.example"), std::string("host: evil.example"), "HOST: " + host}) {
+    const auto status = raw_http_status(
+        f, "GET /api/v1/stats HTTP/1.1\r\nHost: " + host + "\r\n" + second + "\r\n\r\n");
+    EXPECT_TRUE(status.starts_with("HTTP/1.1 400")) << second << ": " << status;
+  }
+  EXPECT_GE(f.server->counters().messages_rejected, 3u);
+  EXPECT_TRUE(f.stop());
+}
+
 }  // namespace
 }  // namespace gpustream::transport::test

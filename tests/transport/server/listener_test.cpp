@@ -119,10 +119,16 @@ TEST_F(ListenerTest, AdmitsUpToTheLimitThenRefusesTcpWithAnErrorLine) {
   EXPECT_EQ(metrics.connections_rejected.load(), 1u);
 }
 
-TEST_F(ListenerTest, RefusesHttpWith503WhenNoConnectionIsIdle) {
+// Every HTTP slot busy: a reserved slot (ConnKind::http_reserved, for /healthz and /metrics
+// only; issue 27), and when those are taken too, a 503.
+TEST_F(ListenerTest, AdmitsToAReservedSlotThenRefusesHttpWith503WhenNoConnectionIsIdle) {
+  limits.reserved_http_connections = 1;
   auto first = connect(*listener->http_bound());
   ASSERT_TRUE(run_until([&] { return accepted.size() == 1; }));
   EXPECT_EQ(accepted[0]->kind(), ConnKind::http);
+  auto reserved = connect(*listener->http_bound());
+  ASSERT_TRUE(run_until([&] { return accepted.size() == 2; }));
+  EXPECT_EQ(accepted[1]->kind(), ConnKind::http_reserved);
   auto second = connect(*listener->http_bound());
   ASSERT_TRUE(run_until([&] { return second->closed; }));
   EXPECT_EQ(second->received.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0), 0u);

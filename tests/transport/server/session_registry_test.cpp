@@ -38,7 +38,10 @@ struct RegistryTest : ::testing::Test {
   std::shared_ptr<FakeConnection> open(ConnKind kind, const char* peer, Admission* why = nullptr) {
     const auto a = registry.admit(kind, addr(peer));
     if (why) *why = a;
-    if (a != Admission::ok) return nullptr;
+    if (a == Admission::reserved)
+      kind = ConnKind::http_reserved;  // as the listener does
+    else if (a != Admission::ok)
+      return nullptr;
     auto c = std::make_shared<FakeConnection>(kind, addr(peer));
     registry.add(c.get(), c);
     conns.push_back(c);
@@ -110,13 +113,39 @@ TEST_F(RegistryTest, FullHttpClosesTheConnectionIdleTheLongest) {
   EXPECT_EQ(registry.size(), 2u);
 }
 
-TEST_F(RegistryTest, FullHttpWithEveryConnectionBusyRefuses) {
+// Issue 27 (6): with every HTTP connection busy writing a big answer, a new one was refused,
+// /healthz and /metrics included. It gets a reserved slot (for those paths only); when the
+// reserved slots are taken too, the longest idle of them gives way, and only then is it refused.
+TEST_F(RegistryTest, FullHttpWithEveryConnectionBusyAdmitsToAReservedSlot) {
+  limits.reserved_http_connections = 1;
   ASSERT_TRUE(open(ConnKind::http, "10.0.0.1"));
   ASSERT_TRUE(open(ConnKind::http, "10.0.0.2"));  // both handling a request: idle_since unset
   Admission why{};
+  auto reserved = open(ConnKind::http, "10.0.0.3", &why);
+  ASSERT_TRUE(reserved);
+  EXPECT_EQ(why, Admission::reserved);
+  EXPECT_EQ(reserved->kind(), ConnKind::http_reserved);
+  EXPECT_EQ(metrics.http_open.load(), 3u);  // reserved ones are HTTP connections too
+  EXPECT_EQ(metrics.idle_closed.load(), 0u);
+  // The reserved slot is busy (answering /metrics): the next one is refused.
+  EXPECT_FALSE(open(ConnKind::http, "10.0.0.4", &why));
+  EXPECT_EQ(why, Admission::transport_full);
+  // Once it waits for a request, it gives way.
+  reserved->idle = Connection::Clock::now();
+  ASSERT_TRUE(open(ConnKind::http, "10.0.0.4", &why));
+  EXPECT_EQ(why, Admission::reserved);
+  EXPECT_EQ(reserved->shutdowns, std::vector<bool>{false});
+  EXPECT_EQ(metrics.idle_closed.load(), 1u);
+  EXPECT_EQ(metrics.http_open.load(), 3u);
+}
+
+TEST_F(RegistryTest, NoReservedSlotsRefusesWhenEveryConnectionIsBusy) {
+  limits.reserved_http_connections = 0;
+  ASSERT_TRUE(open(ConnKind::http, "10.0.0.1"));
+  ASSERT_TRUE(open(ConnKind::http, "10.0.0.2"));
+  Admission why{};
   EXPECT_FALSE(open(ConnKind::http, "10.0.0.3", &why));
   EXPECT_EQ(why, Admission::transport_full);
-  EXPECT_EQ(metrics.idle_closed.load(), 0u);
 }
 
 TEST_F(RegistryTest, TheAddressBoundComesBeforeMakingRoom) {

@@ -230,6 +230,30 @@ TEST(TransportStream, MaxRateKeepsTheNewestSnapshotPerProbe) {
   EXPECT_TRUE(f.stop());
 }
 
+// Issue 27 (7): the slots were keyed by probe only, so against a fleet (every node has a
+// "sim" probe) one node's snapshots took every slot and the other nodes were never sent.
+TEST(TransportStream, MaxRateKeepsTheNewestSnapshotPerNodeAndProbe) {
+  Fixture f;
+  f.start();
+  auto c = connected_tcp(f);
+  c->send(R"({"type":"subscribe","max_rate_hz":5})");
+  ASSERT_TRUE(f.run_until([&] { return c->count("subscribed") == 1; }));
+  // Three rounds of three nodes (sequences 1..9): each node's first goes out at once, its
+  // third replaces its second and goes out one period later.
+  for (int round = 0; round < 3; ++round)
+    for (const char* node : {"n1", "n2", "n3"}) {
+      auto s = make_snapshot("sim", 1);
+      s.node = node;
+      f.channel.publish(std::move(s));
+    }
+  ASSERT_TRUE(f.run_until([&] { return c->count("snapshot") == 3; }));
+  EXPECT_EQ(c->sequences(), (std::vector<std::uint64_t>{1, 2, 3}));
+  ASSERT_TRUE(f.run_until([&] { return c->count("snapshot") == 6; }));
+  f.run_for(250ms);  // more than a period: nothing else is waiting
+  EXPECT_EQ(c->sequences(), (std::vector<std::uint64_t>{1, 2, 3, 7, 8, 9}));
+  EXPECT_TRUE(f.stop());
+}
+
 TEST(TransportStream, ABadSubscribeGetsAnErrorAndChangesNothing) {
   Fixture f;
   f.start();

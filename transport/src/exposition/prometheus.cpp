@@ -412,6 +412,19 @@ void server(Exposition& e, const ServerCounters& c) {
           c.snapshots_sent);
   counter("gpustream_server_snapshots_dropped_total",
           "Snapshot messages dropped because a client's queue was full.", c.snapshots_dropped);
+  counter("gpustream_server_messages_too_large_total",
+          "Snapshot or hello messages not queued to a client: larger than its send budget.",
+          c.messages_too_large);
+  counter("gpustream_server_http_busy_total",
+          "HTTP 503s: the response byte budget was in use, or a reserved connection asked for "
+          "another path than /healthz and /metrics.",
+          c.http_busy);
+  e.sample(e.family("gpustream_server_http_response_bytes", "gauge",
+                    "Bytes of HTTP responses being written (a shared body counted once)."),
+           {}, c.http_response_bytes);
+  e.sample(e.family("gpustream_server_encoded_bytes_live", "gauge",
+                    "Bytes of shared messages (snapshots, hellos, API bodies) alive, each once."),
+           {}, c.encoded_bytes_live);
 }
 
 }  // namespace

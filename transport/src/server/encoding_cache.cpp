@@ -6,25 +6,25 @@
 namespace gpustream::transport {
 
 EncodingCache::EncodingCache(std::size_t max_sequences, std::size_t max_bytes,
-                             ServerMetrics& metrics)
+                             std::size_t max_message_bytes, ServerMetrics& metrics)
     : max_sequences_(std::max<std::size_t>(max_sequences, 1)),
       max_bytes_(std::max<std::size_t>(max_bytes, 4096)),
+      max_message_bytes_(max_message_bytes),
       metrics_(metrics) {}
 
 std::shared_ptr<const std::string> EncodingCache::get(const SnapshotPtr& s, const Selection& sel) {
   auto& entries = by_sequence_[s->sequence];
   for (const auto& e : entries)
     if (e.hash == sel.hash && e.key == sel.key) return e.message;
-  auto message = std::make_shared<const std::string>(encode_snapshot_message(*s, sel));
+  auto text = encode_snapshot_message(*s, sel);
   ServerMetrics::bump(metrics_.serializations);
+  std::shared_ptr<const std::string> message;
+  if (text.size() <= max_message_bytes_) message = metrics_.share(std::move(text));
+  // Kept even when larger than the budget: the clients that want it now share it (evict()
+  // keeps the newest encoding of the sequence being served).
   Entry e{sel.hash, sel.key, message};
-  const auto cost = e.cost();
-  if (cost > max_bytes_) {
-    if (entries.empty()) by_sequence_.erase(s->sequence);
-    return message;
-  }
+  bytes_ += e.cost();
   entries.push_back(std::move(e));
-  bytes_ += cost;
   ++entries_;
   evict(s->sequence);
   publish_gauges();

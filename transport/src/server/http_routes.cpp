@@ -29,13 +29,23 @@ std::string api_snapshot(ServerCore& core, std::string_view target) {
   out += kSchema;
   out += "\",\"snapshots\":[";
   bool first = true;
+  std::size_t too_large = 0;
   for (const auto& s : core.channel().latest()) {
     if (node && s->node != *node) continue;
+    // A snapshot whose message is larger than limits.send_queue_bytes is refused here as on
+    // the streams; "too_large" says how many were left out.
+    const auto message = core.encoded(s, Projection{}.of(*s));
+    if (!message) {
+      ++too_large;
+      continue;
+    }
     if (!first) out += ',';
     first = false;
-    out += snapshot_json_of_message(*core.encoded(s, Projection{}.of(*s)));
+    out += snapshot_json_of_message(*message);
   }
-  out += "]}\n";
+  out += "]";
+  if (too_large > 0) out += ",\"too_large\":" + std::to_string(too_large);
+  out += "}\n";
   return out;
 }
 
@@ -80,6 +90,10 @@ std::string api_stats(ServerCore& core) {
                       {"idle_closed", c.idle_closed},
                       {"encoded_cache_bytes", c.encoded_cache_bytes},
                       {"encoded_cache_entries", c.encoded_cache_entries},
+                      {"messages_too_large", c.messages_too_large},
+                      {"http_busy", c.http_busy},
+                      {"http_response_bytes", c.http_response_bytes},
+                      {"encoded_bytes_live", c.encoded_bytes_live},
                       {"last_sequence", core.cursor()}};
   json::object o{{"schema", kSchema}, {"probes", std::move(probes)}, {"server", std::move(server)}};
   return to_compact_json(o) + "\n";
@@ -101,12 +115,23 @@ HttpResponse text_response(const HttpRequest& req, http::status status, std::str
   return res;
 }
 
-HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req) {
+bool reserved_path(std::string_view path) { return path == "/healthz" || path == "/metrics"; }
+
+HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
+                                 std::shared_ptr<const std::string>* shared) {
   auto& c = core.context().metrics;
   const auto target = sv(req.target());
   const auto path = target_path(target);
   const auto& access = core.context().access;
 
+  // RFC 9112 §3.2: a request with more than one Host field (names compare without case) is
+  // answered 400 — which one a proxy in front of us used is unknowable.
+  if (req.count(http::field::host) > 1) {
+    ServerMetrics::bump(c.messages_rejected);
+    auto res = text_response(req, http::status::bad_request, "more than one Host header\n");
+    res.keep_alive(false);
+    return res;
+  }
   if (!access.host_allowed(sv(req[http::field::host]))) {
     c.requests_forbidden.fetch_add(1);
     return text_response(req, http::status::forbidden,
@@ -155,10 +180,20 @@ HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req) {
   }
   if (path == "/api/v1/events")
     return text_response(req, http::status::ok, api_events(core), kJson);
-  if (path == "/api/v1/snapshot")
-    return text_response(req, http::status::ok, api_snapshot(core, target), kJson);
-  if (path == "/api/v1/devices")
-    return text_response(req, http::status::ok, api_devices(core), kJson);
+  // The big answers, the same for every client of a generation: built once and shared by
+  // every response that sends them (issue 27: one copy per slow reader).
+  if (path == "/api/v1/snapshot" || path == "/api/v1/devices") {
+    const bool snapshot = path == "/api/v1/snapshot";
+    const auto build = [&] { return snapshot ? api_snapshot(core, target) : api_devices(core); };
+    if (!shared) return text_response(req, http::status::ok, build(), kJson);
+    // Keyed by what makes the body (the node filter), not by the whole target: other query
+    // parameters cannot make the server hold more distinct bodies.
+    std::string key(path);
+    if (const auto node = query_parameter(target, "node"); snapshot && node)
+      key += "?node=" + *node;
+    *shared = core.shared_body(key, build);
+    return text_response(req, http::status::ok, {}, kJson);
+  }
   if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(core), kJson);
   if (path == "/api/v1/fit") {
     // The `fit` message's planner (a fleet's fit source, or this machine's devices), every

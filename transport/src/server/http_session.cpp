@@ -6,6 +6,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "server/ws_session.hpp"
+#include "wire/request_target.hpp"
 
 namespace gpustream::transport {
 namespace beast = boost::beast;
@@ -20,12 +21,11 @@ boost::asio::ip::address peer_of(const tcp::socket& s) {
 }
 }  // namespace
 
-HttpSession::HttpSession(std::shared_ptr<ServerCore> core, tcp::socket socket)
-    : Connection(ConnKind::http, peer_of(socket)),
-      core_(std::move(core)),
-      stream_(std::move(socket)) {}
+HttpSession::HttpSession(std::shared_ptr<ServerCore> core, tcp::socket socket, ConnKind kind)
+    : Connection(kind, peer_of(socket)), core_(std::move(core)), stream_(std::move(socket)) {}
 
 HttpSession::~HttpSession() {
+  if (response_id_) core_->end_response(response_id_);
   if (registered_) core_->remove(this);
 }
 
@@ -76,6 +76,18 @@ void HttpSession::on_read(error_code ec) {
     send(std::move(res));
     return;
   }
+  const auto path = target_path(std::string_view(req.target().data(), req.target().size()));
+  if (kind() == ConnKind::http_reserved && !reserved_path(path)) {
+    // Admitted beyond the HTTP limit while every slot was busy: for /healthz and /metrics.
+    ServerMetrics::bump(ctx().metrics.http_busy);
+    auto res = text_response(req, http::status::service_unavailable,
+                             "busy: every HTTP connection is in use (this one may ask for "
+                             "/healthz and /metrics only)\n");
+    res.set(http::field::retry_after, "1");
+    res.keep_alive(false);
+    send(std::move(res));
+    return;
+  }
   if (beast::websocket::is_upgrade(req)) {
     // Checks first (Host, path, Origin, token); a refused upgrade gets a plain HTTP answer.
     auto res = handle_http_request(*core_, req);
@@ -96,7 +108,9 @@ void HttpSession::on_read(error_code ec) {
     send(std::move(res));
     return;
   }
-  send(handle_http_request(*core_, req));
+  std::shared_ptr<const std::string> shared;
+  auto res = handle_http_request(*core_, req, &shared);
+  send(std::move(res), std::move(shared), reserved_path(path));
 }
 
 void HttpSession::upgrade(HttpRequest req) {
@@ -108,21 +122,64 @@ void HttpSession::upgrade(HttpRequest req) {
   std::make_shared<WsSession>(core_, std::move(stream_), peer())->run(std::move(req));
 }
 
-void HttpSession::send(HttpResponse res) {
-  response_ = std::move(res);
-  response_->prepare_payload();
+void HttpSession::send(HttpResponse res, std::shared_ptr<const std::string> shared, bool exempt) {
+  // Bodies of a few kilobytes (errors, /api/v1/stats) are never refused; they still count.
+  constexpr std::size_t kSmallBody = 64 * 1024;
+  const void* id = shared ? static_cast<const void*>(shared.get()) : nullptr;
+  const std::size_t bytes = shared ? shared->size() : res.body().size();
+  response_.reset();
+  shared_response_.reset();
+  shared_body_.reset();
+  if (shared) {
+    shared_body_ = std::move(shared);
+    shared_response_.emplace();
+    shared_response_->base() = std::move(res.base());
+    shared_response_->body() = {shared_body_->data(), shared_body_->size()};
+    shared_response_->prepare_payload();
+  } else {
+    response_ = std::move(res);
+    response_->prepare_payload();
+    id = response_->body().data();
+  }
+  if (!core_->begin_response(id, bytes, exempt || bytes <= kSmallBody)) {
+    // Over limits.http_response_bytes: what is being written to others must drain first.
+    HttpRequest dummy;
+    dummy.version(11);
+    auto busy = text_response(dummy, http::status::service_unavailable,
+                              "busy: too many response bytes in flight; retry\n");
+    busy.set(http::field::retry_after, "1");
+    busy.keep_alive(false);
+    shared_response_.reset();
+    shared_body_.reset();
+    response_ = std::move(busy);
+    response_->prepare_payload();
+    id = response_->body().data();
+    core_->begin_response(id, response_->body().size(), true);
+  }
+  response_id_ = id;
   writing_ = true;
   stream_.expires_after(ctx().limits.write_timeout);
-  http::async_write(stream_, *response_, [self = shared_from_this()](error_code ec, std::size_t) {
-    self->writing_ = false;
-    const bool keep = self->response_ && self->response_->keep_alive();
-    self->response_.reset();
-    if (ec || !keep || self->core_->stopping()) {
-      self->close();
-      return;
-    }
-    self->do_read();
-  });
+  auto done = [self = shared_from_this()](error_code ec, std::size_t) { self->written(ec); };
+  if (shared_response_)
+    http::async_write(stream_, *shared_response_, std::move(done));
+  else
+    http::async_write(stream_, *response_, std::move(done));
+}
+
+void HttpSession::written(error_code ec) {
+  writing_ = false;
+  core_->end_response(response_id_);
+  response_id_ = nullptr;
+  const bool keep =
+      response_ ? response_->keep_alive() : shared_response_ && shared_response_->keep_alive();
+  response_.reset();
+  shared_response_.reset();
+  shared_body_.reset();
+  if (ec || !keep || core_->stopping()) {
+    close();
+    return;
+  }
+  do_read();
 }
 
 void HttpSession::close() {

@@ -4,11 +4,14 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <string_view>
 
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http/message.hpp>
 #include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/span_body.hpp>
 #include <boost/beast/http/string_body.hpp>
 
 #include "server/server_core.hpp"
@@ -19,8 +22,14 @@ namespace gpustream::transport {
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
-/// The answer to one request (never throws; an error status with a short text body).
-HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req);
+/// The answer to one request (never throws; an error status with a short text body). With
+/// `shared` non-null, a big answer that is the same for every client (/api/v1/snapshot,
+/// /api/v1/devices) leaves its body there (ServerCore::shared_body) and the response's empty.
+HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
+                                 std::shared_ptr<const std::string>* shared = nullptr);
+/// Paths a reserved connection may ask for (ConnKind::http_reserved); also exempt from
+/// limits.http_response_bytes.
+bool reserved_path(std::string_view path);
 /// A plain-text response with the common headers.
 HttpResponse text_response(const HttpRequest& req, boost::beast::http::status status,
                            std::string body,
@@ -28,7 +37,8 @@ HttpResponse text_response(const HttpRequest& req, boost::beast::http::status st
 
 class HttpSession final : public Connection, public std::enable_shared_from_this<HttpSession> {
  public:
-  HttpSession(std::shared_ptr<ServerCore> core, tcp::socket socket);
+  /// kind: ConnKind::http, or ConnKind::http_reserved (only /healthz and /metrics answered).
+  HttpSession(std::shared_ptr<ServerCore> core, tcp::socket socket, ConnKind kind);
   ~HttpSession() override;
   void run();
   void shutdown(bool graceful) override;
@@ -38,7 +48,11 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   void do_read();
   void on_read(boost::system::error_code ec);
   void upgrade(HttpRequest req);
-  void send(HttpResponse res);
+  /// Writes `res` (with `shared` as its body when set), counted in the response budget
+  /// unless `exempt`; over the budget, a 503 with Retry-After instead.
+  void send(HttpResponse res, std::shared_ptr<const std::string> shared = nullptr,
+            bool exempt = true);
+  void written(boost::system::error_code ec);
   void close();
   const SessionContext& ctx() const noexcept { return core_->context(); }
 
@@ -47,6 +61,10 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::optional<HttpResponse> response_;
+  using SharedResponse = boost::beast::http::response<boost::beast::http::span_body<const char>>;
+  std::optional<SharedResponse> shared_response_;
+  std::shared_ptr<const std::string> shared_body_;  // shared_response_'s body
+  const void* response_id_ = nullptr;               // counted in the core's response budget
   bool registered_ = false;
   bool first_ = true;
   bool writing_ = false;

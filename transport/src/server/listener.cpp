@@ -103,7 +103,9 @@ void Listener::on_accepted(ConnKind kind, tcp::socket s) {
   const auto peer = s.remote_endpoint(ec);
   if (ec) return;  // already gone
   const auto admission = registry_.admit(kind, peer.address());
-  if (admission != SessionRegistry::Admission::ok) {
+  if (admission == SessionRegistry::Admission::reserved)
+    kind = ConnKind::http_reserved;
+  else if (admission != SessionRegistry::Admission::ok) {
     ServerMetrics::bump(metrics_.connections_rejected);
     refuse(s, kind, admission);
     return;

@@ -28,7 +28,7 @@ std::string refusal_text(ConnKind kind, SessionRegistry::Admission why);
 
 class Listener : public std::enable_shared_from_this<Listener> {
  public:
-  /// Called with every admitted socket (and its transport: http or tcp).
+  /// Called with every admitted socket (and its transport: http, http_reserved or tcp).
   using OnAccept = std::function<void(tcp::socket, ConnKind)>;
 
   Listener(Strand strand, const ServerLimits& limits, SessionRegistry& registry,

@@ -35,6 +35,7 @@ ServerOptions sane(ServerOptions o) {
   l.max_connections_per_address = std::max<std::size_t>(l.max_connections_per_address, 1);
   l.send_queue_messages = std::max<std::size_t>(l.send_queue_messages, 1);
   l.send_queue_bytes = std::max<std::size_t>(l.send_queue_bytes, 4096);
+  l.retained_bytes = std::max<std::size_t>(l.retained_bytes, 4096);
   l.max_message_bytes = std::max<std::size_t>(l.max_message_bytes, 256);
   l.max_client_messages = std::max<std::size_t>(l.max_client_messages, 1);
   o.encoded_cache = std::max<std::size_t>(o.encoded_cache, 1);
@@ -50,7 +51,8 @@ ServerCore::ServerCore(const asio::any_io_executor& ex, SnapshotChannel& channel
       options_(sane(std::move(options))),
       stats_(std::move(stats)),
       registry_(options_.limits, metrics_),
-      cache_(options_.encoded_cache, options_.encoded_cache_bytes, metrics_) {}
+      cache_(options_.encoded_cache, options_.encoded_cache_bytes, options_.limits.send_queue_bytes,
+             metrics_) {}
 
 ServerCore::~ServerCore() = default;
 
@@ -111,7 +113,7 @@ void ServerCore::on_accept(tcp::socket s, ConnKind kind) {
   if (kind == ConnKind::tcp)
     std::make_shared<TcpSession>(shared_from_this(), std::move(s))->run();
   else
-    std::make_shared<HttpSession>(shared_from_this(), std::move(s))->run();
+    std::make_shared<HttpSession>(shared_from_this(), std::move(s), kind)->run();
 }
 
 void ServerCore::sweep() {
@@ -189,11 +191,47 @@ std::string ServerCore::fit(const FitRequest& r) {
   return fit_result_message(r.id, r.bytes, fits(r.bytes), r.limit);
 }
 
-std::string ServerCore::hello(std::uint64_t* last_sequence) {
+std::shared_ptr<const std::string> ServerCore::shared_body(
+    std::string_view key, const std::function<std::string()>& build) {
+  const auto generation = cursor();
+  if (generation != shared_generation_ || shared_bodies_.size() >= kSharedBodies) {
+    shared_bodies_.clear();  // the responses being written keep theirs
+    shared_generation_ = generation;
+  }
+  for (const auto& b : shared_bodies_)
+    if (b.key == key) return b.body;
+  auto body = metrics_.share(build());
+  shared_bodies_.push_back({std::string(key), body});
+  return body;
+}
+
+bool ServerCore::begin_response(const void* id, std::size_t bytes, bool exempt) {
+  if (auto it = responses_.find(id); it != responses_.end()) {
+    ++it->second.writers;
+    return true;
+  }
+  if (!exempt && response_bytes_ + bytes > options_.limits.http_response_bytes) {
+    ServerMetrics::bump(metrics_.http_busy);
+    return false;
+  }
+  responses_.emplace(id, InFlight{bytes, 1});
+  response_bytes_ += bytes;
+  ServerMetrics::set(metrics_.http_response_bytes, response_bytes_);
+  return true;
+}
+
+void ServerCore::end_response(const void* id) {
+  const auto it = responses_.find(id);
+  if (it == responses_.end() || --it->second.writers > 0) return;
+  response_bytes_ -= it->second.bytes;
+  responses_.erase(it);
+  ServerMetrics::set(metrics_.http_response_bytes, response_bytes_);
+}
+
+std::shared_ptr<const std::string> ServerCore::hello(std::uint64_t* last_sequence) {
   Hello h;
-  h.instance = channel_.instance();
   h.last_sequence = cursor_.load(std::memory_order_relaxed);
-  h.history_capacity = channel_.history_capacity();
+  if (last_sequence) *last_sequence = h.last_sequence;
   const auto latest = channel_.latest();
   if (stats_) {
     for (const auto& ps : probe_stats())
@@ -201,10 +239,24 @@ std::string ServerCore::hello(std::uint64_t* last_sequence) {
   } else {
     for (const auto& s : latest) h.probes.push_back({s->probe, "unknown", ""});
   }
+  const auto same = [](const std::vector<ProbeInfo>& a, const std::vector<ProbeInfo>& b) {
+    return std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                      [](const ProbeInfo& x, const ProbeInfo& y) {
+                        return x.name == y.name && x.state == y.state && x.reason == y.reason;
+                      });
+  };
+  // The devices change only with a new snapshot (a new last_sequence): a hello that lists a
+  // fleet's every device is serialized once, not once per client.
+  if (hello_.message && hello_.last_sequence == h.last_sequence && same(hello_.probes, h.probes))
+    return hello_.message;
+  h.instance = channel_.instance();
+  h.history_capacity = channel_.history_capacity();
   h.devices = devices_of(latest);
   h.requests.emplace(std::begin(kClientRequests), std::end(kClientRequests));
-  if (last_sequence) *last_sequence = h.last_sequence;
-  return hello_message(h);
+  hello_.last_sequence = h.last_sequence;
+  hello_.probes = h.probes;
+  hello_.message = metrics_.share(hello_message(h));
+  return hello_.message;
 }
 
 void ServerCore::stop(std::function<void()> on_stopped, bool force) {

@@ -10,9 +10,11 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <boost/asio/steady_timer.hpp>
@@ -62,8 +64,9 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   /// A connection closed: forget it (and finish stop() when it was the last).
   void remove(Connection* c);
 
-  /// The hello message, and the sequence a new client starts after.
-  std::string hello(std::uint64_t* last_sequence);
+  /// The hello message, and the sequence a new client starts after. One buffer shared by every
+  /// client that connects while the sequence and the probes' states stay the same.
+  std::shared_ptr<const std::string> hello(std::uint64_t* last_sequence);
   /// The snapshot message of `s` under `sel` (see EncodingCache).
   std::shared_ptr<const std::string> encoded(const SnapshotPtr& s, const Selection& sel) {
     return cache_.get(s, sel);
@@ -77,6 +80,17 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   std::vector<FitEntry> fits(std::uint64_t bytes);
   /// The fit_result message answering `r` (fits(), cut to the request's limit).
   std::string fit(const FitRequest& r);
+  /// The body of a big, identical answer (/api/v1/snapshot, /api/v1/devices) named `key` (its
+  /// path and what in its query changes it): built once per generation (the latest sequence)
+  /// and shared by every response that sends it. At most kSharedBodies keys are kept.
+  std::shared_ptr<const std::string> shared_body(std::string_view key,
+                                                 const std::function<std::string()>& build);
+  /// An HTTP response body starts being written: `id` names its buffer (a shared body counts
+  /// once however many responses send it). False, counting nothing, when it would pass
+  /// limits.http_response_bytes and is not `exempt`.
+  bool begin_response(const void* id, std::size_t bytes, bool exempt);
+  /// The response begun with `id` is written (or abandoned).
+  void end_response(const void* id);
   /// Highest sequence the core has fanned out (or found in the channel at start).
   std::uint64_t cursor() const noexcept { return cursor_.load(std::memory_order_relaxed); }
 
@@ -98,6 +112,24 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   SessionContext context_{strand_, options_.limits, metrics_, registry_, access_};
   EncodingCache cache_;
   std::shared_ptr<Listener> listener_;
+  static constexpr std::size_t kSharedBodies = 8;
+  struct SharedBody {
+    std::string key;
+    std::shared_ptr<const std::string> body;
+  };
+  std::uint64_t shared_generation_ = 0;
+  std::vector<SharedBody> shared_bodies_;
+  struct InFlight {
+    std::size_t bytes;
+    std::size_t writers;
+  };
+  std::map<const void*, InFlight> responses_;
+  std::size_t response_bytes_ = 0;
+  struct HelloCache {
+    std::uint64_t last_sequence = 0;
+    std::vector<ProbeInfo> probes;
+    std::shared_ptr<const std::string> message;
+  } hello_;
 
   std::optional<tcp::endpoint> http_bound_, tcp_bound_;  // written in start(), read-only after
   std::atomic<bool> started_{false};

@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <string>
 
 #include "gpustream/transport/server.hpp"
 
@@ -16,7 +18,24 @@ struct ServerMetrics {
       tcp_open{0}, http_requests{0}, requests_forbidden{0}, requests_unauthorized{0},
       messages_rejected{0}, slow_clients_disconnected{0}, snapshots_received{0}, serializations{0},
       snapshots_sent{0}, snapshots_dropped{0}, idle_closed{0}, encoded_cache_bytes{0},
-      encoded_cache_entries{0}, events_received{0}, events_sent{0}, events_dropped{0};
+      encoded_cache_entries{0}, events_received{0}, events_sent{0}, events_dropped{0},
+      messages_too_large{0}, http_busy{0}, http_response_bytes{0};
+  /// Bytes of the shared messages alive anywhere (the cache, send queues, writes, responses),
+  /// each counted once however many hold it. Shared with the buffers' deleters, which may run
+  /// after the metrics are gone.
+  std::shared_ptr<Counter> encoded_bytes_live = std::make_shared<Counter>(0);
+
+  /// `text` as an immutable buffer every queue and response may share; its bytes count in
+  /// encoded_bytes_live until its last holder lets it go.
+  std::shared_ptr<const std::string> share(std::string text) const {
+    const auto size = text.size();
+    auto live = encoded_bytes_live;
+    live->fetch_add(size, std::memory_order_relaxed);
+    return {new const std::string(std::move(text)), [live, size](const std::string* p) {
+              live->fetch_sub(size, std::memory_order_relaxed);
+              delete p;
+            }};
+  }
 
   static void bump(Counter& c, std::uint64_t n = 1) noexcept {
     c.fetch_add(n, std::memory_order_relaxed);
@@ -47,6 +66,10 @@ struct ServerMetrics {
     out.events_received = r(events_received);
     out.events_sent = r(events_sent);
     out.events_dropped = r(events_dropped);
+    out.messages_too_large = r(messages_too_large);
+    out.http_busy = r(http_busy);
+    out.http_response_bytes = r(http_response_bytes);
+    out.encoded_bytes_live = r(*encoded_bytes_live);
     return out;
   }
 };

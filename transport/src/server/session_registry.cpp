@@ -9,12 +9,22 @@ SessionRegistry::SessionRegistry(const ServerLimits& limits, ServerMetrics& metr
     : limits_(limits), metrics_(metrics) {}
 
 std::size_t SessionRegistry::limit(ConnKind kind) const noexcept {
-  return kind == ConnKind::http ? limits_.max_http_connections : limits_.max_connections;
+  switch (kind) {
+    case ConnKind::http:
+      return limits_.max_http_connections;
+    case ConnKind::http_reserved:
+      return limits_.reserved_http_connections;
+    case ConnKind::websocket:
+    case ConnKind::tcp:
+      break;
+  }
+  return limits_.max_connections;
 }
 
 ServerMetrics::Counter& SessionRegistry::open_gauge(ConnKind kind) noexcept {
   switch (kind) {
     case ConnKind::http:
+    case ConnKind::http_reserved:
       return metrics_.http_open;
     case ConnKind::websocket:
       return metrics_.websocket_open;
@@ -32,22 +42,32 @@ SessionRegistry::Admission SessionRegistry::admit(ConnKind kind,
   if (open_[static_cast<int>(kind)] < limit(kind)) return Admission::ok;
   if (kind != ConnKind::http) return Admission::transport_full;
   // HTTP is full: the connection that has waited longest for a request gives way.
+  if (evict_idle(ConnKind::http)) return Admission::ok;
+  // Every slot is busy (slow readers of big responses): a reserved slot, for /healthz and
+  // /metrics only, so busy clients cannot lock them out (issue 27).
+  if (open_[static_cast<int>(ConnKind::http_reserved)] < limit(ConnKind::http_reserved) ||
+      evict_idle(ConnKind::http_reserved))
+    return Admission::reserved;
+  return Admission::transport_full;
+}
+
+bool SessionRegistry::evict_idle(ConnKind kind) {
   Connection* oldest = nullptr;
   Connection::Clock::time_point oldest_since{};
   for (const auto& [p, e] : conns_) {
-    if (e.kind != ConnKind::http) continue;
+    if (e.kind != kind) continue;
     const auto since = p->idle_since();
     if (since && (!oldest || *since < oldest_since)) {
       oldest = p;
       oldest_since = *since;
     }
   }
-  if (!oldest) return Admission::transport_full;
+  if (!oldest) return false;
   auto victim = conns_.at(oldest).conn.lock();
   remove(oldest);
   ServerMetrics::bump(metrics_.idle_closed);
   if (victim) victim->shutdown(false);
-  return Admission::ok;
+  return true;
 }
 
 void SessionRegistry::add(Connection* c, std::weak_ptr<Connection> w) {

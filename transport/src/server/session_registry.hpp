@@ -22,7 +22,9 @@
 
 namespace gpustream::transport {
 
-enum class ConnKind { http, websocket, tcp };
+/// http_reserved: an HTTP connection admitted beyond max_http_connections, when every HTTP slot
+/// was busy, that may ask for /healthz and /metrics only (limits.reserved_http_connections).
+enum class ConnKind { http, websocket, tcp, http_reserved };
 
 /// Anything the registry must be able to close.
 class Connection {
@@ -52,9 +54,11 @@ class SessionRegistry {
  public:
   SessionRegistry(const ServerLimits& limits, ServerMetrics& metrics);
 
-  enum class Admission { ok, transport_full, address_full };
+  enum class Admission { ok, transport_full, address_full, reserved };
   /// Whether one more connection of `kind` from `peer` fits. HTTP makes room itself: when it
-  /// is full, the connection idle the longest is closed (counted in idle_closed).
+  /// is full, the connection idle the longest is closed (counted in idle_closed); when none
+  /// is idle (every slot busy writing), it is admitted as `reserved` (ConnKind::http_reserved)
+  /// while one of limits.reserved_http_connections is free (or frees an idle one).
   Admission admit(ConnKind kind, const boost::asio::ip::address& peer);
 
   void add(Connection* c, std::weak_ptr<Connection> w);
@@ -88,7 +92,9 @@ class SessionRegistry {
   };
   std::unordered_map<Connection*, Entry> conns_;
   std::map<std::pair<ConnKind, boost::asio::ip::address>, std::size_t> per_address_;
-  std::size_t open_[3] = {0, 0, 0};
+  std::size_t open_[4] = {0, 0, 0, 0};
+  /// The connection of `kind` that has waited longest for a request, closed to make room.
+  bool evict_idle(ConnKind kind);
   std::unordered_map<StreamSession*, std::weak_ptr<StreamSession>> streams_;
   bool broadcasting_ = false;
   std::vector<StreamSession*> removed_while_broadcasting_;

@@ -48,7 +48,18 @@ void StreamSession::open() {
   if (opened_ || closing_) return;
   opened_ = true;
   std::uint64_t last = 0;
-  enqueue(core_->hello(&last));
+  auto hello = core_->hello(&last);
+  if (hello->size() > ctx().limits.send_queue_bytes) {
+    // The hello lists every device; one that cannot fit the budget is never queued.
+    ServerMetrics::bump(ctx().metrics.messages_too_large);
+    send_error(kErrMessageTooLarge,
+               "the hello (" + std::to_string(hello->size()) +
+                   " bytes: every device) is larger than this connection's send budget (" +
+                   std::to_string(ctx().limits.send_queue_bytes) + " bytes)",
+               true);
+    return;
+  }
+  enqueue(std::move(hello), false);
   cursor_ = last;
   last_queued_seq_ = last;
   streamed_from_ = streamed_to_ = last;
@@ -113,10 +124,10 @@ void StreamSession::offer(const SnapshotPtr& s) {
     send_snapshot(s);
     return;
   }
-  // Rate limit per probe, newest wins: a snapshot that comes too soon waits (replacing the one
-  // that waited before it) until the probe's next slot. Snapshots still leave in sequence order:
-  // while an older one of another probe waits for its slot, a newer one waits behind it.
-  auto& r = rate_[s->probe];
+  // Rate limit per node and probe, newest wins: a snapshot that comes too soon waits (replacing
+  // the one that waited before it) until its (node, probe)'s next slot. Snapshots still leave in
+  // sequence order: while an older one of another slot waits, a newer one waits behind it.
+  auto& r = rate_[{s->node, s->probe}];
   const auto now = Clock::now();
   if (now >= r.next_allowed && !oldest_pending()) {
     r.next_allowed = now + rate_period();
@@ -129,7 +140,7 @@ void StreamSession::offer(const SnapshotPtr& s) {
 
 StreamSession::RateState* StreamSession::oldest_pending() {
   RateState* oldest = nullptr;
-  for (auto& [probe, r] : rate_)
+  for (auto& [key, r] : rate_)
     if (r.pending && (!oldest || r.pending->sequence < oldest->pending->sequence)) oldest = &r;
   return oldest;
 }
@@ -164,17 +175,42 @@ void StreamSession::on_rate_timer() {
 }
 
 bool StreamSession::queue_full(std::size_t next_bytes) const noexcept {
+  // Every byte counts, the message being written included: an empty queue does not take a
+  // message that does not fit (issue 27: it took any single one).
   const auto& l = ctx().limits;
   return queued_snapshots_ >= l.send_queue_messages ||
-         (queued_snapshots_ > 0 && queued_bytes_ + next_bytes > l.send_queue_bytes);
+         queued_bytes_ + inflight_bytes_ + next_bytes > l.send_queue_bytes;
+}
+
+bool StreamSession::retained_full() const noexcept {
+  return queued_snapshots_ > 0 && ctx().metrics.encoded_bytes_live->load(
+                                      std::memory_order_relaxed) > ctx().limits.retained_bytes;
+}
+
+void StreamSession::skip_too_large(const SnapshotPtr& s) {
+  ServerMetrics::bump(ctx().metrics.messages_too_large);
+  if (told_too_large_) return;
+  told_too_large_ = true;
+  enqueue(error_message(
+      kErrMessageTooLarge,
+      "snapshot " + std::to_string(s->sequence) + " (probe '" + s->probe + "'" +
+          (s->node.empty() ? std::string() : ", node '" + s->node + "'") +
+          ") is larger than this connection's send budget (" +
+          std::to_string(ctx().limits.send_queue_bytes) +
+          " bytes): it is skipped, and so is every such snapshot after it (said once)"));
 }
 
 void StreamSession::send_snapshot(const SnapshotPtr& s) {
   auto& m = ctx().metrics;
-  auto msg = queued_snapshots_ >= ctx().limits.send_queue_messages
-                 ? nullptr
-                 : core_->encoded(s, proj_.of(*s));
-  if (!msg || queue_full(msg->size())) {
+  std::shared_ptr<const std::string> msg;
+  if (queued_snapshots_ < ctx().limits.send_queue_messages) {
+    msg = core_->encoded(s, proj_.of(*s));
+    if (!msg) {
+      skip_too_large(s);
+      return;
+    }
+  }
+  if (!msg || queue_full(msg->size()) || retained_full()) {
     ++dropped_pending_;
     ServerMetrics::bump(m.snapshots_dropped);
     if (!full_since_) full_since_ = Clock::now();
@@ -197,7 +233,7 @@ void StreamSession::enqueue(std::shared_ptr<const std::string> msg, bool snapsho
   if (closed_) return;
   const auto& l = ctx().limits;
   if (!snapshot && (queue_.size() >= l.send_queue_messages + kControlSlack ||
-                    queued_bytes_ > l.send_queue_bytes + kControlSlackBytes)) {
+                    queued_bytes_ + inflight_bytes_ > l.send_queue_bytes + kControlSlackBytes)) {
     disconnect_slow("too many unsent control messages", false);
     return;
   }
@@ -234,7 +270,13 @@ void StreamSession::pump() {
     }
     if (queued_snapshots_ >= ctx().limits.send_queue_messages) break;
     auto msg = core_->encoded(s, proj_.of(*s));
-    if (queue_full(msg->size())) break;
+    if (!msg) {
+      skip_too_large(s);
+      cursor_ = std::max(cursor_, s->sequence);
+      replay_.pop_front();
+      continue;
+    }
+    if (queue_full(msg->size()) || retained_full()) break;
     cursor_ = s->sequence;
     last_queued_seq_ = s->sequence;
     replay_.pop_front();
@@ -245,6 +287,7 @@ void StreamSession::pump() {
     auto q = std::move(queue_.front());
     queue_.pop_front();
     queued_bytes_ -= q.message->size();
+    inflight_bytes_ = q.message->size();
     if (q.snapshot) --queued_snapshots_;
     writing_ = true;
     write_started_ = Clock::now();
@@ -257,6 +300,7 @@ void StreamSession::pump() {
 
 void StreamSession::write_done(const boost::system::error_code& ec) {
   writing_ = false;
+  inflight_bytes_ = 0;
   if (ec) {
     transport_failed();
     return;

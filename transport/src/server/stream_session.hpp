@@ -3,7 +3,9 @@
 // with one write in flight, gaps, slow-client detection, graceful close.
 //
 // Per-client bounds, each owned here: the send queue (limits.send_queue_messages snapshots and
-// limits.send_queue_bytes bytes, plus a small slack for control messages), the messages a
+// limits.send_queue_bytes bytes — the hello and the message being written included, each
+// message at its full size even when its buffer is shared — plus a small slack for control
+// messages; a message larger than the whole budget is never queued), the messages a
 // client may send (limits.max_client_messages, of which limits.max_subscribes_per_connection
 // subscribes), and the subscription itself (bounded by the message size).
 //
@@ -18,6 +20,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <boost/asio/steady_timer.hpp>
 #include <boost/system/error_code.hpp>
@@ -88,7 +91,12 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   void apply_subscribe(const SubscribeRequest& r);
   void offer(const SnapshotPtr& s);  // rate limit, then send
   void send_snapshot(const SnapshotPtr& s);
+  /// `s` is larger than the whole budget: skipped, counted, the client told once.
+  void skip_too_large(const SnapshotPtr& s);
   bool queue_full(std::size_t next_bytes) const noexcept;
+  /// The server holds more than limits.retained_bytes of shared messages and this client
+  /// already has a snapshot waiting: it takes no new one.
+  bool retained_full() const noexcept;
   void flush_gap();
   void enqueue(std::shared_ptr<const std::string> msg, bool snapshot);
   void enqueue(std::string msg) {
@@ -108,6 +116,8 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   std::deque<Queued> queue_;
   std::size_t queued_snapshots_ = 0;
   std::size_t queued_bytes_ = 0;
+  std::size_t inflight_bytes_ = 0;  // the message being written (counted in the budget too)
+  bool told_too_large_ = false;     // the `message_too_large` error is sent once
   bool writing_ = false;
   Clock::time_point write_started_{};
   Clock::time_point last_activity_ = Clock::now();
@@ -130,7 +140,9 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   bool replaying_ = false;
   std::deque<SnapshotPtr> replay_;
 
-  std::map<std::string, RateState, std::less<>> rate_;
+  /// Rate slots keyed by (node, probe): a fleet's nodes share probe names, and one slot per
+  /// probe let one node's snapshots take every slot (issue 27).
+  std::map<std::pair<std::string, std::string>, RateState> rate_;
   boost::asio::steady_timer rate_timer_;
   bool rate_timer_armed_ = false;
 };

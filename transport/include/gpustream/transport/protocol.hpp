@@ -40,6 +40,8 @@ inline constexpr std::string_view kErrLimit = "limit";                // a serve
 inline constexpr std::string_view kErrShuttingDown = "shutting_down";
 inline constexpr std::string_view kErrTimeout = "timeout";         // TCP idle timeout
 inline constexpr std::string_view kErrSlowClient = "slow_client";  // disconnected: read too slowly
+/// A snapshot (or the hello) larger than the client's send budget: skipped for this client.
+inline constexpr std::string_view kErrMessageTooLarge = "message_too_large";
 
 /// A client's subscribe. Empty vectors mean "everything".
 struct SubscribeRequest {

@@ -62,8 +62,18 @@ struct ServerLimits {
   std::chrono::milliseconds tcp_idle_timeout{300000};
   std::chrono::milliseconds write_timeout{10000};  // one write stalled this long → disconnect
   std::size_t send_queue_messages = 64;            // per client: snapshots waiting to be written
-  /// Per client: bytes of the messages waiting to be written (snapshots and control messages).
+  /// Per client: bytes of the messages waiting to be written or being written (hello,
+  /// snapshots, events and control messages), each counted at its full size even when its
+  /// buffer is shared with other clients. Also the largest snapshot message the server sends:
+  /// one that cannot fit is never queued (the client gets one `error` "message_too_large").
   std::size_t send_queue_bytes = 8 * 1024 * 1024;
+  /// All clients together: bytes of shared messages alive (ServerCounters::encoded_bytes_live:
+  /// the encoding cache, hellos, API bodies, and what send queues still hold, each buffer
+  /// once). Beyond it, a client that already has a snapshot waiting gets no new one (dropped,
+  /// with a `gap`), so clients that stop reading at different points cannot pile up distinct
+  /// buffers: the server holds this plus at most two messages per client (the one being
+  /// written and one waiting). A client that keeps up (nothing waiting) is not affected.
+  std::size_t retained_bytes = 256 * 1024 * 1024;
   std::chrono::milliseconds slow_client_timeout{5000};  // queue full this long → disconnect
   std::size_t max_subscribes_per_connection = 64;  // subscribe messages over a connection's life
   /// Non-empty messages a client may send over a connection's life (subscribe, auth, and
@@ -71,6 +81,13 @@ struct ServerLimits {
   /// lines (keep-alives) are not counted.
   std::size_t max_client_messages = 1024;
   std::chrono::milliseconds shutdown_timeout{2000};  // stop(): force-close after this
+  /// HTTP responses being written, all connections together (a body shared by several
+  /// responses counts once). A response that would pass it gets 503 with Retry-After;
+  /// /healthz is exempt.
+  std::size_t http_response_bytes = 64 * 1024 * 1024;
+  /// HTTP connections admitted beyond max_http_connections when every HTTP slot is busy,
+  /// for /healthz and /metrics only (other paths: 503), so busy clients cannot take them.
+  std::size_t reserved_http_connections = 8;
   /// SO_SNDBUF of each client socket; unset: the kernel's autotuning (up to net.ipv4.tcp_wmem).
   /// A small buffer bounds the kernel memory per client and detects stuck clients sooner.
   std::optional<int> socket_send_buffer;
@@ -148,6 +165,12 @@ struct ServerCounters {
   std::uint64_t events_received = 0;        // GPU events from the channel (channel.events())
   std::uint64_t events_sent = 0;            // event messages queued to clients
   std::uint64_t events_dropped = 0;         // not queued because a client's queue was full
+  /// Snapshots (or a hello) not queued to a client because the message alone is larger than
+  /// its budget (limits.send_queue_bytes): once per client and snapshot.
+  std::uint64_t messages_too_large = 0;
+  std::uint64_t http_busy = 0;            // HTTP 503s: limits.http_response_bytes was in use
+  std::uint64_t http_response_bytes = 0;  // gauge: bytes of HTTP responses being written
+  std::uint64_t encoded_bytes_live = 0;   // gauge: shared messages alive, each counted once
 };
 
 class ServerCore;

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
+#include <system_error>
 #include <utility>
 
 #include <boost/json.hpp>
@@ -109,7 +109,7 @@ bool Output::reader_gone() const noexcept {
 
 std::string Output::describe_error() const {
   if (error_ == 0) return {};
-  return "cannot write to '" + name_ + "': " + std::strerror(error_);
+  return "cannot write to '" + name_ + "': " + std::generic_category().message(error_);
 }
 
 std::string gap_line(const Gap& gap) {

@@ -12,6 +12,7 @@
 
 #include <nats/nats.h>
 
+#include "fleet/nats_auth_apply.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/transport/address.hpp"
@@ -46,12 +47,7 @@ std::string sanitize_prefix(std::string_view prefix) {
 
 int clamp_int(std::int64_t v) { return static_cast<int>(std::min<std::int64_t>(v, INT_MAX)); }
 
-std::string last_error(natsStatus s) {
-  const char* text = nats_GetLastError(nullptr);
-  std::string out = natsStatus_GetText(s);
-  if (text && *text && out != text) out += std::string(": ") + text;
-  return out;
-}
+std::string last_error(natsStatus s) { return nats_status_text(s); }
 
 /// Required for an asynchronous retried first connect; the worker polls the status instead.
 void on_connected(natsConnection*, void*) {}
@@ -81,6 +77,12 @@ class NatsConnection {
     if (s == NATS_OK && options_.write_deadline.count() > 0)
       s = natsOptions_SetWriteDeadline(opts, options_.write_deadline.count());
     if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, nullptr);
+    std::string auth_error;
+    if (s == NATS_OK && apply_nats_auth(opts, options_.auth, auth_error) != NATS_OK) {
+      natsOptions_Destroy(opts);
+      error = auth_error;
+      return false;
+    }
     if (s == NATS_OK) s = natsConnection_Connect(&nc_, opts);
     if (s == NATS_NOT_YET_CONNECTED) {  // nothing answered yet: libnats keeps trying
       pending = true;
@@ -98,6 +100,20 @@ class NatsConnection {
   }
 
   bool is_open() const { return nc_ != nullptr; }
+  /// libnats gave up (e.g. the same authorization error twice in a row): open() again.
+  bool closed() const { return nc_ && natsConnection_Status(nc_) == NATS_CONN_STATUS_CLOSED; }
+  /// Why the last connect attempt failed, in the server's or TLS's own words
+  /// ("Authorization Violation", "... unable to get local issuer certificate"); empty when
+  /// libnats has none (nothing answered: a refused or timed out TCP connect says so too).
+  std::string last_error_text() const {
+    if (!nc_) return {};
+    const char* text = nullptr;
+    const natsStatus s = natsConnection_GetLastError(nc_, &text);
+    if (s == NATS_OK) return {};
+    std::string out = natsStatus_GetText(s);
+    if (text && *text && out != text) out += std::string(": ") + text;
+    return out;
+  }
   bool connected() const { return nc_ && natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED; }
 
   std::uint64_t reconnects() const {
@@ -310,10 +326,25 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
           log->error("NATS: cannot use {}: {}; retrying every {} ms", url, error,
                      options_.reconnect_wait.count());
       } else if (pending && log_once.first("nats-connect " + url)) {
+        const std::string cause = conn.last_error_text();
+        if (!cause.empty()) log_once.first("nats-cause " + url);  // said here: once an outage
         log->warn(
-            "NATS: cannot connect to {} (no server answers); retrying in the background "
-            "every {} ms, keeping up to {} bytes meanwhile",
-            url, options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
+            "NATS: cannot connect to {} ({}); retrying in the background every {} ms, keeping "
+            "up to {} bytes meanwhile",
+            url, cause.empty() ? std::string("no server answers") : cause,
+            options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
+      }
+    }
+    if (conn.is_open() && !conn.connected()) {
+      // The server's or TLS's own words ("Authorization Violation", "certificate verify
+      // failed"), once an outage, as soon as libnats has them: a refusal is not a missing server.
+      const std::string cause = conn.last_error_text();
+      if (!cause.empty() && log_once.first("nats-cause " + url))
+        log->warn("NATS: {} refuses this agent: {}; retrying every {} ms", url, cause,
+                  options_.reconnect_wait.count());
+      if (conn.closed() && !stopping) {  // libnats gave up (an authorization error twice)
+        conn.close();
+        next_open = now + options_.reconnect_wait;
       }
     }
     const bool connected = conn.connected();
@@ -321,6 +352,7 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
       if (connected) {
         log->info("NATS: {} {}", ever_connected ? "reconnected to" : "connected to", url);
         log_once.clear("nats-connect " + url);
+        log_once.clear("nats-cause " + url);
         log_once.clear("nats-disconnected " + url);
         log_once.clear("nats-publish " + url);
         ever_connected = true;

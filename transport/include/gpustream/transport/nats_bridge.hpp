@@ -43,6 +43,7 @@
 #include <thread>
 
 #include "gpustream/channel.hpp"
+#include "gpustream/transport/nats_auth.hpp"
 
 namespace gpustream::transport {
 
@@ -54,7 +55,8 @@ enum class BusEncoding {
 
 struct NatsBridgeOptions {
   std::string url = "nats://127.0.0.1:4222";  // libnats server URL(s), comma-separated
-  std::string subject_prefix = "gpustream";   // first subject token(s); sanitized per token
+  NatsAuth auth;  // credentials and TLS (nats_auth.hpp); a URL's user:password@ also works
+  std::string subject_prefix = "gpustream";  // first subject token(s); sanitized per token
   /// The node name: the subject's node token and the payload's `node` (sanitized to a valid
   /// node name, fleet_codec.hpp node_name_error); empty: the host name.
   std::string host;

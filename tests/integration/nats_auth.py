@@ -1,7 +1,7 @@
 """NATS credentials end to end against a real nats-server (loopback, a config file written here):
 agents (`gpustream serve --listen off --nats URL`) and `gpustream fleet` with a user and its
 password file, an nkey user (seed and public key made here from an OpenSSL ed25519 key), and a
-token file over TLS with a CA made here by `openssl`. Asserts: the right credentials → the agent
+token file over TLS with a CA made here by `openssl`, and mutual TLS (a client certificate). Asserts: the right credentials → the agent
 publishes and the fleet shows its node; a wrong password → both log NATS's own
 "Authorization Violation" (the agent keeps running, the fleet exits 1, neither crashes); a
 server certificate from an unknown CA → both log "unable to get local issuer certificate"; no
@@ -292,6 +292,41 @@ def main():
         for proc in (a3, f2, untrusted):
             no_secret_in(f"/proc/{proc.proc.pid}/cmdline", cmdline(proc.proc.pid))
             no_secret_in("a log", proc.text())
+            rc = proc.stop()
+            if rc != 0:
+                fail(f"exit {rc} after SIGTERM:\n{proc.text()}")
+        srv2.terminate()
+        srv2.wait()
+
+        # 3. Mutual TLS: the server verifies a client certificate signed by the same CA.
+        client_key, client_csr = os.path.join(folder, "client.key"), os.path.join(folder, "c.csr")
+        client_cert = os.path.join(folder, "client.pem")
+        subprocess.run([OPENSSL, "req", "-newkey", "rsa:2048", "-nodes", "-keyout", client_key,
+                        "-out", client_csr, "-subj", "/CN=agent"], check=True, capture_output=True)
+        subprocess.run([OPENSSL, "x509", "-req", "-in", client_csr, "-CA", ca, "-CAkey",
+                        ca[:-len("-ca.pem")] + "-ca.key", "-CAcreateserial", "-out",
+                        client_cert, "-days", "1"], check=True, capture_output=True)
+        srv3, port3 = start_nats(folder, "mtls", (
+            f'tls {{ cert_file: "{cert}", key_file: "{key}", ca_file: "{ca}", verify: true }}'))
+        procs.append(srv3)
+        url3 = f"tls://127.0.0.1:{port3}"
+        mtls = ["--nats-ca", ca, "--nats-cert", client_cert, "--nats-key", client_key]
+        a4 = agent(g, url3, "mtls-node", *mtls, "--nats-kv-bucket", "off")
+        procs.append(a4)
+        f3 = fleet(g, url3, *mtls, "--kv-bucket", "off")
+        procs.append(f3)
+        print("mutual TLS fleet sees", wait_nodes(f3, ["mtls-node"]), flush=True)
+        r = subprocess.run([g, "fleet", "--listen", "127.0.0.1:0", "--nats", url3, "--nats-ca",
+                            ca], capture_output=True, text=True, timeout=30)
+        if r.returncode != 1 or "cannot connect" not in r.stderr:
+            fail(f"fleet without its certificate: expected exit 1, got {r.returncode}: "
+                 f"{r.stderr}")
+        print("no client certificate:", r.stderr.strip(), flush=True)
+        r = subprocess.run([g, "serve", "--listen", "off", "--nats", url3, "--nats-cert",
+                            client_cert], capture_output=True, text=True, timeout=30)
+        if r.returncode != 2 or "--nats-key" not in r.stderr:
+            fail(f"--nats-cert without --nats-key: expected exit 2, got {r.returncode}")
+        for proc in (a4, f3):
             rc = proc.stop()
             if rc != 0:
                 fail(f"exit {rc} after SIGTERM:\n{proc.text()}")

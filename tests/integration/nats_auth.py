@@ -1,7 +1,8 @@
 """NATS credentials end to end against a real nats-server (loopback, a config file written here):
 agents (`gpustream serve --listen off --nats URL`) and `gpustream fleet` with a user and its
 password file, an nkey user (seed and public key made here from an OpenSSL ed25519 key), and a
-token file over TLS with a CA made here by `openssl`, and mutual TLS (a client certificate). Asserts: the right credentials → the agent
+token file over TLS with a CA made here by `openssl`, and mutual TLS (a client
+certificate). Asserts: the right credentials → the agent
 publishes and the fleet shows its node; a wrong password → both log NATS's own
 "Authorization Violation" (the agent keeps running, the fleet exits 1, neither crashes); a
 server certificate from an unknown CA → both log "unable to get local issuer certificate"; no

@@ -34,7 +34,11 @@ std::string read_secret(std::string_view flag, const std::string& path) {
   try {
     return read_token_file(path);
   } catch (const ConfigError& e) {
-    throw ConfigError(std::string(flag) + ": " + e.what());
+    // "the token file 'F'" is the token's words: here it is the flag's file.
+    std::string what = e.what();
+    const std::string_view theirs = "the token file ";
+    if (const auto at = what.find(theirs); at != std::string::npos) what.erase(at, theirs.size());
+    throw ConfigError(std::string(flag) + ": " + what);
   }
 }
 

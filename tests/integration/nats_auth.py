@@ -1,16 +1,17 @@
 """NATS credentials end to end against a real nats-server (loopback, a config file written here):
 agents (`gpustream serve --listen off --nats URL`) and `gpustream fleet` with a user and its
-password file, an nkey user (seed and public key made here from an OpenSSL ed25519 key), and a
-token file over TLS with a CA made here by `openssl`, and mutual TLS (a client
-certificate). Asserts: the right credentials → the agent
-publishes and the fleet shows its node; a wrong password → both log NATS's own
-"Authorization Violation" (the agent keeps running, the fleet exits 1, neither crashes); a
-server certificate from an unknown CA → both log "unable to get local issuer certificate"; no
-secret in /proc/PID/cmdline nor in any log line; a missing credential file → exit 2 naming the
-flag and the file. (The .creds flag needs an operator-mode server and JWTs: not tested here.)
+password file, an nkey user (seed and public key made here from an OpenSSL ed25519 key), a token
+file over TLS with a CA made here by `openssl`, mutual TLS (a client certificate), and an
+operator-mode server (a memory resolver) with .creds files whose JWTs are signed here with
+OpenSSL. Asserts: the right credentials → the agent publishes and the fleet shows its node; a
+wrong password or an unknown account → both log NATS's own "Authorization Violation" (the agent
+keeps running, the fleet exits 1, neither crashes); a server certificate from an unknown CA →
+both log "unable to get local issuer certificate"; no secret in /proc/PID/cmdline nor in any log
+line; a missing credential file → exit 2 naming the flag and the file.
 Exit 0 on success, 1 with a FAIL line otherwise."""
 import argparse
 import base64
+import hashlib
 import json
 import os
 import shutil
@@ -48,19 +49,79 @@ def nkey_encode(raw):
     return base64.b32encode(raw).decode().rstrip("=")
 
 
-def make_user_nkey(folder):
-    """An nkey user from an OpenSSL ed25519 key: (seed 'SU...', public key 'U...')."""
-    key = os.path.join(folder, "ed25519.pem")
-    subprocess.run([OPENSSL, "genpkey", "-algorithm", "ed25519", "-out", key], check=True,
+def make_nkey(folder, name, prefix):
+    """An nkey from an OpenSSL ed25519 key: (its PEM file, seed 'S...', public key)."""
+    pem = os.path.join(folder, f"{name}.pem")
+    subprocess.run([OPENSSL, "genpkey", "-algorithm", "ed25519", "-out", pem], check=True,
                    capture_output=True)
-    private = subprocess.run([OPENSSL, "pkey", "-in", key, "-outform", "DER"], check=True,
+    private = subprocess.run([OPENSSL, "pkey", "-in", pem, "-outform", "DER"], check=True,
                              capture_output=True).stdout[-32:]
-    public = subprocess.run([OPENSSL, "pkey", "-in", key, "-pubout", "-outform", "DER"],
+    public = subprocess.run([OPENSSL, "pkey", "-in", pem, "-pubout", "-outform", "DER"],
                             check=True, capture_output=True).stdout[-32:]
-    seed_prefix, user_prefix = 18 << 3, 20 << 3
-    seed = nkey_encode(bytes([seed_prefix | (user_prefix >> 5), (user_prefix & 31) << 3])
-                       + private)
-    return seed, nkey_encode(bytes([user_prefix]) + public)
+    seed_prefix = 18 << 3
+    seed = nkey_encode(bytes([seed_prefix | (prefix >> 5), (prefix & 31) << 3]) + private)
+    return pem, seed, nkey_encode(bytes([prefix]) + public)
+
+
+OPERATOR, ACCOUNT, USER = 14 << 3, 0, 20 << 3  # the nkey prefixes: 'O', 'A', 'U'
+
+
+def make_user_nkey(folder):
+    """An nkey user: (seed 'SU...', public key 'U...')."""
+    _, seed, public = make_nkey(folder, "nkey-user", USER)
+    return seed, public
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def make_jwt(signer_pem, issuer, subject, name, nats):
+    """A NATS JWT (v2) signed with `signer_pem` (ed25519 over 'header.claims')."""
+    claims = {"iat": int(time.time()), "iss": issuer, "name": name, "sub": subject, "nats": nats}
+    digest = hashlib.sha256(json.dumps(claims, sort_keys=True).encode()).digest()
+    claims["jti"] = base64.b32encode(digest).decode().rstrip("=")
+    signed = (b64url(json.dumps({"typ": "JWT", "alg": "ed25519-nkey"}).encode()) + "."
+              + b64url(json.dumps(claims).encode()))
+    message = signer_pem + ".msg"
+    with open(message, "w") as f:
+        f.write(signed)
+    signature = subprocess.run([OPENSSL, "pkeyutl", "-sign", "-inkey", signer_pem, "-rawin",
+                                "-in", message], check=True, capture_output=True).stdout
+    return signed + "." + b64url(signature)
+
+
+def make_operator(folder):
+    """An operator and one account with a memory resolver: (server config, a function that
+    writes a .creds file for a new user of that account, or of another account if `foreign`)."""
+    op_pem, _, op_pub = make_nkey(folder, "operator", OPERATOR)
+    unlimited = {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1,
+                 "wildcards": True, "conn": -1, "leaf": -1}
+    accounts = {}
+    for name in ("fleet-account", "unknown-account"):
+        pem, _, pub = make_nkey(folder, name, ACCOUNT)
+        accounts[name] = (pem, pub, make_jwt(op_pem, op_pub, pub, name,
+                                             {"limits": unlimited, "type": "account",
+                                              "version": 2}))
+    _, fleet_pub, fleet_jwt = accounts["fleet-account"]
+    operator_jwt = make_jwt(op_pem, op_pub, op_pub, "op", {"type": "operator", "version": 2})
+    config = (f'operator: "{operator_jwt}"\n'
+              f'resolver: MEMORY\nresolver_preload: {{ {fleet_pub}: "{fleet_jwt}" }}')
+
+    def creds(user, account="fleet-account"):
+        acct_pem, acct_pub, _ = accounts[account]
+        _, seed, pub = make_nkey(folder, user, USER)
+        token = make_jwt(acct_pem, acct_pub, pub, user,
+                         {"pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1,
+                          "type": "user", "version": 2})
+        path = os.path.join(folder, f"{user}.creds")
+        with open(path, "w") as f:
+            f.write(f"-----BEGIN NATS USER JWT-----\n{token}\n------END NATS USER JWT------\n\n"
+                    f"-----BEGIN USER NKEY SEED-----\n{seed}\n------END USER NKEY SEED------\n")
+        os.chmod(path, 0o600)
+        return path
+
+    return config, creds
 
 
 def make_ca_and_server_cert(folder, name):
@@ -328,6 +389,36 @@ def main():
         if r.returncode != 2 or "--nats-key" not in r.stderr:
             fail(f"--nats-cert without --nats-key: expected exit 2, got {r.returncode}")
         for proc in (a4, f3):
+            rc = proc.stop()
+            if rc != 0:
+                fail(f"exit {rc} after SIGTERM:\n{proc.text()}")
+        srv3.terminate()
+        srv3.wait()
+
+        # 4. Operator mode (a memory resolver): .creds files, JWTs signed here with OpenSSL.
+        config, creds = make_operator(folder)
+        srv4, port4 = start_nats(folder, "operator", config)
+        procs.append(srv4)
+        url4 = f"nats://127.0.0.1:{port4}"
+        a5 = agent(g, url4, "creds-node", "--nats-creds", creds("agent"), "--nats-kv-bucket",
+                   "off")
+        procs.append(a5)
+        f4 = fleet(g, url4, "--nats-creds", creds("fleet"), "--kv-bucket", "off")
+        procs.append(f4)
+        print("operator-mode fleet sees", wait_nodes(f4, ["creds-node"]), flush=True)
+        # A user of an account the server does not know: refused, in NATS's words.
+        stranger = creds("stranger", "unknown-account")
+        a6 = agent(g, url4, "stranger", "--nats-creds", stranger, "--nats-kv-bucket", "off")
+        procs.append(a6)
+        line = a6.wait_line("the agent names the refusal", "Authorization Violation")
+        print("unknown account:", line.strip(), flush=True)
+        r = subprocess.run([g, "fleet", "--listen", "127.0.0.1:0", "--nats", url4,
+                            "--nats-creds", stranger], capture_output=True, text=True,
+                           timeout=30)
+        if r.returncode != 1 or "Authorization Violation" not in r.stderr:
+            fail(f"fleet, unknown account: expected exit 1 naming Authorization Violation, got "
+                 f"{r.returncode}: {r.stderr}")
+        for proc in (a5, f4, a6):
             rc = proc.stop()
             if rc != 0:
                 fail(f"exit {rc} after SIGTERM:\n{proc.text()}")

@@ -136,12 +136,15 @@ const std::vector<FlagRow<FleetCliOptions>>& fleet_flag_table() {
 
 void apply_fleet_config(const Config& config, CLI::App& sub) {
   static const std::vector<ConfigKey> fleet_keys = config_keys_of(fleet_flag_table());
-  apply_config_section(config, sub, kFleetSection, {&server_config_keys(), &fleet_keys});
+  static const std::vector<ConfigKey> auth_keys = config_keys_of(nats_auth_flag_table());
+  apply_config_section(config, sub, kFleetSection,
+                       {&server_config_keys(), &fleet_keys, &auth_keys});
 }
 
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o) {
   add_server_options(sub, o.server);
   add_flag_rows(sub, o, fleet_flag_table());
+  add_flag_rows(sub, o.nats_auth, nats_auth_flag_table());
 }
 
 int run_fleet(const FleetCliOptions& o) {
@@ -151,8 +154,10 @@ int run_fleet(const FleetCliOptions& o) {
   return kExitUsage;
 #else
   transport::ServerOptions so;
+  transport::NatsAuth auth;
   try {
     check_nats_url(o.nats);
+    auth = make_nats_auth(o.nats_auth);
     so = make_server_options(o.server);
     if (!so.http && !so.tcp) throw ConfigError("nothing to serve: --listen off and no --tcp");
     if (o.gone_seconds < o.stale_seconds)
@@ -167,6 +172,7 @@ int run_fleet(const FleetCliOptions& o) {
   SnapshotChannel channel(io.get_executor());
   transport::FleetOptions fo;
   fo.url = o.nats;
+  fo.auth = std::move(auth);
   fo.subject_prefix = o.subject_prefix;
   fo.kv_bucket = o.kv_bucket == "off" ? std::string() : o.kv_bucket;
   fo.stale_after = millis_of_seconds(o.stale_seconds);

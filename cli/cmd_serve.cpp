@@ -92,18 +92,23 @@ void check_bus_flags(const ServeOptions& o) {
 void add_serve_options(CLI::App& sub, ServeOptions& o) {
   add_server_options(sub, o.server);
   add_flag_rows(sub, o, serve_flag_table());
+  add_flag_rows(sub, o.nats_auth, nats_auth_flag_table());
 }
 
 void apply_serve_config(const Config& config, CLI::App& sub) {
   static const std::vector<ConfigKey> serve_keys = config_keys_of(serve_flag_table());
-  apply_config_section(config, sub, kServeSection, {&server_config_keys(), &serve_keys});
+  static const std::vector<ConfigKey> auth_keys = config_keys_of(nats_auth_flag_table());
+  apply_config_section(config, sub, kServeSection,
+                       {&server_config_keys(), &serve_keys, &auth_keys});
 }
 
 int run_serve(Config config, const ServeOptions& o) {
   transport::ServerOptions so;
+  transport::NatsAuth nats_auth;
   try {
     so = make_server_options(o.server);
     check_bus_flags(o);
+    nats_auth = make_nats_auth(o.nats_auth);
     if (!so.http && !so.tcp && o.nats.empty())
       throw ConfigError("nothing to serve: --listen off, no --tcp and no --nats");
   } catch (const ConfigError& e) {
@@ -132,6 +137,7 @@ int run_serve(Config config, const ServeOptions& o) {
   if (!o.nats.empty()) {
     transport::NatsBridgeOptions no;
     no.url = o.nats;
+    no.auth = std::move(nats_auth);
     no.host = o.node;
     no.subject_prefix = o.nats_prefix;
     no.encoding =

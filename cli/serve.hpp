@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gpustream/config.hpp"
+#include "nats_auth_options.hpp"
 #include "server_options.hpp"
 
 namespace gpustream::cli {
@@ -25,6 +26,7 @@ struct ServeOptions {
   std::uint32_t nats_full_every = 10;              // compact: a full message every N per probe
   std::string nats_kv_bucket = "gpustream_nodes";  // "off": no key-value state
   double nats_kv_ttl_seconds = 30;
+  NatsAuthFlags nats_auth;  // --nats-creds, --nats-user ... (nats_auth_options.hpp)
 };
 
 /// Registers the serve flags on `sub`: the server options, then the bus flags (the common
@@ -38,6 +40,7 @@ struct FleetCliOptions {
   ServerFlags server;
   std::string config_file;  // --config: a JSON config file whose "fleet" object is read
   std::string nats = "nats://127.0.0.1:4222";
+  NatsAuthFlags nats_auth;  // --nats-creds, --nats-user ... (nats_auth_options.hpp)
   std::string subject_prefix = "gpustream";
   std::string kv_bucket = "gpustream_nodes";  // "off": do not read the key-value state
   double stale_seconds = 5;
@@ -60,7 +63,8 @@ void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 /// "gone_seconds", "max_nodes", "max_bus_state_bytes", the publisher budget's
 /// "publisher_messages_per_second", "publisher_bytes_per_second", "publisher_cpu_ms_per_second",
 /// "publisher_burst_seconds", "publisher_queue_messages", "publisher_queue_bytes" and
-/// "decode_queue_bytes" — each the flag of the same meaning,
+/// "decode_queue_bytes", the credential keys (nats_auth_flag_table) — each the flag of the
+/// same meaning,
 /// checked like it; a flag on the command line wins. Throws ConfigError (bad file, unknown key,
 /// bad value).
 void apply_fleet_config(const Config& config, CLI::App& sub);
@@ -70,9 +74,10 @@ int run_fleet(const FleetCliOptions& o);
 
 /// The config file's "serve" object: the shared server keys (server_config_keys) and "nats",
 /// "node", "nats_prefix", "nats_encoding", "nats_full_every", "nats_kv_bucket",
-/// "nats_kv_ttl_seconds", each checked like its flag; a flag given on the command line wins.
-/// Throws ConfigError for an unknown key or a bad value. Call after `sub` has parsed; the values
-/// land in the ServeOptions that add_serve_options bound to `sub`.
+/// "nats_kv_ttl_seconds" and the credential keys (nats_auth_flag_table: "nats_creds",
+/// "nats_user", "nats_password_file" ...), each checked like its flag; a flag given on the command
+/// line wins. Throws ConfigError for an unknown key or a bad value. Call after `sub` has parsed;
+/// the values land in the ServeOptions that add_serve_options bound to `sub`.
 void apply_serve_config(const Config& config, CLI::App& sub);
 
 /// Runs until SIGINT/SIGTERM (with --listen off, no --tcp and --nats: a headless agent that only

@@ -10,7 +10,8 @@
 #                              names test reads the real table), clang-format + clang-tidy
 #                              (scripts/lint.sh), python3-pytest (the Python module's tests),
 #                              dpkg-dev + file (cpack's dpkg-shlibdeps) and systemd
-#                              (systemd-analyze verify) for the .deb test
+#                              (systemd-analyze verify) for the .deb test, openssl (the NATS
+#                              TLS test's CA)
 #   scripts/deps.sh bench    — test + what the benchmarks compare against (rocm-smi, websocketpp)
 # As root it runs apt-get; otherwise it prints the one line to run and exits 1.
 # Idempotent: when everything is there it only says so.
@@ -23,7 +24,7 @@ build_pkgs=(cmake ninja-build g++ pkg-config ccache
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server
   clang libfuzzer-14-dev libdrm-common clang-format clang-tidy python3-pytest
-  dpkg-dev file systemd)
+  dpkg-dev file systemd openssl)
 bench_pkgs=(rocm-smi)
 
 case "$profile" in

@@ -94,6 +94,17 @@ class NatsServer {
   /// `store`: a folder for JetStream (`-js -sd store`); empty: no JetStream.
   explicit NatsServer(unsigned short port, std::string store = {})
       : port_(port), store_(std::move(store)) {}
+  /// With a config file (`-c config`; it names its own port, which must be `port`).
+  static NatsServer with_config(unsigned short port, std::string config) {
+    NatsServer s(port);
+    s.config_ = std::move(config);
+    return s;
+  }
+  NatsServer(NatsServer&& o) noexcept
+      : port_(o.port_),
+        store_(std::move(o.store_)),
+        config_(std::move(o.config_)),
+        pid_(std::exchange(o.pid_, -1)) {}
   ~NatsServer() { stop(); }
 
   /// Starts it and waits until it accepts connections. False (with a failure) otherwise.
@@ -108,6 +119,11 @@ class NatsServer {
     const char* argv[] = {path.c_str(), "-a",  "127.0.0.1",    "-p",   port.c_str(),
                           "-js",        "-sd", store_.c_str(), nullptr};
     if (store_.empty()) argv[5] = nullptr;
+    if (!config_.empty()) {
+      argv[1] = "-c";
+      argv[2] = config_.c_str();
+      argv[3] = nullptr;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
@@ -137,6 +153,7 @@ class NatsServer {
  private:
   unsigned short port_;
   std::string store_;
+  std::string config_;
   pid_t pid_ = -1;
 };
 
@@ -362,6 +379,46 @@ TEST(NatsBridge, ConnectsWhenTheServerComesUpLater) {
   ASSERT_TRUE(got) << "the snapshot published once connected never arrived";
   EXPECT_EQ(got->subject, "gpustream.test_host.sim");
   EXPECT_EQ(got->snapshot, *s);
+}
+
+// A refusal is named in NATS's own words, once, and is not "no server answers". libnats closes
+// a connection after the same authorization error twice: the bridge opens a new one, so it
+// connects once the server accepts its password (here: the server restarted with it).
+TEST(NatsBridge, ARefusedPasswordIsNamedOnceAndTheBridgeConnectsOnceItIsAccepted) {
+  gpustream::test::TempTree dir;
+  const auto port = free_port();
+  const auto config = [&](const char* password) {
+    return dir.file("nats.conf", "listen: 127.0.0.1:" + std::to_string(port) +
+                                     "\nauthorization { users = [ { user: agent, password: \"" +
+                                     password + "\" } ] }\n");
+  };
+  auto server = NatsServer::with_config(port, config("right-one"));
+  ASSERT_TRUE(server.start());
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = options_for(server.url());
+  o.auth.user = "agent";
+  o.auth.password = "the-wrong-one";
+  NatsBridge bridge(channel, o);
+  bridge.start();
+  ASSERT_TRUE(wait_for([&] { return logs.count("Authorization Violation") > 0; }))
+      << logs.out.str();
+  // Closed by libnats: publishing fails (while it retries, it would buffer instead).
+  ASSERT_TRUE(wait_for([&] {
+    channel.publish(make_snapshot("sim"));
+    return bridge.stats().publish_errors > 0;
+  }));
+  EXPECT_FALSE(bridge.stats().connected);
+  EXPECT_EQ(logs.count("no server answers"), 0u) << logs.out.str();
+  EXPECT_EQ(logs.out.str().find("the-wrong-one"), std::string::npos) << "a secret in the log";
+
+  server.stop();
+  config("the-wrong-one");  // now the right one
+  ASSERT_TRUE(server.start());
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; })) << logs.out.str();
+  bridge.stop();
+  EXPECT_EQ(logs.count("Authorization Violation"), 1u) << logs.out.str();
 }
 
 /// Puts `value` under `key` in `bucket` (created in memory, history 1, when missing).

@@ -6,6 +6,7 @@
 #include <boost/asio/post.hpp>
 
 #include "fleet/fleet_view_impl.hpp"
+#include "fleet/nats_auth_apply.hpp"
 #include "gpustream/transport/address.hpp"
 
 namespace gpustream::transport {
@@ -13,12 +14,7 @@ namespace asio = boost::asio;
 
 namespace {
 
-std::string nats_error(natsStatus s) {
-  const char* text = nats_GetLastError(nullptr);
-  std::string out = natsStatus_GetText(s);
-  if (text && *text && out != text) out += std::string(": ") + text;
-  return out;
-}
+std::string nats_error(natsStatus s) { return nats_status_text(s); }
 
 /// Messages in one node state at most (decode_node_state's own bound).
 constexpr std::size_t kMaxNodeStateMessages = 64;
@@ -194,6 +190,12 @@ void FleetView::Impl::start() {
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
   // Slow consumer protection: messages waiting for this view, bounded in count and bytes.
   if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 65536);
+  std::string auth_error;
+  if (s == NATS_OK && apply_nats_auth(opts, options.auth, auth_error) != NATS_OK) {
+    natsOptions_Destroy(opts);
+    throw std::runtime_error("cannot use " + redact_url_credentials(options.url) + ": " +
+                             auth_error);
+  }
   if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
   natsOptions_Destroy(opts);
   if (s != NATS_OK) {

@@ -12,6 +12,7 @@
 
 #include <nats/nats.h>
 
+#include "fleet/nats_auth_apply.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/transport/address.hpp"
@@ -46,12 +47,7 @@ std::string sanitize_prefix(std::string_view prefix) {
 
 int clamp_int(std::int64_t v) { return static_cast<int>(std::min<std::int64_t>(v, INT_MAX)); }
 
-std::string last_error(natsStatus s) {
-  const char* text = nats_GetLastError(nullptr);
-  std::string out = natsStatus_GetText(s);
-  if (text && *text && out != text) out += std::string(": ") + text;
-  return out;
-}
+std::string last_error(natsStatus s) { return nats_status_text(s); }
 
 /// Required for an asynchronous retried first connect; the worker polls the status instead.
 void on_connected(natsConnection*, void*) {}
@@ -68,21 +64,10 @@ class NatsConnection {
   /// options or the URL (`error` says why); a server that is not there yet is not an error.
   bool open(std::string& error, bool& pending) {
     pending = false;
-    natsOptions* opts = nullptr;
-    natsStatus s = natsOptions_Create(&opts);
-    if (s == NATS_OK) s = natsOptions_SetURL(opts, options_.url.c_str());
-    if (s == NATS_OK) s = natsOptions_SetName(opts, "gpustream-nats-bridge");
-    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, options_.connect_timeout.count());
-    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
-    if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, options_.reconnect_wait.count());
-    if (s == NATS_OK)
-      s = natsOptions_SetReconnectBufSize(
-          opts, clamp_int(static_cast<std::int64_t>(options_.reconnect_buffer_bytes)));
-    if (s == NATS_OK && options_.write_deadline.count() > 0)
-      s = natsOptions_SetWriteDeadline(opts, options_.write_deadline.count());
-    if (s == NATS_OK) s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, nullptr);
-    if (s == NATS_OK) s = natsConnection_Connect(&nc_, opts);
-    if (s == NATS_NOT_YET_CONNECTED) {  // nothing answered yet: libnats keeps trying
+    natsOptions* opts = make_options(true, error);
+    if (!opts) return false;
+    natsStatus s = natsConnection_Connect(&nc_, opts);
+    if (s == NATS_NOT_YET_CONNECTED) {  // not connected yet: libnats keeps trying
       pending = true;
       s = NATS_OK;
     }
@@ -97,7 +82,26 @@ class NatsConnection {
     return true;
   }
 
+  /// Why connecting fails now, in the server's or TLS's own words ("Authorization Violation",
+  /// "unable to get local issuer certificate"): one attempt with the same options and no retry,
+  /// on the calling thread (at most about connect_timeout). The retrying connection cannot say
+  /// it: libnats keeps a TLS error only in the thread that made the attempt. Empty when nothing
+  /// answered (the server is down or unreachable) or the attempt succeeded.
+  std::string diagnose() const {
+    std::string error;
+    natsOptions* opts = make_options(false, error);
+    if (!opts) return error;
+    natsConnection* probe = nullptr;
+    const natsStatus s = natsConnection_Connect(&probe, opts);
+    if (s != NATS_OK && s != NATS_NO_SERVER) error = last_error(s);
+    if (probe) natsConnection_Destroy(probe);
+    natsOptions_Destroy(opts);
+    return error;
+  }
+
   bool is_open() const { return nc_ != nullptr; }
+  /// libnats gave up (it closes after the same authorization error twice): open() again.
+  bool closed() const { return nc_ && natsConnection_Status(nc_) == NATS_CONN_STATUS_CLOSED; }
   bool connected() const { return nc_ && natsConnection_Status(nc_) == NATS_CONN_STATUS_CONNECTED; }
 
   std::uint64_t reconnects() const {
@@ -159,6 +163,32 @@ class NatsConnection {
   }
 
  private:
+  /// The connection's options (to destroy), or null with `error` set. `retry`: a first connect
+  /// that fails is retried in the background (the bridge's connection) rather than returned.
+  natsOptions* make_options(bool retry, std::string& error) const {
+    natsOptions* opts = nullptr;
+    natsStatus s = natsOptions_Create(&opts);
+    if (s == NATS_OK) s = natsOptions_SetURL(opts, options_.url.c_str());
+    if (s == NATS_OK) s = natsOptions_SetName(opts, "gpustream-nats-bridge");
+    if (s == NATS_OK) s = natsOptions_SetTimeout(opts, options_.connect_timeout.count());
+    if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, retry ? -1 : 0);
+    if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, options_.reconnect_wait.count());
+    if (s == NATS_OK)
+      s = natsOptions_SetReconnectBufSize(
+          opts, clamp_int(static_cast<std::int64_t>(options_.reconnect_buffer_bytes)));
+    if (s == NATS_OK && options_.write_deadline.count() > 0)
+      s = natsOptions_SetWriteDeadline(opts, options_.write_deadline.count());
+    if (s == NATS_OK && retry)
+      s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, nullptr);
+    if (s != NATS_OK) {
+      error = last_error(s);
+    } else if (apply_nats_auth(opts, options_.auth, error) == NATS_OK) {
+      return opts;
+    }
+    natsOptions_Destroy(opts);
+    return nullptr;
+  }
+
   const NatsBridgeOptions& options_;
   natsConnection* nc_ = nullptr;
   natsStatistics* stats_ = nullptr;
@@ -310,11 +340,17 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
           log->error("NATS: cannot use {}: {}; retrying every {} ms", url, error,
                      options_.reconnect_wait.count());
       } else if (pending && log_once.first("nats-connect " + url)) {
+        const std::string cause = conn.diagnose();  // once an outage: a refusal is not silence
         log->warn(
-            "NATS: cannot connect to {} (no server answers); retrying in the background "
-            "every {} ms, keeping up to {} bytes meanwhile",
-            url, options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
+            "NATS: cannot connect to {} ({}); retrying in the background every {} ms, keeping "
+            "up to {} bytes meanwhile",
+            url, cause.empty() ? std::string("no server answers") : cause,
+            options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
       }
+    }
+    if (conn.closed() && !stopping) {  // libnats gave up (an authorization error twice)
+      conn.close();
+      next_open = now + options_.reconnect_wait;
     }
     const bool connected = conn.connected();
     if (connected != was_connected) {

@@ -60,6 +60,7 @@
 #include "gpustream/channel.hpp"
 #include "gpustream/planner.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
+#include "gpustream/transport/nats_auth.hpp"
 #include "gpustream/transport/server.hpp"
 
 namespace gpustream::transport {
@@ -217,6 +218,7 @@ std::string_view to_string(FleetRefusal r) noexcept;
 
 struct FleetOptions {
   std::string url = "nats://127.0.0.1:4222";
+  NatsAuth auth;  // credentials and TLS (nats_auth.hpp); a URL's user:password@ also works
   std::string subject_prefix = "gpustream";
   std::string kv_bucket = "gpustream_nodes";  // empty: do not read the key-value state
   std::chrono::milliseconds stale_after{5000};

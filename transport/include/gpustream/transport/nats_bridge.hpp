@@ -20,16 +20,21 @@
 // snapshots are dropped and counted (stats().dropped). libnats reconnects by itself, forever,
 // keeping what is published meanwhile in its reconnect buffer (bytes, bounded); what does not fit
 // is lost and counted in publish_errors. A first connect that fails is logged once and retried
-// in the background; it is never an exception.
+// in the background; it is never an exception. The log line names the cause in the server's or
+// TLS's words ("Authorization Violation", "unable to get local issuer certificate"; "no server
+// answers" when nothing did), learnt by one extra connect attempt without retry on the bridge's
+// thread, once an outage (libnats's retrying connection keeps no TLS error). When libnats gives
+// up (it closes the connection after the same authorization error twice), the bridge opens a new
+// one every reconnect_wait. Credentials and TLS: `auth` (nats_auth.hpp).
 //
 // Thread safety: start(), stop(), stats() and the getters may be called from any thread. The
 // work (serializing, publishing) runs on one thread the bridge owns; libnats runs its own.
 // The channel must outlive the bridge (or at least stop()).
 // Cancellation: stop() — also called by the destructor — ends the subscription, publishes what
 // was already queued, flushes for at most flush_timeout while connected, then destroys the
-// connection and joins the thread. It returns within about connect_timeout + flush_timeout
-// (a connect attempt in progress is not interrupted). start() and stop() are idempotent; a
-// stopped bridge may be started again.
+// connection and joins the thread. It returns within about 2 x connect_timeout + flush_timeout
+// (a connect attempt in progress, and the one diagnostic attempt, are not interrupted). start() and
+// stop() are idempotent; a stopped bridge may be started again.
 #pragma once
 
 #include <atomic>
@@ -43,6 +48,7 @@
 #include <thread>
 
 #include "gpustream/channel.hpp"
+#include "gpustream/transport/nats_auth.hpp"
 
 namespace gpustream::transport {
 
@@ -54,7 +60,8 @@ enum class BusEncoding {
 
 struct NatsBridgeOptions {
   std::string url = "nats://127.0.0.1:4222";  // libnats server URL(s), comma-separated
-  std::string subject_prefix = "gpustream";   // first subject token(s); sanitized per token
+  NatsAuth auth;  // credentials and TLS (nats_auth.hpp); a URL's user:password@ also works
+  std::string subject_prefix = "gpustream";  // first subject token(s); sanitized per token
   /// The node name: the subject's node token and the payload's `node` (sanitized to a valid
   /// node name, fleet_codec.hpp node_name_error); empty: the host name.
   std::string host;

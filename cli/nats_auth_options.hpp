@@ -1,0 +1,35 @@
+// The NATS credential and TLS flags shared by `serve --nats` (an agent) and `fleet`: one table of
+// rows (flag, config key, help), and the transport::NatsAuth they make (docs/fleet.md,
+// "Credentials"). Every secret is in a file; the flags name files, never a secret.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "gpustream/transport/nats_auth.hpp"
+#include "server_options.hpp"
+
+namespace gpustream::cli {
+
+struct NatsAuthFlags {
+  std::string creds;          // --nats-creds FILE
+  std::string nkey;           // --nats-nkey FILE
+  std::string user;           // --nats-user NAME
+  std::string password_file;  // --nats-password-file FILE
+  std::string token_file;     // --nats-token-file FILE
+  std::string ca;             // --nats-ca FILE
+  std::string cert;           // --nats-cert FILE
+  std::string key;            // --nats-key FILE
+};
+
+/// The rows, in the order of the help text; their config keys are the flags' names with '_'
+/// (nats_creds, nats_password_file ...), in the "serve" and the "fleet" sections alike.
+const std::vector<FlagRow<NatsAuthFlags>>& nats_auth_flag_table();
+
+/// The credentials those flags name: the password and the token read from their files (at most
+/// 4096 bytes, surrounding whitespace and the trailing newline stripped, token_file.hpp), the
+/// nkey's public key read from its seed file, and every other file checked readable now. Throws
+/// ConfigError (a usage error) naming the flag and the file, never a file's content.
+transport::NatsAuth make_nats_auth(const NatsAuthFlags& f);
+
+}  // namespace gpustream::cli

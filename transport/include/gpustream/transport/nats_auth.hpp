@@ -1,0 +1,39 @@
+// gpustream/transport/nats_auth.hpp — how an agent (NatsBridgeOptions::auth) and the fleet view
+// (FleetOptions::auth) prove who they are to a nats-server and check its TLS certificate.
+//
+//   gpustream::transport::NatsAuth a;
+//   a.user = "node1";
+//   a.password = secret;            // the secret itself: the caller read it from a file
+//   a.ca_file = "/etc/gpustream/nats-ca.pem";
+//
+// At most one identity: a .creds file, an nkey seed, a user with its password, or a token (a
+// URL's own user:password@ still works when none is set). TLS is on when a CA or a client
+// certificate is given (the URL's tls:// turns it on too). The files (creds, nkey seed, CA,
+// certificate, key) are read by libnats when it connects; the password and the token are held
+// here, never logged. docs/fleet.md "Credentials".
+#pragma once
+
+#include <string>
+
+namespace gpustream::transport {
+
+struct NatsAuth {
+  std::string creds_file;      // a .creds file: the user's JWT and its nkey seed
+  std::string nkey_seed_file;  // an nkey user's seed (SU...), read by libnats to sign
+  std::string nkey_public;     // ... and its public key (U...), which names the user
+  std::string user;            // with `password`
+  std::string password;        // the secret itself, never a path
+  std::string token;           // the secret itself, never a path
+  std::string ca_file;         // PEM certificate(s) the server's certificate must chain to
+  std::string cert_file;       // this client's certificate chain (PEM), with key_file
+  std::string key_file;        // its private key (PEM)
+
+  bool tls() const { return !ca_file.empty() || !cert_file.empty(); }
+};
+
+/// What is inconsistent in `a` (two identities; a user without a password or the reverse; a
+/// certificate without its key or the reverse; a seed file without its
+/// public key), in words naming the fields; empty when fine.
+std::string nats_auth_error(const NatsAuth& a);
+
+}  // namespace gpustream::transport

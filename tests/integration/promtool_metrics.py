@@ -212,7 +212,8 @@ def main():
                         "--token", token_file)
         body = wait_for(server, "expect-gpus", "the simulated GPU and the unavailable nvidia probe",
                         lambda b: value(b, "gpustream_gpus_readable") == 1
-                        and value(b, 'gpustream_probe_state{probe="nvidia",state="unavailable"}') == 1)
+                        and value(b, 'gpustream_probe_state{probe="nvidia",state="unavailable"}')
+                        == 1)
         for series, want in (('gpustream_probe_requested{probe="nvidia"}', 1),
                              ('gpustream_probe_up{probe="nvidia"}', 0),
                              ("gpustream_gpus_expected", 2)):
@@ -224,7 +225,8 @@ def main():
                 fail(f"/healthz answered {r.status} with 1 of 2 expected GPUs")
         except urllib.error.HTTPError as e:
             text = e.read().decode()
-            if e.code != 503 or text != "unhealthy: 1 GPU(s) readable, 2 expected (--expect-gpus)\n":
+            want = "unhealthy: 1 GPU(s) readable, 2 expected (--expect-gpus)\n"
+            if e.code != 503 or text != want:
                 fail(f"/healthz: {e.code} {text!r}")
         print("[expect-gpus] /healthz: 503 unhealthy: 1 GPU(s) readable, 2 expected", flush=True)
         server.stop()

@@ -1,5 +1,7 @@
 // gpustream doctor — for each probe: what it looked for, what it found, what blocks it, the fix.
+#include <algorithm>
 #include <iostream>
+#include <variant>
 
 #include "commands.hpp"
 #include "gpustream/probes/doctor.hpp"
@@ -17,12 +19,31 @@ int run_doctor(const Config& config, const DoctorOptions& o) {
     if (it == env.end()) return std::nullopt;
     return it->second;
   };
-  const auto report = doctor::run(options);
+  auto report = doctor::run(options);
+  // How many GPUs the probes find (their detection, as `gpustream list`; nothing is sampled):
+  // "every GPU can be read" is not said of none, and --expect-gpus N is checked.
+  std::size_t gpus = 0;
+  const auto timeout = std::max(std::chrono::milliseconds{5000}, 2 * options.tool_timeout);
+  for (const auto& r : detect_probes(config, timeout))
+    if (r.detection.available && r.name != "host") gpus += r.detection.devices.size();
+  report.gpus_readable = gpus;
+  report.gpus_expected = o.expect_gpus;
+  // Without --expect-gpus, the service's own expectation (serve.expect_gpus of --config).
+  if (!o.expect_gpus_given) {
+    if (const auto* v = config.probe_settings.get(kServeSection, "expect_gpus")) {
+      const auto* n = std::get_if<std::int64_t>(&v->value());
+      if (!n || *n < 0) {
+        std::cerr << "gpustream: config key 'serve.expect_gpus': expected a whole number >= 0\n";
+        return kExitUsage;
+      }
+      report.gpus_expected = static_cast<std::size_t>(*n);
+    }
+  }
   // The text quotes the tools' own messages: terminal_safe_text (its line feeds are kept).
   std::cout << (o.json ? doctor::to_json(report) + "\n"
                        : terminal_safe_text(doctor::to_text(report)));
   std::cout.flush();
-  return report.fully_readable() ? kExitOk : kExitFailure;
+  return report.fully_readable() && report.enough_gpus() ? kExitOk : kExitFailure;
 }
 
 }  // namespace gpustream::cli
@@ -44,16 +65,23 @@ Command doctor_command() {
                        "Seconds each vendor tool's version run may take before it is killed, and "
                        "NVML's and the AMD SMI library's calls are waited for (default 3)")
             ->check(CLI::Range(0.05, 60.0));
+        auto* expect = sub.add_option(
+            "--expect-gpus", o->expect_gpus,
+            "GPUs the probes must find: with fewer, exit 1 (default: the config file's "
+            "serve.expect_gpus, else 0: not checked)");
+        expect->check(CLI::Range(0, 100000));
         sub.footer(
             "Statuses: ok, info, warn (degraded or worth knowing), blocker (a GPU, or part of "
             "what gpustream reads of it, cannot be read until the fix is applied).\n"
-            "Exit code: 0 when no finding is a blocker (every GPU found can be read fully), 1 "
-            "when one is, 2 for a usage error. Read-only: nothing is changed, nothing is "
+            "Exit code: 0 when no finding is a blocker (every GPU found can be read fully) and "
+            "--expect-gpus GPUs are found, 1 otherwise, 2 for a usage error. Read-only: nothing is "
+            "changed, nothing is "
             "sampled. See docs/operations.md, \"Diagnosing a machine: gpustream doctor\".");
-        return [o, &context] {
+        return [o, expect, &context] {
           // The doctor's report says everything; the libraries' info lines would only
           // interleave.
           if (context.common.log_level.empty()) context.common.log_level = "warn";
+          o->expect_gpus_given = expect->count() > 0;
           return run_doctor(make_config(context.common), *o);
         };
       }};

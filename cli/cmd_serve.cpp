@@ -16,6 +16,7 @@
 #include "gpustream/transport/nats_bridge.hpp"
 #endif
 #include "gpustream/terminal_text.hpp"
+#include "gpustream/transport/prometheus.hpp"
 #include "gpustream/transport/server.hpp"
 #include "options.hpp"
 #include "serve.hpp"
@@ -122,6 +123,18 @@ int run_serve(Config config, const ServeOptions& o) {
   }
 #endif
 
+  // The probes asked for by name (--probes, the config's "probes"): one that is not sampling is
+  // a failure to alert on (GpustreamProbeFailing reads gpustream_probe_requested), while the
+  // default set's probes for absent vendors are not.
+  if (!config.probes.empty()) {
+    std::string requested =
+        "# HELP gpustream_probe_requested 1 for a probe asked for by name (--probes).\n"
+        "# TYPE gpustream_probe_requested gauge\n";
+    for (const auto& p : config.probes)
+      requested +=
+          "gpustream_probe_requested{probe=\"" + transport::escape_label_value(p) + "\"} 1\n";
+    so.extra_metrics = [requested] { return requested; };
+  }
   boost::asio::io_context io;
   Telemetry telemetry(std::move(config), probe_factory());  // probes on their own io thread
   std::unique_ptr<transport::Server> server;  // none for a headless agent (--listen off, --nats)

@@ -80,6 +80,9 @@ struct WatchOptions {
 struct DoctorOptions {
   bool json = false;
   double tool_timeout_seconds = 3.0;  // each vendor tool's version run
+  /// Fewer GPUs found than this: exit 1 (--expect-gpus; 0: not checked).
+  std::size_t expect_gpus = 0;
+  bool expect_gpus_given = false;  // on the command line (else serve.expect_gpus of --config)
   /// The environment variables the doctor reads, as they were when the program started (main
   /// then sets the probe rows' environment for itself).
   std::map<std::string, std::string> environment;

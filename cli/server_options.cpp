@@ -73,6 +73,10 @@ const std::vector<ServerOptionRow>& server_option_table() {
        "Per-process series on /metrics (GPU memory and utilization per process, with pid, "
        "process and container labels), at most N samples; 0: none (default)",
        &ServerOptions::metrics_processes, CLI::Range(0, 100000)},
+      {"--expect-gpus", "expect_gpus",
+       "GPUs that must be readable: with fewer, /healthz answers 503 saying how many are "
+       "readable and expected; 0: none (default)",
+       &ServerOptions::expect_gpus, CLI::Range(0, 100000)},
   };
   return rows;
 }

@@ -99,6 +99,11 @@ std::string to_json(const Report& report) {
                           {"warnings", report.count(Status::warn)},
                           {"probes", std::move(probes)},
                           {"findings", std::move(findings)}};
+  if (report.gpus_readable) {
+    doc["gpus_readable"] = *report.gpus_readable;
+    doc["gpus_expected"] = report.gpus_expected;
+    doc["enough_gpus"] = report.enough_gpus();
+  }
   return boost::json::serialize(doc);
 }
 
@@ -115,11 +120,23 @@ std::string to_text(const Report& report) {
     }
   }
   out += "\n";
-  out += report.fully_readable()
-             ? "Every GPU found can be read fully"
-             : std::to_string(report.count(Status::blocker)) +
-                   " blocker(s): some GPU, or part of what gpustream reads of it, cannot be read";
+  const bool none = report.gpus_readable && *report.gpus_readable == 0;
+  out += !report.fully_readable()
+             ? std::to_string(report.count(Status::blocker)) +
+                   " blocker(s): some GPU, or part of what gpustream reads of it, cannot be read"
+         : none ? "No GPU found: there is no GPU to read"
+                : "Every GPU found can be read fully";
   out += " (" + std::to_string(report.count(Status::warn)) + " warning(s)).\n";
+  if (report.gpus_readable) {
+    const auto n = std::to_string(*report.gpus_readable);
+    const auto want = std::to_string(report.gpus_expected);
+    if (!report.enough_gpus())
+      out += "Fewer GPUs than expected: " + n + " found, " + want + " expected (--expect-gpus).\n";
+    else if (report.gpus_expected > 0)
+      out += n + " GPU(s) found, " + want + " expected (--expect-gpus).\n";
+    else
+      out += n + " GPU(s) found.\n";
+  }
   return out;
 }
 

@@ -33,6 +33,9 @@ std::string_view to_string(Status s) noexcept {
 }
 
 bool Report::fully_readable() const noexcept { return count(Status::blocker) == 0; }
+bool Report::enough_gpus() const noexcept {
+  return gpus_expected == 0 || gpus_readable.value_or(0) >= gpus_expected;
+}
 
 std::size_t Report::count(Status s) const noexcept {
   return static_cast<std::size_t>(std::count_if(findings.begin(), findings.end(),

@@ -53,7 +53,11 @@ TEST(CliDoctor, ExitZeroWhenNothingBlocks) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("amd: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("render_node_access"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("Every GPU found can be read fully"), std::string::npos) << r.out;
+  // The generated tree has the amdgpu driver and a render node but no sysfs metric files: the
+  // probe's detection finds no GPU there, and the report says so instead of "Every GPU found".
+  EXPECT_NE(r.out.find("No GPU found: there is no GPU to read (0 warning(s))."), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("Every GPU found can be read fully"), std::string::npos) << r.out;
 }
 
 TEST(CliDoctor, ExitOneWithTheBlockerAndItsFixInJson) {
@@ -104,6 +108,59 @@ TEST(CliDoctor, AToolsMessageIsShownEscaped) {
     if (u < 0x20 && u != '\n') break;
   }
   EXPECT_EQ(r.out.find("\xc2\x9b"), std::string::npos) << r.out;
+}
+
+// --expect-gpus N (issue #28): fewer GPUs found than N is exit 1 with a line saying how many;
+// no GPU at all is never "Every GPU found can be read fully".
+TEST(CliDoctor, FewerGpusThanExpectedIsExitOneAndSaysHowMany) {
+  auto r = run("doctor --probes simulated --simulate 1 --expect-gpus 2");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("Fewer GPUs than expected: 1 found, 2 expected (--expect-gpus)."),
+            std::string::npos)
+      << r.out;
+
+  r = run("doctor --probes simulated --simulate 2 --expect-gpus 2");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("Every GPU found can be read fully"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("2 GPU(s) found, 2 expected (--expect-gpus)."), std::string::npos) << r.out;
+
+  r = run("doctor --json --probes simulated --simulate 1 --expect-gpus 2");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto doc = boost::json::parse(r.out).as_object();
+  EXPECT_EQ(doc.at("gpus_readable").to_number<int>(), 1);
+  EXPECT_EQ(doc.at("gpus_expected").to_number<int>(), 2);
+  EXPECT_FALSE(doc.at("enough_gpus").as_bool());
+
+  // The service's config file says how many: doctor --config checks the same number; the
+  // command line wins.
+  TempDir t;
+  t.write("config.json", R"({"serve": {"expect_gpus": 2}})");
+  r = run("doctor --config " + t.file("config.json") + " --probes simulated --simulate 1");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("1 found, 2 expected"), std::string::npos) << r.out;
+  r = run("doctor --config " + t.file("config.json") +
+          " --probes simulated --simulate 1 --expect-gpus 1");
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+}
+
+// The issue's case: the only GPU probe (nvidia) is unavailable, no simulated GPU.
+TEST(CliDoctor, NoGpuIsNeverEveryGpuReadable) {
+  TempDir t;
+  const auto no_gpu = "doctor --probes nvidia --simulate 0 --nvml-library " +
+                      t.file("no/libnvidia-ml.so.1") + " --nvidia-smi " + t.file("no/nvidia-smi") +
+                      " --sysfs-root " + t.file("sys") + " --procfs-root " + t.file("proc") +
+                      " --devfs-root " + t.file("dev");
+  auto r = run(no_gpu);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;  // nothing was expected
+  EXPECT_EQ(r.out.find("Every GPU found can be read fully"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("No GPU found"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 GPU(s) found."), std::string::npos) << r.out;
+
+  r = run(no_gpu + " --expect-gpus 2");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("Fewer GPUs than expected: 0 found, 2 expected (--expect-gpus)."),
+            std::string::npos)
+      << r.out;
 }
 
 }  // namespace

@@ -91,7 +91,7 @@ TEST(ServerOptionTable, EveryRowHasAFlagAConfigKeyAndHelp) {
     EXPECT_TRUE(flags.insert(row.flag).second) << "twice: " << row.flag;
     EXPECT_TRUE(keys.insert(row.key).second) << "twice: " << row.key;
   }
-  EXPECT_EQ(server_option_table().size(), 16u);
+  EXPECT_EQ(server_option_table().size(), 17u);
 }
 
 TEST(ServerOptionTable, ConfigKeysAreTheRowsKeys) {

@@ -21,18 +21,19 @@ PROMTOOL = "/usr/bin/promtool"
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
                         "prometheus")
 RULES = os.path.abspath(os.path.join(EXAMPLES, "gpustream.rules.yml"))
+RULE_TESTS = os.path.abspath(os.path.join(EXAMPLES, "gpustream.rules.test.yml"))
 RECORDED = ("gpustream:gpu_memory_used:ratio", "instance:gpustream_gpu_power_watts:sum",
             "instance:gpustream_gpu_memory_free_bytes:max")
 
 
 def promtool_checks():
     require_executable(PROMTOOL, "prometheus")
-    for args in (["check", "rules", RULES],
+    for args in (["check", "rules", RULES], ["test", "rules", RULE_TESTS],
                  ["check", "config", os.path.join(EXAMPLES, "prometheus.yml")]):
         r = subprocess.run([PROMTOOL, *args], capture_output=True, text=True)
         if r.returncode != 0:
             fail(f"promtool {' '.join(args)}:\n{r.stdout}{r.stderr}")
-    print("promtool: the shipped rules and config are valid", flush=True)
+    print("promtool: the shipped rules and config are valid, their rule tests pass", flush=True)
 
 
 def query(port, expr):

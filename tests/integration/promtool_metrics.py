@@ -201,6 +201,36 @@ def main():
             promtool_clean("NATS server gone", scrape(server))
         server.stop()
         server = None
+
+        # 6. Issue #28: the only GPU probe asked for is unavailable (no library, no tool) and
+        #    --expect-gpus 2 with one simulated GPU: /healthz is 503 and says how many; /metrics
+        #    has the counts and the requested probe the shipped alerts read.
+        server = Server(args.serve, "--probes", "nvidia,simulated", "--simulate", "1",
+                        "--nvml-library", os.path.join(tmp, "no", "libnvidia-ml.so.1"),
+                        "--nvidia-smi", os.path.join(tmp, "no", "nvidia-smi"),
+                        "--expect-gpus", "2", "--interval", "0.1", "--listen", "127.0.0.1:0",
+                        "--token", token_file)
+        body = wait_for(server, "expect-gpus", "the simulated GPU and the unavailable nvidia probe",
+                        lambda b: value(b, "gpustream_gpus_readable") == 1
+                        and value(b, 'gpustream_probe_state{probe="nvidia",state="unavailable"}')
+                        == 1)
+        for series, want in (('gpustream_probe_requested{probe="nvidia"}', 1),
+                             ('gpustream_probe_up{probe="nvidia"}', 0),
+                             ("gpustream_gpus_expected", 2)):
+            if value(body, series) != want:
+                fail(f"{series} is {value(body, series)}, expected {want}:\n{body}")
+        promtool_clean("expect-gpus, a requested probe unavailable", body)
+        try:
+            with urllib.request.urlopen(f"http://{server.http}/healthz", timeout=10) as r:
+                fail(f"/healthz answered {r.status} with 1 of 2 expected GPUs")
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+            want = "unhealthy: 1 GPU(s) readable, 2 expected (--expect-gpus)\n"
+            if e.code != 503 or text != want:
+                fail(f"/healthz: {e.code} {text!r}")
+        print("[expect-gpus] /healthz: 503 unhealthy: 1 GPU(s) readable, 2 expected", flush=True)
+        server.stop()
+        server = None
         print("PASS: promtool check metrics is clean in every state", flush=True)
     finally:
         if server is not None:

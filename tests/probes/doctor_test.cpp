@@ -58,6 +58,41 @@ TEST(Doctor, JsonDocumentShape) {
   EXPECT_NE(text.find("2 blocker(s)"), std::string::npos);
 }
 
+// Issue #28: a report of no GPU never says "Every GPU found can be read fully"; fewer GPUs
+// than expected is not enough, said with both counts, in the text and the JSON.
+TEST(Doctor, GpuCountsInTheVerdict) {
+  doctor::Report r;
+  EXPECT_TRUE(r.enough_gpus());  // not looked for, nothing expected
+  EXPECT_EQ(doctor::to_text(r).find("GPU(s) found"), std::string::npos);
+  EXPECT_FALSE(boost::json::parse(doctor::to_json(r)).as_object().contains("gpus_readable"));
+
+  r.gpus_readable = 0;
+  auto text = doctor::to_text(r);
+  EXPECT_EQ(text.find("Every GPU found"), std::string::npos) << text;
+  EXPECT_NE(text.find("No GPU found: there is no GPU to read (0 warning(s)).\n0 GPU(s) found.\n"),
+            std::string::npos)
+      << text;
+  EXPECT_TRUE(r.enough_gpus());
+
+  r.gpus_readable = 1;
+  r.gpus_expected = 2;
+  EXPECT_FALSE(r.enough_gpus());
+  text = doctor::to_text(r);
+  EXPECT_NE(text.find("Fewer GPUs than expected: 1 found, 2 expected (--expect-gpus).\n"),
+            std::string::npos)
+      << text;
+  const auto doc = boost::json::parse(doctor::to_json(r)).as_object();
+  EXPECT_EQ(doc.at("gpus_readable").to_number<int>(), 1);
+  EXPECT_EQ(doc.at("gpus_expected").to_number<int>(), 2);
+  EXPECT_FALSE(doc.at("enough_gpus").as_bool());
+
+  r.gpus_readable = 2;
+  EXPECT_TRUE(r.enough_gpus());
+  text = doctor::to_text(r);
+  EXPECT_NE(text.find("Every GPU found can be read fully"), std::string::npos) << text;
+  EXPECT_NE(text.find("2 GPU(s) found, 2 expected (--expect-gpus).\n"), std::string::npos) << text;
+}
+
 TEST(Doctor, ToolOutputIsCappedInBytes) {
   // Worst input: 8 MiB of output without a version; at most 16 KiB is kept, and the detail
   // shows a short printable head.

@@ -8,10 +8,12 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "gpustream/transport/fleet.hpp"
 #include "gpustream/transport/prometheus.hpp"
 #include "support/temp_tree.hpp"
 #include "transport/harness.hpp"
@@ -234,6 +236,65 @@ TEST(TransportPrometheus, ProcessSeriesAreBoundedAndTheRestCounted) {
   EXPECT_EQ(samples, 2u) << text;
   EXPECT_NE(text.find("gpustream_gpu_process_series_omitted 2\n"), std::string::npos) << text;
   expect_promtool_clean(text);
+}
+
+/// The lines of `text` that are samples (not # HELP / # TYPE) and contain `needle`.
+std::vector<std::string> sample_lines_with(const std::string& text, const std::string& needle) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#' && line.find(needle) != std::string::npos)
+      out.push_back(line);
+  return out;
+}
+
+// A stale node's copy has every value absent (reason `stale`), its processes too: its devices
+// keep their identity (gpustream_gpu_info 1) and nothing else, never a 0 (issue #28 item 4).
+TEST(TransportPrometheus, AStaleNodeHasNoDeviceSeriesButItsIdentity) {
+  auto live = make_snapshot("sim", 2, 3, true);
+  live.node = "node3";
+  live.devices[0].engines.push_back({"video_decode", Reading::of(40.0, Source::simulated)});
+  live.devices[1].processes.clear();  // an empty list is known: 0 processes
+  const auto options = PrometheusOptions{100};
+  // The live snapshot has the series the stale one must not have.
+  const auto live_text =
+      render_prometheus({std::make_shared<const GpuSnapshot>(live)}, {}, nullptr, options);
+  ASSERT_NE(live_text.find("gpustream_gpu_processes{"), std::string::npos) << live_text;
+  ASSERT_NE(live_text.find("gpustream_gpu_utilization_ratio{"), std::string::npos) << live_text;
+  ASSERT_NE(live_text.find("gpustream_gpu_process_memory_bytes{"), std::string::npos) << live_text;
+  ASSERT_NE(live_text.find("gpustream_host_"), std::string::npos) << live_text;
+  ASSERT_NE(live_text.find("gpustream_gpu_engine_utilization_ratio{"), std::string::npos)
+      << live_text;
+
+  const auto stale = stale_copy(live, live.time_unix_ns);
+  const auto text =
+      render_prometheus({std::make_shared<const GpuSnapshot>(stale)}, {}, nullptr, options);
+  for (const auto& d : live.devices) {
+    const auto lines = sample_lines_with(text, "device=\"" + d.id + "\"");
+    ASSERT_EQ(lines.size(), 1u) << text;
+    EXPECT_EQ(lines[0].rfind("gpustream_gpu_info{", 0), 0u) << lines[0];
+    EXPECT_EQ(lines[0].substr(lines[0].size() - 3), "} 1") << lines[0];
+  }
+  EXPECT_EQ(text.find("gpustream_host_"), std::string::npos) << text;
+  EXPECT_EQ(text.find("gpustream_gpu_processes"), std::string::npos) << text;
+  // What is known of the node stays: when it last sampled, and that it reports an error.
+  EXPECT_NE(text.find("gpustream_snapshot_errors{probe=\"sim\",node=\"node3\"} 1\n"),
+            std::string::npos)
+      << text;
+  expect_promtool_clean(text);
+}
+
+// A probe that cannot list a device's processes has no count for it; an empty list is a 0.
+TEST(TransportPrometheus, ProcessCountIsAbsentWhenTheListIsAbsent) {
+  auto s = make_snapshot("sim", 2);
+  s.devices[0].processes.clear();
+  s.devices[0].processes_absent = Absence::unsupported;
+  s.devices[1].processes.clear();
+  const auto text = render_prometheus({std::make_shared<const GpuSnapshot>(s)}, {}, nullptr);
+  const auto counts = sample_lines_with(text, "gpustream_gpu_processes{");
+  ASSERT_EQ(counts.size(), 1u) << text;
+  EXPECT_NE(counts[0].find("device=\"" + s.devices[1].id + "\""), std::string::npos) << counts[0];
+  EXPECT_EQ(counts[0].substr(counts[0].size() - 2), " 0") << counts[0];
 }
 
 }  // namespace

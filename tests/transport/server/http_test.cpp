@@ -371,5 +371,75 @@ TEST(TransportHttp, FitFollowsTheTokenAndHostRulesAndAFitSource) {
   EXPECT_TRUE(f.stop());
 }
 
+// --expect-gpus N (issue #28): /healthz is 503 while fewer than N GPUs are readable, and says
+// how many are readable and expected; /metrics carries both counts for the alert rules.
+TEST(TransportHttp, HealthzAnswers503WhileFewerGpusThanExpectedAreReadable) {
+  Fixture f;
+  ServerOptions o;
+  o.expect_gpus = 2;
+  auto state = ProbeState::available;
+  f.start(o, [&state] {
+    ProbeStats s;
+    s.probe = "sim";
+    s.state = state;
+    return std::vector<ProbeStats>{s};
+  });
+  // Nothing sampled yet: no GPU is readable.
+  auto r = http_request(f, "/healthz");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.body, "unhealthy: 0 GPU(s) readable, 2 expected (--expect-gpus)\n");
+
+  f.publish("sim", 1);
+  f.run_for(5ms);
+  r = http_request(f, "/healthz");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.body, "unhealthy: 1 GPU(s) readable, 2 expected (--expect-gpus)\n");
+
+  f.publish("sim", 2);
+  f.run_for(5ms);
+  r = http_request(f, "/healthz");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.body, "ok: 2 GPU(s) readable, 2 expected (--expect-gpus)\n");
+  r = http_request(f, "/metrics");
+  EXPECT_NE(r.body.find("\ngpustream_gpus_readable 2\n"), std::string::npos) << r.body;
+  EXPECT_NE(r.body.find("\ngpustream_gpus_expected 2\n"), std::string::npos) << r.body;
+
+  // The probe stops sampling (unavailable): its last snapshot is no longer readable GPUs.
+  state = ProbeState::unavailable;
+  r = http_request(f, "/healthz");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.body, "unhealthy: 0 GPU(s) readable, 2 expected (--expect-gpus)\n");
+  r = http_request(f, "/metrics");
+  EXPECT_NE(r.body.find("\ngpustream_gpus_readable 0\n"), std::string::npos) << r.body;
+  EXPECT_TRUE(f.stop());
+}
+
+// A device whose every value is absent (a stale node's copy) is not a readable GPU.
+TEST(TransportHttp, HealthzDoesNotCountADeviceWithNoValue) {
+  Fixture f;
+  ServerOptions o;
+  o.expect_gpus = 1;
+  f.start(o);
+  auto snap = make_snapshot("sim", 1);
+  for (std::size_t i = 0; i < kMetricCount; ++i)
+    snap.devices[0].metrics.set_absent(static_cast<Metric>(i), Absence::stale, Source::none);
+  f.channel.publish(std::move(snap));
+  f.run_for(5ms);
+  const auto r = http_request(f, "/healthz");
+  EXPECT_EQ(r.status, 503) << r.body;
+  EXPECT_EQ(r.body, "unhealthy: 0 GPU(s) readable, 1 expected (--expect-gpus)\n");
+  EXPECT_TRUE(f.stop());
+}
+
+// Without --expect-gpus, /healthz stays "ok" whatever the GPUs (a fleet view, a dev box).
+TEST(TransportHttp, HealthzWithoutExpectGpusIsOkWithNoGpu) {
+  Fixture f;
+  f.start();
+  const auto r = http_request(f, "/healthz");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok\n");
+  EXPECT_TRUE(f.stop());
+}
+
 }  // namespace
 }  // namespace gpustream::transport::test

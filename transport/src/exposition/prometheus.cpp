@@ -199,8 +199,10 @@ void devices(Exposition& e, const GpuSnapshot& s) {
                              "Always 1: one series per device, with its PCI bus id and index.");
   const auto engine = e.family("gpustream_gpu_engine_utilization_ratio", "gauge",
                                "Fraction of time an engine class was busy (0..1).");
-  const auto procs = e.family("gpustream_gpu_processes", "gauge",
-                              "Processes using the device (as far as the source can tell).");
+  const auto procs =
+      e.family("gpustream_gpu_processes", "gauge",
+               "Processes using the device (as far as the source can tell); absent when the "
+               "source cannot list them or the node is stale.");
   for (const auto& d : s.devices) {
     Labels base{{"device", d.id},
                 {"vendor", std::string(to_string(d.vendor))},
@@ -241,7 +243,9 @@ void devices(Exposition& e, const GpuSnapshot& s) {
       le.emplace_back("engine", en.name);
       e.sample(engine, le, en.utilization_percent.value() / 100);
     }
-    e.sample(procs, base, static_cast<std::uint64_t>(d.processes.size()));
+    // The count is known only when the list is: a probe that cannot list processes, or a stale
+    // node's copy (processes absent, reason `stale`), has no series here, never a 0.
+    if (!d.processes_absent) e.sample(procs, base, static_cast<std::uint64_t>(d.processes.size()));
   }
 }
 

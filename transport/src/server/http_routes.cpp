@@ -1,4 +1,6 @@
 // The HTTP endpoints: /, /ws (upgrade checks), /metrics, /api/v1/* (fit included), /healthz.
+#include <algorithm>
+
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/json.hpp>
@@ -21,6 +23,56 @@ namespace {
 constexpr std::string_view kJson = "application/json";
 
 std::string_view sv(beast::string_view s) { return {s.data(), s.size()}; }
+
+/// The GPUs readable now: the devices of the latest snapshots with at least one value (a stale
+/// node's copy has none), leaving out the snapshots of a probe whose stats say it is not
+/// sampling (unavailable, backing off, stopped: its last snapshot is no longer read).
+/// O(snapshots x (probes + devices x metrics)), no allocation beyond the stats' copy.
+std::size_t readable_gpus(ServerCore& core) {
+  const auto stats = core.probe_stats();
+  std::size_t n = 0;
+  for (const auto& s : core.channel().latest()) {
+    if (!s) continue;
+    const auto st = std::find_if(stats.begin(), stats.end(),
+                                 [&](const ProbeStats& p) { return p.probe == s->probe; });
+    if (st != stats.end() && st->state != ProbeState::available) continue;
+    for (const auto& d : s->devices) {
+      for (std::size_t i = 0; i < kMetricCount; ++i) {
+        if (d.metrics[static_cast<Metric>(i)].has_value()) {
+          ++n;
+          break;
+        }
+      }
+    }
+  }
+  return n;
+}
+
+/// /healthz: "ok" unless --expect-gpus N says more GPUs must be readable than are (503).
+HttpResponse healthz(ServerCore& core, const HttpRequest& req) {
+  const auto expected = core.options().expect_gpus;
+  if (expected == 0) return text_response(req, http::status::ok, "ok\n");
+  const auto readable = readable_gpus(core);
+  const auto counts = std::to_string(readable) + " GPU(s) readable, " + std::to_string(expected) +
+                      " expected (--expect-gpus)\n";
+  if (readable >= expected) return text_response(req, http::status::ok, "ok: " + counts);
+  return text_response(req, http::status::service_unavailable, "unhealthy: " + counts);
+}
+
+/// The /metrics families of the GPU count /healthz checks (alert rules compare them).
+std::string gpu_count_metrics(ServerCore& core) {
+  return "# HELP gpustream_gpus_readable GPUs with at least one value in their latest sample, of "
+         "the probes that are sampling.\n"
+         "# TYPE gpustream_gpus_readable gauge\n"
+         "gpustream_gpus_readable " +
+         std::to_string(readable_gpus(core)) +
+         "\n"
+         "# HELP gpustream_gpus_expected GPUs that must be readable (--expect-gpus; 0: not "
+         "set).\n"
+         "# TYPE gpustream_gpus_expected gauge\n"
+         "gpustream_gpus_expected " +
+         std::to_string(core.options().expect_gpus) + "\n";
+}
 
 std::string api_snapshot(ServerCore& core, std::string_view target) {
   // ?node=NAME: only that node's snapshots (a fleet's; docs/fleet.md).
@@ -144,7 +196,7 @@ HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
     if (req.method() == http::verb::head) res.keep_alive(false);  // a HEAD reader skips bodies
     return res;
   }
-  if (path == "/healthz") return text_response(req, http::status::ok, "ok\n");
+  if (path == "/healthz") return healthz(core, req);
   if (!access.request_authorized(sv(req[http::field::authorization]), target)) {
     c.requests_unauthorized.fetch_add(1);
     auto res =
@@ -174,7 +226,8 @@ HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
     const auto counters = core.counters();
     auto text = render_prometheus(core.channel().latest(), core.probe_stats(), &counters,
                                   {core.options().metrics_processes}) +
-                render_event_metrics(core.channel().events().totals(), &counters);
+                render_event_metrics(core.channel().events().totals(), &counters) +
+                gpu_count_metrics(core);
     if (const auto& extra = core.options().extra_metrics) text += extra();
     return text_response(req, http::status::ok, std::move(text), kPrometheusContentType);
   }

@@ -133,6 +133,9 @@ struct ServerOptions {
   std::size_t encoded_cache_bytes = 32 * 1024 * 1024;
   /// Per-process series on /metrics, at most this many samples; 0: none (PrometheusOptions).
   std::size_t metrics_processes = 0;
+  /// GPUs that must be readable for /healthz to answer 200; fewer: 503 with how many are
+  /// readable and how many are expected. 0: /healthz does not look at GPUs (healthz_gpus()).
+  std::size_t expect_gpus = 0;
   /// Endpoints beyond the built-in ones (same Host/Origin/token rules and limits); empty: none.
   ExtraRoutes extra_routes;
   /// More Prometheus text appended to /metrics (e.g. `gpustream fleet`'s gpustream_fleet_*

@@ -48,7 +48,13 @@ struct Report {
   /// their own thread (a vendor library's call cannot be interrupted). Each becomes ready when its
   /// call returns; a program that goes on after the report may wait on them.
   std::vector<std::shared_future<void>> pending;
+  /// GPUs the probes' detection found (`gpustream doctor` fills it; unset: not looked for) and
+  /// how many must be found (--expect-gpus; 0: none).
+  std::optional<std::size_t> gpus_readable;
+  std::size_t gpus_expected = 0;
   bool fully_readable() const noexcept;
+  /// False when fewer GPUs were found than expected.
+  bool enough_gpus() const noexcept;
   std::size_t count(Status s) const noexcept;
 };
 

@@ -178,7 +178,11 @@ int run_serve(Config config, const ServeOptions& o) {
     else
       io.stop();
   };
-  signal_stop.run(stop_all, stop_all);
+  const auto reload = server ? reload_on_hangup(*server, o.server.token_file) : [] {
+    std::cerr << "gpustream: SIGHUP: nothing to reload (no listener); other settings take "
+                 "effect on a restart\n";
+  };
+  signal_stop.run(stop_all, stop_all, reload);
 #if defined(GPUSTREAM_HAS_NATS)
   if (nats) nats->stop();  // publishes what is queued, flushes (bounded)
 #endif

@@ -3,9 +3,12 @@
 
 #include <csignal>
 #include <iostream>
+#include <memory>
 
 #include "commands.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/address.hpp"
+#include "token_file.hpp"
 
 namespace gpustream::cli {
 
@@ -30,9 +33,21 @@ void announce_listening(const transport::Server& server, bool with_token,
     std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
 }
 
-SignalStop::SignalStop(boost::asio::io_context& io) : io_(io), signals_(io, SIGINT, SIGTERM) {}
+SignalStop::SignalStop(boost::asio::io_context& io)
+    : io_(io), signals_(io, SIGINT, SIGTERM), hangup_(io, SIGHUP) {}
 
-void SignalStop::run(const std::function<void()>& stop, const std::function<void()>& stop_early) {
+void SignalStop::run(const std::function<void()>& stop, const std::function<void()>& stop_early,
+                     const std::function<void()>& reload) {
+  bool stopping = false;
+  std::function<void()> wait_hangup;
+  wait_hangup = [&] {
+    hangup_.async_wait([&](const boost::system::error_code& ec, int) {
+      if (ec) return;
+      if (!stopping && reload) reload();
+      wait_hangup();
+    });
+  };
+  wait_hangup();
   int caught = 0;
   std::function<void()> wait_signal;
   wait_signal = [&] {
@@ -40,6 +55,8 @@ void SignalStop::run(const std::function<void()>& stop, const std::function<void
       if (ec) return;
       if (++caught == 1) {
         std::cerr << "gpustream: stopping\n";
+        stopping = true;
+        hangup_.cancel();
         stop();
         wait_signal();
       } else {
@@ -48,8 +65,48 @@ void SignalStop::run(const std::function<void()>& stop, const std::function<void
     });
   };
   wait_signal();
-  if (g_interrupted.load()) stop_early();  // a signal before the set existed
+  if (g_interrupted.load()) {  // a signal before the set existed
+    stopping = true;
+    hangup_.cancel();
+    stop_early();
+  }
   io_.run();
+}
+
+std::function<void()> reload_on_hangup(transport::Server& server, std::string token_file) {
+  auto last = std::make_shared<std::string>();
+  if (!token_file.empty()) {
+    try {
+      *last = read_token_file(token_file);
+    } catch (const std::exception&) {  // read at start already; a failure shows at reload
+    }
+  }
+  return [&server, token_file = std::move(token_file), last] {
+    if (token_file.empty()) {
+      std::cerr << "gpustream: SIGHUP: nothing to reload (no --token); other settings take "
+                   "effect on a restart\n";
+      return;
+    }
+    std::string token;
+    try {
+      token = read_token_file(token_file);
+    } catch (const std::exception& e) {
+      std::cerr << "gpustream: SIGHUP: cannot reload the token: " << terminal_safe(e.what())
+                << "; the old token stays\n";
+      return;
+    }
+    const bool changed = token != *last;
+    if (!server.set_token(token)) {
+      std::cerr << "gpustream: SIGHUP: the token was not changed (the server has none)\n";
+      return;
+    }
+    *last = std::move(token);
+    std::cerr << "gpustream: SIGHUP: the token file '" << terminal_safe(token_file) << "' was "
+              << (changed ? "reloaded: a new token is required from now on (connected clients "
+                            "stay)"
+                          : "reloaded: the token is unchanged")
+              << "; other settings take effect on a restart\n";
+  };
 }
 
 }  // namespace gpustream::cli

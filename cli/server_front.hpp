@@ -31,19 +31,29 @@ void announce_listening(const transport::Server& server, bool with_token,
                         const DashboardLine& dashboard);
 
 /// The stop loop: SIGINT/SIGTERM are caught while it lives (keep it until the command returns,
-/// so that a late signal during the shutdown is still caught, not fatal).
+/// so that a late signal during the shutdown is still caught, not fatal), and SIGHUP too: it
+/// never ends the service.
 class SignalStop {
  public:
   explicit SignalStop(boost::asio::io_context& io);
   /// Runs the io_context until it stops. The first signal says "stopping" and calls `stop`
   /// (which ends by stopping the io_context, e.g. once the server has closed its clients); a
   /// second one stops it at once. A signal that arrived before (g_interrupted) calls
-  /// `stop_early` right away.
-  void run(const std::function<void()>& stop, const std::function<void()>& stop_early);
+  /// `stop_early` right away. Each SIGHUP calls `reload` on the io_context's thread (a storm of
+  /// them is coalesced by the signal set: one call per wake-up).
+  void run(const std::function<void()>& stop, const std::function<void()>& stop_early,
+           const std::function<void()>& reload);
 
  private:
   boost::asio::io_context& io_;
   boost::asio::signal_set signals_;
+  boost::asio::signal_set hangup_;
 };
+
+/// What SIGHUP does for `serve` and `fleet`: re-reads the token file (`token_file`, empty: the
+/// server has no token) and rotates the server's token — new requests and connections need the
+/// new one, connected clients stay — then says what changed on stderr. A file that cannot be
+/// read keeps the old token and says why. Other settings take effect on a restart (said once).
+std::function<void()> reload_on_hangup(transport::Server& server, std::string token_file);
 
 }  // namespace gpustream::cli

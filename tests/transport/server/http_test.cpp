@@ -259,6 +259,40 @@ TEST(TransportHttp, ATokenIsRequiredEverywhereButHealthz) {
   EXPECT_TRUE(f.stop());
 }
 
+// SIGHUP's rotation (Server::set_token): the old token is refused from then on, the new one
+// accepted, and a client authorized with the old one stays connected and keeps receiving. A
+// server started without a token cannot be given one (a restart), nor a token made empty.
+TEST(TransportHttp, ARotatedTokenIsRequiredFromThenOnAndConnectedClientsStay) {
+  Fixture f;
+  ServerOptions o;
+  o.token = "old-token";
+  f.start(o);
+  auto t_old = Client::tcp(f);
+  t_old->send(R"({"type":"auth","token":"old-token"})");
+  t_old->connect();
+  ASSERT_TRUE(f.run_until([&] { return t_old->count("hello") == 1; }));
+
+  EXPECT_FALSE(f.server->set_token(""));
+  EXPECT_TRUE(f.server->set_token("new-token"));
+  EXPECT_EQ(http_request(f, "/metrics", {{"Authorization", "Bearer old-token"}}).status, 401);
+  EXPECT_EQ(http_request(f, "/metrics", {{"Authorization", "Bearer new-token"}}).status, 200);
+  auto t_late = Client::tcp(f);
+  t_late->send(R"({"type":"auth","token":"old-token"})");
+  t_late->connect();
+  ASSERT_TRUE(f.run_until([&] { return t_late->ended(); }));
+  EXPECT_EQ(t_late->of_type("error").at(0).at("code"), "unauthorized");
+  f.publish();
+  ASSERT_TRUE(f.run_until([&] { return t_old->count("snapshot") == 1; }));
+  EXPECT_FALSE(t_old->ended());
+  EXPECT_TRUE(f.stop());
+
+  Fixture open;
+  open.start();
+  EXPECT_FALSE(open.server->set_token("a-token"));
+  EXPECT_EQ(http_request(open, "/metrics").status, 200);
+  EXPECT_TRUE(open.stop());
+}
+
 // /api/v1/fit on `gpustream serve`: this machine's devices with the `fit` message's entries,
 // every one that fits (no limit), under the rules of every /api route.
 TEST(TransportHttp, FitAnswersWithTheFitMessagesEntries) {

@@ -67,7 +67,8 @@ std::optional<ip::address> ip_literal(const std::string& n) {
 AccessPolicy::AccessPolicy(const ip::tcp::endpoint& http, std::string token,
                            const std::vector<std::string>& allowed_origins,
                            const std::vector<std::string>& allowed_hosts)
-    : port_(http.port()), wildcard_(http.address().is_unspecified()), token_(std::move(token)) {
+    : port_(http.port()), wildcard_(http.address().is_unspecified()), required_(!token.empty()) {
+  token_->value.store(std::make_shared<const std::string>(std::move(token)));
   hosts_.push_back({"localhost", std::nullopt});
   hosts_.push_back({"127.0.0.1", std::nullopt});
   hosts_.push_back({"::1", std::nullopt});
@@ -134,19 +135,27 @@ bool AccessPolicy::origin_allowed(std::optional<std::string_view> origin) const 
   return name_allowed(hp->name, port);
 }
 
+bool AccessPolicy::set_token(std::string token) {
+  if (!required_ || token.empty()) return false;
+  token_->value.store(std::make_shared<const std::string>(std::move(token)));
+  return true;
+}
+
 bool AccessPolicy::token_matches(std::string_view candidate) const noexcept {
-  if (token_.empty()) return true;
+  if (!required_) return true;
+  const auto held = token_->value.load();  // the token as of now (set_token may swap it)
+  const std::string& token = *held;
   // Constant time in the candidate's content (the length of the real token is not secret
   // enough to matter, but do not return early on the first differing byte).
-  unsigned char diff = candidate.size() == token_.size() ? 0 : 1;
+  unsigned char diff = candidate.size() == token.size() ? 0 : 1;
   for (std::size_t i = 0; i < candidate.size(); ++i)
-    diff |= static_cast<unsigned char>(candidate[i] ^ token_[i % token_.size()]);
+    diff |= static_cast<unsigned char>(candidate[i] ^ token[i % token.size()]);
   return diff == 0;
 }
 
 bool AccessPolicy::request_authorized(std::string_view authorization,
                                       std::string_view target) const {
-  if (token_.empty()) return true;
+  if (!required_) return true;
   constexpr std::string_view kBearer = "bearer ";
   if (authorization.size() > kBearer.size() &&
       lower(authorization.substr(0, kBearer.size())) == kBearer) {

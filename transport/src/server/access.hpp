@@ -1,9 +1,12 @@
 // Who may talk to the HTTP server: Host (DNS rebinding), Origin (cross-site WebSocket) and the
 // bearer token. See docs/security.md.
 //
-// Thread safety: immutable after construction; every method is const and reentrant.
+// Thread safety: immutable after construction but for the token, which set_token() swaps
+// atomically (SIGHUP's rotation); every other method is const and reentrant.
 #pragma once
 
+#include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -29,7 +32,11 @@ class AccessPolicy {
   /// same origin as an allowed Host on our port, or one of the allowed origins.
   bool origin_allowed(std::optional<std::string_view> origin) const;
 
-  bool token_required() const noexcept { return !token_.empty(); }
+  bool token_required() const noexcept { return required_; }
+  /// Rotates the token of a policy that requires one: from now on requests and connections
+  /// must present `token` (connections already authorized stay). False, and nothing changes,
+  /// when the policy has no token (adding one needs a restart) or `token` is empty.
+  bool set_token(std::string token);
   /// Constant-time comparison with the configured token.
   bool token_matches(std::string_view candidate) const noexcept;
   /// HTTP: "Authorization: Bearer <token>" or "?token=<token>" in the target.
@@ -44,7 +51,11 @@ class AccessPolicy {
 
   unsigned short port_ = 0;
   bool wildcard_ = false;  // bound to 0.0.0.0 or ::
-  std::string token_;
+  struct TokenBox {
+    std::atomic<std::shared_ptr<const std::string>> value;
+  };
+  bool required_ = false;
+  std::shared_ptr<TokenBox> token_ = std::make_shared<TokenBox>();  // shared by copies
   std::vector<HostRule> hosts_;
   std::vector<std::string> origins_;  // lower case, no trailing '/'
   bool any_origin_ = false;

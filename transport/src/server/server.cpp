@@ -31,4 +31,6 @@ std::optional<boost::asio::ip::tcp::endpoint> Server::tcp_endpoint() const {
 
 ServerCounters Server::counters() const { return core_->counters(); }
 
+bool Server::set_token(std::string token) { return core_->set_token(std::move(token)); }
+
 }  // namespace gpustream::transport

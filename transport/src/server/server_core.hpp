@@ -51,6 +51,8 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   void start();
   void stop(std::function<void()> on_stopped, bool force);
   std::optional<tcp::endpoint> http_endpoint() const;
+  /// Server::set_token (the policy swaps the token atomically: any thread).
+  bool set_token(std::string token) { return access_.set_token(std::move(token)); }
   std::optional<tcp::endpoint> tcp_endpoint() const;
   ServerCounters counters() const { return metrics_.snapshot(); }
 

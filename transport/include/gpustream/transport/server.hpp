@@ -204,6 +204,12 @@ class Server {
 
   ServerCounters counters() const;
 
+  /// Rotates the bearer token of a server started with one (ServerOptions::token), after
+  /// start(): new HTTP requests, WebSocket upgrades and TCP connections must present `token`;
+  /// connections already authorized stay connected. False, and nothing changes, when the server
+  /// has no token (adding one needs a restart) or `token` is empty. Any thread.
+  bool set_token(std::string token);
+
  private:
   std::shared_ptr<ServerCore> core_;
 };

@@ -1,0 +1,112 @@
+"""SIGHUP on the real `gpustream serve --token FILE` (issue #28): it never ends the service (it
+used to exit 129 with no log line); it re-reads the token file and rotates the token under live
+stream clients — the old token is refused, the new one accepted, the TCP client connected with
+the old token keeps receiving snapshots; a token file that cannot be read keeps the old token and
+says why; a storm of 200 SIGHUPs leaves it serving. Exit 0 on success, 1 with a FAIL line."""
+import json
+import os
+import signal
+import socket
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_helper import Server, fail, parse_args  # noqa: E402
+
+OLD = "old-token-0123456789abcdef"
+NEW = "new-token-fedcba9876543210"
+
+
+def status(server, token):
+    req = urllib.request.Request(f"http://{server.http}/api/v1/stats",
+                                 headers={"Authorization": f"Bearer {token}"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
+
+
+def write_token(path, token):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(token + "\n")
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, path)
+
+
+def wait_for_line(server, text, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(text in line for line in server.stderr):
+            return
+        time.sleep(0.05)
+    fail(f"no log line with {text!r}; stderr:\n" + "".join(server.stderr))
+
+
+def main():
+    args = parse_args()
+    d = tempfile.mkdtemp(prefix="gpustream-sighup-")
+    token_file = os.path.join(d, "token")
+    write_token(token_file, OLD)
+    server = Server(args.serve, "--simulate", "1", "--probes", "simulated", "--interval", "0.1",
+                    "--listen", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--token", token_file)
+    try:
+        host, port = server.tcp.rsplit(":", 1)
+        client = socket.create_connection((host, int(port)), timeout=10)
+        f = client.makefile("rwb")
+        f.write((json.dumps({"type": "auth", "token": OLD}) + "\n").encode())
+        f.flush()
+        if json.loads(f.readline())["type"] != "hello":
+            fail("the TCP client got no hello with the old token")
+        if status(server, OLD) != 200:
+            fail("the old token is not accepted at start")
+
+        write_token(token_file, NEW)
+        server.proc.send_signal(signal.SIGHUP)
+        wait_for_line(server, "a new token is required from now on")
+        if server.proc.poll() is not None:
+            fail(f"serve exited on SIGHUP with {server.proc.returncode}")
+        if status(server, OLD) != 401:
+            fail("the old token is still accepted after the reload")
+        if status(server, NEW) != 200:
+            fail("the new token is not accepted after the reload")
+        # The client connected with the old token still receives snapshots.
+        got = 0
+        deadline = time.monotonic() + 10
+        while got < 5 and time.monotonic() < deadline:
+            m = json.loads(f.readline())
+            if m.get("type") == "snapshot":
+                got += 1
+        if got < 5:
+            fail(f"the connected client received {got} snapshots after the reload, not 5")
+
+        # A token file that cannot be read: the token in force stays, and the log says why.
+        os.remove(token_file)
+        server.proc.send_signal(signal.SIGHUP)
+        wait_for_line(server, "the old token stays")
+        if status(server, NEW) != 200:
+            fail("a failed reload changed the token")
+
+        # A storm: still serving, still one process.
+        write_token(token_file, NEW)
+        for _ in range(200):
+            server.proc.send_signal(signal.SIGHUP)
+        time.sleep(0.5)
+        if server.proc.poll() is not None:
+            fail(f"serve exited during a SIGHUP storm with {server.proc.returncode}")
+        if status(server, NEW) != 200:
+            fail("not serving after a SIGHUP storm")
+        client.close()
+        server.stop()  # exit 0 within 10 s of SIGTERM, or it fails
+        print("PASS", flush=True)
+    finally:
+        if server.proc.poll() is None:
+            server.kill()
+
+
+if __name__ == "__main__":
+    main()

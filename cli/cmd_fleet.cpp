@@ -221,7 +221,8 @@ int run_fleet(const FleetCliOptions& o) {
         fleet->stop();
         server.stop([&] { io.stop(); });
       },
-      [&] { server.stop([&] { io.stop(); }); }, reload_on_hangup(server, o.server.token_file));
+      [&] { server.stop([&] { io.stop(); }); },
+      reload_on_hangup(server, o.server.token_file, so.token));
   fleet->stop();
   return kExitOk;
 #endif

@@ -178,7 +178,7 @@ int run_serve(Config config, const ServeOptions& o) {
     else
       io.stop();
   };
-  const auto reload = server ? reload_on_hangup(*server, o.server.token_file) : [] {
+  const auto reload = server ? reload_on_hangup(*server, o.server.token_file, so.token) : [] {
     std::cerr << "gpustream: SIGHUP: nothing to reload (no listener); other settings take "
                  "effect on a restart\n";
   };

@@ -73,14 +73,9 @@ void SignalStop::run(const std::function<void()>& stop, const std::function<void
   io_.run();
 }
 
-std::function<void()> reload_on_hangup(transport::Server& server, std::string token_file) {
-  auto last = std::make_shared<std::string>();
-  if (!token_file.empty()) {
-    try {
-      *last = read_token_file(token_file);
-    } catch (const std::exception&) {  // read at start already; a failure shows at reload
-    }
-  }
+std::function<void()> reload_on_hangup(transport::Server& server, std::string token_file,
+                                       std::string token) {
+  auto last = std::make_shared<std::string>(std::move(token));
   return [&server, token_file = std::move(token_file), last] {
     if (token_file.empty()) {
       std::cerr << "gpustream: SIGHUP: nothing to reload (no --token); other settings take "

@@ -51,9 +51,11 @@ class SignalStop {
 };
 
 /// What SIGHUP does for `serve` and `fleet`: re-reads the token file (`token_file`, empty: the
-/// server has no token) and rotates the server's token — new requests and connections need the
-/// new one, connected clients stay — then says what changed on stderr. A file that cannot be
-/// read keeps the old token and says why. Other settings take effect on a restart (said once).
-std::function<void()> reload_on_hangup(transport::Server& server, std::string token_file);
+/// server has no token; `token`: the one read from it at start) and rotates the server's token —
+/// new requests and connections need the new one, connected clients stay — then says what changed
+/// on stderr. A file that cannot be read keeps the old token and says why. Other settings take
+/// effect on a restart (said once).
+std::function<void()> reload_on_hangup(transport::Server& server, std::string token_file,
+                                       std::string token);
 
 }  // namespace gpustream::cli

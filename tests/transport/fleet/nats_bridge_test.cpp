@@ -458,6 +458,70 @@ class Bucket {
   bool ok_ = false;
 };
 
+/// A nats-server config with JetStream (`store`) and two users: `admin` (everything) and
+/// `node1` (password pw1) with the minimal set of an agent (docs/security.md "NATS
+/// permissions"): publish its subjects, its own key and the one JetStream API call, subscribe
+/// its own inbox.
+std::string permissions_config(gpustream::test::TempTree& dir, unsigned short port,
+                               const std::string& bucket) {
+  return dir.file("perm.conf",
+                  "listen: 127.0.0.1:" + std::to_string(port) + "\njetstream { store_dir: \"" +
+                      dir.path("js") +
+                      "\" }\n"
+                      "authorization { users = [\n"
+                      "  { user: admin, password: admin }\n"
+                      "  { user: node1, password: pw1, permissions: {\n"
+                      "      publish: { allow: [\"gpustream.node1.>\", \"$KV." +
+                      bucket + ".node1\", \"$JS.API.STREAM.INFO.KV_" + bucket +
+                      "\"] }\n"
+                      "      subscribe: { allow: [\"_INBOX_gpustream.node1.>\"] } } }\n"
+                      "] }\n");
+}
+
+// The agent's replies come to _INBOX_gpustream.<node> by default, so the minimal permission set
+// (subscribe only its own inbox) is enough to keep its state in the bucket; with libnats's
+// `_INBOX` it is not (the server refuses the subscription).
+TEST(NatsBridge, ItsRepliesComeToItsOwnInboxSoTheMinimalPermissionsSuffice) {
+  gpustream::test::TempTree dir;
+  const auto port = free_port();
+  constexpr const char* kName = "perm_nodes";
+  auto server = NatsServer::with_config(port, permissions_config(dir, port, kName));
+  ASSERT_TRUE(server.start());
+  const std::string admin_url = "nats://admin:admin@127.0.0.1:" + std::to_string(port);
+  Bucket bucket(admin_url, kName);  // created by an admin: an agent may not
+  ASSERT_TRUE(bucket.ok());
+
+  const auto run = [&](const std::string& inbox_prefix) {
+    boost::asio::io_context io;
+    SnapshotChannel channel(io.get_executor());
+    auto o = options_for(server.url());
+    o.host = "node1";
+    o.kv_bucket = kName;
+    o.full_every = 1;
+    o.auth.user = "node1";
+    o.auth.password = "pw1";
+    o.auth.inbox_prefix = inbox_prefix;
+    NatsBridge bridge(channel, o);
+    EXPECT_EQ(bridge.options().auth.inbox_prefix,
+              inbox_prefix.empty() ? "_INBOX_gpustream.node1" : inbox_prefix);
+    bridge.start();
+    EXPECT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+    EXPECT_TRUE(wait_for([&] {
+      channel.publish(make_snapshot("sim"));
+      const auto st = bridge.stats();
+      return st.kv_puts + st.kv_errors > 0;
+    }));
+    bridge.stop();
+    return bridge.stats();
+  };
+  const auto own = run("");
+  EXPECT_GE(own.kv_puts, 1u);
+  EXPECT_EQ(own.kv_errors, 0u);
+  const auto shared = run("_INBOX");
+  EXPECT_EQ(shared.kv_puts, 0u);
+  EXPECT_GE(shared.kv_errors, 1u);
+}
+
 /// A new FleetView reads the whole bucket in the background after start() returns, in one pass
 /// (a key-value watcher) or key by key: the same nodes either way; a deleted key is no node;
 /// garbage and an oversized state are refused (counted) without stopping the read; max_nodes bounds

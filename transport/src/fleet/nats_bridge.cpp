@@ -219,6 +219,10 @@ NatsBridge::NatsBridge(SnapshotChannel& channel, NatsBridgeOptions options)
                                         : sanitize_subject_token(options_.host).substr(0, 64);
   if (options_.kv_ttl.count() < 1000) options_.kv_ttl = std::chrono::milliseconds(1000);
   options_.subject_prefix = sanitize_prefix(options_.subject_prefix);
+  // Replies (JetStream's) to this node's own inbox: its permission is `subscribe
+  // _INBOX_gpustream.<node>.>`, and it reads no other client's replies.
+  if (options_.auth.inbox_prefix.empty())
+    options_.auth.inbox_prefix = std::string(kDefaultInboxRoot) + "." + options_.host;
   subject_head_ = options_.subject_prefix + "." + options_.host + ".";
 }
 

@@ -60,7 +60,9 @@ enum class BusEncoding {
 
 struct NatsBridgeOptions {
   std::string url = "nats://127.0.0.1:4222";  // libnats server URL(s), comma-separated
-  NatsAuth auth;  // credentials and TLS (nats_auth.hpp); a URL's user:password@ also works
+  /// Credentials and TLS (nats_auth.hpp); a URL's user:password@ also works. An empty
+  /// auth.inbox_prefix becomes "_INBOX_gpustream.<host>" (options() shows it).
+  NatsAuth auth;
   std::string subject_prefix = "gpustream";  // first subject token(s); sanitized per token
   /// The node name: the subject's node token and the payload's `node` (sanitized to a valid
   /// node name, fleet_codec.hpp node_name_error); empty: the host name.

@@ -69,8 +69,9 @@ const std::vector<FlagRow<ServeOptions>>& serve_flag_table() {
        "gpustream_nodes; 'off': none)",
        &ServeOptions::nats_kv_bucket, std::nullopt},
       {"--nats-kv-ttl", "nats_kv_ttl_seconds",
-       "Seconds a node's key lives in the bucket without an update, when this agent creates the "
-       "bucket (default 30)",
+       "The bucket's time-to-live in seconds, or less: the agent rewrites its key at least "
+       "every third of it (default 30; the agent never creates the bucket: gpustream fleet "
+       "--kv-ttl does)",
        &ServeOptions::nats_kv_ttl_seconds, CLI::Range(1.0, 86400.0)},
   };
   return rows;

@@ -184,6 +184,7 @@ class Subscriber {
     GpuSnapshot snapshot;
     std::string node;  // the payload's node
     std::size_t bytes = 0;
+    bool full = false;  // compact: a full message (not a delta)
   };
   /// The next message, decoded; nothing on timeout.
   std::optional<Received> next() {
@@ -195,6 +196,7 @@ class Subscriber {
                                 static_cast<std::size_t>(natsMsg_GetDataLength(m)));
     r.bytes = data.size();
     if (data.substr(0, 4) == kBusMagic) {
+      r.full = parse_bus_header(data).full;
       auto d = decoder_.decode(data);  // the bridge's first message of a stream is a full one
       if (d) r.snapshot = std::move(d->snapshot);
     } else {
@@ -212,14 +214,19 @@ class Subscriber {
   BusDecoder decoder_;
 };
 
+/// Captures the log from `info` on (the "back" lines are info), restoring the level after.
 struct LogCapture {
   LogCapture() : sink(std::make_shared<spdlog::sinks::ostream_sink_mt>(out)) {
     logger()->sinks().push_back(sink);
+    level = logger()->level();
+    logger()->set_level(std::min(level, spdlog::level::info));
   }
   ~LogCapture() {
+    logger()->set_level(level);
     auto& sinks = logger()->sinks();
     std::erase(sinks, std::static_pointer_cast<spdlog::sinks::sink>(sink));
   }
+  spdlog::level::level_enum level;
   std::size_t count(const std::string& needle) const {
     const std::string text = out.str();
     std::size_t n = 0;
@@ -450,6 +457,28 @@ class Bucket {
            NATS_OK;
   }
   bool erase(const std::string& key) { return kvStore_Delete(kv_, key.c_str()) == NATS_OK; }
+  /// The value under `key`; nothing when absent.
+  std::optional<std::string> get(const std::string& key) {
+    kvEntry* e = nullptr;
+    if (kvStore_Get(&e, kv_, key.c_str()) != NATS_OK) return std::nullopt;
+    std::string v(static_cast<const char*>(kvEntry_Value(e)),
+                  static_cast<std::size_t>(kvEntry_ValueLen(e)));
+    kvEntry_Destroy(e);
+    return v;
+  }
+  /// Whether `bucket` exists on the server at `url` (binds it, never creates it).
+  static bool exists(const std::string& url, const char* bucket) {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    kvStore* kv = nullptr;
+    natsStatus s = natsConnection_ConnectTo(&nc, url.c_str());
+    if (s == NATS_OK) s = natsConnection_JetStream(&js, nc, nullptr);
+    if (s == NATS_OK) s = js_KeyValue(&kv, js, bucket);
+    if (kv) kvStore_Destroy(kv);
+    if (js) jsCtx_Destroy(js);
+    if (nc) natsConnection_Destroy(nc);
+    return s == NATS_OK;
+  }
 
  private:
   natsConnection* nc_ = nullptr;
@@ -520,6 +549,122 @@ TEST(NatsBridge, ItsRepliesComeToItsOwnInboxSoTheMinimalPermissionsSuffice) {
   const auto shared = run("_INBOX");
   EXPECT_EQ(shared.kv_puts, 0u);
   EXPECT_GE(shared.kv_errors, 1u);
+}
+
+// The agent never creates the bucket (whoever creates a stream chooses its config: a republish
+// rule would turn its puts into another node's messages). While it is missing, the bus goes on,
+// the failure is logged once saying who creates it, and the binding is retried at most once a
+// reconnect_wait; once it exists, the state is put.
+TEST(NatsBridge, NeverCreatesTheBucketAndPutsItsStateOnceItExists) {
+  gpustream::test::TempTree store;
+  const auto port = free_port();
+  NatsServer server(port, store.path("js"));
+  ASSERT_TRUE(server.start());
+  Subscriber sub(server.url());
+  ASSERT_TRUE(sub.ok());
+  constexpr const char* kName = "agent_made_none";
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = options_for(server.url());
+  o.kv_bucket = kName;
+  o.reconnect_wait = std::chrono::milliseconds(50);
+  NatsBridge bridge(channel, o);
+  const auto started = std::chrono::steady_clock::now();
+  bridge.start();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+  // Until 3 failed attempts: the bus messages go on meanwhile.
+  for (int i = 0; bridge.stats().kv_errors < 3; ++i) {
+    const auto s = channel.publish(make_snapshot("sim"));
+    const auto got = sub.next();
+    ASSERT_TRUE(got) << "a bus message was lost while the bucket is missing (" << i << ")";
+    EXPECT_EQ(got->snapshot, *s);
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  const auto errors = bridge.stats().kv_errors;
+  EXPECT_FALSE(Bucket::exists(server.url(), kName)) << "the agent created the bucket";
+  // At most one attempt a reconnect_wait (a slower machine makes fewer, never more).
+  EXPECT_LE(errors, static_cast<std::uint64_t>(elapsed / o.reconnect_wait) + 1);
+  EXPECT_EQ(bridge.stats().kv_puts, 0u);
+  EXPECT_EQ(logs.count("does not exist; an agent never creates it"), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("docs/fleet.md"), 1u) << logs.out.str();
+
+  Bucket bucket(server.url(), kName);  // the fleet view (or an admin) creates it
+  ASSERT_TRUE(bucket.ok());
+  ASSERT_TRUE(wait_for([&] {
+    channel.publish(make_snapshot("sim"));
+    return bridge.stats().kv_puts > 0;
+  }));
+  const auto state = bucket.get("test_host");
+  ASSERT_TRUE(state) << "no key test_host in the bucket";
+  EXPECT_EQ(decode_node_state(*state).size(), 1u);  // one probe: its last full message
+  EXPECT_EQ(
+      logs.count("in the key-value bucket '" + std::string(kName) + "' on " + o.url + " again"), 1u)
+      << logs.out.str();
+  bridge.stop();
+  EXPECT_EQ(logs.count("does not exist"), 1u) << logs.out.str();
+}
+
+// After the server restarts (a bucket in memory is gone with it), the agent says once that it
+// lost the server and that it is back, publishes a full message per probe at once (not after
+// full_every), and puts its state again as soon as the bucket is back.
+TEST(NatsBridge, AfterAServerRestartItSendsFullsAtOnceAndPutsItsStateWhenTheBucketIsBack) {
+  gpustream::test::TempTree store;
+  const auto port = free_port();
+  auto server = std::make_unique<NatsServer>(port, store.path("js1"));
+  ASSERT_TRUE(server->start());
+  constexpr const char* kName = "restart_nodes";
+  auto bucket = std::make_unique<Bucket>(server->url(), kName);
+  ASSERT_TRUE(bucket->ok());
+  Subscriber sub(server->url());
+  ASSERT_TRUE(sub.ok());
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = options_for(server->url());
+  o.kv_bucket = kName;
+  o.full_every = 100000;  // without the reconnect rule, one full message only
+  o.reconnect_wait = std::chrono::milliseconds(50);
+  NatsBridge bridge(channel, o);
+  bridge.start();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+  for (const bool full : {true, false, false}) {
+    channel.publish(make_snapshot("sim"));
+    const auto got = sub.next();
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->full, full);
+  }
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().kv_puts > 0; }));
+  const auto puts_before = bridge.stats().kv_puts;
+
+  bucket.reset();
+  server->stop();
+  ASSERT_TRUE(wait_for([&] { return !bridge.stats().connected; }));
+  server = std::make_unique<NatsServer>(port, store.path("js2"));  // an empty store: no bucket
+  ASSERT_TRUE(server->start());
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected && sub.connected(); }));
+  ASSERT_TRUE(sub.flush());
+  // The first message published after the reconnect is a full one.
+  const auto after = channel.publish(make_snapshot("sim", 2));
+  std::optional<Subscriber::Received> got;
+  while ((got = sub.next()) && got->snapshot.sequence != after->sequence) {}
+  ASSERT_TRUE(got) << "the snapshot published after the restart never arrived";
+  EXPECT_TRUE(got->full) << "a delta after a reconnect: a new consumer waits full_every for it";
+  ASSERT_TRUE(wait_for([&] { return logs.count("does not exist") > 0; })) << logs.out.str();
+  EXPECT_EQ(bridge.stats().kv_puts, puts_before);
+
+  bucket = std::make_unique<Bucket>(server->url(), kName);  // recreated (by the fleet view)
+  ASSERT_TRUE(bucket->ok());
+  // Put at once when it is back: no new full message is needed (none is published here).
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().kv_puts > puts_before; }));
+  const auto state = bucket->get("test_host");
+  ASSERT_TRUE(state);
+  EXPECT_EQ(decode_node_state(*state).size(), 1u);
+  bridge.stop();
+  EXPECT_EQ(logs.count("lost the connection to " + o.url), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("reconnected to " + o.url), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("does not exist"), 1u) << logs.out.str();
+  EXPECT_GE(bridge.stats().reconnects, 1u);
 }
 
 /// A new FleetView reads the whole bucket in the background after start() returns, in one pass

@@ -52,6 +52,26 @@ std::string last_error(natsStatus s) { return nats_status_text(s); }
 /// Required for an asynchronous retried first connect; the worker polls the status instead.
 void on_connected(natsConnection*, void*) {}
 
+/// Why the node's state cannot be written, in words an operator can act on (logged once an
+/// outage of the bucket). `binding`: the bucket's STREAM.INFO failed, else the put.
+std::string kv_failure_text(natsStatus s, const NatsBridgeOptions& o, bool binding) {
+  const std::string bucket = "'" + o.kv_bucket + "'";
+  if (s == NATS_NOT_FOUND || (s == NATS_NO_RESPONDERS && !binding))
+    return "the key-value bucket " + bucket +
+           " does not exist; an agent never creates it: the fleet view (gpustream fleet "
+           "creates it unless --kv-create off) or an admin does (docs/fleet.md, \"On the bus\")";
+  if (s == NATS_NO_RESPONDERS)
+    return "no JetStream answers (does the server run with JetStream, -js?)";
+  if (s == NATS_TIMEOUT)
+    return "no answer within " + std::to_string(o.connect_timeout.count()) +
+           " ms (is a permission missing? an agent needs publish $KV." + o.kv_bucket + "." +
+           o.host + " and $JS.API.STREAM.INFO.KV_" + o.kv_bucket + ", subscribe " +
+           o.auth.inbox_prefix + ".>: docs/security.md)";
+  return (binding ? "cannot bind the key-value bucket " + bucket + ": "
+                  : "cannot write the key-value bucket " + bucket + ": ") +
+         last_error(s);
+}
+
 /// Owns the libnats connection of one run of the worker thread.
 class NatsConnection {
  public:
@@ -99,6 +119,14 @@ class NatsConnection {
     return error;
   }
 
+  /// Why the connection was lost, in libnats's words ("End of file", "Connection reset by
+  /// peer", a TLS error); empty when it kept none.
+  std::string last_connection_error() const {
+    const char* text = nullptr;
+    if (!nc_ || natsConnection_GetLastError(nc_, &text) == NATS_OK || !text) return {};
+    return text;
+  }
+
   bool is_open() const { return nc_ != nullptr; }
   /// libnats gave up (it closes after the same authorization error twice): open() again.
   bool closed() const { return nc_ && natsConnection_Status(nc_) == NATS_CONN_STATUS_CLOSED; }
@@ -115,35 +143,31 @@ class NatsConnection {
     return natsConnection_Publish(nc_, subject.c_str(), body.data(), static_cast<int>(body.size()));
   }
 
-  /// Writes `value` under `key` in the options' bucket, binding (or creating) the bucket first.
-  /// NATS_OK or the error (the caller logs it once).
-  natsStatus kv_put(const std::string& key, const std::string& value) {
-    natsStatus s = NATS_OK;
-    if (!kv_) {
-      if (!js_) {
-        jsOptions jo;
-        jsOptions_Init(&jo);
-        jo.Wait = options_.connect_timeout.count();
-        s = natsConnection_JetStream(&js_, nc_, &jo);
-        if (s != NATS_OK) return s;
-      }
-      s = js_KeyValue(&kv_, js_, options_.kv_bucket.c_str());
-      if (s != NATS_OK) {
-        kvConfig cfg;
-        kvConfig_Init(&cfg);
-        cfg.Bucket = options_.kv_bucket.c_str();
-        cfg.Description = "gpustream: the last full state of each node (docs/fleet.md)";
-        cfg.History = 1;
-        // libnats 3.4 passes TTL through as the stream's max_age: nanoseconds.
-        cfg.TTL = std::chrono::nanoseconds(options_.kv_ttl).count();
-        cfg.StorageType = js_MemoryStorage;
-        s = js_CreateKeyValue(&kv_, js_, &cfg);
-        if (s != NATS_OK) {
-          kv_ = nullptr;
-          return s;
-        }
-      }
+  /// Binds the options' bucket: one STREAM.INFO request ($JS.API.STREAM.INFO.KV_<bucket>),
+  /// waiting at most connect_timeout. Never creates it (an agent must not hold the right to
+  /// create streams: docs/security.md "NATS permissions"). NATS_NOT_FOUND when it does not exist.
+  natsStatus kv_bind() {
+    if (kv_) return NATS_OK;
+    if (!js_) {
+      jsOptions jo;
+      jsOptions_Init(&jo);
+      jo.Wait = options_.connect_timeout.count();
+      const natsStatus s = natsConnection_JetStream(&js_, nc_, &jo);
+      if (s != NATS_OK) return s;
     }
+    const natsStatus s = js_KeyValue(&kv_, js_, options_.kv_bucket.c_str());
+    if (s != NATS_OK) kv_ = nullptr;
+    return s;
+  }
+  bool kv_bound() const { return kv_ != nullptr; }
+  /// Forgets the binding (the bucket went away): the next put binds again.
+  void kv_unbind() {
+    if (kv_) kvStore_Destroy(kv_);
+    kv_ = nullptr;
+  }
+
+  /// Writes `value` under `key` in the bound bucket. NATS_OK or the error (the caller logs it).
+  natsStatus kv_put(const std::string& key, const std::string& value) {
     std::uint64_t rev = 0;
     return kvStore_Put(&rev, kv_, key.c_str(), value.data(), static_cast<int>(value.size()));
   }
@@ -287,7 +311,11 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
   const bool compact = options_.encoding == BusEncoding::compact;
   const bool use_kv = compact && !options_.kv_bucket.empty();
   auto next_kv = std::chrono::steady_clock::now();
-  bool kv_due = false;  // a full message was published since the last put
+  bool kv_due = false;  // a full message was published (or a reconnect made one due) since the put
+  // After a failed bind or put: the next attempt, at most one a reconnect_wait (a failing bucket
+  // costs at most one STREAM.INFO request, waiting at most connect_timeout, per reconnect_wait).
+  auto kv_retry_at = std::chrono::steady_clock::now();
+  bool kv_failing = false;                           // since the last failure, no put succeeded
   std::size_t drain_left = options_.queue_capacity;  // after stop(): what was queued, at most
 
   // Publishes one item; exceptions stay here (the thread must not die).
@@ -360,13 +388,22 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
     if (connected != was_connected) {
       if (connected) {
         log->info("NATS: {} {}", ever_connected ? "reconnected to" : "connected to", url);
+        // A consumer that lost its state (a fleet view restarted, a bucket lost with the
+        // server) gets it at once: a full message per probe next, and the state put now.
+        encoder.force_full();
+        kv_due = true;
+        kv_retry_at = now;
         log_once.clear("nats-connect " + url);
         log_once.clear("nats-disconnected " + url);
         log_once.clear("nats-publish " + url);
         ever_connected = true;
       } else if (conn.is_open() && log_once.first("nats-disconnected " + url)) {
-        log->warn("NATS: lost the connection to {}; reconnecting (keeping up to {} bytes)", url,
-                  options_.reconnect_buffer_bytes);
+        const std::string cause = conn.last_connection_error();
+        log->warn(
+            "NATS: lost the connection to {} ({}); reconnecting every {} ms (keeping up to {} "
+            "bytes)",
+            url, cause.empty() ? std::string("the connection ended") : cause,
+            options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
       }
       was_connected = connected;
       connected_ = connected;
@@ -382,23 +419,36 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
         item = queue->pop_for(kPollInterval);
       }
       if (item) handle(*item);
-      // The node's state in the bucket: at each full message, and at least every ttl / 3.
+      // The node's state in the bucket: at each full message, and at least every ttl / 3; after
+      // a failure, once a reconnect_wait (not while stopping: stop() must not wait for it).
       const auto t = std::chrono::steady_clock::now();
-      if (use_kv && connected && !encoder.last_fulls().empty() && (kv_due || t >= next_kv)) {
-        kv_due = false;
-        next_kv = t + options_.kv_ttl / 3;
-        const natsStatus ks = conn.kv_put(options_.host, encode_node_state(encoder.last_fulls()));
+      if (use_kv && connected && !encoder.last_fulls().empty() && (kv_due || t >= next_kv) &&
+          t >= kv_retry_at && !(stopping && kv_failing)) {
+        const bool binding = !conn.kv_bound();
+        natsStatus ks = conn.kv_bind();
+        if (ks == NATS_OK) ks = conn.kv_put(options_.host, encode_node_state(encoder.last_fulls()));
+        const auto done = std::chrono::steady_clock::now();
         if (ks == NATS_OK) {
+          kv_due = false;
+          next_kv = done + options_.kv_ttl / 3;
           ++kv_puts_;
+          if (kv_failing)
+            log->info("NATS: the node state is in the key-value bucket '{}' on {} again",
+                      options_.kv_bucket, url);
+          kv_failing = false;
           log_once.clear("nats-kv " + url);
         } else {
           ++kv_errors_;
+          kv_failing = true;
+          kv_retry_at = done + options_.reconnect_wait;
+          // The bucket may have gone (a server restarted with it in memory): bind again.
+          if (ks == NATS_NO_RESPONDERS || ks == NATS_NOT_FOUND) conn.kv_unbind();
           if (log_once.first("nats-kv " + url))
             log->warn(
-                "NATS: cannot keep the node state in the key-value bucket '{}' on {}: {} "
-                "(does the server run with JetStream, -js?); publishing goes on (logged "
-                "once)",
-                options_.kv_bucket, url, last_error(ks));
+                "NATS: cannot keep the node state in the key-value bucket on {}: {}; publishing "
+                "goes on, retrying every {} ms (counted in kv_errors; logged once until it "
+                "works)",
+                url, kv_failure_text(ks, options_, binding), options_.reconnect_wait.count());
         }
       }
     } catch (const std::exception& e) {

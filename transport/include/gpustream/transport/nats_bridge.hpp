@@ -12,8 +12,7 @@
 // document /api/v1/snapshot lists (gpustream/1 with its `node`, docs/protocol.md "NATS bridge"),
 // and published on `<prefix>.<node>.<probe>`, where node and probe are sanitized to
 // [A-Za-z0-9_-] (anything else becomes '_'). In the compact encoding the node's last full
-// messages are also kept in a JetStream key-value bucket (kv_bucket), when the server has
-// JetStream.
+// messages are also kept in a JetStream key-value bucket (kv_bucket), when it exists.
 //
 // Delivery is at most once. The bridge is a drop_oldest subscriber of the channel with its own
 // bounded queue: the publisher never waits for NATS, and when the bridge falls behind the oldest
@@ -70,9 +69,12 @@ struct NatsBridgeOptions {
   BusEncoding encoding = BusEncoding::compact;
   std::uint32_t full_every = 10;  // compact: one message in this many per probe is a full one
   /// compact: the JetStream key-value bucket that keeps each node's last full messages (key: the
-  /// node name), so that a consumer that starts sees every node at once; empty: none. The bucket
-  /// is created when missing, with `kv_ttl` as its time-to-live; the bridge writes its key at
-  /// every full message and at least every kv_ttl / 3.
+  /// node name), so that a consumer that starts sees every node at once; empty: none. The bridge
+  /// never creates it (the fleet view or an admin does): while it is missing, each attempt is a
+  /// kv_error, logged once until a put works, retried at most once a reconnect_wait; the bus
+  /// messages go on. The bridge writes its key at every full message, at least every
+  /// kv_ttl / 3 (kv_ttl: the bucket's time-to-live, or less), and at once after each
+  /// (re)connect, when it also makes the next message of every probe a full one.
   std::string kv_bucket = "gpustream_nodes";
   std::chrono::milliseconds kv_ttl{30000};
   std::size_t queue_capacity = 256;  // snapshots waiting for the bridge (drop_oldest)
@@ -92,7 +94,7 @@ struct NatsBridgeStats {
   std::uint64_t reconnects = 0;      // reconnects, as libnats counts them
   std::uint64_t bytes = 0;           // payload bytes published (the bus cost)
   std::uint64_t kv_puts = 0;         // node states written to the key-value bucket
-  std::uint64_t kv_errors = 0;       // ... refused (no JetStream, bucket error, timeout)
+  std::uint64_t kv_errors = 0;       // ... failed (no bucket, no JetStream, refused, timeout)
   bool connected = false;            // connected to a server now
 };
 

@@ -73,6 +73,14 @@ const std::vector<FlagRow<ServeOptions>>& serve_flag_table() {
        "every third of it (default 30; the agent never creates the bucket: gpustream fleet "
        "--kv-ttl does)",
        &ServeOptions::nats_kv_ttl_seconds, CLI::Range(1.0, 86400.0)},
+      {"--nats-unhealthy-after", "nats_unhealthy_after_seconds",
+       "/healthz answers 503 once the agent has not been connected to NATS for this many "
+       "seconds (default 10)",
+       &ServeOptions::nats_unhealthy_after_seconds, CLI::Range(0.1, 86400.0)},
+      {"--health", "health",
+       "A headless agent's listener at HOST:PORT answering only /healthz and /metrics (the "
+       "--token rules apply to /metrics), e.g. 127.0.0.1:9101; with --listen off and no --tcp",
+       &ServeOptions::health, std::nullopt},
   };
   return rows;
 }
@@ -113,6 +121,18 @@ int run_serve(Config config, const ServeOptions& o) {
     nats_auth = make_nats_auth(o.nats_auth);
     if (!so.http && !so.tcp && o.nats.empty())
       throw ConfigError("nothing to serve: --listen off, no --tcp and no --nats");
+    if (!o.health.empty() && o.health != "off") {
+      if (so.http || so.tcp)
+        throw ConfigError(
+            "--health is a headless agent's listener: give it with --listen off and no --tcp "
+            "(the --listen listener answers /healthz and /metrics already)");
+      try {
+        so.http = transport::parse_listen_address(o.health);
+      } catch (const std::exception& e) {
+        throw ConfigError(std::string("--health: ") + e.what());
+      }
+      so.health_only = true;
+    }
   } catch (const ConfigError& e) {
     std::cerr << "gpustream: " << e.what() << "\n";
     return kExitUsage;
@@ -138,15 +158,9 @@ int run_serve(Config config, const ServeOptions& o) {
   }
   boost::asio::io_context io;
   Telemetry telemetry(std::move(config), probe_factory());  // probes on their own io thread
-  std::unique_ptr<transport::Server> server;  // none for a headless agent (--listen off, --nats)
-  if (so.http || so.tcp) {
-    server = std::make_unique<transport::Server>(io.get_executor(), telemetry.channel(), so,
-                                                 [&telemetry] { return telemetry.stats(); });
-    if (!start_server(*server)) return kExitFailure;
-    announce_listening(*server, !so.token.empty(), {"dashboard", "/", ", metrics at /metrics"});
-  }
-
 #if defined(GPUSTREAM_HAS_NATS)
+  // Made before the server, whose /metrics, /api/v1/stats and /healthz read its counters, and
+  // destroyed after it.
   std::unique_ptr<transport::NatsBridge> nats;  // connects (and reconnects) in the background
   if (!o.nats.empty()) {
     transport::NatsBridgeOptions no;
@@ -160,6 +174,30 @@ int run_serve(Config config, const ServeOptions& o) {
     no.kv_bucket = o.nats_kv_bucket == "off" ? std::string() : o.nats_kv_bucket;
     no.kv_ttl = millis_of_seconds(o.nats_kv_ttl_seconds);
     nats = std::make_unique<transport::NatsBridge>(telemetry.channel(), std::move(no));
+    const transport::NatsBridge* bridge = nats.get();
+    so.extra_metrics = [bridge, probes = std::move(so.extra_metrics)] {
+      return (probes ? probes() : std::string()) + transport::nats_bridge_metrics(bridge->stats());
+    };
+    so.extra_stats = [bridge] {
+      return "\"nats\":{" + transport::nats_bridge_stats_json(bridge->stats()) + "}";
+    };
+    so.extra_health = [bridge, bound = millis_of_seconds(o.nats_unhealthy_after_seconds)] {
+      return transport::nats_health_error(bridge->stats(), bound);
+    };
+  }
+#endif
+  std::unique_ptr<transport::Server> server;  // none for a headless agent (--listen off, --nats)
+  if (so.http || so.tcp) {
+    server = std::make_unique<transport::Server>(io.get_executor(), telemetry.channel(), so,
+                                                 [&telemetry] { return telemetry.stats(); });
+    if (!start_server(*server)) return kExitFailure;
+    announce_listening(*server, !so.token.empty(),
+                       so.health_only ? DashboardLine{"health", "/healthz", ", metrics at /metrics"}
+                                      : DashboardLine{"dashboard", "/", ", metrics at /metrics"});
+  }
+
+#if defined(GPUSTREAM_HAS_NATS)
+  if (nats) {
     nats->start();
     std::cerr << "gpustream: publishing to NATS " << transport::redact_url_credentials(o.nats)
               << " as " << nats->subject_wildcard() << " (node " << nats->options().host << ", "

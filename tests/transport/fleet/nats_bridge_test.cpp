@@ -30,6 +30,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
 
 #include "gpustream/channel.hpp"
 #include "gpustream/json.hpp"
@@ -364,6 +365,8 @@ TEST(NatsBridge, NothingListeningIsLoggedOnceAndNeverBlocksTheChannel) {
   }));
   EXPECT_FALSE(bridge.stats().connected);
   ASSERT_TRUE(wait_for([&] { return logs.count("cannot connect to " + o.url) > 0; }));
+  EXPECT_EQ(bridge.stats().outages, 1u);  // one, however many attempts
+  EXPECT_GT(bridge.stats().disconnected_for.count(), 0);
   bridge.stop();  // returns although nothing ever answered
   EXPECT_EQ(logs.count("cannot connect to " + o.url), 1u) << logs.out.str();
   EXPECT_FALSE(bridge.stats().connected);
@@ -660,11 +663,53 @@ TEST(NatsBridge, AfterAServerRestartItSendsFullsAtOnceAndPutsItsStateWhenTheBuck
   const auto state = bucket->get("test_host");
   ASSERT_TRUE(state);
   EXPECT_EQ(decode_node_state(*state).size(), 1u);
+  EXPECT_EQ(bridge.stats().outages, 1u);  // one restart: one outage, however many attempts
+  EXPECT_TRUE(bridge.stats().connected);
+  EXPECT_EQ(bridge.stats().disconnected_for.count(), 0);
   bridge.stop();
   EXPECT_EQ(logs.count("lost the connection to " + o.url), 1u) << logs.out.str();
   EXPECT_EQ(logs.count("reconnected to " + o.url), 1u) << logs.out.str();
   EXPECT_EQ(logs.count("does not exist"), 1u) << logs.out.str();
   EXPECT_GE(bridge.stats().reconnects, 1u);
+}
+
+// An agent is unhealthy once it has not been connected for longer than the bound, and says how
+// long; its counters are Prometheus families and JSON members (the numbers here are made up).
+TEST(NatsBridge, HealthMetricsAndStatsSayTheState) {
+  NatsBridgeStats s;
+  s.connected = true;
+  EXPECT_FALSE(nats_health_error(s, std::chrono::seconds(10)));
+  s.connected = false;
+  s.disconnected_for = std::chrono::milliseconds(10000);
+  EXPECT_FALSE(nats_health_error(s, std::chrono::seconds(10)));  // at the bound: still healthy
+  s.disconnected_for = std::chrono::milliseconds(12345);
+  const auto why = nats_health_error(s, std::chrono::seconds(10));
+  ASSERT_TRUE(why);
+  EXPECT_EQ(*why, "NATS disconnected for 12.345 s (more than 10.000 s)");
+
+  s.outages = 2;
+  s.reconnects = 3;
+  s.published = 40;
+  s.bytes = 5000;
+  s.publish_errors = 6;
+  s.dropped = 7;
+  s.kv_puts = 8;
+  s.kv_errors = 9;
+  const auto text = nats_bridge_metrics(s);
+  for (const char* line :
+       {"gpustream_nats_connected 0\n", "gpustream_nats_disconnected_seconds 12.345",
+        "gpustream_nats_outages_total 2\n", "gpustream_nats_reconnects_total 3\n",
+        "gpustream_nats_published_total 40\n", "gpustream_nats_published_bytes_total 5000\n",
+        "gpustream_nats_publish_errors_total 6\n", "gpustream_nats_dropped_total 7\n",
+        "gpustream_nats_kv_puts_total 8\n", "gpustream_nats_kv_write_failures_total 9\n",
+        "# TYPE gpustream_nats_outages_total counter\n", "# TYPE gpustream_nats_connected gauge\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
+  const auto doc = boost::json::parse("{" + nats_bridge_stats_json(s) + "}").as_object();
+  EXPECT_EQ(doc.at("connected"), false);
+  EXPECT_EQ(doc.at("disconnected_ms"), 12345);
+  EXPECT_EQ(doc.at("outages"), 2);
+  EXPECT_EQ(doc.at("published_bytes"), 5000);
+  EXPECT_EQ(doc.at("kv_write_failures"), 9);
 }
 
 /// A new FleetView reads the whole bucket in the background after start() returns, in one pass

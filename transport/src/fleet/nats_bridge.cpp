@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <optional>
 #include <utility>
 #include <variant>
@@ -261,6 +262,8 @@ void NatsBridge::start() {
   so.capacity = options_.queue_capacity;
   queue_ = channel_.subscribe_queue(so);
   stopping_ = false;
+  if (!connected_.load())
+    down_since_ns_ = std::chrono::steady_clock::now().time_since_epoch().count();
   thread_ = std::thread([this, q = queue_] { run(q); });
 }
 
@@ -288,7 +291,65 @@ NatsBridgeStats NatsBridge::stats() const {
   s.kv_puts = kv_puts_.load();
   s.kv_errors = kv_errors_.load();
   s.connected = connected_.load();
+  s.outages = outages_.load();
+  if (const auto since = down_since_ns_.load(); since != 0 && !s.connected) {
+    const auto now = std::chrono::steady_clock::now().time_since_epoch();
+    s.disconnected_for = std::chrono::duration_cast<std::chrono::milliseconds>(
+        now - std::chrono::nanoseconds(since));
+  }
   return s;
+}
+
+std::string nats_bridge_metrics(const NatsBridgeStats& s) {
+  std::string out;
+  const auto family = [&](const char* name, const char* type, const char* help, auto value) {
+    out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
+           name + " " + std::to_string(value) + "\n";
+  };
+  family("gpustream_nats_connected", "gauge", "1 when the NATS bridge is connected to a server.",
+         s.connected ? 1 : 0);
+  family("gpustream_nats_disconnected_seconds", "gauge",
+         "Seconds the NATS bridge has not been connected (0 when connected).",
+         static_cast<double>(s.disconnected_for.count()) / 1000.0);
+  family("gpustream_nats_outages_total", "counter",
+         "NATS outages: the connection lost, or a first connect that failed.", s.outages);
+  family("gpustream_nats_reconnects_total", "counter",
+         "Reconnects to NATS, as libnats counts them.", s.reconnects);
+  family("gpustream_nats_published_total", "counter", "Snapshots handed to NATS.", s.published);
+  family("gpustream_nats_published_bytes_total", "counter", "Payload bytes published on NATS.",
+         s.bytes);
+  family("gpustream_nats_publish_errors_total", "counter",
+         "Snapshots NATS refused (not connected, the reconnect buffer full, encoding).",
+         s.publish_errors);
+  family("gpustream_nats_dropped_total", "counter",
+         "Snapshots the NATS bridge's queue dropped (it fell behind).", s.dropped);
+  family("gpustream_nats_kv_puts_total", "counter", "Node states written to the key-value bucket.",
+         s.kv_puts);
+  family("gpustream_nats_kv_write_failures_total", "counter",
+         "Failed writes of the node state (no bucket, no JetStream, refused, timeout).",
+         s.kv_errors);
+  return out;
+}
+
+std::string nats_bridge_stats_json(const NatsBridgeStats& s) {
+  const auto n = [](std::uint64_t v) { return std::to_string(v); };
+  return std::string("\"connected\":") + (s.connected ? "true" : "false") +
+         ",\"disconnected_ms\":" + std::to_string(s.disconnected_for.count()) +
+         ",\"outages\":" + n(s.outages) + ",\"reconnects\":" + n(s.reconnects) +
+         ",\"published\":" + n(s.published) + ",\"published_bytes\":" + n(s.bytes) +
+         ",\"publish_errors\":" + n(s.publish_errors) + ",\"dropped\":" + n(s.dropped) +
+         ",\"kv_puts\":" + n(s.kv_puts) + ",\"kv_write_failures\":" + n(s.kv_errors);
+}
+
+std::optional<std::string> nats_health_error(const NatsBridgeStats& s,
+                                             std::chrono::milliseconds bound) {
+  if (s.connected || s.disconnected_for <= bound) return std::nullopt;
+  const auto secs = [](std::chrono::milliseconds d) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.3f s", static_cast<double>(d.count()) / 1000.0);
+    return std::string(text);
+  };
+  return "NATS disconnected for " + secs(s.disconnected_for) + " (more than " + secs(bound) + ")";
 }
 
 std::string NatsBridge::subject_for(std::string_view probe) const {
@@ -305,6 +366,12 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
   auto next_open = std::chrono::steady_clock::now();
   bool was_connected = false;
   bool ever_connected = false;
+  bool in_outage = false;  // counted in outages_ since the last time it was connected
+  const auto outage = [&] {
+    if (in_outage) return;
+    in_outage = true;
+    ++outages_;
+  };
   std::uint64_t base_reconnects = reconnects_.load();
   std::string body;
   BusEncoder encoder(options_.host, std::string(kServerName), {.full_every = options_.full_every});
@@ -367,11 +434,15 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
       std::string error;
       bool pending = false;
       if (!conn.open(error, pending)) {
+        outage();
         next_open = now + options_.reconnect_wait;
         if (log_once.first("nats-connect " + url))
           log->error("NATS: cannot use {}: {}; retrying every {} ms", url, error,
                      options_.reconnect_wait.count());
-      } else if (pending && log_once.first("nats-connect " + url)) {
+      } else if (pending) {
+        outage();
+      }
+      if (pending && log_once.first("nats-connect " + url)) {
         const std::string cause = conn.diagnose();  // once an outage: a refusal is not silence
         log->warn(
             "NATS: cannot connect to {} ({}); retrying in the background every {} ms, keeping "
@@ -397,13 +468,19 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
         log_once.clear("nats-disconnected " + url);
         log_once.clear("nats-publish " + url);
         ever_connected = true;
-      } else if (conn.is_open() && log_once.first("nats-disconnected " + url)) {
-        const std::string cause = conn.last_connection_error();
-        log->warn(
-            "NATS: lost the connection to {} ({}); reconnecting every {} ms (keeping up to {} "
-            "bytes)",
-            url, cause.empty() ? std::string("the connection ended") : cause,
-            options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
+        in_outage = false;
+        down_since_ns_ = 0;
+      } else {
+        outage();
+        down_since_ns_ = now.time_since_epoch().count();
+        if (conn.is_open() && log_once.first("nats-disconnected " + url)) {
+          const std::string cause = conn.last_connection_error();
+          log->warn(
+              "NATS: lost the connection to {} ({}); reconnecting every {} ms (keeping up to {} "
+              "bytes)",
+              url, cause.empty() ? std::string("the connection ended") : cause,
+              options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
+        }
       }
       was_connected = connected;
       connected_ = connected;
@@ -458,6 +535,7 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
   }
   conn.close();  // flushes (bounded) while connected, then destroys
   connected_ = false;
+  down_since_ns_ = 0;
 }
 
 }  // namespace gpustream::transport

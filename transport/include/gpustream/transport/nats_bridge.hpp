@@ -42,6 +42,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -95,8 +96,25 @@ struct NatsBridgeStats {
   std::uint64_t bytes = 0;           // payload bytes published (the bus cost)
   std::uint64_t kv_puts = 0;         // node states written to the key-value bucket
   std::uint64_t kv_errors = 0;       // ... failed (no bucket, no JetStream, refused, timeout)
-  bool connected = false;            // connected to a server now
+  /// Outages: the connection lost after being up, or a first connect that did not succeed at
+  /// once (each counted once however many reconnect attempts it takes).
+  std::uint64_t outages = 0;
+  bool connected = false;  // connected to a server now
+  /// How long the bridge has not been connected (since start() when it never was); 0 when
+  /// connected or not running.
+  std::chrono::milliseconds disconnected_for{0};
 };
+
+/// The bridge's counters as Prometheus text (gpustream_nats_* families: connected,
+/// disconnected_seconds, outages, reconnects, published, published_bytes, publish_errors,
+/// dropped, kv_puts, kv_write_failures; docs/operations.md).
+std::string nats_bridge_metrics(const NatsBridgeStats& s);
+/// The same as the members of a JSON object (`"connected":true,...`), for /api/v1/stats.
+std::string nats_bridge_stats_json(const NatsBridgeStats& s);
+/// Why an agent is unhealthy: not connected to NATS for longer than `bound` (the words say how
+/// long and the bound); nullopt when healthy.
+std::optional<std::string> nats_health_error(const NatsBridgeStats& s,
+                                             std::chrono::milliseconds bound);
 
 /// `s` with every character outside [A-Za-z0-9_-] replaced by '_'; "_" when empty.
 std::string sanitize_subject_token(std::string_view s);
@@ -140,7 +158,10 @@ class NatsBridge {
   std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::uint64_t> kv_puts_{0};
   std::atomic<std::uint64_t> kv_errors_{0};
+  std::atomic<std::uint64_t> outages_{0};
   std::atomic<bool> connected_{false};
+  /// steady_clock nanoseconds since when the bridge is not connected; 0: connected or stopped.
+  std::atomic<std::int64_t> down_since_ns_{0};
 };
 
 }  // namespace gpustream::transport

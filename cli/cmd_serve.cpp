@@ -1,4 +1,5 @@
 // gpustream serve — the Telemetry's channel behind a transport::Server, until a signal.
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <utility>
@@ -97,6 +98,38 @@ void check_bus_flags(const ServeOptions& o) {
       throw ConfigError("--nats-kv-bucket: a bucket name is made of letters, digits, '_' and '-'");
 }
 
+#if defined(GPUSTREAM_HAS_NATS)
+/// SIGHUP: the NATS credential files read again (make_nats_auth) and, when they changed, given
+/// to the bridge (NatsBridge::set_auth: swapped only once they connect). A file that cannot be
+/// read keeps the current credentials and says why.
+std::function<void(transport::NatsBridge&)> reload_nats_credentials(NatsAuthFlags flags,
+                                                                    transport::NatsAuth current) {
+  auto last = std::make_shared<transport::NatsAuth>(std::move(current));
+  return [flags = std::move(flags), last](transport::NatsBridge& bridge) {
+    transport::NatsAuth next;
+    try {
+      next = make_nats_auth(flags);
+    } catch (const std::exception& e) {
+      std::cerr << "gpustream: SIGHUP: cannot reload the NATS credentials: "
+                << terminal_safe(e.what()) << "; the current ones stay\n";
+      return;
+    }
+    if (next == *last) {
+      std::cerr << "gpustream: SIGHUP: the NATS credential files are unchanged\n";
+      return;
+    }
+    if (const auto err = bridge.set_auth(next); !err.empty()) {
+      std::cerr << "gpustream: SIGHUP: the new NATS credentials are refused: " << terminal_safe(err)
+                << "; the current ones stay\n";
+      return;
+    }
+    *last = std::move(next);
+    std::cerr << "gpustream: SIGHUP: new NATS credentials read; the connection is replaced once "
+                 "they connect (the log says so)\n";
+  };
+}
+#endif
+
 }  // namespace
 
 void add_serve_options(CLI::App& sub, ServeOptions& o) {
@@ -159,12 +192,14 @@ int run_serve(Config config, const ServeOptions& o) {
   boost::asio::io_context io;
   Telemetry telemetry(std::move(config), probe_factory());  // probes on their own io thread
 #if defined(GPUSTREAM_HAS_NATS)
+  transport::NatsAuth nats_auth_at_start;  // what SIGHUP compares the re-read files with
   // Made before the server, whose /metrics, /api/v1/stats and /healthz read its counters, and
   // destroyed after it.
   std::unique_ptr<transport::NatsBridge> nats;  // connects (and reconnects) in the background
   if (!o.nats.empty()) {
     transport::NatsBridgeOptions no;
     no.url = o.nats;
+    nats_auth_at_start = nats_auth;
     no.auth = std::move(nats_auth);
     no.host = o.node;
     no.subject_prefix = o.nats_prefix;
@@ -217,10 +252,21 @@ int run_serve(Config config, const ServeOptions& o) {
     else
       io.stop();
   };
-  const auto reload = server ? reload_on_hangup(*server, o.server.token_file, so.token) : [] {
-    std::cerr << "gpustream: SIGHUP: nothing to reload (no listener); other settings take "
-                 "effect on a restart\n";
-  };
+  std::function<void()> reload;
+  if (server) reload = reload_on_hangup(*server, o.server.token_file, so.token);
+#if defined(GPUSTREAM_HAS_NATS)
+  if (nats)
+    reload = [token_reload = std::move(reload), bridge = nats.get(),
+              reload_nats = reload_nats_credentials(o.nats_auth, nats_auth_at_start)] {
+      if (token_reload) token_reload();
+      reload_nats(*bridge);
+    };
+#endif
+  if (!reload)
+    reload = [] {
+      std::cerr << "gpustream: SIGHUP: nothing to reload (no listener); other settings take "
+                   "effect on a restart\n";
+    };
   signal_stop.run(stop_all, stop_all, reload);
 #if defined(GPUSTREAM_HAS_NATS)
   if (nats) nats->stop();  // publishes what is queued, flushes (bounded)

@@ -5,7 +5,8 @@ says so), /metrics (token rules as the server's) carries gpustream_nats_*; anyth
 kill -9 and restart nats-server on the same port: the agent says once that it lost it and once
 that it is back, counts one outage, keeps publishing, says once that the bucket (gone with the
 memory store) is missing, and puts its state as soon as an admin recreates it. A listening
-agent's /api/v1/stats has a "nats" object. Exit 0 on success, 1 with a FAIL line otherwise."""
+agent's /api/v1/stats has a "nats" object. SIGHUP re-reads the NATS password file: a rotated
+password is used. Exit 0 on success, 1 with a FAIL line otherwise."""
 import argparse
 import json
 import os
@@ -171,10 +172,55 @@ def main():
             fail(f"/api/v1/stats nats: {s}")
         print("/api/v1/stats nats:", s, flush=True)
 
+        # SIGHUP reloads the NATS credentials: the password rotated on the server (restarted
+        # with the new one), the agent refused, the new password written to its file, SIGHUP:
+        # connected again, with the new one.
+        auth_port = free_port()
+        conf = os.path.join(folder, "auth.conf")
+
+        def auth_server(password):
+            with open(conf, "w") as f:
+                f.write(f"listen: 127.0.0.1:{auth_port}\n"
+                        f'authorization {{ users = [ {{ user: a3, password: "{password}" }} ] }}\n')
+            proc = subprocess.Popen([NATS_SERVER, "-c", conf], stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            wait_for_port(auth_port, proc)
+            servers.append(proc)
+            return proc
+
+        srv = auth_server("first-pw-77")
+        pw = write_secret(folder, "a3.pw", "first-pw-77")
+        rotated = Proc([g, "serve", "--listen", "off", "--nats", f"nats://127.0.0.1:{auth_port}",
+                        "--node", "a3", "--simulate", "1", "--probes", "simulated",
+                        "--interval", "0.2", "--nats-kv-bucket", "off", "--nats-user", "a3",
+                        "--nats-password-file", pw])
+        procs.append(rotated)
+        rotated.wait_line("the agent connects", "NATS: connected to")
+        rotated.proc.send_signal(signal.SIGHUP)
+        rotated.wait_line("an unchanged file", "the NATS credential files are unchanged")
+        srv.kill()
+        srv.wait()
+        auth_server("second-pw-88")
+        rotated.wait_line("the old password refused", "Authorization Violation")
+        write_secret(folder, "a3.pw", "second-pw-88")
+        rotated.proc.send_signal(signal.SIGHUP)
+        rotated.wait_line("the new credentials read", "SIGHUP: new NATS credentials read")
+        # Connected again: a message on its subject.
+        watcher = RawNats(auth_port, user="a3", password="second-pw-88")
+        watcher.subscribe("gpustream.a3.>")
+        watcher.next_message(timeout=10)
+        watcher.close()
+        if rotated.proc.poll() is not None:
+            fail(f"the agent exited on SIGHUP:\n{rotated.text()}")
+        print("SIGHUP: the rotated NATS password is used", flush=True)
+
         for proc in procs:
             rc = proc.stop()
             if rc != 0:
                 fail(f"exit {rc} after SIGTERM:\n{proc.text()}")
+        text = "".join(p.text() for p in procs)
+        if "first-pw-77" in text or "second-pw-88" in text:
+            fail("a password in a log")
         print("PASS")
     finally:
         for proc in procs:

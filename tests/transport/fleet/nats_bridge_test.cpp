@@ -431,6 +431,75 @@ TEST(NatsBridge, ARefusedPasswordIsNamedOnceAndTheBridgeConnectsOnceItIsAccepted
   EXPECT_EQ(logs.count("Authorization Violation"), 1u) << logs.out.str();
 }
 
+// set_auth() (a SIGHUP reload): an inconsistent auth is refused at once; credentials the server
+// refuses leave the current connection in place (publishing goes on); good ones replace it, and
+// are the ones used from then on (the server restarted without the old user: it reconnects).
+TEST(NatsBridge, NewCredentialsReplaceTheConnectionOnlyOnceTheyConnect) {
+  gpustream::test::TempTree dir;
+  const auto port = free_port();
+  const auto config = [&](bool with_old) {
+    return dir.file("nats.conf", "listen: 127.0.0.1:" + std::to_string(port) +
+                                     "\nauthorization { users = [ { user: sub, password: sub }, " +
+                                     (with_old ? "{ user: old, password: old-pw }, " : "") +
+                                     "{ user: new, password: new-pw } ] }\n");
+  };
+  auto server = std::make_unique<NatsServer>(NatsServer::with_config(port, config(true)));
+  ASSERT_TRUE(server->start());
+  const std::string sub_url = "nats://sub:sub@127.0.0.1:" + std::to_string(port);
+  Subscriber sub(sub_url);
+  ASSERT_TRUE(sub.ok());
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = options_for(server->url());
+  o.kv_bucket.clear();
+  o.auth.user = "old";
+  o.auth.password = "old-pw";
+  NatsBridge bridge(channel, o);
+  bridge.start();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+  const auto delivered = [&] {
+    const auto s = channel.publish(make_snapshot("sim"));
+    std::optional<Subscriber::Received> got;
+    while ((got = sub.next()) && got->snapshot.sequence != s->sequence) {}
+    return got.has_value();
+  };
+  ASSERT_TRUE(delivered());
+
+  NatsAuth inconsistent;
+  inconsistent.user = "new";  // no password
+  EXPECT_NE(bridge.set_auth(inconsistent), "");
+
+  NatsAuth wrong;
+  wrong.user = "new";
+  wrong.password = "not-it";
+  EXPECT_EQ(bridge.set_auth(wrong), "");
+  ASSERT_TRUE(wait_for([&] { return logs.count("the new credentials do not connect") > 0; }))
+      << logs.out.str();
+  EXPECT_NE(logs.out.str().find("Authorization Violation"), std::string::npos) << logs.out.str();
+  EXPECT_TRUE(bridge.stats().connected);
+  EXPECT_TRUE(delivered()) << "the old connection was not kept";
+
+  NatsAuth good;
+  good.user = "new";
+  good.password = "new-pw";
+  EXPECT_EQ(bridge.set_auth(good), "");
+  ASSERT_TRUE(wait_for([&] { return logs.count("with the new credentials") > 0; }))
+      << logs.out.str();
+  EXPECT_TRUE(delivered());
+
+  server->stop();  // back without the old user: only the new credentials connect
+  server = std::make_unique<NatsServer>(NatsServer::with_config(port, config(false)));
+  ASSERT_TRUE(server->start());
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected && sub.connected(); }))
+      << logs.out.str();
+  ASSERT_TRUE(sub.flush());
+  EXPECT_TRUE(delivered());
+  bridge.stop();
+  for (const char* secret : {"old-pw", "new-pw", "not-it"})
+    EXPECT_EQ(logs.out.str().find(secret), std::string::npos) << "a secret in the log";
+}
+
 /// Puts `value` under `key` in `bucket` (created in memory, history 1, when missing).
 class Bucket {
  public:

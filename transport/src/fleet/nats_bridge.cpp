@@ -76,7 +76,7 @@ std::string kv_failure_text(natsStatus s, const NatsBridgeOptions& o, bool bindi
 /// Owns the libnats connection of one run of the worker thread.
 class NatsConnection {
  public:
-  explicit NatsConnection(const NatsBridgeOptions& o) : options_(o) {}
+  explicit NatsConnection(NatsBridgeOptions o) : options_(std::move(o)) {}
   ~NatsConnection() { close(); }
   NatsConnection(const NatsConnection&) = delete;
   NatsConnection& operator=(const NatsConnection&) = delete;
@@ -95,6 +95,24 @@ class NatsConnection {
     natsOptions_Destroy(opts);
     if (s != NATS_OK) {
       error = last_error(s);
+      if (nc_) natsConnection_Destroy(nc_);
+      nc_ = nullptr;
+      return false;
+    }
+    natsStatistics_Create(&stats_);
+    return true;
+  }
+
+  /// Connects now, on the calling thread (at most about connect_timeout), and then reconnects by
+  /// itself like open()'s. False with `error` (the server's or TLS's words; "no server answers")
+  /// when it cannot connect now.
+  bool open_now(std::string& error) {
+    natsOptions* opts = make_options(true, error, /*retry_first=*/false);
+    if (!opts) return false;
+    const natsStatus s = natsConnection_Connect(&nc_, opts);
+    natsOptions_Destroy(opts);
+    if (s != NATS_OK) {
+      error = s == NATS_NO_SERVER ? std::string("no server answers") : last_error(s);
       if (nc_) natsConnection_Destroy(nc_);
       nc_ = nullptr;
       return false;
@@ -190,7 +208,7 @@ class NatsConnection {
  private:
   /// The connection's options (to destroy), or null with `error` set. `retry`: a first connect
   /// that fails is retried in the background (the bridge's connection) rather than returned.
-  natsOptions* make_options(bool retry, std::string& error) const {
+  natsOptions* make_options(bool retry, std::string& error, bool retry_first = true) const {
     natsOptions* opts = nullptr;
     natsStatus s = natsOptions_Create(&opts);
     if (s == NATS_OK) s = natsOptions_SetURL(opts, options_.url.c_str());
@@ -203,7 +221,7 @@ class NatsConnection {
           opts, clamp_int(static_cast<std::int64_t>(options_.reconnect_buffer_bytes)));
     if (s == NATS_OK && options_.write_deadline.count() > 0)
       s = natsOptions_SetWriteDeadline(opts, options_.write_deadline.count());
-    if (s == NATS_OK && retry)
+    if (s == NATS_OK && retry && retry_first)
       s = natsOptions_SetRetryOnFailedConnect(opts, true, on_connected, nullptr);
     if (s != NATS_OK) {
       error = last_error(s);
@@ -214,7 +232,7 @@ class NatsConnection {
     return nullptr;
   }
 
-  const NatsBridgeOptions& options_;
+  NatsBridgeOptions options_;  // a copy: set_auth() gives the next connection other credentials
   natsConnection* nc_ = nullptr;
   natsStatistics* stats_ = nullptr;
   jsCtx* js_ = nullptr;
@@ -352,6 +370,16 @@ std::optional<std::string> nats_health_error(const NatsBridgeStats& s,
   return "NATS disconnected for " + secs(s.disconnected_for) + " (more than " + secs(bound) + ")";
 }
 
+std::string NatsBridge::set_auth(NatsAuth auth) {
+  if (auto err = nats_auth_error(auth); !err.empty()) return err;
+  if (auth.inbox_prefix.empty())
+    auth.inbox_prefix = std::string(kDefaultInboxRoot) + "." + options_.host;
+  std::lock_guard lock(auth_mu_);
+  auth_ = std::move(auth);
+  auth_changed_ = true;  // the running thread (or the next start()) takes it
+  return {};
+}
+
 std::string NatsBridge::subject_for(std::string_view probe) const {
   return subject_head_ + sanitize_subject_token(probe);
 }
@@ -362,7 +390,13 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
   static LogOnce log_once;  // process-wide: one bridge per URL is the norm
   auto log = logger();
   const std::string url = redact_url_credentials(options_.url);  // for logs: no credentials
-  NatsConnection conn(options_);
+  NatsBridgeOptions live = options_;  // the connection's options: set_auth() changes the auth
+  {
+    std::lock_guard lock(auth_mu_);
+    if (auth_) live.auth = *auth_;
+    auth_changed_ = false;
+  }
+  auto conn = std::make_unique<NatsConnection>(live);
   auto next_open = std::chrono::steady_clock::now();
   bool was_connected = false;
   bool ever_connected = false;
@@ -393,7 +427,7 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
     }
     const auto& snap = std::get<SnapshotPtr>(item);
     if (!snap) return;
-    if (!conn.is_open()) {
+    if (!conn->is_open()) {
       ++publish_errors_;
       return;
     }
@@ -415,7 +449,7 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
       return;
     }
     const std::string subject = subject_for(snap->probe);
-    const natsStatus s = conn.publish(subject, body);
+    const natsStatus s = conn->publish(subject, body);
     if (s == NATS_OK) {
       ++published_;
       bytes_ += body.size();
@@ -430,10 +464,43 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
   while (true) {
     const bool stopping = stopping_.load();
     const auto now = std::chrono::steady_clock::now();
-    if (!conn.is_open() && !stopping && now >= next_open) {
+    if (auth_changed_.exchange(false) && !stopping) {  // set_auth(): new credentials
+      NatsBridgeOptions next = live;
+      {
+        std::lock_guard lock(auth_mu_);
+        next.auth = *auth_;
+      }
+      if (!conn->connected()) {  // nothing to keep: the new credentials from the next attempt
+        base_reconnects += conn->reconnects();
+        conn = std::make_unique<NatsConnection>(next);
+        live = std::move(next);
+        next_open = now;
+        log_once.clear("nats-connect " + url);
+        log->info("NATS: new credentials for {}: used from the next connect attempt", url);
+      } else {
+        auto fresh = std::make_unique<NatsConnection>(next);
+        std::string error;
+        if (fresh->open_now(error)) {
+          base_reconnects += conn->reconnects();
+          conn = std::move(fresh);  // the old one flushes what it holds, then closes
+          live = std::move(next);
+          encoder.force_full();  // the same rule as a reconnect
+          kv_due = true;
+          kv_retry_at = now;
+          log->info("NATS: connected to {} with the new credentials (the old connection closed)",
+                    url);
+        } else {
+          log->warn(
+              "NATS: the new credentials do not connect to {} ({}); keeping the connection made "
+              "with the old ones",
+              url, error);
+        }
+      }
+    }
+    if (!conn->is_open() && !stopping && now >= next_open) {
       std::string error;
       bool pending = false;
-      if (!conn.open(error, pending)) {
+      if (!conn->open(error, pending)) {
         outage();
         next_open = now + options_.reconnect_wait;
         if (log_once.first("nats-connect " + url))
@@ -443,7 +510,7 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
         outage();
       }
       if (pending && log_once.first("nats-connect " + url)) {
-        const std::string cause = conn.diagnose();  // once an outage: a refusal is not silence
+        const std::string cause = conn->diagnose();  // once an outage: a refusal is not silence
         log->warn(
             "NATS: cannot connect to {} ({}); retrying in the background every {} ms, keeping "
             "up to {} bytes meanwhile",
@@ -451,11 +518,11 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
             options_.reconnect_wait.count(), options_.reconnect_buffer_bytes);
       }
     }
-    if (conn.closed() && !stopping) {  // libnats gave up (an authorization error twice)
-      conn.close();
+    if (conn->closed() && !stopping) {  // libnats gave up (an authorization error twice)
+      conn->close();
       next_open = now + options_.reconnect_wait;
     }
-    const bool connected = conn.connected();
+    const bool connected = conn->connected();
     if (connected != was_connected) {
       if (connected) {
         log->info("NATS: {} {}", ever_connected ? "reconnected to" : "connected to", url);
@@ -473,8 +540,8 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
       } else {
         outage();
         down_since_ns_ = now.time_since_epoch().count();
-        if (conn.is_open() && log_once.first("nats-disconnected " + url)) {
-          const std::string cause = conn.last_connection_error();
+        if (conn->is_open() && log_once.first("nats-disconnected " + url)) {
+          const std::string cause = conn->last_connection_error();
           log->warn(
               "NATS: lost the connection to {} ({}); reconnecting every {} ms (keeping up to {} "
               "bytes)",
@@ -485,7 +552,7 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
       was_connected = connected;
       connected_ = connected;
     }
-    reconnects_ = base_reconnects + conn.reconnects();
+    reconnects_ = base_reconnects + conn->reconnects();
 
     std::optional<QueueItem> item;
     try {
@@ -501,9 +568,10 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
       const auto t = std::chrono::steady_clock::now();
       if (use_kv && connected && !encoder.last_fulls().empty() && (kv_due || t >= next_kv) &&
           t >= kv_retry_at && !(stopping && kv_failing)) {
-        const bool binding = !conn.kv_bound();
-        natsStatus ks = conn.kv_bind();
-        if (ks == NATS_OK) ks = conn.kv_put(options_.host, encode_node_state(encoder.last_fulls()));
+        const bool binding = !conn->kv_bound();
+        natsStatus ks = conn->kv_bind();
+        if (ks == NATS_OK)
+          ks = conn->kv_put(options_.host, encode_node_state(encoder.last_fulls()));
         const auto done = std::chrono::steady_clock::now();
         if (ks == NATS_OK) {
           kv_due = false;
@@ -519,7 +587,7 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
           kv_failing = true;
           kv_retry_at = done + options_.reconnect_wait;
           // The bucket may have gone (a server restarted with it in memory): bind again.
-          if (ks == NATS_NO_RESPONDERS || ks == NATS_NOT_FOUND) conn.kv_unbind();
+          if (ks == NATS_NO_RESPONDERS || ks == NATS_NOT_FOUND) conn->kv_unbind();
           if (log_once.first("nats-kv " + url))
             log->warn(
                 "NATS: cannot keep the node state in the key-value bucket on {}: {}; publishing "
@@ -533,7 +601,7 @@ void NatsBridge::run(std::shared_ptr<SnapshotQueue> queue) {
       if (log_once.first("nats-internal")) log->error("NATS bridge: {}", e.what());
     }
   }
-  conn.close();  // flushes (bounded) while connected, then destroys
+  conn->close();  // flushes (bounded) while connected, then destroys
   connected_ = false;
   down_since_ns_ = 0;
 }

@@ -134,6 +134,17 @@ class NatsBridge {
   void stop();
   bool running() const;
 
+  /// New credentials and TLS files (a SIGHUP reload; the caller read the secret files). Checked
+  /// now: an inconsistent `auth` (nats_auth_error) is refused, the error returned and the current
+  /// credentials kept. Otherwise "" and, on the bridge's thread: while connected, a connection
+  /// with `auth` is opened (one attempt, at most about connect_timeout) and replaces the current
+  /// one once it connects (what is queued is kept; the old one flushes what it holds; the next
+  /// message of every probe is a full one); when it cannot connect, the current connection is
+  /// kept and the refusal logged in NATS's words. While not connected, `auth` is used from the
+  /// next attempt. Also taken by a later start(). options() keeps the construction's auth. An
+  /// empty inbox_prefix gets the default (_INBOX_gpustream.<node>). Thread-safe.
+  std::string set_auth(NatsAuth auth);
+
   NatsBridgeStats stats() const;
   /// "<prefix>.<host>.<probe>" for `probe`.
   std::string subject_for(std::string_view probe) const;
@@ -158,6 +169,9 @@ class NatsBridge {
   std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::uint64_t> kv_puts_{0};
   std::atomic<std::uint64_t> kv_errors_{0};
+  std::mutex auth_mu_;                     // guards auth_
+  std::optional<NatsAuth> auth_;           // set_auth()'s latest; none: options_.auth
+  std::atomic<bool> auth_changed_{false};  // set_auth() since the thread last took auth_
   std::atomic<std::uint64_t> outages_{0};
   std::atomic<bool> connected_{false};
   /// steady_clock nanoseconds since when the bridge is not connected; 0: connected or stopped.

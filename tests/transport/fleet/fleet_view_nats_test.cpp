@@ -352,7 +352,8 @@ authorization {
     {user: fleet, password: fleet, permissions: {
       publish: {allow: ["$JS.API.STREAM.INFO.KV_perm_nodes", "$JS.API.STREAM.CREATE.KV_perm_nodes",
                         "$JS.API.CONSUMER.CREATE.KV_perm_nodes", "$JS.API.CONSUMER.CREATE.KV_perm_nodes.>",
-                        "$JS.API.CONSUMER.DELETE.KV_perm_nodes.>", "$JS.FC.KV_perm_nodes.>"]}
+                        "$JS.API.CONSUMER.DELETE.KV_perm_nodes.>", "$JS.FC.KV_perm_nodes.>",
+                        "$JS.API.STREAM.NAMES"]}
       subscribe: {allow: ["gpustream.>", "_INBOX_gpustream.fleet.>"]}
     }}
   ]

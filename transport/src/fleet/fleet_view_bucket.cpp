@@ -66,7 +66,8 @@ kvStore* FleetView::Impl::bind_bucket(jsCtx* js) {
   if (s != NATS_NOT_FOUND) {
     bucket_problem(fmt::format(
         "cannot read the key-value bucket '{}': {} (does the server run with JetStream, -js, and "
-        "may this user call $JS.API.STREAM.INFO.KV_{}? docs/fleet.md \"Permissions\"): nodes "
+        "may this user call $JS.API.STREAM.INFO.KV_{}? docs/fleet.md \"The fleet view's NATS "
+        "permissions\"): nodes "
         "show as they publish",
         options.kv_bucket, nats_status_text(s), options.kv_bucket));
     return nullptr;

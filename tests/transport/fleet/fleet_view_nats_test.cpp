@@ -398,6 +398,75 @@ authorization {
   EXPECT_GE(logs.count("Permissions Violation for Subscription to \"_INBOX."), 1U) << logs.text();
 }
 
+/// set_auth(): a new identity is connected on the view's own thread and takes over the bus (the
+/// nodes kept, no outage counted); the same identity again is unchanged; one that does not
+/// connect leaves the current connection going (counted, said); an inconsistent one is refused.
+TEST(FleetViewNats, NewCredentialsTakeOverTheBusAndABadOneKeepsTheOld) {
+  gpustream::test::TempTree store;
+  const auto port = nats::free_port();
+  // `before` may not read the bus; `after` may.
+  const std::string config = store.file("nats.conf", R"(
+authorization {
+  users = [
+    {user: before, password: one, permissions: {subscribe: {allow: ["_INBOX_gpustream.fleet.>"]}}}
+    {user: after, password: two}
+  ]
+}
+)");
+  nats::Server server(port, store.path("js"), config);
+  ASSERT_TRUE(server.start());
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = view_options(server, "");
+  o.kv_bucket.clear();
+  o.auth.user = "before";
+  o.auth.password = "one";
+  FleetView view(io.get_executor(), channel, o);
+  view.start();
+  Admin agent("nats://after:two@127.0.0.1:" + std::to_string(port));
+  ASSERT_TRUE(agent.ok());
+  BusEncoder a("node-a", "gpustream/test", {.full_every = 1});
+  ASSERT_TRUE(wait_for([&] { return logs.count("Permissions Violation for Subscription") > 0; }));
+  agent.publish("gpustream.node-a.sim", a.encode(make_snapshot("sim", 2)));
+  EXPECT_FALSE(knows(view, "node-a"));  // `before` may not read the bus
+
+  NatsAuth after;
+  after.user = "after";
+  after.password = "two";
+  EXPECT_EQ(view.set_auth(after), NatsAuthChange::reconnecting);
+  ASSERT_TRUE(wait_for([&] {
+    agent.publish("gpustream.node-a.sim", a.encode(make_snapshot("sim", 2)));
+    return knows(view, "node-a");
+  })) << logs.text();
+  EXPECT_EQ(view.stats().auth_reloads, 1U);
+  EXPECT_EQ(view.set_auth(after), NatsAuthChange::unchanged);
+
+  NatsAuth wrong = after;
+  wrong.password = "three";
+  EXPECT_EQ(view.set_auth(wrong), NatsAuthChange::reconnecting);
+  ASSERT_TRUE(wait_for([&] { return view.stats().auth_reload_failures == 1; })) << logs.text();
+  EXPECT_EQ(logs.count("the new NATS credentials were not taken"), 1U) << logs.text();
+  EXPECT_EQ(logs.count("three"), 0U) << "a secret in the log";
+  // The connection of `after` goes on: node-b shows.
+  BusEncoder b("node-b", "gpustream/test", {.full_every = 1});
+  ASSERT_TRUE(wait_for([&] {
+    agent.publish("gpustream.node-b.sim", b.encode(make_snapshot("sim", 2)));
+    return knows(view, "node-b");
+  }));
+  EXPECT_TRUE(view.stats().connected);
+
+  NatsAuth half;
+  half.user = "after";  // no password
+  std::string error;
+  EXPECT_EQ(view.set_auth(half, &error), NatsAuthChange::refused);
+  EXPECT_NE(error.find("password"), std::string::npos) << error;
+  EXPECT_EQ(view.stats().auth_reloads, 1U);
+  EXPECT_EQ(view.stats().outages, 0U);  // moving to a new connection is no outage
+  view.stop();
+  EXPECT_EQ(view.set_auth(after), NatsAuthChange::refused);
+}
+
 }  // namespace
 }  // namespace gpustream::transport::test
 

@@ -5,6 +5,7 @@
 
 #include <limits>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <boost/asio/post.hpp>
@@ -389,6 +390,8 @@ FleetStats FleetView::Impl::st_copy() const {
   out.reconnects = reconnects;
   out.kv_created = kv_created;
   out.kv_rereads = kv_rereads;
+  out.auth_reloads = auth_reloads;
+  out.auth_reload_failures = auth_reload_failures;
   out.messages = messages;
   out.bytes = bytes;
   for (std::size_t i = 0; i < kFleetRefusalCount; ++i) out.refused[i] = refused[i];
@@ -413,6 +416,35 @@ FleetView::FleetView(const asio::any_io_executor& ex, SnapshotChannel& channel,
 FleetView::~FleetView() { stop(); }
 
 void FleetView::start() { impl_->start(); }
+
+namespace {
+bool same_identity(const NatsAuth& a, const NatsAuth& b) {
+  const auto fields = [](const NatsAuth& x) {
+    return std::tie(x.creds_file, x.nkey_seed_file, x.nkey_public, x.user, x.password, x.token,
+                    x.ca_file, x.cert_file, x.key_file, x.inbox_prefix);
+  };
+  return fields(a) == fields(b);
+}
+}  // namespace
+
+NatsAuthChange FleetView::set_auth(NatsAuth auth, std::string* error) {
+  if (auto e = nats_auth_error(auth); !e.empty()) {
+    if (error) *error = std::move(e);
+    ++impl_->auth_reload_failures;
+    return NatsAuthChange::refused;
+  }
+  if (auth.inbox_prefix.empty()) auth.inbox_prefix = kFleetInboxPrefix;
+  std::lock_guard lock(impl_->kv_mu);
+  if (!impl_->kv_thread.joinable() || impl_->stopping) {
+    if (error) *error = "the fleet view is not running";
+    return NatsAuthChange::refused;
+  }
+  if (same_identity(auth, impl_->new_auth ? *impl_->new_auth : impl_->auth))
+    return NatsAuthChange::unchanged;
+  impl_->new_auth = std::move(auth);
+  impl_->kv_cv.notify_all();
+  return NatsAuthChange::reconnecting;
+}
 void FleetView::stop() {
   if (impl_) impl_->stop();
 }

@@ -23,18 +23,27 @@ std::string_view storage_name(jsStorageType t) { return t == js_MemoryStorage ? 
 }  // namespace
 
 /// At start: the bucket (created if missing), read; then, each time NATS comes back, the same
-/// again (the nodes already up are left to the bus). Until stop().
+/// again (the nodes already up are left to the bus); and a new identity (set_auth()) when one
+/// is given. Until stop().
 void FleetView::Impl::run_bucket() {
-  see_to_bucket(false);
+  const bool bucket = !options.kv_bucket.empty();
+  if (bucket) see_to_bucket(false);
   finish_kv();
   while (true) {
+    bool again = false;
+    std::optional<NatsAuth> identity;
     {
       std::unique_lock lock(kv_mu);
-      kv_cv.wait(lock, [this] { return stopping || kv_again; });
+      kv_cv.wait(lock, [this] { return stopping || kv_again || new_auth; });
       if (stopping) return;
-      kv_again = false;
+      again = std::exchange(kv_again, false);
+      identity = std::exchange(new_auth, std::nullopt);
     }
-    see_to_bucket(true);
+    if (identity) {
+      change_identity(std::move(*identity));
+      again = true;  // another user may see another bucket (or be allowed to create it)
+    }
+    if (again && bucket) see_to_bucket(true);
   }
 }
 

@@ -67,9 +67,11 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   std::thread worker;
   std::thread kv_thread;
   std::mutex kv_mu;
-  kvWatcher* watcher = nullptr;   // under kv_mu: stop() stops it
-  std::condition_variable kv_cv;  // kv_again or stopping
-  bool kv_again = false;          // under kv_mu: NATS is back, see to the bucket again
+  kvWatcher* watcher = nullptr;      // under kv_mu: stop() stops it
+  std::condition_variable kv_cv;     // kv_again, a new identity, or stopping
+  bool kv_again = false;             // under kv_mu: NATS is back, see to the bucket again
+  std::optional<NatsAuth> new_auth;  // under kv_mu: set_auth()'s, for kv_thread to connect with
+  NatsAuth auth;                     // under kv_mu: the identity in use (inbox prefix filled)
   // kv_thread's own: the last bucket problem and config difference logged (each said once,
   // again only when it changes).
   std::string kv_problem_logged;
@@ -77,11 +79,13 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
 
   // The connection's state (set by libnats's callbacks).
   std::atomic<std::uint64_t> outages{0}, reconnects{0}, kv_created{0}, kv_rereads{0};
+  std::atomic<std::uint64_t> auth_reloads{0}, auth_reload_failures{0};
   std::atomic<bool> in_outage{false};
+  std::atomic<bool> is_connected{false};    // the current connection's, from its callbacks
   std::atomic<std::int64_t> lost_at_ns{0};  // steady clock, when the outage began
   std::mutex closed_mu;
   std::condition_variable closed_cv;
-  bool closed = false;  // under closed_mu: libnats's closed callback ran
+  std::vector<natsConnection*> closed_conns;  // under closed_mu: their closed callback ran
   std::mutex errors_mu;
   std::vector<int> errors_logged;  // under errors_mu: asynchronous errors logged, by status
   std::atomic<bool> stopping{false};
@@ -90,7 +94,11 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   std::atomic<bool> kv_reported{false};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
-  natsConnection* nc = nullptr;
+  // The current connection and its subscription: replaced only by kv_thread (a new identity,
+  // set_auth()), under conn_mu; stop() takes conn_mu too. Callbacks of any other connection
+  // (the one being replaced, or the new one before it is current) are ignored.
+  std::mutex conn_mu;
+  std::atomic<natsConnection*> nc{nullptr};
   natsSubscription* sub = nullptr;
   boost::asio::steady_timer timer;
   bool stopped = false;
@@ -156,6 +164,10 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   static void on_closed(natsConnection* nc, void* closure);
   static void on_error(natsConnection* nc, natsSubscription* sub, natsStatus err, void* closure);
   bool connected() const;
+  natsStatus connect(const NatsAuth& a, natsConnection** out, std::string& error);
+  natsStatus subscribe(natsConnection* c, natsSubscription** out);
+  void close_and_destroy(natsConnection* c);
+  void change_identity(NatsAuth a);  // kv_thread
   void start();
   void stop();
   // fleet_view_bucket.cpp: the bucket, on kv_thread.

@@ -53,22 +53,25 @@ void FleetView::Impl::on_msg(natsConnection*, natsSubscription*, natsMsg* m, voi
 }
 
 /// NATS lost: said once per outage (however many reconnection attempts fail), counted.
-void FleetView::Impl::on_disconnected(natsConnection* nc, void* closure) {
+void FleetView::Impl::on_disconnected(natsConnection* c, void* closure) {
   auto* self = static_cast<Impl*>(closure);
+  if (c != self->nc.load()) return;  // one being replaced, or not yet current
+  self->is_connected = false;
   if (self->stopping || self->in_outage.exchange(true)) return;
   self->lost_at_ns = steady_ns();
   const auto n = ++self->outages;
   logger()->warn(
       "fleet: lost NATS at {}: {}; reconnecting every {} ms, nodes are kept (outage {}, "
       "gpustream_fleet_nats_outages_total; said once per outage)",
-      redact_url_credentials(self->options.url), last_error(nc),
+      redact_url_credentials(self->options.url), last_error(c),
       self->options.reconnect_wait.count(), n);
 }
 
 /// NATS back: said once, and the bucket seen to again on kv_thread (not on libnats's thread).
-void FleetView::Impl::on_reconnected(natsConnection*, void* closure) {
+void FleetView::Impl::on_reconnected(natsConnection* c, void* closure) {
   auto* self = static_cast<Impl*>(closure);
-  if (self->stopping) return;
+  if (c != self->nc.load() || self->stopping) return;
+  self->is_connected = true;
   ++self->reconnects;
   if (self->in_outage.exchange(false)) {
     const double took = static_cast<double>(steady_ns() - self->lost_at_ns) / 1e9;
@@ -83,18 +86,21 @@ void FleetView::Impl::on_reconnected(natsConnection*, void* closure) {
   self->kv_cv.notify_all();
 }
 
-void FleetView::Impl::on_closed(natsConnection* nc, void* closure) {
+void FleetView::Impl::on_closed(natsConnection* c, void* closure) {
   auto* self = static_cast<Impl*>(closure);
-  if (!self->stopping)
-    logger()->error("fleet: the connection to NATS at {} is closed for good: {}",
-                    redact_url_credentials(self->options.url), last_error(nc));
+  if (c == self->nc.load()) {
+    self->is_connected = false;
+    if (!self->stopping)
+      logger()->error("fleet: the connection to NATS at {} is closed for good: {}",
+                      redact_url_credentials(self->options.url), last_error(c));
+  }
   std::lock_guard lock(self->closed_mu);
-  self->closed = true;
+  self->closed_conns.push_back(c);
   self->closed_cv.notify_all();
 }
 
 /// libnats's asynchronous errors (a permission refused, a slow consumer): each kind said once.
-void FleetView::Impl::on_error(natsConnection* nc, natsSubscription*, natsStatus err,
+void FleetView::Impl::on_error(natsConnection* c, natsSubscription*, natsStatus err,
                                void* closure) {
   auto* self = static_cast<Impl*>(closure);
   {
@@ -107,15 +113,13 @@ void FleetView::Impl::on_error(natsConnection* nc, natsSubscription*, natsStatus
   logger()->warn("fleet: NATS at {} reports: {} (said once per kind)",
                  redact_url_credentials(self->options.url),
                  err == NATS_SLOW_CONSUMER ? std::string("slow consumer: messages were dropped")
-                                           : last_error(nc));
+                                           : last_error(c));
 }
 
-bool FleetView::Impl::connected() const {
-  return nc && natsConnection_Status(nc) == NATS_CONN_STATUS_CONNECTED;
-}
+bool FleetView::Impl::connected() const { return is_connected; }
 
-void FleetView::Impl::start() {
-  started = std::chrono::steady_clock::now();
+/// A connection with identity `a` (its inbox prefix filled), the view's callbacks on it.
+natsStatus FleetView::Impl::connect(const NatsAuth& a, natsConnection** out, std::string& error) {
   natsOptions* opts = nullptr;
   natsStatus s = natsOptions_Create(&opts);
   if (s == NATS_OK) s = natsOptions_SetURL(opts, options.url.c_str());
@@ -129,39 +133,125 @@ void FleetView::Impl::start() {
   if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, &Impl::on_error, this);
   // Slow consumer protection: messages waiting for this view, bounded in count and bytes.
   if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 65536);
-  std::string auth_error;
-  NatsAuth auth = options.auth;
-  if (auth.inbox_prefix.empty()) auth.inbox_prefix = kFleetInboxPrefix;
-  if (s == NATS_OK && apply_nats_auth(opts, auth, auth_error) != NATS_OK) {
+  if (s == NATS_OK && apply_nats_auth(opts, a, error) != NATS_OK) {
     natsOptions_Destroy(opts);
-    throw std::runtime_error("cannot use " + redact_url_credentials(options.url) + ": " +
-                             auth_error);
+    error = "cannot use " + redact_url_credentials(options.url) + ": " + error;
+    return NATS_INVALID_ARG;
   }
-  if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
+  *out = nullptr;
+  if (s == NATS_OK) s = natsConnection_Connect(out, opts);
   natsOptions_Destroy(opts);
   if (s != NATS_OK) {
-    if (nc) natsConnection_Destroy(nc);
-    nc = nullptr;
-    throw std::runtime_error("cannot connect to " + redact_url_credentials(options.url) + ": " +
-                             nats_error(s));
+    if (*out) natsConnection_Destroy(*out);
+    *out = nullptr;
+    error = "cannot connect to " + redact_url_credentials(options.url) + ": " + nats_error(s);
   }
+  return s;
+}
+
+/// The bus on `c`, each message to on_msg (libnats's delivery thread), bounded in messages and
+/// bytes waiting.
+natsStatus FleetView::Impl::subscribe(natsConnection* c, natsSubscription** out) {
+  const std::string subject = options.subject_prefix + ".>";
+  natsStatus s = natsConnection_Subscribe(out, c, subject.c_str(), &Impl::on_msg, this);
+  if (s == NATS_OK)
+    s = natsSubscription_SetPendingLimits(
+        *out, 65536,
+        static_cast<int>(std::min<std::size_t>(options.limits.max_message_bytes * 64, 1 << 30)));
+  return s;
+}
+
+/// Closes `c` and destroys it once libnats has run its last callback for it (bounded wait).
+void FleetView::Impl::close_and_destroy(natsConnection* c) {
+  if (!c) return;
+  natsConnection_Close(c);  // a request in flight on it fails now
+  {
+    std::unique_lock lock(closed_mu);
+    closed_cv.wait_for(lock, std::chrono::seconds(2), [&] {
+      return std::find(closed_conns.begin(), closed_conns.end(), c) != closed_conns.end();
+    });
+    std::erase(closed_conns, c);
+  }
+  natsConnection_Destroy(c);
+}
+
+/// A new identity (set_auth()), on kv_thread: a connection with it first; the current one is
+/// replaced only once the new one is up and subscribed, else kept (said why, counted).
+void FleetView::Impl::change_identity(NatsAuth a) {
+  natsConnection* fresh = nullptr;
+  std::string error;
+  if (connect(a, &fresh, error) != NATS_OK) {
+    ++auth_reload_failures;
+    if (!stopping)
+      logger()->warn(
+          "fleet: the new NATS credentials were not taken: {}; the current connection goes on",
+          error);
+    return;
+  }
+  natsSubscription* old_sub = nullptr;
+  natsConnection* old = nullptr;
+  {
+    std::lock_guard lock(conn_mu);
+    if (stopping) {
+      close_and_destroy(fresh);
+      return;
+    }
+    // The bus moves to the new connection: the old subscription drained first (a message
+    // published meanwhile may be missed, never taken twice).
+    if (sub && natsSubscription_Drain(sub) == NATS_OK)
+      natsSubscription_WaitForDrainCompletion(sub, 2000);
+    old_sub = std::exchange(sub, nullptr);
+    natsSubscription* fresh_sub = nullptr;
+    const natsStatus s = subscribe(fresh, &fresh_sub);
+    if (s != NATS_OK) {
+      if (fresh_sub) natsSubscription_Destroy(fresh_sub);
+      natsSubscription* again = nullptr;
+      if (subscribe(nc, &again) == NATS_OK) sub = again;  // back on the current connection
+      ++auth_reload_failures;
+      logger()->warn(
+          "fleet: the new NATS credentials were not taken: cannot subscribe to {}.>: {}; the "
+          "current connection goes on",
+          options.subject_prefix, nats_error(s));
+      old = fresh;  // closed below
+    } else {
+      sub = fresh_sub;
+      old = nc.exchange(fresh);
+      is_connected = natsConnection_Status(fresh) == NATS_CONN_STATUS_CONNECTED;
+      ++auth_reloads;
+      {
+        std::lock_guard kv_lock(kv_mu);
+        auth = a;
+      }
+      if (in_outage.exchange(false)) ++reconnects;
+      logger()->warn(
+          "fleet: connected to NATS at {} with the new credentials; the previous connection is "
+          "closed",
+          redact_url_credentials(options.url));
+    }
+  }
+  if (old_sub) natsSubscription_Destroy(old_sub);
+  close_and_destroy(old);
+}
+
+void FleetView::Impl::start() {
+  started = std::chrono::steady_clock::now();
+  auth = options.auth;
+  if (auth.inbox_prefix.empty()) auth.inbox_prefix = kFleetInboxPrefix;
+  natsConnection* c = nullptr;
+  std::string error;
+  if (connect(auth, &c, error) != NATS_OK) throw std::runtime_error(error);
+  nc = c;
+  is_connected = true;
   worker = std::thread([this] { run_worker(); });
   // Subscribe first, then read the bucket: a message in between is not lost (the decoder
   // ignores what is older than it has).
-  const std::string subject = options.subject_prefix + ".>";
-  s = natsConnection_Subscribe(&sub, nc, subject.c_str(), &Impl::on_msg, this);
-  if (s == NATS_OK)
-    s = natsSubscription_SetPendingLimits(
-        sub, 65536,
-        static_cast<int>(std::min<std::size_t>(options.limits.max_message_bytes * 64, 1 << 30)));
+  const natsStatus s = subscribe(c, &sub);
   if (s != NATS_OK)
-    throw std::runtime_error("cannot subscribe to " + subject + ": " + nats_error(s));
+    throw std::runtime_error("cannot subscribe to " + options.subject_prefix +
+                             ".>: " + nats_error(s));
   asio::post(strand, [self = shared_from_this()] { self->arm(); });
-  if (options.kv_bucket.empty()) {
-    finish_kv();
-    return;
-  }
-  // In the background: the server listens at once, nodes appear as they are decoded.
+  // In the background: the server listens at once, nodes appear as they are decoded. The same
+  // thread sees to the bucket again after each reconnect, and takes a new identity.
   kv_thread = std::thread([this] { run_bucket(); });
 }
 
@@ -177,23 +267,31 @@ void FleetView::Impl::stop() {
     self->stopped = true;
     self->timer.cancel();
   });
-  if (sub) {
-    // Drained: no callback runs once this returns (bounded wait).
-    if (natsSubscription_Drain(sub) == NATS_OK) natsSubscription_WaitForDrainCompletion(sub, 2000);
-    natsSubscription_Destroy(sub);
-    sub = nullptr;
+  natsConnection* c = nullptr;
+  {
+    std::lock_guard lock(conn_mu);
+    if (sub) {
+      // Drained: no callback runs once this returns (bounded wait).
+      if (natsSubscription_Drain(sub) == NATS_OK)
+        natsSubscription_WaitForDrainCompletion(sub, 2000);
+      natsSubscription_Destroy(sub);
+      sub = nullptr;
+    }
+    c = nc;
+    // A request of the bucket's read in flight fails now; libnats runs its callbacks (lost,
+    // closed) on its own thread after Close returns: none may run once this view is gone.
+    if (c) natsConnection_Close(c);
   }
-  if (nc) {
-    natsConnection_Close(nc);  // a request of the bucket's read in flight fails now
-    // libnats runs its callbacks (lost, closed) on its own thread, after Close returns: none
-    // may run once this view is gone (bounded wait).
+  if (c) {
     std::unique_lock lock(closed_mu);
-    closed_cv.wait_for(lock, std::chrono::seconds(2), [this] { return closed; });
+    closed_cv.wait_for(lock, std::chrono::seconds(2), [&] {
+      return std::find(closed_conns.begin(), closed_conns.end(), c) != closed_conns.end();
+    });
   }
   if (kv_thread.joinable()) kv_thread.join();
   if (worker.joinable()) worker.join();
-  if (nc) {
-    natsConnection_Destroy(nc);
+  if (c) {
+    natsConnection_Destroy(c);
     nc = nullptr;
   }
 }

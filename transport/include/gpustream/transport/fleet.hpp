@@ -286,13 +286,22 @@ struct FleetStats {
   std::uint64_t bus_state_bytes = 0;  // gauge: their bytes (≤ BusLimits::max_state_bytes)
   std::uint64_t bus_evicted = 0;      // streams evicted to stay within max_state_bytes
   bool connected = false;
-  std::uint64_t outages = 0;     // NATS lost (each outage once, however long)
-  std::uint64_t reconnects = 0;  // NATS back after an outage
-  std::uint64_t kv_created = 0;  // the bucket created by this view (at start or after one)
-  std::uint64_t kv_rereads = 0;  // the bucket read again after a reconnect
-  std::uint64_t nodes_up = 0;    // gauges: the node table by state
+  std::uint64_t outages = 0;       // NATS lost (each outage once, however long)
+  std::uint64_t reconnects = 0;    // NATS back after an outage
+  std::uint64_t kv_created = 0;    // the bucket created by this view (at start or after one)
+  std::uint64_t kv_rereads = 0;    // the bucket read again after a reconnect
+  std::uint64_t auth_reloads = 0;  // set_auth(): a new identity taken
+  std::uint64_t auth_reload_failures = 0;  // ... refused or not connecting (the old kept)
+  std::uint64_t nodes_up = 0;              // gauges: the node table by state
   std::uint64_t nodes_stale = 0;
   std::uint64_t nodes_gone = 0;
+};
+
+/// What FleetView::set_auth() did with a new identity.
+enum class NatsAuthChange : std::uint8_t {
+  unchanged,     // the same as the one in use (or already on its way): nothing to do
+  reconnecting,  // taken: the view connects with it on its own thread, then swaps
+  refused,       // inconsistent (nats_auth_error), or the view is not running: nothing changed
 };
 
 /// Built only with libnats (GPUSTREAM_HAS_NATS).
@@ -317,6 +326,14 @@ class FleetView {
   /// most `timeout`; true when so. (Tests and benchmarks: start() does not wait.)
   bool wait_for_bucket(std::chrono::milliseconds timeout);
   void stop();
+  /// New NATS credentials (SIGHUP: the caller read their files; an empty inbox_prefix is
+  /// kFleetInboxPrefix). Returns at once: the view's bucket thread connects with them (at most
+  /// connect_timeout), moves the bus subscription to the new connection and closes the old one;
+  /// when the new one cannot connect or subscribe, the old one goes on (said why, counted in
+  /// FleetStats::auth_reload_failures). The nodes and the decoder's state stay. A message
+  /// published during the move may be missed (at most once, as on a reconnect), never taken
+  /// twice. `error` (optional) says why when refused.
+  NatsAuthChange set_auth(NatsAuth auth, std::string* error = nullptr);
 
   std::vector<NodeInfo> nodes() const;
   FleetStats stats() const;

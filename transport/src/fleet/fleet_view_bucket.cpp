@@ -40,7 +40,7 @@ void FleetView::Impl::run_bucket() {
       identity = std::exchange(new_auth, std::nullopt);
     }
     if (identity) {
-      change_identity(std::move(*identity));
+      change_identity(*identity);
       again = true;  // another user may see another bucket (or be allowed to create it)
     }
     if (again && bucket) see_to_bucket(true);

@@ -167,7 +167,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   natsStatus connect(const NatsAuth& a, natsConnection** out, std::string& error);
   natsStatus subscribe(natsConnection* c, natsSubscription** out);
   void close_and_destroy(natsConnection* c);
-  void change_identity(NatsAuth a);  // kv_thread
+  void change_identity(const NatsAuth& a);  // kv_thread
   void start();
   void stop();
   // fleet_view_bucket.cpp: the bucket, on kv_thread.

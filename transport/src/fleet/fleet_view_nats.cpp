@@ -177,7 +177,7 @@ void FleetView::Impl::close_and_destroy(natsConnection* c) {
 
 /// A new identity (set_auth()), on kv_thread: a connection with it first; the current one is
 /// replaced only once the new one is up and subscribed, else kept (said why, counted).
-void FleetView::Impl::change_identity(NatsAuth a) {
+void FleetView::Impl::change_identity(const NatsAuth& a) {
   natsConnection* fresh = nullptr;
   std::string error;
   if (connect(a, &fresh, error) != NATS_OK) {

@@ -398,6 +398,50 @@ authorization {
   EXPECT_GE(logs.count("Permissions Violation for Subscription to \"_INBOX."), 1U) << logs.text();
 }
 
+/// A view whose user may not create streams: the missing bucket is named once, with what an
+/// admin runs; the bus goes on.
+TEST(FleetViewNats, AViewNotPermittedToCreateTheBucketSaysWhatTheAdminRuns) {
+  gpustream::test::TempTree store;
+  const auto port = nats::free_port();
+  const std::string config = store.file("nats.conf", R"(
+authorization {
+  users = [
+    {user: admin, password: admin}
+    {user: fleet, password: fleet, permissions: {
+      publish: {allow: ["$JS.API.STREAM.INFO.KV_denied_nodes"]}
+      subscribe: {allow: ["gpustream.>", "_INBOX_gpustream.fleet.>"]}
+    }}
+  ]
+}
+)");
+  nats::Server server(port, store.path("js"), config);
+  ASSERT_TRUE(server.start());
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = view_options(server, "denied_nodes");
+  o.auth.user = "fleet";
+  o.auth.password = "fleet";
+  o.connect_timeout = std::chrono::milliseconds(500);  // the refused request's wait
+  FleetView view(io.get_executor(), channel, o);
+  view.start();
+  ASSERT_TRUE(view.wait_for_bucket(nats::kWait));
+  EXPECT_EQ(view.stats().kv_created, 0U);
+  EXPECT_EQ(logs.count("this view cannot create it"), 1U) << logs.text();
+  EXPECT_EQ(logs.count("`nats kv add denied_nodes --history 1 --ttl 7200s --storage file "
+                       "--replicas 1`"),
+            1U)
+      << logs.text();
+  Admin admin("nats://admin:admin@127.0.0.1:" + std::to_string(port));
+  ASSERT_TRUE(admin.ok());
+  EXPECT_EQ(admin.stream("denied_nodes"), nullptr);
+  BusEncoder a("node-a", "gpustream/test");
+  ASSERT_TRUE(wait_for([&] {
+    admin.publish("gpustream.node-a.sim", a.encode(make_snapshot("sim", 2)));
+    return knows(view, "node-a");
+  }));
+}
+
 /// set_auth(): a new identity is connected on the view's own thread and takes over the bus (the
 /// nodes kept, no outage counted); the same identity again is unchanged; one that does not
 /// connect leaves the current connection going (counted, said); an inconsistent one is refused.

@@ -1,7 +1,8 @@
 // FleetView's key-value bucket, on its own thread (kv_thread): created when it is missing (at
 // start and after each reconnect: a restarted nats-server that held it in memory has none),
 // then read through the same per-publisher path as the bus (fleet_view_impl.hpp).
-#include <cinttypes>
+#include <optional>
+#include <utility>
 
 #include "fleet/fleet_view_impl.hpp"
 #include "fleet/nats_auth_apply.hpp"

@@ -25,6 +25,10 @@
 
 namespace gpustream::transport {
 
+/// The first token of gpustream's default reply subjects: an agent's inbox prefix is
+/// "_INBOX_gpustream.<node>", the fleet view's "_INBOX_gpustream.fleet".
+inline constexpr std::string_view kDefaultInboxRoot = "_INBOX_gpustream";
+
 struct NatsAuth {
   std::string creds_file;      // a .creds file: the user's JWT and its nkey seed
   std::string nkey_seed_file;  // an nkey user's seed (SU...), read by libnats to sign

@@ -258,6 +258,33 @@ TEST(FleetViewNats, AnOutageIsSaidOnceCountedAndTheBucketIsCreatedAgain) {
   EXPECT_EQ(logs.count("fleet: lost NATS"), 1U) << logs.text();
 }
 
+/// After a reconnect the bucket is read again: a node whose state was put there while the view
+/// ran (it reads the bucket at start only, and the node never published on the bus) shows once
+/// NATS is back; the bucket survived the restart (file storage), so nothing is created.
+TEST(FleetViewNats, AfterAReconnectTheBucketIsReadAgain) {
+  gpustream::test::TempTree store;
+  nats::Server server(nats::free_port(), store.path("js"));
+  ASSERT_TRUE(server.start());
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  const auto o = view_options(server, "reread");
+  FleetView view(io.get_executor(), channel, o);
+  view.start();
+  ASSERT_TRUE(view.wait_for_bucket(nats::kWait));
+  {
+    Admin admin(server.url());
+    ASSERT_TRUE(admin.ok());
+    ASSERT_TRUE(admin.put("reread", "node-x", node_state("node-x")));
+  }
+  EXPECT_FALSE(knows(view, "node-x"));  // not on the bus, and the bucket was read at start
+  server.stop();
+  ASSERT_TRUE(wait_for([&] { return !view.stats().connected; }));
+  ASSERT_TRUE(server.start());
+  ASSERT_TRUE(wait_for([&] { return knows(view, "node-x"); }));
+  EXPECT_EQ(view.stats().kv_rereads, 1U);
+  EXPECT_EQ(view.stats().kv_created, 1U);  // at start only: the file bucket survived
+}
+
 /// A stream whose republish rule puts what is stored on `evil.>` onto gpustream.node-b.*: the
 /// message arrives on node-b's subject, with a payload naming node-b, yet it is refused
 /// (republished) and node-b never shows. The node's own message on the same subject is taken.

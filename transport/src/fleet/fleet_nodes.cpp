@@ -219,6 +219,13 @@ std::vector<NodeInfo> NodeTable::nodes() const {
   return out;
 }
 
+std::vector<std::pair<std::string, NodeState>> NodeTable::states() const {
+  std::vector<std::pair<std::string, NodeState>> out;
+  out.reserve(nodes_.size());
+  for (const auto& [name, e] : nodes_) out.emplace_back(name, e.info.state);
+  return out;
+}
+
 namespace {
 
 std::string seconds_text(std::int64_t ns) {

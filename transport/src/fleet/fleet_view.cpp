@@ -556,15 +556,17 @@ std::function<std::string()> FleetView::metrics() {
         "# HELP gpustream_fleet_node_up 1 while a node is up, 0 while it is stale (a gone node "
         "has no series).\n"
         "# TYPE gpustream_fleet_node_up gauge\n";
-    std::vector<NodeInfo> nodes;
+    std::vector<std::pair<std::string, NodeState>> states;
     {
-      std::lock_guard lock(self->mu);
-      nodes = self->table.nodes();
+      std::lock_guard lock(self->mu);  // the worker waits meanwhile: a copy of names only
+      states = self->table.states();
     }
-    for (const auto& n : nodes)
-      if (n.state != NodeState::gone)
-        out += fmt::format("gpustream_fleet_node_up{{node=\"{}\"}} {}\n", n.name,
-                           n.state == NodeState::up ? 1 : 0);
+    for (const auto& [name, state] : states)
+      if (state != NodeState::gone) {
+        out += "gpustream_fleet_node_up{node=\"";
+        out += name;
+        out += state == NodeState::up ? "\"} 1\n" : "\"} 0\n";
+      }
     return out;
   };
 }

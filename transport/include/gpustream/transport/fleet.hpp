@@ -115,6 +115,8 @@ class NodeTable {
   std::optional<NodeState> state(std::string_view node) const;
   std::int64_t last_heard_unix_ns(std::string_view node) const;  // 0: unknown node
   std::vector<NodeInfo> nodes() const;                           // in name order
+  /// Each node's name and state, in name order (what /metrics needs: no copy of the rest).
+  std::vector<std::pair<std::string, NodeState>> states() const;
   std::size_t size() const noexcept { return nodes_.size(); }
   /// Nodes in state `s`. O(1).
   std::size_t count(NodeState s) const noexcept { return by_state_[static_cast<int>(s)].size(); }

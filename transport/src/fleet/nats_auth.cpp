@@ -2,6 +2,8 @@
 // connection options of the bridge and the fleet view.
 #include "gpustream/transport/nats_auth.hpp"
 
+#include <string>
+
 #if defined(GPUSTREAM_HAS_NATS)
 #include "fleet/nats_auth_apply.hpp"
 #endif
@@ -21,6 +23,31 @@ std::string nats_auth_error(const NatsAuth& a) {
                                : "a NATS client certificate needs its key";
   if (!a.nkey_seed_file.empty() && a.nkey_public.empty())
     return "an nkey seed needs its public key";
+  if (!a.inbox_prefix.empty())
+    if (auto err = nats_inbox_prefix_error(a.inbox_prefix); !err.empty()) return err;
+  return {};
+}
+
+std::string nats_inbox_prefix_error(std::string_view prefix) {
+  if (prefix.empty()) return "the NATS inbox prefix is empty";
+  if (prefix.size() > kMaxInboxPrefixBytes)
+    return "the NATS inbox prefix is longer than " + std::to_string(kMaxInboxPrefixBytes) +
+           " bytes";
+  std::size_t token = 0;  // bytes of the current token
+  for (const char c : prefix) {
+    if (c == '.') {
+      if (token == 0) break;
+      token = 0;
+      continue;
+    }
+    if (c == '*' || c == '>')
+      return "the NATS inbox prefix holds a wildcard ('*' or '>'): it must be a plain subject";
+    if (c <= ' ' || c > '~')
+      return "the NATS inbox prefix holds a space or a character outside printable ASCII";
+    ++token;
+  }
+  if (token == 0)
+    return "the NATS inbox prefix has an empty token (two dots, or a dot at either end)";
   return {};
 }
 
@@ -51,6 +78,10 @@ natsStatus apply_nats_auth(natsOptions* opts, const NatsAuth& a, std::string& er
   if (s == NATS_OK && !a.creds_file.empty()) {
     what = "the .creds file";
     s = natsOptions_SetUserCredentialsFromFiles(opts, a.creds_file.c_str(), nullptr);
+  }
+  if (s == NATS_OK && !a.inbox_prefix.empty()) {
+    what = "the inbox prefix";
+    s = natsOptions_SetCustomInboxPrefix(opts, a.inbox_prefix.c_str());
   }
   if (s == NATS_OK && a.tls()) {
     what = "TLS";

@@ -11,11 +11,23 @@
 // certificate is given (the URL's tls:// turns it on too). The files (creds, nkey seed, CA,
 // certificate, key) are read by libnats when it connects; the password and the token are held
 // here, never logged. docs/fleet.md "Credentials".
+//
+// `inbox_prefix` replaces libnats's `_INBOX` as the first token(s) of the reply subjects (its
+// JetStream requests' replies), so that a user's permission can be `subscribe
+// _INBOX_gpustream.<node>.>` rather than `_INBOX.>` (which reads every other client's replies:
+// docs/security.md "NATS permissions"). Empty: the caller's default (an agent's
+// `_INBOX_gpustream.<node>`, NatsBridge; the fleet view's own).
 #pragma once
 
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 namespace gpustream::transport {
+
+/// The first token of gpustream's default reply subjects: an agent's inbox prefix is
+/// "_INBOX_gpustream.<node>", the fleet view's "_INBOX_gpustream.fleet".
+inline constexpr std::string_view kDefaultInboxRoot = "_INBOX_gpustream";
 
 struct NatsAuth {
   std::string creds_file;      // a .creds file: the user's JWT and its nkey seed
@@ -27,6 +39,7 @@ struct NatsAuth {
   std::string ca_file;         // PEM certificate(s) the server's certificate must chain to
   std::string cert_file;       // this client's certificate chain (PEM), with key_file
   std::string key_file;        // its private key (PEM)
+  std::string inbox_prefix;    // reply subjects' prefix, e.g. _INBOX_gpustream.node1; see above
 
   bool tls() const { return !ca_file.empty() || !cert_file.empty(); }
 };
@@ -35,5 +48,11 @@ struct NatsAuth {
 /// certificate without its key or the reverse; a seed file without its
 /// public key), in words naming the fields; empty when fine.
 std::string nats_auth_error(const NatsAuth& a);
+
+/// Why `prefix` cannot be an inbox prefix, in words; empty when it can. A prefix is at most
+/// kMaxInboxPrefixBytes of dot-separated tokens, each non-empty and made of printable ASCII
+/// other than the wildcards '*' and '>' (libnats appends ".<unique id>" to it).
+std::string nats_inbox_prefix_error(std::string_view prefix);
+inline constexpr std::size_t kMaxInboxPrefixBytes = 128;
 
 }  // namespace gpustream::transport

@@ -80,6 +80,22 @@ const std::vector<FlagRow<FleetCliOptions>>& fleet_flag_table() {
        "The key-value bucket with each node's last state, read at start (default "
        "gpustream_nodes; 'off': none)",
        &FleetCliOptions::kv_bucket, checked_by(check_bucket, "BUCKET")},
+      {"--kv-create", "kv_create",
+       "Create the key-value bucket when it is missing, at start and after NATS comes back "
+       "(on|off, default on); off, or when not permitted: the view says once what an admin "
+       "runs (docs/fleet.md \"The bucket\")",
+       &FleetCliOptions::kv_create, CLI::IsMember({"on", "off"})},
+      {"--kv-storage", "kv_storage",
+       "Where a bucket the view creates keeps its entries: file (default: survives a "
+       "nats-server restart) or memory",
+       &FleetCliOptions::kv_storage, CLI::IsMember({"file", "memory"})},
+      {"--kv-replicas", "kv_replicas",
+       "Replicas of a bucket the view creates (1-5, a JetStream cluster's; default 1)",
+       &FleetCliOptions::kv_replicas, CLI::Range(1, 5)},
+      {"--kv-ttl", "kv_ttl_seconds",
+       "Seconds an entry of a bucket the view creates lives (default: --gone); the agents "
+       "put their state at least every third of their own --kv-ttl",
+       &FleetCliOptions::kv_ttl_seconds, CLI::Range(1.0, 31536000.0)},
       {"--stale", "stale_seconds",
        "Seconds without a message after which a node is stale: its values are withheld "
        "(default 5)",
@@ -175,6 +191,11 @@ int run_fleet(const FleetCliOptions& o) {
   fo.auth = std::move(auth);
   fo.subject_prefix = o.subject_prefix;
   fo.kv_bucket = o.kv_bucket == "off" ? std::string() : o.kv_bucket;
+  fo.kv_create = o.kv_create == "on";
+  fo.kv_storage =
+      o.kv_storage == "memory" ? transport::KvStorage::memory : transport::KvStorage::file;
+  fo.kv_replicas = static_cast<int>(o.kv_replicas);
+  if (o.kv_ttl_seconds > 0) fo.kv_ttl = millis_of_seconds(o.kv_ttl_seconds);
   fo.stale_after = millis_of_seconds(o.stale_seconds);
   fo.gone_after = millis_of_seconds(o.gone_seconds);
   fo.max_nodes = o.max_nodes;

@@ -47,6 +47,10 @@ struct FleetCliOptions {
   NatsAuthFlags nats_auth;  // --nats-creds, --nats-user ... (nats_auth_options.hpp)
   std::string subject_prefix = "gpustream";
   std::string kv_bucket = "gpustream_nodes";  // "off": do not read the key-value state
+  std::string kv_create = "on";               // on|off: create the bucket when it is missing
+  std::string kv_storage = "file";            // file|memory
+  std::uint32_t kv_replicas = 1;
+  double kv_ttl_seconds = 0;  // 0: gone_seconds
   double stale_seconds = 5;
   double gone_seconds = 30;
   std::size_t max_nodes = 100000;
@@ -63,7 +67,8 @@ struct FleetCliOptions {
 };
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 /// The config file's "fleet" object (docs/configuration.md): the shared server keys
-/// (server_config_keys) and "nats", "subject_prefix", "kv_bucket", "stale_seconds",
+/// (server_config_keys) and "nats", "subject_prefix", "kv_bucket", "kv_create", "kv_storage",
+/// "kv_replicas", "kv_ttl_seconds", "stale_seconds",
 /// "gone_seconds", "max_nodes", "max_bus_state_bytes", the publisher budget's
 /// "publisher_messages_per_second", "publisher_bytes_per_second", "publisher_cpu_ms_per_second",
 /// "publisher_burst_seconds", "publisher_queue_messages", "publisher_queue_bytes" and

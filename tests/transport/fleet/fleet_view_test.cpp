@@ -446,6 +446,78 @@ TEST(FleetView, AStreamFrozenByAReplayGoesStaleWhileItsNodeStaysUp) {
   view.stop();
 }
 
+// A message carrying JetStream's republish headers (the delivery side hands the stream's
+// name) is refused whatever it holds, even a good message of the subject's own node.
+TEST(FleetView, ARepublishedMessageIsRefusedWhateverItHolds) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  DrivenClocks c;
+  FleetView view(io.get_executor(), channel, driven_options(c));
+  BusEncoder a("node-a", "gpustream/test", {.full_every = 1});
+  view.deliver(a.encode(make_snapshot("sim", 2)), "gpustream.node-a.sim", "KV_gpustream_nodes");
+  view.process_pending();
+  EXPECT_EQ(refused(view, FleetRefusal::republished), 1U);
+  EXPECT_EQ(view.stats().rejected, 1U);
+  EXPECT_TRUE(view.nodes().empty());
+  view.deliver(a.encode(make_snapshot("sim", 2)), "gpustream.node-a.sim");
+  view.process_pending();
+  EXPECT_EQ(view.nodes().size(), 1U);
+  view.stop();
+}
+
+std::string metric_lines(const std::string& text, const std::string& family) {
+  std::string out;
+  std::size_t pos = 0;
+  while ((pos = text.find("\n" + family, pos)) != std::string::npos) {
+    const auto end = text.find('\n', pos + 1);
+    out += text.substr(pos + 1, end - pos);
+    pos = end;
+  }
+  return out;
+}
+
+// gpustream_fleet_nodes{state} counts the node table by state; gpustream_fleet_node_up has one
+// series per node up (1) or stale (0), none for a gone node.
+TEST(FleetView, NodesByStateAndEachNodesUpGaugeFollowTheStaleness) {
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  DrivenClocks c;
+  FleetView view(io.get_executor(), channel, driven_options(c));
+  const auto metrics = view.metrics();
+  BusEncoder a("node-a", "gpustream/test"), b("node-b", "gpustream/test");
+  view.on_message(a.encode(make_snapshot("sim", 2)), "gpustream.node-a.sim");
+  view.on_message(b.encode(make_snapshot("sim", 2)), "gpustream.node-b.sim");
+  EXPECT_EQ(metric_lines(metrics(), "gpustream_fleet_nodes{"),
+            "gpustream_fleet_nodes{state=\"up\"} 2\n"
+            "gpustream_fleet_nodes{state=\"stale\"} 0\n"
+            "gpustream_fleet_nodes{state=\"gone\"} 0\n");
+  EXPECT_EQ(metric_lines(metrics(), "gpustream_fleet_node_up{"),
+            "gpustream_fleet_node_up{node=\"node-a\"} 1\n"
+            "gpustream_fleet_node_up{node=\"node-b\"} 1\n");
+  // node-b keeps talking; node-a goes stale after 5 s, gone after 30 s.
+  c.now += 6s;
+  view.on_message(b.encode(make_snapshot("sim", 2)), "gpustream.node-b.sim");
+  view.sweep(c.now);
+  EXPECT_EQ(metric_lines(metrics(), "gpustream_fleet_nodes{"),
+            "gpustream_fleet_nodes{state=\"up\"} 1\n"
+            "gpustream_fleet_nodes{state=\"stale\"} 1\n"
+            "gpustream_fleet_nodes{state=\"gone\"} 0\n");
+  EXPECT_EQ(metric_lines(metrics(), "gpustream_fleet_node_up{"),
+            "gpustream_fleet_node_up{node=\"node-a\"} 0\n"
+            "gpustream_fleet_node_up{node=\"node-b\"} 1\n");
+  c.now += 25s;
+  view.on_message(b.encode(make_snapshot("sim", 2)), "gpustream.node-b.sim");
+  view.sweep(c.now);
+  EXPECT_EQ(metric_lines(metrics(), "gpustream_fleet_nodes{"),
+            "gpustream_fleet_nodes{state=\"up\"} 1\n"
+            "gpustream_fleet_nodes{state=\"stale\"} 0\n"
+            "gpustream_fleet_nodes{state=\"gone\"} 1\n");
+  EXPECT_EQ(metric_lines(metrics(), "gpustream_fleet_node_up{"),
+            "gpustream_fleet_node_up{node=\"node-b\"} 1\n");
+  EXPECT_NE(metrics().find("\ngpustream_fleet_nats_connected 0\n"), std::string::npos);
+  view.stop();
+}
+
 }  // namespace
 }  // namespace gpustream::transport::test
 

@@ -55,8 +55,18 @@ std::string_view to_string(FleetRefusal r) noexcept {
       return "too_many_devices";
     case FleetRefusal::too_many_streams:
       return "too_many_streams";
+    case FleetRefusal::republished:
+      return "republished";
+    case FleetRefusal::key_mismatch:
+      return "key_mismatch";
+    case FleetRefusal::bad_key:
+      return "bad_key";
   }
   return "unknown";
+}
+
+std::string_view to_string(KvStorage s) noexcept {
+  return s == KvStorage::memory ? "memory" : "file";
 }
 
 NodeTable::NodeTable(std::chrono::milliseconds stale_after, std::chrono::milliseconds gone_after,
@@ -206,6 +216,13 @@ std::vector<NodeInfo> NodeTable::nodes() const {
   std::vector<NodeInfo> out;
   out.reserve(nodes_.size());
   for (const auto& [name, e] : nodes_) out.push_back(e.info);
+  return out;
+}
+
+std::vector<std::pair<std::string, NodeState>> NodeTable::states() const {
+  std::vector<std::pair<std::string, NodeState>> out;
+  out.reserve(nodes_.size());
+  for (const auto& [name, e] : nodes_) out.emplace_back(name, e.info.state);
   return out;
 }
 

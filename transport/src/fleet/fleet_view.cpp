@@ -5,6 +5,7 @@
 
 #include <limits>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 #include <boost/asio/post.hpp>
@@ -73,10 +74,22 @@ FleetView::Impl::Impl(const asio::any_io_executor& ex, SnapshotChannel& ch, Flee
 
 /// Subject, admission, message rate and queue: nothing is decoded here, and nothing is kept
 /// of a refused message.
-void FleetView::Impl::deliver(std::string_view data, std::string_view subject) {
+void FleetView::Impl::deliver(std::string_view data, std::string_view subject,
+                              std::string_view republished_by) {
   if (stopping) return;
   ++messages;
   bytes += data.size();
+  if (!republished_by.empty()) {
+    // Not the node's own message: a stream's republish rule put it on this subject (whoever
+    // could create the stream chose the subject). Refused whatever it holds.
+    refuse(FleetRefusal::republished, "?", [&] {
+      return fmt::format(
+          "the message on '{}' was republished by the stream '{}' (JetStream's republish "
+          "headers): a node's messages come from the node itself",
+          subject.substr(0, 200), republished_by.substr(0, 64));
+    });
+    return;
+  }
   const auto tokens = parse_subject(subject, options.subject_prefix);
   if (!tokens) {
     refuse(FleetRefusal::bad_subject, "?", [&] {
@@ -171,6 +184,10 @@ void FleetView::Impl::process(const IntakeItem& item) {
     }
   }
   const std::string_view data = item.data;
+  // The node is the subject's (or, for the bucket's entries, the key's): a payload naming
+  // another is refused.
+  const auto mismatch = item.kv_key ? FleetRefusal::key_mismatch : FleetRefusal::subject_mismatch;
+  static constexpr std::string_view kInKey = " (a bucket entry: the node is its key's)";
   std::optional<GpuSnapshot> snap;
   std::string agent = "unknown";
   try {
@@ -186,8 +203,9 @@ void FleetView::Impl::process(const IntakeItem& item) {
         return;
       }
       if (h.node != item.node) {
-        refuse(FleetRefusal::subject_mismatch, item.node,
-               [&] { return fmt::format("its header names node '{}'", h.node); });
+        refuse(mismatch, item.node, [&] {
+          return fmt::format("its header names node '{}'{}", h.node, item.kv_key ? kInKey : "");
+        });
         return;
       }
       // The declared body and, for a delta, the base it applies to (the conversion walks it).
@@ -209,8 +227,9 @@ void FleetView::Impl::process(const IntakeItem& item) {
       }
       if (snap->node.empty()) snap->node = item.node;
       if (snap->node != item.node) {
-        refuse(FleetRefusal::subject_mismatch, item.node, [&] {
-          return fmt::format("its snapshot names node '{}'", snap->node.substr(0, 64));
+        refuse(mismatch, item.node, [&] {
+          return fmt::format("its snapshot names node '{}'{}", snap->node.substr(0, 64),
+                             item.kv_key ? kInKey : "");
         });
         return;
       }
@@ -363,14 +382,25 @@ FleetStats FleetView::Impl::st_copy() const {
   {
     std::lock_guard lock(mu);
     out = st;
+    out.nodes_up = table.count(NodeState::up);
+    out.nodes_stale = table.count(NodeState::stale);
+    out.nodes_gone = table.count(NodeState::gone);
   }
+  out.outages = outages;
+  out.reconnects = reconnects;
+  out.kv_created = kv_created;
+  out.kv_rereads = kv_rereads;
+  out.auth_reloads = auth_reloads;
+  out.auth_reload_failures = auth_reload_failures;
   out.messages = messages;
   out.bytes = bytes;
   for (std::size_t i = 0; i < kFleetRefusalCount; ++i) out.refused[i] = refused[i];
   out.nodes_refused = out.refused[static_cast<std::size_t>(FleetRefusal::node_table_full)];
-  for (const auto r : {FleetRefusal::bad_subject, FleetRefusal::subject_mismatch,
-                       FleetRefusal::too_large, FleetRefusal::malformed, FleetRefusal::inflation,
-                       FleetRefusal::too_many_devices, FleetRefusal::too_many_streams})
+  for (const auto r :
+       {FleetRefusal::bad_subject, FleetRefusal::subject_mismatch, FleetRefusal::too_large,
+        FleetRefusal::malformed, FleetRefusal::inflation, FleetRefusal::too_many_devices,
+        FleetRefusal::too_many_streams, FleetRefusal::republished, FleetRefusal::key_mismatch,
+        FleetRefusal::bad_key})
     out.rejected += out.refused[static_cast<std::size_t>(r)];
   out.decode_cpu_ns = decode_cpu_ns;
   out.pending = intake.pending();
@@ -386,6 +416,35 @@ FleetView::FleetView(const asio::any_io_executor& ex, SnapshotChannel& channel,
 FleetView::~FleetView() { stop(); }
 
 void FleetView::start() { impl_->start(); }
+
+namespace {
+bool same_identity(const NatsAuth& a, const NatsAuth& b) {
+  const auto fields = [](const NatsAuth& x) {
+    return std::tie(x.creds_file, x.nkey_seed_file, x.nkey_public, x.user, x.password, x.token,
+                    x.ca_file, x.cert_file, x.key_file, x.inbox_prefix);
+  };
+  return fields(a) == fields(b);
+}
+}  // namespace
+
+NatsAuthChange FleetView::set_auth(NatsAuth auth, std::string* error) {
+  if (auto e = nats_auth_error(auth); !e.empty()) {
+    if (error) *error = std::move(e);
+    ++impl_->auth_reload_failures;
+    return NatsAuthChange::refused;
+  }
+  if (auth.inbox_prefix.empty()) auth.inbox_prefix = kFleetInboxPrefix;
+  std::lock_guard lock(impl_->kv_mu);
+  if (!impl_->kv_thread.joinable() || impl_->stopping) {
+    if (error) *error = "the fleet view is not running";
+    return NatsAuthChange::refused;
+  }
+  if (same_identity(auth, impl_->new_auth ? *impl_->new_auth : impl_->auth))
+    return NatsAuthChange::unchanged;
+  impl_->new_auth = std::move(auth);
+  impl_->kv_cv.notify_all();
+  return NatsAuthChange::reconnecting;
+}
 void FleetView::stop() {
   if (impl_) impl_->stop();
 }
@@ -397,7 +456,7 @@ std::vector<NodeInfo> FleetView::nodes() const {
 
 FleetStats FleetView::stats() const {
   auto s = impl_->st_copy();
-  s.connected = impl_->nc && natsConnection_Status(impl_->nc) == NATS_CONN_STATUS_CONNECTED;
+  s.connected = impl_->connected();
   return s;
 }
 
@@ -406,12 +465,13 @@ bool FleetView::wait_for_bucket(std::chrono::milliseconds timeout) {
 }
 
 void FleetView::on_message(std::string_view data, std::string_view subject) {
-  impl_->deliver(data, subject);
+  impl_->deliver(data, subject, {});
   if (!impl_->worker.joinable()) process_pending();
 }
 
-void FleetView::deliver(std::string_view data, std::string_view subject) {
-  impl_->deliver(data, subject);
+void FleetView::deliver(std::string_view data, std::string_view subject,
+                        std::string_view republished_by) {
+  impl_->deliver(data, subject, republished_by);
 }
 
 std::size_t FleetView::process_pending() {
@@ -427,7 +487,8 @@ std::function<std::string()> FleetView::metrics() {
   return [weak]() -> std::string {
     auto self = weak.lock();
     if (!self) return {};
-    const auto st = self->st_copy();
+    auto st = self->st_copy();
+    st.connected = self->connected();
     const auto& ch = self->channel;
     std::string out;
     const auto family = [&out](std::string_view name, std::string_view type, std::string_view help,
@@ -472,6 +533,40 @@ std::function<std::string()> FleetView::metrics() {
     family("gpustream_fleet_pending_bytes", "gauge", "Their bytes as received.", st.pending_bytes);
     family("gpustream_fleet_publishers", "gauge",
            "Publishers (nodes) with a budget entry (at most --max-nodes).", st.publishers);
+    // Issue 28: the connection to NATS, the bucket, and the nodes by state.
+    family("gpustream_fleet_nats_connected", "gauge",
+           "1 while the view is connected to NATS, 0 while it is not (reconnecting).",
+           st.connected ? 1 : 0);
+    family("gpustream_fleet_nats_outages_total", "counter",
+           "Times the view lost NATS (each outage once, however long).", st.outages);
+    family("gpustream_fleet_nats_reconnects_total", "counter",
+           "Times NATS came back after an outage.", st.reconnects);
+    family("gpustream_fleet_kv_created_total", "counter",
+           "Times this view created the key-value bucket (at start, or after NATS lost it).",
+           st.kv_created);
+    out += fmt::format(
+        "# HELP gpustream_fleet_nodes Nodes the view knows, by state (at most --max-nodes).\n"
+        "# TYPE gpustream_fleet_nodes gauge\n"
+        "gpustream_fleet_nodes{{state=\"up\"}} {}\n"
+        "gpustream_fleet_nodes{{state=\"stale\"}} {}\n"
+        "gpustream_fleet_nodes{{state=\"gone\"}} {}\n",
+        st.nodes_up, st.nodes_stale, st.nodes_gone);
+    // One series per node up (1) or stale (0); a gone node has none. At most --max-nodes lines.
+    out +=
+        "# HELP gpustream_fleet_node_up 1 while a node is up, 0 while it is stale (a gone node "
+        "has no series).\n"
+        "# TYPE gpustream_fleet_node_up gauge\n";
+    std::vector<std::pair<std::string, NodeState>> states;
+    {
+      std::lock_guard lock(self->mu);  // the worker waits meanwhile: a copy of names only
+      states = self->table.states();
+    }
+    for (const auto& [name, state] : states)
+      if (state != NodeState::gone) {
+        out += "gpustream_fleet_node_up{node=\"";
+        out += name;
+        out += state == NodeState::up ? "\"} 1\n" : "\"} 0\n";
+      }
     return out;
   };
 }

@@ -1,10 +1,13 @@
-// fleet/fleet_view_impl.hpp — FleetView's state, shared by its two files (private):
-// fleet_view.cpp (the delivery side, the decode worker, the sweep, the public members) and
-// fleet_view_nats.cpp (the NATS connection, the subscription and the key-value bucket's read).
+// fleet/fleet_view_impl.hpp — FleetView's state, shared by its files (private):
+// fleet_view.cpp (the delivery side, the decode worker, the sweep, the public members),
+// fleet_view_nats.cpp (the NATS connection, its callbacks and the subscription) and
+// fleet_view_bucket.cpp (the key-value bucket: created when missing, read).
 //
-// Threads: libnats's delivery thread runs deliver(); the view's worker thread (or
-// process_pending()'s caller) runs process(), one at a time (worker_mu); the bucket's read runs
-// on kv_thread; the sweep on the strand. `mu` guards the table, the stats and pending_forget and
+// Threads: libnats's delivery thread runs deliver(); its callback thread runs the connection's
+// callbacks (lost, back, closed, errors), which only count, log and wake kv_thread; the view's
+// worker thread (or process_pending()'s caller) runs process(), one at a time (worker_mu); the
+// bucket (its creation, its reads: at start and after each reconnect) runs on kv_thread; the
+// sweep on the strand. `mu` guards the table, the stats and pending_forget and
 // is held briefly, never while decoding; the decoder is the worker's alone.
 #pragma once
 
@@ -64,14 +67,38 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   std::thread worker;
   std::thread kv_thread;
   std::mutex kv_mu;
-  kvWatcher* watcher = nullptr;  // under kv_mu: stop() stops it
+  kvWatcher* watcher = nullptr;      // under kv_mu: stop() stops it
+  std::condition_variable kv_cv;     // kv_again, a new identity, or stopping
+  bool kv_again = false;             // under kv_mu: NATS is back, see to the bucket again
+  std::optional<NatsAuth> new_auth;  // under kv_mu: set_auth()'s, for kv_thread to connect with
+  NatsAuth auth;                     // under kv_mu: the identity in use (inbox prefix filled)
+  // kv_thread's own: the last bucket problem and config difference logged (each said once,
+  // again only when it changes).
+  std::string kv_problem_logged;
+  std::string kv_config_logged;
+
+  // The connection's state (set by libnats's callbacks).
+  std::atomic<std::uint64_t> outages{0}, reconnects{0}, kv_created{0}, kv_rereads{0};
+  std::atomic<std::uint64_t> auth_reloads{0}, auth_reload_failures{0};
+  std::atomic<bool> in_outage{false};
+  std::atomic<bool> is_connected{false};    // the current connection's, from its callbacks
+  std::atomic<std::int64_t> lost_at_ns{0};  // steady clock, when the outage began
+  std::mutex closed_mu;
+  std::condition_variable closed_cv;
+  std::vector<natsConnection*> closed_conns;  // under closed_mu: their closed callback ran
+  std::mutex errors_mu;
+  std::vector<int> errors_logged;  // under errors_mu: asynchronous errors logged, by status
   std::atomic<bool> stopping{false};
   std::atomic<bool> kv_done{false};
   std::atomic<bool> sweep_posted{false};
   std::atomic<bool> kv_reported{false};
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
 
-  natsConnection* nc = nullptr;
+  // The current connection and its subscription: replaced only by kv_thread (a new identity,
+  // set_auth()), under conn_mu; stop() takes conn_mu too. Callbacks of any other connection
+  // (the one being replaced, or the new one before it is current) are ignored.
+  std::mutex conn_mu;
+  std::atomic<natsConnection*> nc{nullptr};
   natsSubscription* sub = nullptr;
   boost::asio::steady_timer timer;
   bool stopped = false;
@@ -114,7 +141,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   };
 
   // fleet_view.cpp: the delivery side (any thread; nothing decoded, nothing kept of a refusal).
-  void deliver(std::string_view data, std::string_view subject);
+  void deliver(std::string_view data, std::string_view subject, std::string_view republished_by);
   void admit(std::string_view data, IntakeItem&& item);
   // The worker side (worker_mu held).
   void apply_forgets();
@@ -130,17 +157,32 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   void arm();
   FleetStats st_copy() const;
 
-  // fleet_view_nats.cpp: the connection, the subscription, the bucket.
+  // fleet_view_nats.cpp: the connection, its callbacks, the subscription.
   static void on_msg(natsConnection*, natsSubscription*, natsMsg* m, void* closure);
-  bool load_node_state(std::string_view key, std::string_view value, std::int64_t written_ns,
-                       Clock::time_point now, std::int64_t now_ns);
-  void load_kv_watch(kvStore* kv);
-  void load_kv_key_by_key(kvStore* kv);
-  void load_kv();
-  void finish_kv();
-  bool wait_for_bucket(std::chrono::milliseconds timeout);
+  static void on_disconnected(natsConnection* nc, void* closure);
+  static void on_reconnected(natsConnection* nc, void* closure);
+  static void on_closed(natsConnection* nc, void* closure);
+  static void on_error(natsConnection* nc, natsSubscription* sub, natsStatus err, void* closure);
+  bool connected() const;
+  natsStatus connect(const NatsAuth& a, natsConnection** out, std::string& error);
+  natsStatus subscribe(natsConnection* c, natsSubscription** out);
+  void close_and_destroy(natsConnection* c);
+  void change_identity(const NatsAuth& a);  // kv_thread
   void start();
   void stop();
+  // fleet_view_bucket.cpp: the bucket, on kv_thread.
+  void run_bucket();
+  void see_to_bucket(bool again);
+  kvStore* bind_bucket(jsCtx* js);
+  void check_bucket_config(jsCtx* js);
+  std::string admin_command() const;
+  void bucket_problem(const std::string& text);
+  bool load_node_state(std::string_view key, std::string_view value, std::int64_t written_ns,
+                       Clock::time_point now, std::int64_t now_ns, bool again);
+  void load_kv_watch(kvStore* kv, bool again);
+  void load_kv_key_by_key(kvStore* kv, bool again);
+  void finish_kv();
+  bool wait_for_bucket(std::chrono::milliseconds timeout);
 };
 
 }  // namespace gpustream::transport

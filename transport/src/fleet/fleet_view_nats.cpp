@@ -1,6 +1,7 @@
 // FleetView's NATS side: the connection, the subscription (libnats's delivery thread hands each
 // message to deliver()) and the key-value bucket, read in the background through the same
 // per-publisher path as the bus (fleet_view_impl.hpp).
+#include <algorithm>
 #include <stdexcept>
 
 #include <boost/asio/post.hpp>
@@ -16,8 +17,30 @@ namespace {
 
 std::string nats_error(natsStatus s) { return nats_status_text(s); }
 
-/// Messages in one node state at most (decode_node_state's own bound).
-constexpr std::size_t kMaxNodeStateMessages = 64;
+std::int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+/// The stream that republished `m` (JetStream's republish headers), or empty: its own message.
+std::string_view republished_by(natsMsg* m) {
+  const char* v = nullptr;
+  if (natsMsgHeader_Get(m, "Nats-Stream", &v) == NATS_OK && v) return *v ? v : "?";
+  for (const char* h : {"Nats-Subject", "Nats-Sequence", "Nats-Last-Sequence"})
+    if (natsMsgHeader_Get(m, h, &v) == NATS_OK) return "?";
+  return {};
+}
+
+/// libnats's words for why the connection `nc` last failed.
+std::string last_error(natsConnection* nc) {
+  const char* text = nullptr;
+  const natsStatus s = natsConnection_GetLastError(nc, &text);
+  std::string out = natsStatus_GetText(s);
+  if (text && *text && out != text) out += std::string(": ") + text;
+  if (s == NATS_OK && (!text || !*text)) out = "the server closed the connection";
+  return out;
+}
 
 }  // namespace
 
@@ -25,206 +48,211 @@ void FleetView::Impl::on_msg(natsConnection*, natsSubscription*, natsMsg* m, voi
   auto* self = static_cast<Impl*>(closure);
   const std::string_view data(natsMsg_GetData(m),
                               static_cast<std::size_t>(natsMsg_GetDataLength(m)));
-  self->deliver(data, natsMsg_GetSubject(m));
+  self->deliver(data, natsMsg_GetSubject(m), republished_by(m));
   natsMsg_Destroy(m);
 }
 
-/// One node's state from the bucket: its messages go through the same per-publisher path as
-/// the bus's (admission, budget, queue), heard when it was written (libnats gives nanoseconds
-/// since the epoch; a coarser unit is scaled, and an unknown time counts as now). False when
-/// it is unreadable (counted, logged once).
-bool FleetView::Impl::load_node_state(std::string_view key, std::string_view value,
-                                      std::int64_t written_ns, Clock::time_point now,
-                                      std::int64_t now_ns) {
-  while (written_ns > 0 && written_ns < 100'000'000'000'000'000) written_ns *= 1000;
-  if (written_ns <= 0 || written_ns > now_ns) written_ns = now_ns;
-  const auto age = std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - written_ns));
-  if (node_name_error(key)) {
-    refuse(FleetRefusal::bad_subject, "?", "a bucket key that is not a node name");
-    return false;
-  }
-  try {
-    // A node state is at most 64 messages of at most limits.max_message_bytes each.
-    if (value.size() > kMaxNodeStateMessages * (options.limits.max_message_bytes + 32))
-      throw BusError("a node state over the size limit");
-    auto mark = std::make_shared<bool>(false);
-    for (const auto msg : decode_node_state(value, options.limits)) {
-      if (!intake.wait_for_room()) return false;  // stopped
-      IntakeItem item;
-      item.node = std::string(key);
-      item.heard = now - std::chrono::duration_cast<Clock::duration>(age);
-      item.heard_unix_ns = written_ns;
-      item.kv_key = mark;
-      ++messages;
-      bytes += msg.size();
-      admit(msg, std::move(item));
-    }
-    return true;
-  } catch (const std::exception& ex) {
-    refuse(FleetRefusal::malformed, key,
-           [&] { return fmt::format("its state in the bucket is unreadable: {}", ex.what()); });
-    return false;
-  }
+/// NATS lost: said once per outage (however many reconnection attempts fail), counted.
+void FleetView::Impl::on_disconnected(natsConnection* c, void* closure) {
+  auto* self = static_cast<Impl*>(closure);
+  if (c != self->nc.load()) return;  // one being replaced, or not yet current
+  self->is_connected = false;
+  if (self->stopping || self->in_outage.exchange(true)) return;
+  self->lost_at_ns = steady_ns();
+  const auto n = ++self->outages;
+  logger()->warn(
+      "fleet: lost NATS at {}: {}; reconnecting every {} ms, nodes are kept (outage {}, "
+      "gpustream_fleet_nats_outages_total; said once per outage)",
+      redact_url_credentials(self->options.url), last_error(c),
+      self->options.reconnect_wait.count(), n);
 }
 
-/// The bucket in one pass: a watcher on every key delivers the last value of each, then a
-/// null entry that marks the end of the initial values. Bounded: at most max_nodes entries
-/// (each bounded in bytes by load_node_state); stops when nothing arrives for
-/// connect_timeout, or at stop().
-void FleetView::Impl::load_kv_watch(kvStore* kv) {
-  kvWatchOptions wo;
-  kvWatchOptions_Init(&wo);
-  wo.IgnoreDeletes = true;  // a deleted or purged key is no node
-  wo.Timeout = options.connect_timeout.count();
-  kvWatcher* w = nullptr;
-  natsStatus s = kvStore_WatchAll(&w, kv, &wo);
-  if (s != NATS_OK) {
-    if (!stopping)
-      logger()->warn("fleet: cannot watch the bucket '{}': {}", options.kv_bucket, nats_error(s));
-    return;
+/// NATS back: said once, and the bucket seen to again on kv_thread (not on libnats's thread).
+void FleetView::Impl::on_reconnected(natsConnection* c, void* closure) {
+  auto* self = static_cast<Impl*>(closure);
+  if (c != self->nc.load() || self->stopping) return;
+  self->is_connected = true;
+  ++self->reconnects;
+  if (self->in_outage.exchange(false)) {
+    const double took = static_cast<double>(steady_ns() - self->lost_at_ns) / 1e9;
+    logger()->warn("fleet: NATS is back at {} after {:.1f} s (outage {}){}",
+                   redact_url_credentials(self->options.url), took, self->outages.load(),
+                   self->options.kv_bucket.empty() ? std::string()
+                                                   : "; seeing to the key-value bucket '" +
+                                                         self->options.kv_bucket + "' again");
   }
+  std::lock_guard lock(self->kv_mu);
+  self->kv_again = true;
+  self->kv_cv.notify_all();
+}
+
+void FleetView::Impl::on_closed(natsConnection* c, void* closure) {
+  auto* self = static_cast<Impl*>(closure);
+  if (c == self->nc.load()) {
+    self->is_connected = false;
+    if (!self->stopping)
+      logger()->error("fleet: the connection to NATS at {} is closed for good: {}",
+                      redact_url_credentials(self->options.url), last_error(c));
+  }
+  std::lock_guard lock(self->closed_mu);
+  self->closed_conns.push_back(c);
+  self->closed_cv.notify_all();
+}
+
+/// libnats's asynchronous errors (a permission refused, a slow consumer): each kind said once.
+void FleetView::Impl::on_error(natsConnection* c, natsSubscription*, natsStatus err,
+                               void* closure) {
+  auto* self = static_cast<Impl*>(closure);
   {
-    std::lock_guard lock(kv_mu);
-    watcher = w;
-    if (stopping) kvWatcher_Stop(w);
+    std::lock_guard lock(self->errors_mu);
+    if (std::find(self->errors_logged.begin(), self->errors_logged.end(), static_cast<int>(err)) !=
+        self->errors_logged.end())
+      return;
+    self->errors_logged.push_back(static_cast<int>(err));
   }
-  std::uint64_t seen = 0;
-  while (!stopping) {
-    kvEntry* e = nullptr;
-    s = kvWatcher_Next(&e, w, options.connect_timeout.count());
-    if (s != NATS_OK) {
-      if (!stopping)
-        logger()->warn("fleet: the bucket '{}' was read only in part ({} keys): {}",
-                       options.kv_bucket, seen, nats_error(s));
-      break;
-    }
-    if (!e) break;  // the end of the initial values
-    if (seen == options.max_nodes) {
-      kvEntry_Destroy(e);
-      logger()->warn(
-          "fleet: the bucket '{}' holds more than {} nodes (--max-nodes); the rest "
-          "show as they publish",
-          options.kv_bucket, options.max_nodes);
-      break;
-    }
-    ++seen;
-    const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
-                                 static_cast<std::size_t>(kvEntry_ValueLen(e)));
-    load_node_state(kvEntry_Key(e), value, kvEntry_Created(e), clock(), wall_now_ns());
-    kvEntry_Destroy(e);
-  }
-  std::lock_guard lock(kv_mu);
-  watcher = nullptr;
-  kvWatcher_Stop(w);
-  kvWatcher_Destroy(w);
+  logger()->warn("fleet: NATS at {} reports: {} (said once per kind)",
+                 redact_url_credentials(self->options.url),
+                 err == NATS_SLOW_CONSUMER ? std::string("slow consumer: messages were dropped")
+                                           : last_error(c));
 }
 
-/// The bucket key by key (kvStore_Keys, then one kvStore_Get per key: a round trip each).
-void FleetView::Impl::load_kv_key_by_key(kvStore* kv) {
-  kvKeysList keys{};
-  kvWatchOptions wo;
-  kvWatchOptions_Init(&wo);
-  wo.Timeout = options.connect_timeout.count();
-  const natsStatus s = kvStore_Keys(&keys, kv, &wo);
-  if (s != NATS_OK) {
-    if (s != NATS_NOT_FOUND)
-      logger()->warn("fleet: cannot list the bucket '{}': {}", options.kv_bucket, nats_error(s));
-    return;
-  }
-  const int count = std::min<int>(
-      keys.Count, static_cast<int>(std::min<std::size_t>(options.max_nodes, INT32_MAX)));
-  for (int i = 0; i < count && !stopping; ++i) {
-    kvEntry* e = nullptr;
-    if (kvStore_Get(&e, kv, keys.Keys[i]) != NATS_OK) continue;
-    const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
-                                 static_cast<std::size_t>(kvEntry_ValueLen(e)));
-    load_node_state(keys.Keys[i], value, kvEntry_Created(e), clock(), wall_now_ns());
-    kvEntry_Destroy(e);
-  }
-  kvKeysList_Destroy(&keys);
-}
+bool FleetView::Impl::connected() const { return is_connected; }
 
-void FleetView::Impl::load_kv() {
-  jsCtx* js = nullptr;
-  kvStore* kv = nullptr;
-  jsOptions jo;
-  jsOptions_Init(&jo);
-  jo.Wait = options.connect_timeout.count();
-  natsStatus s = natsConnection_JetStream(&js, nc, &jo);
-  if (s == NATS_OK) s = js_KeyValue(&kv, js, options.kv_bucket.c_str());
-  if (s != NATS_OK) {
-    if (!stopping)
-      logger()->warn("fleet: no key-value bucket '{}' ({}): nodes show as they publish",
-                     options.kv_bucket, nats_error(s));
-  } else if (options.kv_watch) {
-    load_kv_watch(kv);
-  } else {
-    load_kv_key_by_key(kv);
-  }
-  if (kv) kvStore_Destroy(kv);
-  if (js) jsCtx_Destroy(js);
-}
-
-void FleetView::Impl::finish_kv() {
-  {
-    std::lock_guard lock(mu);
-    kv_done = true;
-    st.kv_done = true;
-  }
-  idle_cv.notify_all();
-  report_bucket();
-}
-
-bool FleetView::Impl::wait_for_bucket(std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu);
-  return idle_cv.wait_for(lock, timeout, [this] { return kv_done && intake.pending() == 0; });
-}
-
-void FleetView::Impl::start() {
-  started = std::chrono::steady_clock::now();
+/// A connection with identity `a` (its inbox prefix filled), the view's callbacks on it.
+natsStatus FleetView::Impl::connect(const NatsAuth& a, natsConnection** out, std::string& error) {
   natsOptions* opts = nullptr;
   natsStatus s = natsOptions_Create(&opts);
   if (s == NATS_OK) s = natsOptions_SetURL(opts, options.url.c_str());
   if (s == NATS_OK) s = natsOptions_SetName(opts, "gpustream-fleet");
   if (s == NATS_OK) s = natsOptions_SetTimeout(opts, options.connect_timeout.count());
   if (s == NATS_OK) s = natsOptions_SetMaxReconnect(opts, -1);
+  if (s == NATS_OK) s = natsOptions_SetReconnectWait(opts, options.reconnect_wait.count());
+  if (s == NATS_OK) s = natsOptions_SetDisconnectedCB(opts, &Impl::on_disconnected, this);
+  if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, &Impl::on_reconnected, this);
+  if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, &Impl::on_closed, this);
+  if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, &Impl::on_error, this);
   // Slow consumer protection: messages waiting for this view, bounded in count and bytes.
   if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 65536);
-  std::string auth_error;
-  if (s == NATS_OK && apply_nats_auth(opts, options.auth, auth_error) != NATS_OK) {
+  if (s == NATS_OK && apply_nats_auth(opts, a, error) != NATS_OK) {
     natsOptions_Destroy(opts);
-    throw std::runtime_error("cannot use " + redact_url_credentials(options.url) + ": " +
-                             auth_error);
+    error = "cannot use " + redact_url_credentials(options.url) + ": " + error;
+    return NATS_INVALID_ARG;
   }
-  if (s == NATS_OK) s = natsConnection_Connect(&nc, opts);
+  *out = nullptr;
+  if (s == NATS_OK) s = natsConnection_Connect(out, opts);
   natsOptions_Destroy(opts);
   if (s != NATS_OK) {
-    if (nc) natsConnection_Destroy(nc);
-    nc = nullptr;
-    throw std::runtime_error("cannot connect to " + redact_url_credentials(options.url) + ": " +
-                             nats_error(s));
+    if (*out) natsConnection_Destroy(*out);
+    *out = nullptr;
+    error = "cannot connect to " + redact_url_credentials(options.url) + ": " + nats_error(s);
   }
+  return s;
+}
+
+/// The bus on `c`, each message to on_msg (libnats's delivery thread), bounded in messages and
+/// bytes waiting.
+natsStatus FleetView::Impl::subscribe(natsConnection* c, natsSubscription** out) {
+  const std::string subject = options.subject_prefix + ".>";
+  natsStatus s = natsConnection_Subscribe(out, c, subject.c_str(), &Impl::on_msg, this);
+  if (s == NATS_OK)
+    s = natsSubscription_SetPendingLimits(
+        *out, 65536,
+        static_cast<int>(std::min<std::size_t>(options.limits.max_message_bytes * 64, 1 << 30)));
+  return s;
+}
+
+/// Closes `c` and destroys it once libnats has run its last callback for it (bounded wait).
+void FleetView::Impl::close_and_destroy(natsConnection* c) {
+  if (!c) return;
+  natsConnection_Close(c);  // a request in flight on it fails now
+  {
+    std::unique_lock lock(closed_mu);
+    closed_cv.wait_for(lock, std::chrono::seconds(2), [&] {
+      return std::find(closed_conns.begin(), closed_conns.end(), c) != closed_conns.end();
+    });
+    std::erase(closed_conns, c);
+  }
+  natsConnection_Destroy(c);
+}
+
+/// A new identity (set_auth()), on kv_thread: a connection with it first; the current one is
+/// replaced only once the new one is up and subscribed, else kept (said why, counted).
+void FleetView::Impl::change_identity(const NatsAuth& a) {
+  natsConnection* fresh = nullptr;
+  std::string error;
+  if (connect(a, &fresh, error) != NATS_OK) {
+    ++auth_reload_failures;
+    if (!stopping)
+      logger()->warn(
+          "fleet: the new NATS credentials were not taken: {}; the current connection goes on",
+          error);
+    return;
+  }
+  natsSubscription* old_sub = nullptr;
+  natsConnection* old = nullptr;
+  {
+    std::lock_guard lock(conn_mu);
+    if (stopping) {
+      close_and_destroy(fresh);
+      return;
+    }
+    // The bus moves to the new connection: the old subscription drained first (a message
+    // published meanwhile may be missed, never taken twice).
+    if (sub && natsSubscription_Drain(sub) == NATS_OK)
+      natsSubscription_WaitForDrainCompletion(sub, 2000);
+    old_sub = std::exchange(sub, nullptr);
+    natsSubscription* fresh_sub = nullptr;
+    const natsStatus s = subscribe(fresh, &fresh_sub);
+    if (s != NATS_OK) {
+      if (fresh_sub) natsSubscription_Destroy(fresh_sub);
+      natsSubscription* again = nullptr;
+      if (subscribe(nc, &again) == NATS_OK) sub = again;  // back on the current connection
+      ++auth_reload_failures;
+      logger()->warn(
+          "fleet: the new NATS credentials were not taken: cannot subscribe to {}.>: {}; the "
+          "current connection goes on",
+          options.subject_prefix, nats_error(s));
+      old = fresh;  // closed below
+    } else {
+      sub = fresh_sub;
+      old = nc.exchange(fresh);
+      is_connected = natsConnection_Status(fresh) == NATS_CONN_STATUS_CONNECTED;
+      ++auth_reloads;
+      {
+        std::lock_guard kv_lock(kv_mu);
+        auth = a;
+      }
+      if (in_outage.exchange(false)) ++reconnects;
+      logger()->warn(
+          "fleet: connected to NATS at {} with the new credentials; the previous connection is "
+          "closed",
+          redact_url_credentials(options.url));
+    }
+  }
+  if (old_sub) natsSubscription_Destroy(old_sub);
+  close_and_destroy(old);
+}
+
+void FleetView::Impl::start() {
+  started = std::chrono::steady_clock::now();
+  auth = options.auth;
+  if (auth.inbox_prefix.empty()) auth.inbox_prefix = kFleetInboxPrefix;
+  natsConnection* c = nullptr;
+  std::string error;
+  if (connect(auth, &c, error) != NATS_OK) throw std::runtime_error(error);
+  nc = c;
+  is_connected = true;
   worker = std::thread([this] { run_worker(); });
   // Subscribe first, then read the bucket: a message in between is not lost (the decoder
   // ignores what is older than it has).
-  const std::string subject = options.subject_prefix + ".>";
-  s = natsConnection_Subscribe(&sub, nc, subject.c_str(), &Impl::on_msg, this);
-  if (s == NATS_OK)
-    s = natsSubscription_SetPendingLimits(
-        sub, 65536,
-        static_cast<int>(std::min<std::size_t>(options.limits.max_message_bytes * 64, 1 << 30)));
+  const natsStatus s = subscribe(c, &sub);
   if (s != NATS_OK)
-    throw std::runtime_error("cannot subscribe to " + subject + ": " + nats_error(s));
+    throw std::runtime_error("cannot subscribe to " + options.subject_prefix +
+                             ".>: " + nats_error(s));
   asio::post(strand, [self = shared_from_this()] { self->arm(); });
-  if (options.kv_bucket.empty()) {
-    finish_kv();
-    return;
-  }
-  // In the background: the server listens at once, nodes appear as they are decoded.
-  kv_thread = std::thread([this] {
-    load_kv();
-    finish_kv();
-  });
+  // In the background: the server listens at once, nodes appear as they are decoded. The same
+  // thread sees to the bucket again after each reconnect, and takes a new identity.
+  kv_thread = std::thread([this] { run_bucket(); });
 }
 
 void FleetView::Impl::stop() {
@@ -233,22 +261,37 @@ void FleetView::Impl::stop() {
   {
     std::lock_guard lock(kv_mu);
     if (watcher) kvWatcher_Stop(watcher);
+    kv_cv.notify_all();
   }
   asio::post(strand, [self = shared_from_this()] {
     self->stopped = true;
     self->timer.cancel();
   });
-  if (sub) {
-    // Drained: no callback runs once this returns (bounded wait).
-    if (natsSubscription_Drain(sub) == NATS_OK) natsSubscription_WaitForDrainCompletion(sub, 2000);
-    natsSubscription_Destroy(sub);
-    sub = nullptr;
+  natsConnection* c = nullptr;
+  {
+    std::lock_guard lock(conn_mu);
+    if (sub) {
+      // Drained: no callback runs once this returns (bounded wait).
+      if (natsSubscription_Drain(sub) == NATS_OK)
+        natsSubscription_WaitForDrainCompletion(sub, 2000);
+      natsSubscription_Destroy(sub);
+      sub = nullptr;
+    }
+    c = nc;
+    // A request of the bucket's read in flight fails now; libnats runs its callbacks (lost,
+    // closed) on its own thread after Close returns: none may run once this view is gone.
+    if (c) natsConnection_Close(c);
   }
-  if (nc) natsConnection_Close(nc);  // a request of the bucket's read in flight fails now
+  if (c) {
+    std::unique_lock lock(closed_mu);
+    closed_cv.wait_for(lock, std::chrono::seconds(2), [&] {
+      return std::find(closed_conns.begin(), closed_conns.end(), c) != closed_conns.end();
+    });
+  }
   if (kv_thread.joinable()) kv_thread.join();
   if (worker.joinable()) worker.join();
-  if (nc) {
-    natsConnection_Destroy(nc);
+  if (c) {
+    natsConnection_Destroy(c);
     nc = nullptr;
   }
 }

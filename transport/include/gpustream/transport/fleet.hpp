@@ -115,7 +115,11 @@ class NodeTable {
   std::optional<NodeState> state(std::string_view node) const;
   std::int64_t last_heard_unix_ns(std::string_view node) const;  // 0: unknown node
   std::vector<NodeInfo> nodes() const;                           // in name order
+  /// Each node's name and state, in name order (what /metrics needs: no copy of the rest).
+  std::vector<std::pair<std::string, NodeState>> states() const;
   std::size_t size() const noexcept { return nodes_.size(); }
+  /// Nodes in state `s`. O(1).
+  std::size_t count(NodeState s) const noexcept { return by_state_[static_cast<int>(s)].size(); }
   /// (node, probe) streams whose freshness is kept (those of up nodes heard within stale_after).
   std::size_t streams() const noexcept { return streams_.size(); }
   std::chrono::milliseconds stale_after() const noexcept { return stale_after_; }
@@ -212,15 +216,39 @@ enum class FleetRefusal : std::uint8_t {
   inflation,         // a compressed body declared or inflating past the inflation-ratio bound
   too_many_devices,  // a snapshot over the devices or processes bound (BusLimits)
   too_many_streams,  // a new stream while the decoder keeps max_streams
+  republished,       // a bus message carrying JetStream's republish headers (Nats-Stream, ...)
+  key_mismatch,      // a bucket entry whose state names another node than its key
+  bad_key,           // a bucket entry whose key is not a node name
 };
-inline constexpr std::size_t kFleetRefusalCount = 15;
+inline constexpr std::size_t kFleetRefusalCount = 18;
 std::string_view to_string(FleetRefusal r) noexcept;
+
+/// Where the bucket's stream keeps its entries (JetStream's storage type).
+enum class KvStorage : std::uint8_t { file, memory };
+std::string_view to_string(KvStorage s) noexcept;
+
+/// The view's own inbox prefix by default (FleetOptions::auth.inbox_prefix empty): the
+/// permission it needs is `subscribe _INBOX_gpustream.fleet.>` (docs/fleet.md).
+inline constexpr std::string_view kFleetInboxPrefix = "_INBOX_gpustream.fleet";
 
 struct FleetOptions {
   std::string url = "nats://127.0.0.1:4222";
-  NatsAuth auth;  // credentials and TLS (nats_auth.hpp); a URL's user:password@ also works
+  /// Credentials and TLS (nats_auth.hpp); a URL's user:password@ also works. An empty
+  /// inbox_prefix is kFleetInboxPrefix.
+  NatsAuth auth;
   std::string subject_prefix = "gpustream";
   std::string kv_bucket = "gpustream_nodes";  // empty: do not read the key-value state
+  /// The bucket when it is missing, at start and after each reconnect (a restarted nats-server
+  /// whose bucket was in memory has none): created with the settings below, unless kv_create
+  /// is false (then, as when creating it is not permitted, the view says once what an admin
+  /// runs: docs/fleet.md "The bucket"). A bucket that exists is used as it is; a config that
+  /// differs from these is named in one warning.
+  bool kv_create = true;
+  KvStorage kv_storage = KvStorage::file;  // file: the bucket survives a nats-server restart
+  int kv_replicas = 1;                     // 1..5 (a JetStream cluster's)
+  std::chrono::milliseconds kv_ttl{0};     // how long an entry lives; 0: gone_after
+  /// Between two reconnection attempts after NATS is lost (libnats's reconnect wait).
+  std::chrono::milliseconds reconnect_wait{1000};
   std::chrono::milliseconds stale_after{5000};
   std::chrono::milliseconds gone_after{30000};  // the bucket's time-to-live
   std::chrono::milliseconds connect_timeout{5000};
@@ -248,7 +276,7 @@ struct FleetStats {
   std::uint64_t snapshots = 0;      // snapshots published into the channel
   std::uint64_t rejected = 0;       // malformed, oversized, unknown-format, mismatched messages
   std::uint64_t waiting = 0;        // deltas that came before their stream's full message
-  std::uint64_t kv_nodes = 0;       // nodes read from the key-value bucket at start
+  std::uint64_t kv_nodes = 0;       // nodes read from the bucket (at start, after reconnects)
   bool kv_done = false;             // the bucket's read is over (its entries queued)
   std::uint64_t nodes_refused = 0;  // messages dropped because the node table was full
   std::array<std::uint64_t, kFleetRefusalCount> refused{};  // by FleetRefusal
@@ -260,6 +288,22 @@ struct FleetStats {
   std::uint64_t bus_state_bytes = 0;  // gauge: their bytes (≤ BusLimits::max_state_bytes)
   std::uint64_t bus_evicted = 0;      // streams evicted to stay within max_state_bytes
   bool connected = false;
+  std::uint64_t outages = 0;       // NATS lost (each outage once, however long)
+  std::uint64_t reconnects = 0;    // NATS back after an outage
+  std::uint64_t kv_created = 0;    // the bucket created by this view (at start or after one)
+  std::uint64_t kv_rereads = 0;    // the bucket read again after a reconnect
+  std::uint64_t auth_reloads = 0;  // set_auth(): a new identity taken
+  std::uint64_t auth_reload_failures = 0;  // ... refused or not connecting (the old kept)
+  std::uint64_t nodes_up = 0;              // gauges: the node table by state
+  std::uint64_t nodes_stale = 0;
+  std::uint64_t nodes_gone = 0;
+};
+
+/// What FleetView::set_auth() did with a new identity.
+enum class NatsAuthChange : std::uint8_t {
+  unchanged,     // the same as the one in use (or already on its way): nothing to do
+  reconnecting,  // taken: the view connects with it on its own thread, then swaps
+  refused,       // inconsistent (nats_auth_error), or the view is not running: nothing changed
 };
 
 /// Built only with libnats (GPUSTREAM_HAS_NATS).
@@ -272,13 +316,26 @@ class FleetView {
 
   /// Connects (throws std::runtime_error when the server cannot be reached or the URL is bad),
   /// starts the decode worker, subscribes, starts the staleness sweep and the key-value
-  /// bucket's read in the background (a missing bucket or no JetStream is logged once, not an
-  /// error), and returns without waiting for it. Call once.
+  /// bucket's read in the background (the bucket created first when it is missing and
+  /// kv_create; no bucket or no JetStream is logged once, not an error), and returns without
+  /// waiting for it. Call once.
+  /// When NATS is lost, the view says so once (with NATS's words for the cause), counts the
+  /// outage, and reconnects every reconnect_wait; once back, it says so, and on its bucket
+  /// thread (not libnats's) creates the bucket again if it is missing and reads it again (the
+  /// nodes it knows stay).
   void start();
   /// Waits until the bucket's read is over and every message of it decoded (or refused), at
   /// most `timeout`; true when so. (Tests and benchmarks: start() does not wait.)
   bool wait_for_bucket(std::chrono::milliseconds timeout);
   void stop();
+  /// New NATS credentials (SIGHUP: the caller read their files; an empty inbox_prefix is
+  /// kFleetInboxPrefix). Returns at once: the view's bucket thread connects with them (at most
+  /// connect_timeout), moves the bus subscription to the new connection and closes the old one;
+  /// when the new one cannot connect or subscribe, the old one goes on (said why, counted in
+  /// FleetStats::auth_reload_failures). The nodes and the decoder's state stay. A message
+  /// published during the move may be missed (at most once, as on a reconnect), never taken
+  /// twice. `error` (optional) says why when refused.
+  NatsAuthChange set_auth(NatsAuth auth, std::string* error = nullptr);
 
   std::vector<NodeInfo> nodes() const;
   FleetStats stats() const;
@@ -297,7 +354,10 @@ class FleetView {
   void on_message(std::string_view data, std::string_view subject);
   /// The delivery path only (libnats's callback): checks the subject, the node table's
   /// admission and the publisher's message rate, and queues the message (or refuses it).
-  void deliver(std::string_view data, std::string_view subject);
+  /// `republished_by`: the stream named by the message's Nats-Stream header (or another of
+  /// JetStream's republish headers), when it has one: such a message is refused (republished).
+  void deliver(std::string_view data, std::string_view subject,
+               std::string_view republished_by = {});
   /// The worker's work, on the calling thread: decodes what is queued, round robin over the
   /// publishers (one message each a turn), under their budgets; returns the messages taken.
   std::size_t process_pending();

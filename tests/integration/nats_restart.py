@@ -1,0 +1,194 @@
+"""A nats-server restart under a running fleet (issue 28), against a real `nats-server -js`
+(scratch store, loopback), once with the fleet view's bucket in memory and once on file: four
+headless agents (`gpustream serve --listen off --nats URL`) and a fleet view; `nats-server` is
+killed (-9) and started again on the same port with the same store. The view that was running
+must say once that it lost NATS and once that it is back (gpustream_fleet_nats_outages_total 1),
+create the bucket again when the restart lost it (memory), and see every node up again. Then a
+NEW fleet view must show every node within 2 s of its start (the rule of issue 28; the agents
+publish a full message only every 10 s, so only the key-value bucket can meet it): the figure
+is printed. Before it starts, the bucket must hold every node's state again within
+AGENT_PUT_BOUND_S of NATS being back (the agents put their state again after reconnecting; read
+from nats-server's monitoring port). Exit 0 on success, 1 with a FAIL line otherwise."""
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from serve_helper import Server, fail, free_port, require_executable  # noqa: E402
+from nats_fleet import NATS_SERVER, wait_for_port  # noqa: E402
+
+NODES = ["rack1-n1", "rack1-n2", "rack2-n3", "rack2-n4"]
+NEW_VIEW_BOUND_S = 2.0
+AGENT_PUT_BOUND_S = 5.0
+BUCKET_STREAM = "KV_gpustream_nodes"
+
+
+def http_get(server, path):
+    with urllib.request.urlopen(f"http://{server.http}{path}", timeout=10) as r:
+        return r.read().decode()
+
+
+def states(server):
+    return {n["node"]: n["state"] for n in json.loads(http_get(server, "/api/v1/nodes"))["nodes"]}
+
+
+def metric(server, name):
+    m = re.search(r"^" + re.escape(name) + r" (\S+)$", http_get(server, "/metrics"), re.M)
+    return float(m.group(1)) if m else None
+
+
+def wait_until(what, predicate, timeout=30.0, interval=0.05, log=None):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    fail(f"timed out waiting for {what}" + ("" if log is None else "; log:\n" + "".join(log)))
+
+
+def lines_with(server, text):
+    return [line for line in server.stderr if text in line]
+
+
+def start_nats(port, monitor, store):
+    proc = subprocess.Popen([NATS_SERVER, "-js", "-sd", store, "-a", "127.0.0.1", "-p", str(port),
+                             "-m", str(monitor)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_for_port(port, proc)
+    return proc
+
+
+def bucket_entries(monitor):
+    """The entries of the bucket's stream (one per key: history 1), from nats-server's /jsz;
+    None when there is no such stream."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{monitor}/jsz?streams=true",
+                                timeout=10) as r:
+        doc = json.loads(r.read())
+    for account in doc.get("account_details") or []:
+        for stream in account.get("stream_detail") or []:
+            if stream["name"] == BUCKET_STREAM:
+                return stream["state"]["messages"]
+    return None
+
+
+def one_round(gpustream, agent_gpustream, storage):
+    print(f"--- the bucket on {storage} storage", flush=True)
+    port = free_port()
+    monitor = free_port()
+    store = tempfile.mkdtemp(prefix="gpustream-js-")
+    url = f"nats://127.0.0.1:{port}"
+    nats = start_nats(port, monitor, store)
+    agents = []
+    views = []
+    try:
+        fleet_cmd = f"{gpustream} fleet"
+        old = Server(fleet_cmd, "--nats", url, "--listen", "127.0.0.1:0", "--stale", "2",
+                     "--gone", "30", "--kv-storage", storage)
+        views.append(old)
+        # The view creates the bucket; the agents put their state into it.
+        wait_until("the view to create the bucket",
+                   lambda: metric(old, "gpustream_fleet_kv_created_total") == 1, log=old.stderr)
+        for node in NODES:
+            agents.append(subprocess.Popen(
+                [agent_gpustream, "serve", "--listen", "off", "--nats", url, "--node", node,
+                 "--simulate", "2", "--probes", "simulated", "--interval", "1"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+        wait_until("the view to see the agents",
+                   lambda: states(old) == {n: "up" for n in NODES}, log=old.stderr)
+
+        nats.kill()
+        nats.wait()
+        lost = time.monotonic()
+        wait_until("the view to say it lost NATS",
+                   lambda: lines_with(old, "fleet: lost NATS"), 10, log=old.stderr)
+        if metric(old, "gpustream_fleet_nats_connected") != 0:
+            fail("gpustream_fleet_nats_connected is not 0 during the outage")
+        time.sleep(3)  # an outage of some seconds: many reconnection attempts fail meanwhile
+        nats = start_nats(port, monitor, store)
+        back = time.monotonic()
+        wait_until("the view to say NATS is back",
+                   lambda: lines_with(old, "fleet: NATS is back"), 15, log=old.stderr)
+        print(f"outage: {time.monotonic() - lost:.1f} s; the view said:", flush=True)
+        for text in ("fleet: lost NATS", "fleet: NATS is back"):
+            said = lines_with(old, text)
+            if len(said) != 1:
+                fail(f"'{text}' said {len(said)} times, not once:\n" + "".join(old.stderr))
+            print("  " + said[0].strip(), flush=True)
+        if metric(old, "gpustream_fleet_nats_outages_total") != 1:
+            fail("gpustream_fleet_nats_outages_total is not 1")
+        if metric(old, "gpustream_fleet_nats_connected") != 1:
+            fail("gpustream_fleet_nats_connected is not 1 after the recovery")
+        created = 2 if storage == "memory" else 1  # a file bucket survives the restart
+        wait_until(f"gpustream_fleet_kv_created_total {created}",
+                   lambda: metric(old, "gpustream_fleet_kv_created_total") == created, 10,
+                   log=old.stderr)
+        wait_until("every node up again in the view that was running",
+                   lambda: states(old) == {n: "up" for n in NODES}, 30, log=old.stderr)
+        # The agents put their state in the bucket again after reconnecting: what a new view
+        # reads at once.
+        filled = wait_until(
+            f"the bucket to hold the {len(NODES)} nodes' state again",
+            lambda: (bucket_entries(monitor) or 0) >= len(NODES) and time.monotonic(), 30)
+        print(f"the bucket holds every node's state {filled - back:.2f} s after NATS is back "
+              f"(bound {AGENT_PUT_BOUND_S} s)", flush=True)
+        if filled - back > AGENT_PUT_BOUND_S:
+            fail(f"the agents put their state in the bucket {filled - back:.2f} s after NATS was "
+                 f"back: more than {AGENT_PUT_BOUND_S} s (do they put it again at once after "
+                 "reconnecting?)")
+        new_start = time.monotonic()
+        new = Server(fleet_cmd, "--nats", url, "--listen", "127.0.0.1:0", "--stale", "2",
+                     "--gone", "30", "--kv-storage", storage)
+        views.append(new)
+        listed = wait_until("the new view to list every node",
+                            lambda: set(states(new)) == set(NODES) and time.monotonic(),
+                            15, 0.02, log=new.stderr)
+        seen = wait_until("the new view to show every node up",
+                          lambda: states(new) == {n: "up" for n in NODES} and time.monotonic(),
+                          15, 0.02, log=new.stderr)
+        took = seen - new_start
+        print(f"a new view after the restart ({storage}) lists all {len(NODES)} nodes "
+              f"{listed - new_start:.2f} s and shows them up {took:.2f} s after its start "
+              f"(bound {NEW_VIEW_BOUND_S} s)", flush=True)
+        if took > NEW_VIEW_BOUND_S:
+            fail(f"a new fleet view after the nats-server restart needed {took:.2f} s to show "
+                 f"every node: more than {NEW_VIEW_BOUND_S} s (the agents' state is not in the "
+                 "bucket: do they put it again after reconnecting?)\n" + "".join(new.stderr))
+        for proc in agents:
+            if proc.poll() is not None:
+                fail("an agent exited: " + proc.stderr.read())
+        for v in views:
+            v.stop()
+        views.clear()
+    finally:
+        for v in views:
+            v.kill()
+        for proc in agents:
+            proc.kill()
+            proc.wait()
+        nats.kill()
+        nats.wait()
+        shutil.rmtree(store, ignore_errors=True)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--gpustream", required=True)
+    p.add_argument("--agent-gpustream", help="the agents' gpustream (default: --gpustream)")
+    p.add_argument("--storage", choices=["memory", "file", "both"], default="both")
+    args = p.parse_args()
+    require_executable(NATS_SERVER, "nats-server")
+    for storage in (["memory", "file"] if args.storage == "both" else [args.storage]):
+        one_round(args.gpustream, args.agent_gpustream or args.gpustream, storage)
+    print("PASS", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,4 +1,5 @@
 // gpustream serve — the Telemetry's channel behind a transport::Server, until a signal.
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <utility>
@@ -69,9 +70,18 @@ const std::vector<FlagRow<ServeOptions>>& serve_flag_table() {
        "gpustream_nodes; 'off': none)",
        &ServeOptions::nats_kv_bucket, std::nullopt},
       {"--nats-kv-ttl", "nats_kv_ttl_seconds",
-       "Seconds a node's key lives in the bucket without an update, when this agent creates the "
-       "bucket (default 30)",
+       "The bucket's time-to-live in seconds, or less: the agent rewrites its key at least "
+       "every third of it (default 30; the agent never creates the bucket: gpustream fleet "
+       "--kv-ttl does)",
        &ServeOptions::nats_kv_ttl_seconds, CLI::Range(1.0, 86400.0)},
+      {"--nats-unhealthy-after", "nats_unhealthy_after_seconds",
+       "/healthz answers 503 once the agent has not been connected to NATS for this many "
+       "seconds (default 10)",
+       &ServeOptions::nats_unhealthy_after_seconds, CLI::Range(0.1, 86400.0)},
+      {"--health", "health",
+       "A headless agent's listener at HOST:PORT answering only /healthz and /metrics (the "
+       "--token rules apply to /metrics), e.g. 127.0.0.1:9101; with --listen off and no --tcp",
+       &ServeOptions::health, std::nullopt},
   };
   return rows;
 }
@@ -87,6 +97,38 @@ void check_bus_flags(const ServeOptions& o) {
     if (auto err = transport::node_name_error(o.nats_kv_bucket))
       throw ConfigError("--nats-kv-bucket: a bucket name is made of letters, digits, '_' and '-'");
 }
+
+#if defined(GPUSTREAM_HAS_NATS)
+/// SIGHUP: the NATS credential files read again (make_nats_auth) and, when they changed, given
+/// to the bridge (NatsBridge::set_auth: swapped only once they connect). A file that cannot be
+/// read keeps the current credentials and says why.
+std::function<void(transport::NatsBridge&)> reload_nats_credentials(NatsAuthFlags flags,
+                                                                    transport::NatsAuth current) {
+  auto last = std::make_shared<transport::NatsAuth>(std::move(current));
+  return [flags = std::move(flags), last](transport::NatsBridge& bridge) {
+    transport::NatsAuth next;
+    try {
+      next = make_nats_auth(flags);
+    } catch (const std::exception& e) {
+      std::cerr << "gpustream: SIGHUP: cannot reload the NATS credentials: "
+                << terminal_safe(e.what()) << "; the current ones stay\n";
+      return;
+    }
+    if (next == *last) {
+      std::cerr << "gpustream: SIGHUP: the NATS credential files are unchanged\n";
+      return;
+    }
+    if (const auto err = bridge.set_auth(next); !err.empty()) {
+      std::cerr << "gpustream: SIGHUP: the new NATS credentials are refused: " << terminal_safe(err)
+                << "; the current ones stay\n";
+      return;
+    }
+    *last = std::move(next);
+    std::cerr << "gpustream: SIGHUP: new NATS credentials read; the connection is replaced once "
+                 "they connect (the log says so)\n";
+  };
+}
+#endif
 
 }  // namespace
 
@@ -112,6 +154,18 @@ int run_serve(Config config, const ServeOptions& o) {
     nats_auth = make_nats_auth(o.nats_auth);
     if (!so.http && !so.tcp && o.nats.empty())
       throw ConfigError("nothing to serve: --listen off, no --tcp and no --nats");
+    if (!o.health.empty() && o.health != "off") {
+      if (so.http || so.tcp)
+        throw ConfigError(
+            "--health is a headless agent's listener: give it with --listen off and no --tcp "
+            "(the --listen listener answers /healthz and /metrics already)");
+      try {
+        so.http = transport::parse_listen_address(o.health);
+      } catch (const std::exception& e) {
+        throw ConfigError(std::string("--health: ") + e.what());
+      }
+      so.health_only = true;
+    }
   } catch (const ConfigError& e) {
     std::cerr << "gpustream: " << e.what() << "\n";
     return kExitUsage;
@@ -137,19 +191,15 @@ int run_serve(Config config, const ServeOptions& o) {
   }
   boost::asio::io_context io;
   Telemetry telemetry(std::move(config), probe_factory());  // probes on their own io thread
-  std::unique_ptr<transport::Server> server;  // none for a headless agent (--listen off, --nats)
-  if (so.http || so.tcp) {
-    server = std::make_unique<transport::Server>(io.get_executor(), telemetry.channel(), so,
-                                                 [&telemetry] { return telemetry.stats(); });
-    if (!start_server(*server)) return kExitFailure;
-    announce_listening(*server, !so.token.empty(), {"dashboard", "/", ", metrics at /metrics"});
-  }
-
 #if defined(GPUSTREAM_HAS_NATS)
+  transport::NatsAuth nats_auth_at_start;  // what SIGHUP compares the re-read files with
+  // Made before the server, whose /metrics, /api/v1/stats and /healthz read its counters, and
+  // destroyed after it.
   std::unique_ptr<transport::NatsBridge> nats;  // connects (and reconnects) in the background
   if (!o.nats.empty()) {
     transport::NatsBridgeOptions no;
     no.url = o.nats;
+    nats_auth_at_start = nats_auth;
     no.auth = std::move(nats_auth);
     no.host = o.node;
     no.subject_prefix = o.nats_prefix;
@@ -159,6 +209,30 @@ int run_serve(Config config, const ServeOptions& o) {
     no.kv_bucket = o.nats_kv_bucket == "off" ? std::string() : o.nats_kv_bucket;
     no.kv_ttl = millis_of_seconds(o.nats_kv_ttl_seconds);
     nats = std::make_unique<transport::NatsBridge>(telemetry.channel(), std::move(no));
+    const transport::NatsBridge* bridge = nats.get();
+    so.extra_metrics = [bridge, probes = std::move(so.extra_metrics)] {
+      return (probes ? probes() : std::string()) + transport::nats_bridge_metrics(bridge->stats());
+    };
+    so.extra_stats = [bridge] {
+      return "\"nats\":{" + transport::nats_bridge_stats_json(bridge->stats()) + "}";
+    };
+    so.extra_health = [bridge, bound = millis_of_seconds(o.nats_unhealthy_after_seconds)] {
+      return transport::nats_health_error(bridge->stats(), bound);
+    };
+  }
+#endif
+  std::unique_ptr<transport::Server> server;  // none for a headless agent (--listen off, --nats)
+  if (so.http || so.tcp) {
+    server = std::make_unique<transport::Server>(io.get_executor(), telemetry.channel(), so,
+                                                 [&telemetry] { return telemetry.stats(); });
+    if (!start_server(*server)) return kExitFailure;
+    announce_listening(*server, !so.token.empty(),
+                       so.health_only ? DashboardLine{"health", "/healthz", ", metrics at /metrics"}
+                                      : DashboardLine{"dashboard", "/", ", metrics at /metrics"});
+  }
+
+#if defined(GPUSTREAM_HAS_NATS)
+  if (nats) {
     nats->start();
     std::cerr << "gpustream: publishing to NATS " << transport::redact_url_credentials(o.nats)
               << " as " << nats->subject_wildcard() << " (node " << nats->options().host << ", "
@@ -178,10 +252,21 @@ int run_serve(Config config, const ServeOptions& o) {
     else
       io.stop();
   };
-  const auto reload = server ? reload_on_hangup(*server, o.server.token_file, so.token) : [] {
-    std::cerr << "gpustream: SIGHUP: nothing to reload (no listener); other settings take "
-                 "effect on a restart\n";
-  };
+  std::function<void()> reload;
+  if (server) reload = reload_on_hangup(*server, o.server.token_file, so.token);
+#if defined(GPUSTREAM_HAS_NATS)
+  if (nats)
+    reload = [token_reload = std::move(reload), bridge = nats.get(),
+              reload_nats = reload_nats_credentials(o.nats_auth, nats_auth_at_start)] {
+      if (token_reload) token_reload();
+      reload_nats(*bridge);
+    };
+#endif
+  if (!reload)
+    reload = [] {
+      std::cerr << "gpustream: SIGHUP: nothing to reload (no listener); other settings take "
+                   "effect on a restart\n";
+    };
   signal_stop.run(stop_all, stop_all, reload);
 #if defined(GPUSTREAM_HAS_NATS)
   if (nats) nats->stop();  // publishes what is queued, flushes (bounded)

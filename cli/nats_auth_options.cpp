@@ -111,6 +111,11 @@ const std::vector<FlagRow<NatsAuthFlags>>& nats_auth_flag_table() {
        &NatsAuthFlags::cert, std::nullopt},
       {"--nats-key", "nats_key", "NATS: the private key (PEM FILE) of --nats-cert",
        &NatsAuthFlags::key, std::nullopt},
+      {"--nats-inbox-prefix", "nats_inbox_prefix",
+       "NATS: the PREFIX of this client's reply subjects, so that its permission is "
+       "`subscribe PREFIX.>` rather than `_INBOX.>` (default _INBOX_gpustream.<node> for an "
+       "agent, _INBOX_gpustream.fleet for the fleet view)",
+       &NatsAuthFlags::inbox_prefix, std::nullopt},
   };
   return rows;
 }
@@ -137,6 +142,10 @@ transport::NatsAuth make_nats_auth(const NatsAuthFlags& f) {
   if (!f.key.empty()) check_readable("--nats-key", f.key);
   a.cert_file = f.cert;
   a.key_file = f.key;
+  if (!f.inbox_prefix.empty())
+    if (auto err = transport::nats_inbox_prefix_error(f.inbox_prefix); !err.empty())
+      throw ConfigError("--nats-inbox-prefix: " + err);
+  a.inbox_prefix = f.inbox_prefix;
   if (const auto err = transport::nats_auth_error(a); !err.empty())
     throw ConfigError("--nats-creds, --nats-nkey, --nats-user, --nats-token-file: " + err);
   return a;

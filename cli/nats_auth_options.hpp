@@ -20,6 +20,7 @@ struct NatsAuthFlags {
   std::string ca;             // --nats-ca FILE
   std::string cert;           // --nats-cert FILE
   std::string key;            // --nats-key FILE
+  std::string inbox_prefix;   // --nats-inbox-prefix PREFIX (empty: the command's default)
 };
 
 /// The rows, in the order of the help text; their config keys are the flags' names with '_'

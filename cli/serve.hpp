@@ -26,6 +26,10 @@ struct ServeOptions {
   std::uint32_t nats_full_every = 10;              // compact: a full message every N per probe
   std::string nats_kv_bucket = "gpustream_nodes";  // "off": no key-value state
   double nats_kv_ttl_seconds = 30;
+  /// /healthz answers 503 once NATS has been disconnected this long (--nats-unhealthy-after).
+  double nats_unhealthy_after_seconds = 10;
+  /// --health ADDR: a headless agent's listener answering only /healthz and /metrics.
+  std::string health;
   NatsAuthFlags nats_auth;  // --nats-creds, --nats-user ... (nats_auth_options.hpp)
 };
 

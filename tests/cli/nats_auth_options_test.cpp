@@ -26,7 +26,7 @@ std::string error_of(const NatsAuthFlags& f) {
 
 TEST(NatsAuthOptions, OneTableServesBothCommandsWithUnderscoreKeys) {
   const auto& rows = nats_auth_flag_table();
-  ASSERT_EQ(rows.size(), 8u);
+  ASSERT_EQ(rows.size(), 9u);
   for (const auto& row : rows) {
     std::string key(row.flag.substr(2));
     for (char& c : key)
@@ -120,6 +120,37 @@ TEST(NatsAuthOptions, TheTransportCheckRefusesTwoIdentities) {
   a = {};
   a.nkey_seed_file = "s";
   EXPECT_NE(transport::nats_auth_error(a).find("public key"), std::string::npos);
+}
+
+// The inbox prefix is a plain subject: a wildcard would make the permission it stands for match
+// other clients' replies, and libnats would refuse it only when connecting (retried forever).
+TEST(NatsAuthOptions, TheInboxPrefixIsAPlainSubjectOfAtMost128Bytes) {
+  EXPECT_EQ(make_nats_auth({.inbox_prefix = "_INBOX_gpustream.node-1"}).inbox_prefix,
+            "_INBOX_gpustream.node-1");
+  EXPECT_EQ(make_nats_auth({}).inbox_prefix, "");  // the command's default
+  const std::pair<const char*, const char*> refused[] = {
+      {"_INBOX.*", "wildcard"},
+      {"_INBOX.>", "wildcard"},
+      {"_INBOX..x", "empty token"},
+      {".x", "empty token"},
+      {"x.", "empty token"},
+      {"a b", "space"},
+      {"a\tb", "space"},
+      {"caf\xc3\xa9", "printable ASCII"},
+  };
+  for (const auto& [prefix, why] : refused) {
+    const auto e = error_of({.inbox_prefix = prefix});
+    EXPECT_NE(e.find("--nats-inbox-prefix"), std::string::npos) << prefix << ": " << e;
+    EXPECT_NE(e.find(why), std::string::npos) << prefix << ": " << e;
+  }
+  const std::string longest(transport::kMaxInboxPrefixBytes, 'x');
+  EXPECT_EQ(make_nats_auth({.inbox_prefix = longest}).inbox_prefix, longest);
+  EXPECT_NE(error_of({.inbox_prefix = longest + "x"}).find("longer than 128 bytes"),
+            std::string::npos);
+  // The transport's own check says the same to a library user.
+  transport::NatsAuth a;
+  a.inbox_prefix = "_INBOX.>";
+  EXPECT_NE(transport::nats_auth_error(a).find("wildcard"), std::string::npos);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_helper import Server, fail, free_port, require_executable  # noqa: E402
 from nats_fleet import NATS_SERVER, wait_for_port  # noqa: E402
+from nats_raw import RawNats, create_kv_bucket  # noqa: E402
 
 TOKEN = "fleet-test-token-0123456789"
 NODES = ["rack1-n1", "rack1-n2", "rack2-n3"]
@@ -103,6 +104,13 @@ def main():
                             "--node", "a.b"], capture_output=True, text=True, timeout=30)
         if r.returncode != 2 or "--node" not in r.stderr:
             fail(f"--node a.b: expected exit 2 naming --node, got {r.returncode}: {r.stderr}")
+
+        # The bucket, as an admin (or a fleet view) creates it: an agent never does (#28).
+        admin = RawNats(port)
+        created = create_kv_bucket(admin, "gpustream_nodes", ttl_seconds=4)
+        admin.close()
+        if "error" in created:
+            fail(f"cannot create the key-value bucket: {created}")
 
         for node in NODES:
             agents[node] = subprocess.Popen(

@@ -32,7 +32,7 @@ import zlib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_helper import Server, fail, free_port, require_executable  # noqa: E402
 from nats_fleet import NATS_SERVER, wait_for_port  # noqa: E402
-from nats_raw import RawNats  # noqa: E402
+from nats_raw import RawNats, create_kv_bucket  # noqa: E402
 
 STALE_S = 2.0
 HEALTHZ_BOUND_S = 0.100
@@ -290,6 +290,10 @@ def main():
         wait_for_port(port, nats)
         url = f"nats://127.0.0.1:{port}"
         watcher = RawNats(port)
+        # The bucket, as an admin (or a fleet view) creates it: an agent never does (#28).
+        created = create_kv_bucket(watcher, "gpustream_nodes", ttl_seconds=60)
+        if "error" in created:
+            fail(f"cannot create the key-value bucket: {created}")
         watcher.subscribe("gpustream.good.>")
         agent = subprocess.Popen(
             [args.gpustream, "serve", "--listen", "off", "--nats", url, "--node", "good",

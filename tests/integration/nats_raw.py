@@ -7,16 +7,21 @@ import time
 
 
 class RawNats:
-    def __init__(self, port, host="127.0.0.1", timeout=10.0):
+    def __init__(self, port, host="127.0.0.1", timeout=10.0, user=None, password=None,
+                 inbox_prefix="_INBOX.hostile"):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.buf = b""
+        self.inbox_prefix = inbox_prefix
         info = self._line()
         if not info.startswith(b"INFO "):
             raise RuntimeError(f"not a NATS server: {info[:80]!r}")
         self.info = json.loads(info[5:])
-        self.sock.sendall(b'CONNECT {"verbose":false,"pedantic":false,"name":"hostile"}\r\n')
-        self.flush()
+        connect = {"verbose": False, "pedantic": False, "name": "hostile"}
+        if user is not None:
+            connect.update(user=user, **{"pass": password})
+        self.sock.sendall(b"CONNECT " + json.dumps(connect).encode() + b"\r\n")
         self.next_sid = 1
+        self.flush()
 
     def _fill(self):
         data = self.sock.recv(1 << 20)
@@ -78,7 +83,7 @@ class RawNats:
 
     def request(self, subject, payload, timeout=10.0):
         """Publishes with a reply inbox and returns the reply (a JetStream ack)."""
-        inbox = f"_INBOX.hostile.{self.next_sid}"
+        inbox = f"{self.inbox_prefix}.{self.next_sid}"
         sid = self.subscribe(inbox)
         self.publish(subject, payload, reply=inbox)
         try:
@@ -94,3 +99,24 @@ class RawNats:
             self.sock.close()
         except OSError:
             pass
+
+
+def kv_stream_config(bucket, storage="memory", ttl_seconds=30, history=1):
+    """The stream of key-value bucket `bucket` as libnats's js_CreateKeyValue makes it."""
+    ttl_ns = int(ttl_seconds * 1e9)
+    return {"name": f"KV_{bucket}", "subjects": [f"$KV.{bucket}.>"], "retention": "limits",
+            "max_consumers": -1, "max_msgs_per_subject": history, "max_msgs": -1,
+            "max_bytes": -1, "max_age": ttl_ns, "max_msg_size": -1, "storage": storage,
+            "discard": "new", "num_replicas": 1,
+            "duplicate_window": min(ttl_ns, 120 * 10**9) if ttl_ns else 120 * 10**9,
+            "allow_rollup_hdrs": True, "deny_delete": True, "allow_direct": True}
+
+
+def create_kv_bucket(nats, bucket, storage="memory", ttl_seconds=30, history=1, extra=None):
+    """Creates the bucket's stream with a raw $JS.API.STREAM.CREATE request, as an admin (or the
+    fleet view) does: agents never create it. `extra`: more stream config (e.g. a republish
+    rule). Returns the server's reply (a dict; "error" in it when refused)."""
+    config = kv_stream_config(bucket, storage, ttl_seconds, history)
+    config.update(extra or {})
+    reply = nats.request(f"$JS.API.STREAM.CREATE.KV_{bucket}", json.dumps(config).encode())
+    return json.loads(reply)

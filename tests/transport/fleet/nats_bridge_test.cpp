@@ -30,6 +30,7 @@
 #include <spdlog/sinks/ostream_sink.h>
 
 #include <boost/asio/io_context.hpp>
+#include <boost/json.hpp>
 
 #include "gpustream/channel.hpp"
 #include "gpustream/json.hpp"
@@ -184,6 +185,7 @@ class Subscriber {
     GpuSnapshot snapshot;
     std::string node;  // the payload's node
     std::size_t bytes = 0;
+    bool full = false;  // compact: a full message (not a delta)
   };
   /// The next message, decoded; nothing on timeout.
   std::optional<Received> next() {
@@ -195,6 +197,7 @@ class Subscriber {
                                 static_cast<std::size_t>(natsMsg_GetDataLength(m)));
     r.bytes = data.size();
     if (data.substr(0, 4) == kBusMagic) {
+      r.full = parse_bus_header(data).full;
       auto d = decoder_.decode(data);  // the bridge's first message of a stream is a full one
       if (d) r.snapshot = std::move(d->snapshot);
     } else {
@@ -212,14 +215,19 @@ class Subscriber {
   BusDecoder decoder_;
 };
 
+/// Captures the log from `info` on (the "back" lines are info), restoring the level after.
 struct LogCapture {
   LogCapture() : sink(std::make_shared<spdlog::sinks::ostream_sink_mt>(out)) {
     logger()->sinks().push_back(sink);
+    level = logger()->level();
+    logger()->set_level(std::min(level, spdlog::level::info));
   }
   ~LogCapture() {
+    logger()->set_level(level);
     auto& sinks = logger()->sinks();
     std::erase(sinks, std::static_pointer_cast<spdlog::sinks::sink>(sink));
   }
+  spdlog::level::level_enum level;
   std::size_t count(const std::string& needle) const {
     const std::string text = out.str();
     std::size_t n = 0;
@@ -357,6 +365,8 @@ TEST(NatsBridge, NothingListeningIsLoggedOnceAndNeverBlocksTheChannel) {
   }));
   EXPECT_FALSE(bridge.stats().connected);
   ASSERT_TRUE(wait_for([&] { return logs.count("cannot connect to " + o.url) > 0; }));
+  EXPECT_EQ(bridge.stats().outages, 1u);  // one, however many attempts
+  EXPECT_GT(bridge.stats().disconnected_for.count(), 0);
   bridge.stop();  // returns although nothing ever answered
   EXPECT_EQ(logs.count("cannot connect to " + o.url), 1u) << logs.out.str();
   EXPECT_FALSE(bridge.stats().connected);
@@ -421,6 +431,75 @@ TEST(NatsBridge, ARefusedPasswordIsNamedOnceAndTheBridgeConnectsOnceItIsAccepted
   EXPECT_EQ(logs.count("Authorization Violation"), 1u) << logs.out.str();
 }
 
+// set_auth() (a SIGHUP reload): an inconsistent auth is refused at once; credentials the server
+// refuses leave the current connection in place (publishing goes on); good ones replace it, and
+// are the ones used from then on (the server restarted without the old user: it reconnects).
+TEST(NatsBridge, NewCredentialsReplaceTheConnectionOnlyOnceTheyConnect) {
+  gpustream::test::TempTree dir;
+  const auto port = free_port();
+  const auto config = [&](bool with_old) {
+    return dir.file("nats.conf", "listen: 127.0.0.1:" + std::to_string(port) +
+                                     "\nauthorization { users = [ { user: sub, password: sub }, " +
+                                     (with_old ? "{ user: old, password: old-pw }, " : "") +
+                                     "{ user: new, password: new-pw } ] }\n");
+  };
+  auto server = std::make_unique<NatsServer>(NatsServer::with_config(port, config(true)));
+  ASSERT_TRUE(server->start());
+  const std::string sub_url = "nats://sub:sub@127.0.0.1:" + std::to_string(port);
+  Subscriber sub(sub_url);
+  ASSERT_TRUE(sub.ok());
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = options_for(server->url());
+  o.kv_bucket.clear();
+  o.auth.user = "old";
+  o.auth.password = "old-pw";
+  NatsBridge bridge(channel, o);
+  bridge.start();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+  const auto delivered = [&] {
+    const auto s = channel.publish(make_snapshot("sim"));
+    std::optional<Subscriber::Received> got;
+    while ((got = sub.next()) && got->snapshot.sequence != s->sequence) {}
+    return got.has_value();
+  };
+  ASSERT_TRUE(delivered());
+
+  NatsAuth inconsistent;
+  inconsistent.user = "new";  // no password
+  EXPECT_NE(bridge.set_auth(inconsistent), "");
+
+  NatsAuth wrong;
+  wrong.user = "new";
+  wrong.password = "not-it";
+  EXPECT_EQ(bridge.set_auth(wrong), "");
+  ASSERT_TRUE(wait_for([&] { return logs.count("the new credentials do not connect") > 0; }))
+      << logs.out.str();
+  EXPECT_NE(logs.out.str().find("Authorization Violation"), std::string::npos) << logs.out.str();
+  EXPECT_TRUE(bridge.stats().connected);
+  EXPECT_TRUE(delivered()) << "the old connection was not kept";
+
+  NatsAuth good;
+  good.user = "new";
+  good.password = "new-pw";
+  EXPECT_EQ(bridge.set_auth(good), "");
+  ASSERT_TRUE(wait_for([&] { return logs.count("with the new credentials") > 0; }))
+      << logs.out.str();
+  EXPECT_TRUE(delivered());
+
+  server->stop();  // back without the old user: only the new credentials connect
+  server = std::make_unique<NatsServer>(NatsServer::with_config(port, config(false)));
+  ASSERT_TRUE(server->start());
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected && sub.connected(); }))
+      << logs.out.str();
+  ASSERT_TRUE(sub.flush());
+  EXPECT_TRUE(delivered());
+  bridge.stop();
+  for (const char* secret : {"old-pw", "new-pw", "not-it"})
+    EXPECT_EQ(logs.out.str().find(secret), std::string::npos) << "a secret in the log";
+}
+
 /// Puts `value` under `key` in `bucket` (created in memory, history 1, when missing).
 class Bucket {
  public:
@@ -450,6 +529,28 @@ class Bucket {
            NATS_OK;
   }
   bool erase(const std::string& key) { return kvStore_Delete(kv_, key.c_str()) == NATS_OK; }
+  /// The value under `key`; nothing when absent.
+  std::optional<std::string> get(const std::string& key) {
+    kvEntry* e = nullptr;
+    if (kvStore_Get(&e, kv_, key.c_str()) != NATS_OK) return std::nullopt;
+    std::string v(static_cast<const char*>(kvEntry_Value(e)),
+                  static_cast<std::size_t>(kvEntry_ValueLen(e)));
+    kvEntry_Destroy(e);
+    return v;
+  }
+  /// Whether `bucket` exists on the server at `url` (binds it, never creates it).
+  static bool exists(const std::string& url, const char* bucket) {
+    natsConnection* nc = nullptr;
+    jsCtx* js = nullptr;
+    kvStore* kv = nullptr;
+    natsStatus s = natsConnection_ConnectTo(&nc, url.c_str());
+    if (s == NATS_OK) s = natsConnection_JetStream(&js, nc, nullptr);
+    if (s == NATS_OK) s = js_KeyValue(&kv, js, bucket);
+    if (kv) kvStore_Destroy(kv);
+    if (js) jsCtx_Destroy(js);
+    if (nc) natsConnection_Destroy(nc);
+    return s == NATS_OK;
+  }
 
  private:
   natsConnection* nc_ = nullptr;
@@ -457,6 +558,228 @@ class Bucket {
   kvStore* kv_ = nullptr;
   bool ok_ = false;
 };
+
+/// A nats-server config with JetStream (`store`) and two users: `admin` (everything) and
+/// `node1` (password pw1) with the minimal set of an agent (docs/security.md "NATS
+/// permissions"): publish its subjects, its own key and the one JetStream API call, subscribe
+/// its own inbox.
+std::string permissions_config(gpustream::test::TempTree& dir, unsigned short port,
+                               const std::string& bucket) {
+  return dir.file("perm.conf",
+                  "listen: 127.0.0.1:" + std::to_string(port) + "\njetstream { store_dir: \"" +
+                      dir.path("js") +
+                      "\" }\n"
+                      "authorization { users = [\n"
+                      "  { user: admin, password: admin }\n"
+                      "  { user: node1, password: pw1, permissions: {\n"
+                      "      publish: { allow: [\"gpustream.node1.>\", \"$KV." +
+                      bucket + ".node1\", \"$JS.API.STREAM.INFO.KV_" + bucket +
+                      "\"] }\n"
+                      "      subscribe: { allow: [\"_INBOX_gpustream.node1.>\"] } } }\n"
+                      "] }\n");
+}
+
+// The agent's replies come to _INBOX_gpustream.<node> by default, so the minimal permission set
+// (subscribe only its own inbox) is enough to keep its state in the bucket; with libnats's
+// `_INBOX` it is not (the server refuses the subscription).
+TEST(NatsBridge, ItsRepliesComeToItsOwnInboxSoTheMinimalPermissionsSuffice) {
+  gpustream::test::TempTree dir;
+  const auto port = free_port();
+  constexpr const char* kName = "perm_nodes";
+  auto server = NatsServer::with_config(port, permissions_config(dir, port, kName));
+  ASSERT_TRUE(server.start());
+  const std::string admin_url = "nats://admin:admin@127.0.0.1:" + std::to_string(port);
+  Bucket bucket(admin_url, kName);  // created by an admin: an agent may not
+  ASSERT_TRUE(bucket.ok());
+
+  const auto run = [&](const std::string& inbox_prefix) {
+    boost::asio::io_context io;
+    SnapshotChannel channel(io.get_executor());
+    auto o = options_for(server.url());
+    o.host = "node1";
+    o.kv_bucket = kName;
+    o.full_every = 1;
+    o.auth.user = "node1";
+    o.auth.password = "pw1";
+    o.auth.inbox_prefix = inbox_prefix;
+    NatsBridge bridge(channel, o);
+    EXPECT_EQ(bridge.options().auth.inbox_prefix,
+              inbox_prefix.empty() ? "_INBOX_gpustream.node1" : inbox_prefix);
+    bridge.start();
+    EXPECT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+    EXPECT_TRUE(wait_for([&] {
+      channel.publish(make_snapshot("sim"));
+      const auto st = bridge.stats();
+      return st.kv_puts + st.kv_errors > 0;
+    }));
+    bridge.stop();
+    return bridge.stats();
+  };
+  const auto own = run("");
+  EXPECT_GE(own.kv_puts, 1u);
+  EXPECT_EQ(own.kv_errors, 0u);
+  const auto shared = run("_INBOX");
+  EXPECT_EQ(shared.kv_puts, 0u);
+  EXPECT_GE(shared.kv_errors, 1u);
+}
+
+// The agent never creates the bucket (whoever creates a stream chooses its config: a republish
+// rule would turn its puts into another node's messages). While it is missing, the bus goes on,
+// the failure is logged once saying who creates it, and the binding is retried at most once a
+// reconnect_wait; once it exists, the state is put.
+TEST(NatsBridge, NeverCreatesTheBucketAndPutsItsStateOnceItExists) {
+  gpustream::test::TempTree store;
+  const auto port = free_port();
+  NatsServer server(port, store.path("js"));
+  ASSERT_TRUE(server.start());
+  Subscriber sub(server.url());
+  ASSERT_TRUE(sub.ok());
+  constexpr const char* kName = "agent_made_none";
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = options_for(server.url());
+  o.kv_bucket = kName;
+  o.reconnect_wait = std::chrono::milliseconds(50);
+  NatsBridge bridge(channel, o);
+  const auto started = std::chrono::steady_clock::now();
+  bridge.start();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+  // Until 3 failed attempts: the bus messages go on meanwhile.
+  for (int i = 0; bridge.stats().kv_errors < 3; ++i) {
+    const auto s = channel.publish(make_snapshot("sim"));
+    const auto got = sub.next();
+    ASSERT_TRUE(got) << "a bus message was lost while the bucket is missing (" << i << ")";
+    EXPECT_EQ(got->snapshot, *s);
+  }
+  const auto elapsed = std::chrono::steady_clock::now() - started;
+  const auto errors = bridge.stats().kv_errors;
+  EXPECT_FALSE(Bucket::exists(server.url(), kName)) << "the agent created the bucket";
+  // At most one attempt a reconnect_wait (a slower machine makes fewer, never more).
+  EXPECT_LE(errors, static_cast<std::uint64_t>(elapsed / o.reconnect_wait) + 1);
+  EXPECT_EQ(bridge.stats().kv_puts, 0u);
+  EXPECT_EQ(logs.count("does not exist; an agent never creates it"), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("docs/fleet.md"), 1u) << logs.out.str();
+
+  Bucket bucket(server.url(), kName);  // the fleet view (or an admin) creates it
+  ASSERT_TRUE(bucket.ok());
+  ASSERT_TRUE(wait_for([&] {
+    channel.publish(make_snapshot("sim"));
+    return bridge.stats().kv_puts > 0;
+  }));
+  const auto state = bucket.get("test_host");
+  ASSERT_TRUE(state) << "no key test_host in the bucket";
+  EXPECT_EQ(decode_node_state(*state).size(), 1u);  // one probe: its last full message
+  EXPECT_EQ(
+      logs.count("in the key-value bucket '" + std::string(kName) + "' on " + o.url + " again"), 1u)
+      << logs.out.str();
+  bridge.stop();
+  EXPECT_EQ(logs.count("does not exist"), 1u) << logs.out.str();
+}
+
+// After the server restarts (a bucket in memory is gone with it), the agent says once that it
+// lost the server and that it is back, publishes a full message per probe at once (not after
+// full_every), and puts its state again as soon as the bucket is back.
+TEST(NatsBridge, AfterAServerRestartItSendsFullsAtOnceAndPutsItsStateWhenTheBucketIsBack) {
+  gpustream::test::TempTree store;
+  const auto port = free_port();
+  auto server = std::make_unique<NatsServer>(port, store.path("js1"));
+  ASSERT_TRUE(server->start());
+  constexpr const char* kName = "restart_nodes";
+  auto bucket = std::make_unique<Bucket>(server->url(), kName);
+  ASSERT_TRUE(bucket->ok());
+  Subscriber sub(server->url());
+  ASSERT_TRUE(sub.ok());
+  LogCapture logs;
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  auto o = options_for(server->url());
+  o.kv_bucket = kName;
+  o.full_every = 100000;  // without the reconnect rule, one full message only
+  o.reconnect_wait = std::chrono::milliseconds(50);
+  NatsBridge bridge(channel, o);
+  bridge.start();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; }));
+  for (const bool full : {true, false, false}) {
+    channel.publish(make_snapshot("sim"));
+    const auto got = sub.next();
+    ASSERT_TRUE(got);
+    EXPECT_EQ(got->full, full);
+  }
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().kv_puts > 0; }));
+  const auto puts_before = bridge.stats().kv_puts;
+
+  bucket.reset();
+  server->stop();
+  ASSERT_TRUE(wait_for([&] { return !bridge.stats().connected; }));
+  server = std::make_unique<NatsServer>(port, store.path("js2"));  // an empty store: no bucket
+  ASSERT_TRUE(server->start());
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected && sub.connected(); }));
+  ASSERT_TRUE(sub.flush());
+  // The first message published after the reconnect is a full one.
+  const auto after = channel.publish(make_snapshot("sim", 2));
+  std::optional<Subscriber::Received> got;
+  while ((got = sub.next()) && got->snapshot.sequence != after->sequence) {}
+  ASSERT_TRUE(got) << "the snapshot published after the restart never arrived";
+  EXPECT_TRUE(got->full) << "a delta after a reconnect: a new consumer waits full_every for it";
+  ASSERT_TRUE(wait_for([&] { return logs.count("does not exist") > 0; })) << logs.out.str();
+  EXPECT_EQ(bridge.stats().kv_puts, puts_before);
+
+  bucket = std::make_unique<Bucket>(server->url(), kName);  // recreated (by the fleet view)
+  ASSERT_TRUE(bucket->ok());
+  // Put at once when it is back: no new full message is needed (none is published here).
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().kv_puts > puts_before; }));
+  const auto state = bucket->get("test_host");
+  ASSERT_TRUE(state);
+  EXPECT_EQ(decode_node_state(*state).size(), 1u);
+  EXPECT_EQ(bridge.stats().outages, 1u);  // one restart: one outage, however many attempts
+  EXPECT_TRUE(bridge.stats().connected);
+  EXPECT_EQ(bridge.stats().disconnected_for.count(), 0);
+  bridge.stop();
+  EXPECT_EQ(logs.count("lost the connection to " + o.url), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("reconnected to " + o.url), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("does not exist"), 1u) << logs.out.str();
+  EXPECT_GE(bridge.stats().reconnects, 1u);
+}
+
+// An agent is unhealthy once it has not been connected for longer than the bound, and says how
+// long; its counters are Prometheus families and JSON members (the numbers here are made up).
+TEST(NatsBridge, HealthMetricsAndStatsSayTheState) {
+  NatsBridgeStats s;
+  s.connected = true;
+  EXPECT_FALSE(nats_health_error(s, std::chrono::seconds(10)));
+  s.connected = false;
+  s.disconnected_for = std::chrono::milliseconds(10000);
+  EXPECT_FALSE(nats_health_error(s, std::chrono::seconds(10)));  // at the bound: still healthy
+  s.disconnected_for = std::chrono::milliseconds(12345);
+  const auto why = nats_health_error(s, std::chrono::seconds(10));
+  ASSERT_TRUE(why);
+  EXPECT_EQ(*why, "NATS disconnected for 12.345 s (more than 10.000 s)");
+
+  s.outages = 2;
+  s.reconnects = 3;
+  s.published = 40;
+  s.bytes = 5000;
+  s.publish_errors = 6;
+  s.dropped = 7;
+  s.kv_puts = 8;
+  s.kv_errors = 9;
+  const auto text = nats_bridge_metrics(s);
+  for (const char* line :
+       {"gpustream_nats_connected 0\n", "gpustream_nats_disconnected_seconds 12.345",
+        "gpustream_nats_outages_total 2\n", "gpustream_nats_reconnects_total 3\n",
+        "gpustream_nats_published_total 40\n", "gpustream_nats_published_bytes_total 5000\n",
+        "gpustream_nats_publish_errors_total 6\n", "gpustream_nats_dropped_total 7\n",
+        "gpustream_nats_kv_puts_total 8\n", "gpustream_nats_kv_write_failures_total 9\n",
+        "# TYPE gpustream_nats_outages_total counter\n", "# TYPE gpustream_nats_connected gauge\n"})
+    EXPECT_NE(text.find(line), std::string::npos) << line << " not in\n" << text;
+  const auto doc = boost::json::parse("{" + nats_bridge_stats_json(s) + "}").as_object();
+  EXPECT_EQ(doc.at("connected"), false);
+  EXPECT_EQ(doc.at("disconnected_ms"), 12345);
+  EXPECT_EQ(doc.at("outages"), 2);
+  EXPECT_EQ(doc.at("published_bytes"), 5000);
+  EXPECT_EQ(doc.at("kv_write_failures"), 9);
+}
 
 /// A new FleetView reads the whole bucket in the background after start() returns, in one pass
 /// (a key-value watcher) or key by key: the same nodes either way; a deleted key is no node;

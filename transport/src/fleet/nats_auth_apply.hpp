@@ -9,9 +9,9 @@
 
 namespace gpustream::transport {
 
-/// Sets `a` on `opts` (user, token, nkey, .creds, CA, client certificate, TLS). NATS_OK, or the
-/// failing status with `error` saying which setting and why (libnats's own words, e.g. a CA file
-/// it cannot parse) — never a secret.
+/// Sets `a` on `opts` (user, token, nkey, .creds, inbox prefix, CA, client certificate, TLS).
+/// NATS_OK, or the failing status with `error` saying which setting and why (libnats's own words,
+/// e.g. a CA file it cannot parse) — never a secret.
 natsStatus apply_nats_auth(natsOptions* opts, const NatsAuth& a, std::string& error);
 
 /// libnats's words for a failed call: the status text and, when it says more, the thread's last

@@ -50,6 +50,9 @@ std::size_t readable_gpus(ServerCore& core) {
 
 /// /healthz: "ok" unless --expect-gpus N says more GPUs must be readable than are (503).
 HttpResponse healthz(ServerCore& core, const HttpRequest& req) {
+  if (const auto& extra = core.options().extra_health)
+    if (auto why = extra())
+      return text_response(req, http::status::service_unavailable, "unhealthy: " + *why + "\n");
   const auto expected = core.options().expect_gpus;
   if (expected == 0) return text_response(req, http::status::ok, "ok\n");
   const auto readable = readable_gpus(core);
@@ -148,6 +151,12 @@ std::string api_stats(ServerCore& core) {
                       {"encoded_bytes_live", c.encoded_bytes_live},
                       {"last_sequence", core.cursor()}};
   json::object o{{"schema", kSchema}, {"probes", std::move(probes)}, {"server", std::move(server)}};
+  if (const auto& extra = core.options().extra_stats) {
+    boost::system::error_code ec;
+    auto more = json::parse("{" + extra() + "}", ec);
+    if (!ec && more.is_object())
+      for (auto& member : more.as_object()) o[member.key()] = std::move(member.value());
+  }
   return to_compact_json(o) + "\n";
 }
 
@@ -205,6 +214,8 @@ HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
     res.set(http::field::www_authenticate, "Bearer realm=\"gpustream\"");
     return res;
   }
+  if (core.options().health_only && path != "/metrics")  // serve --health: a headless agent's
+    return text_response(req, http::status::not_found, "not found (health listener)\n");
   if (beast::websocket::is_upgrade(req)) {
     if (path != "/ws") return text_response(req, http::status::not_found, "not found\n");
     std::optional<std::string_view> origin;

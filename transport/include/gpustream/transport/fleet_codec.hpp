@@ -164,6 +164,11 @@ class BusEncoder {
 
   /// The message for `s` (its node is set to this encoder's). Throws what the JSON encoder throws.
   const std::string& encode(const GpuSnapshot& s);
+  /// The next message of every stream is a full one (after a reconnect: a consumer that lost its
+  /// state rebuilds it from the next message rather than after full_every).
+  void force_full() noexcept {
+    for (auto& entry : streams_) entry.second.base = 0;
+  }
   /// Whether the last encode() produced a full message.
   bool last_was_full() const noexcept { return last_full_; }
   /// The last full message of each probe's stream (probe token → message): the node's state.

@@ -42,6 +42,7 @@ struct NatsAuth {
   std::string inbox_prefix;    // reply subjects' prefix, e.g. _INBOX_gpustream.node1; see above
 
   bool tls() const { return !ca_file.empty() || !cert_file.empty(); }
+  bool operator==(const NatsAuth&) const = default;
 };
 
 /// What is inconsistent in `a` (two identities; a user without a password or the reverse; a

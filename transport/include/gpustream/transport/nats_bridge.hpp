@@ -12,8 +12,7 @@
 // document /api/v1/snapshot lists (gpustream/1 with its `node`, docs/protocol.md "NATS bridge"),
 // and published on `<prefix>.<node>.<probe>`, where node and probe are sanitized to
 // [A-Za-z0-9_-] (anything else becomes '_'). In the compact encoding the node's last full
-// messages are also kept in a JetStream key-value bucket (kv_bucket), when the server has
-// JetStream.
+// messages are also kept in a JetStream key-value bucket (kv_bucket), when it exists.
 //
 // Delivery is at most once. The bridge is a drop_oldest subscriber of the channel with its own
 // bounded queue: the publisher never waits for NATS, and when the bridge falls behind the oldest
@@ -43,6 +42,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -60,7 +60,9 @@ enum class BusEncoding {
 
 struct NatsBridgeOptions {
   std::string url = "nats://127.0.0.1:4222";  // libnats server URL(s), comma-separated
-  NatsAuth auth;  // credentials and TLS (nats_auth.hpp); a URL's user:password@ also works
+  /// Credentials and TLS (nats_auth.hpp); a URL's user:password@ also works. An empty
+  /// auth.inbox_prefix becomes "_INBOX_gpustream.<host>" (options() shows it).
+  NatsAuth auth;
   std::string subject_prefix = "gpustream";  // first subject token(s); sanitized per token
   /// The node name: the subject's node token and the payload's `node` (sanitized to a valid
   /// node name, fleet_codec.hpp node_name_error); empty: the host name.
@@ -68,9 +70,12 @@ struct NatsBridgeOptions {
   BusEncoding encoding = BusEncoding::compact;
   std::uint32_t full_every = 10;  // compact: one message in this many per probe is a full one
   /// compact: the JetStream key-value bucket that keeps each node's last full messages (key: the
-  /// node name), so that a consumer that starts sees every node at once; empty: none. The bucket
-  /// is created when missing, with `kv_ttl` as its time-to-live; the bridge writes its key at
-  /// every full message and at least every kv_ttl / 3.
+  /// node name), so that a consumer that starts sees every node at once; empty: none. The bridge
+  /// never creates it (the fleet view or an admin does): while it is missing, each attempt is a
+  /// kv_error, logged once until a put works, retried at most once a reconnect_wait; the bus
+  /// messages go on. The bridge writes its key at every full message, at least every
+  /// kv_ttl / 3 (kv_ttl: the bucket's time-to-live, or less), and at once after each
+  /// (re)connect, when it also makes the next message of every probe a full one.
   std::string kv_bucket = "gpustream_nodes";
   std::chrono::milliseconds kv_ttl{30000};
   std::size_t queue_capacity = 256;  // snapshots waiting for the bridge (drop_oldest)
@@ -90,9 +95,26 @@ struct NatsBridgeStats {
   std::uint64_t reconnects = 0;      // reconnects, as libnats counts them
   std::uint64_t bytes = 0;           // payload bytes published (the bus cost)
   std::uint64_t kv_puts = 0;         // node states written to the key-value bucket
-  std::uint64_t kv_errors = 0;       // ... refused (no JetStream, bucket error, timeout)
-  bool connected = false;            // connected to a server now
+  std::uint64_t kv_errors = 0;       // ... failed (no bucket, no JetStream, refused, timeout)
+  /// Outages: the connection lost after being up, or a first connect that did not succeed at
+  /// once (each counted once however many reconnect attempts it takes).
+  std::uint64_t outages = 0;
+  bool connected = false;  // connected to a server now
+  /// How long the bridge has not been connected (since start() when it never was); 0 when
+  /// connected or not running.
+  std::chrono::milliseconds disconnected_for{0};
 };
+
+/// The bridge's counters as Prometheus text (gpustream_nats_* families: connected,
+/// disconnected_seconds, outages, reconnects, published, published_bytes, publish_errors,
+/// dropped, kv_puts, kv_write_failures; docs/operations.md).
+std::string nats_bridge_metrics(const NatsBridgeStats& s);
+/// The same as the members of a JSON object (`"connected":true,...`), for /api/v1/stats.
+std::string nats_bridge_stats_json(const NatsBridgeStats& s);
+/// Why an agent is unhealthy: not connected to NATS for longer than `bound` (the words say how
+/// long and the bound); nullopt when healthy.
+std::optional<std::string> nats_health_error(const NatsBridgeStats& s,
+                                             std::chrono::milliseconds bound);
 
 /// `s` with every character outside [A-Za-z0-9_-] replaced by '_'; "_" when empty.
 std::string sanitize_subject_token(std::string_view s);
@@ -111,6 +133,17 @@ class NatsBridge {
   /// See the class comment. Returns once the thread has ended.
   void stop();
   bool running() const;
+
+  /// New credentials and TLS files (a SIGHUP reload; the caller read the secret files). Checked
+  /// now: an inconsistent `auth` (nats_auth_error) is refused, the error returned and the current
+  /// credentials kept. Otherwise "" and, on the bridge's thread: while connected, a connection
+  /// with `auth` is opened (one attempt, at most about connect_timeout) and replaces the current
+  /// one once it connects (what is queued is kept; the old one flushes what it holds; the next
+  /// message of every probe is a full one); when it cannot connect, the current connection is
+  /// kept and the refusal logged in NATS's words. While not connected, `auth` is used from the
+  /// next attempt. Also taken by a later start(). options() keeps the construction's auth. An
+  /// empty inbox_prefix gets the default (_INBOX_gpustream.<node>). Thread-safe.
+  std::string set_auth(NatsAuth auth);
 
   NatsBridgeStats stats() const;
   /// "<prefix>.<host>.<probe>" for `probe`.
@@ -136,7 +169,13 @@ class NatsBridge {
   std::atomic<std::uint64_t> bytes_{0};
   std::atomic<std::uint64_t> kv_puts_{0};
   std::atomic<std::uint64_t> kv_errors_{0};
+  std::mutex auth_mu_;                     // guards auth_
+  std::optional<NatsAuth> auth_;           // set_auth()'s latest; none: options_.auth
+  std::atomic<bool> auth_changed_{false};  // set_auth() since the thread last took auth_
+  std::atomic<std::uint64_t> outages_{0};
   std::atomic<bool> connected_{false};
+  /// steady_clock nanoseconds since when the bridge is not connected; 0: connected or stopped.
+  std::atomic<std::int64_t> down_since_ns_{0};
 };
 
 }  // namespace gpustream::transport

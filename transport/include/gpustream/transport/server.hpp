@@ -141,6 +141,14 @@ struct ServerOptions {
   /// More Prometheus text appended to /metrics (e.g. `gpustream fleet`'s gpustream_fleet_*
   /// families); runs on the server's strand: thread-safe and quick. Empty: none.
   std::function<std::string()> extra_metrics;
+  /// More members of /api/v1/stats's object, as JSON text (`"nats":{...}`: an agent's NATS
+  /// bridge); runs on the server's strand: thread-safe and quick. Empty: none.
+  std::function<std::string()> extra_stats;
+  /// Why /healthz must answer 503 besides the GPUs (an agent not connected to NATS for too
+  /// long): the words of the body; nullopt: healthy. Runs on the strand. Empty: none.
+  std::function<std::optional<std::string>()> extra_health;
+  /// Only /healthz and /metrics are answered (anything else 404, no WebSocket): `serve --health`.
+  bool health_only = false;
   /// Answers `fit` messages; empty: local_fits() over the channel's latest snapshots (the
   /// machine's own devices). `gpustream fleet` sets FleetView::fit_source() (every node's).
   FitSource fit_source;

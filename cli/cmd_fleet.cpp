@@ -2,11 +2,13 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <boost/asio/io_context.hpp>
 
 #include "commands.hpp"
 #include "gpustream/channel.hpp"
+#include "gpustream/log.hpp"
 #include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/address.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
@@ -147,9 +149,10 @@ void add_fleet_options(CLI::App& sub, FleetCliOptions& o) {
   add_flag_rows(sub, o.nats_auth, nats_auth_flag_table());
 }
 
-int run_fleet(const FleetCliOptions& o) {
+int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
 #if !defined(GPUSTREAM_HAS_NATS)
   (void)o;
+  (void)reload;
   std::cerr << "gpustream: this build has no NATS support (install libnats-dev)\n";
   return kExitUsage;
 #else
@@ -197,7 +200,7 @@ int run_fleet(const FleetCliOptions& o) {
     };
   auto fleet = std::make_unique<transport::FleetView>(io.get_executor(), channel, fo);
   so.extra_routes = fleet->routes();
-  so.extra_metrics = fleet->metrics();
+  so.extra_metrics = with_reload_metrics(fleet->metrics(), reload);
   so.fit_source = fleet->fit_source();
   transport::Server server(io.get_executor(), channel, so);
   try {
@@ -216,13 +219,13 @@ int run_fleet(const FleetCliOptions& o) {
   announce_listening(server, !so.token.empty(), {"fleet dashboard", "/fleet", ""});
 
   SignalStop signal_stop(io);
+  reload.add("token", {}, token_reloader(server, o.server.token_file, so.token));
   signal_stop.run(
       [&] {
         fleet->stop();
         server.stop([&] { io.stop(); });
       },
-      [&] { server.stop([&] { io.stop(); }); },
-      reload_on_hangup(server, o.server.token_file, so.token));
+      [&] { server.stop([&] { io.stop(); }); }, [&reload] { reload.reload(); });
   fleet->stop();
   return kExitOk;
 #endif
@@ -240,10 +243,30 @@ Command fleet_command() {
             auto o = std::make_shared<FleetCliOptions>();
             add_fleet_options(sub, *o);
             return [o, &sub] {
-              if (!o->config_file.empty())
-                apply_fleet_config(load_config(o->config_file, Config{}, cli_config_sections()),
-                                   sub);
-              return run_fleet(*o);
+              std::optional<Config> config;
+              if (!o->config_file.empty()) {
+                config = load_config(o->config_file, Config{}, cli_config_sections());
+                apply_fleet_config(*config, sub);
+                // The file's log settings (serve's are applied by make_config).
+                if (!config->log_level.empty()) set_log_level(config->log_level);
+                if (const auto f = log_format_from_string(config->log_format)) set_log_format(*f);
+              }
+              // SIGHUP re-reads the config file and checks the "fleet" object on fresh flags
+              // before anything is applied (reload.hpp).
+              ReloadRegistry reload(config_loader(o->config_file,
+                                                  [o] {
+                                                    Config c = load_config(o->config_file, Config{},
+                                                                           cli_config_sections());
+                                                    CLI::App check;
+                                                    FleetCliOptions fresh;
+                                                    add_fleet_options(check, fresh);
+                                                    apply_fleet_config(c, check);
+                                                    return c;
+                                                  }),
+                                    config);
+              reload.add("log", {"log_level", "log_format"},
+                         log_reloader("", "", std::string(to_string(log_level()))));
+              return run_fleet(*o, reload);
             };
           }};
 }

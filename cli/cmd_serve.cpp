@@ -103,7 +103,7 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
                        {&server_config_keys(), &serve_keys, &auth_keys});
 }
 
-int run_serve(Config config, const ServeOptions& o) {
+int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
   transport::ServerOptions so;
   transport::NatsAuth nats_auth;
   try {
@@ -135,6 +135,7 @@ int run_serve(Config config, const ServeOptions& o) {
           "gpustream_probe_requested{probe=\"" + transport::escape_label_value(p) + "\"} 1\n";
     so.extra_metrics = [requested] { return requested; };
   }
+  so.extra_metrics = with_reload_metrics(std::move(so.extra_metrics), reload);
   boost::asio::io_context io;
   Telemetry telemetry(std::move(config), probe_factory());  // probes on their own io thread
   std::unique_ptr<transport::Server> server;  // none for a headless agent (--listen off, --nats)
@@ -178,11 +179,10 @@ int run_serve(Config config, const ServeOptions& o) {
     else
       io.stop();
   };
-  const auto reload = server ? reload_on_hangup(*server, o.server.token_file, so.token) : [] {
-    std::cerr << "gpustream: SIGHUP: nothing to reload (no listener); other settings take "
-                 "effect on a restart\n";
-  };
-  signal_stop.run(stop_all, stop_all, reload);
+  // SIGHUP (reload.hpp): the config file and log settings (added by serve_command), the token;
+  // each part that can change live adds its reloader here.
+  if (server) reload.add("token", {}, token_reloader(*server, o.server.token_file, so.token));
+  signal_stop.run(stop_all, stop_all, [&reload] { reload.reload(); });
 #if defined(GPUSTREAM_HAS_NATS)
   if (nats) nats->stop();  // publishes what is queued, flushes (bounded)
 #endif
@@ -205,7 +205,21 @@ Command serve_command() {
             return [o, &sub, &context] {
               const auto config = make_config(context.common);
               apply_serve_config(config, sub);
-              return run_serve(config, *o);
+              // SIGHUP re-reads the config file as at start (the command line on top) and
+              // checks the "serve" object on fresh flags before anything is applied.
+              ReloadRegistry reload(config_loader(context.common.config_file,
+                                                  [&context] {
+                                                    Config c = build_config(context.common);
+                                                    CLI::App check;
+                                                    ServeOptions fresh;
+                                                    add_serve_options(check, fresh);
+                                                    apply_serve_config(c, check);
+                                                    return c;
+                                                  }),
+                                    config);
+              reload.add("log", {"log_level", "log_format"},
+                         log_reloader(context.common.log_level, context.common.log_format));
+              return run_serve(config, *o, reload);
             };
           }};
 }

@@ -18,6 +18,7 @@
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/terminal_text.hpp"
 #include "options.hpp"
+#include "say.hpp"
 
 namespace gpustream::cli {
 
@@ -119,10 +120,10 @@ int main(int argc, char** argv) {
       if (*sub) return run();
   } catch (const gpustream::ConfigError& e) {
     // A message may quote a config file, a server's answer or a tool: terminal_safe.
-    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what()) << "\n";
+    say(gpustream::terminal_safe_text(e.what()), gpustream::LogLevel::error);
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what()) << "\n";
+    say(gpustream::terminal_safe_text(e.what()), gpustream::LogLevel::error);
     return kExitFailure;
   }
   return kExitUsage;

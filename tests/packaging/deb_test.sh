@@ -5,7 +5,7 @@
 #      scripts are there, the payload holds the CLI, the unit, the headers, the CMake package,
 #      the pkg-config file and the docs, and no file outside /usr (the config is copied by
 #      postinst);
-#   3. `systemd-analyze verify` on the unit as installed;
+#   3. `systemd-analyze verify` on the unit as installed, with ExecReload and LoadCredential;
 #   4. as root, when no gpustream package is installed already: `dpkg -i`, `gpustream list`
 #      from /usr/bin, /etc/gpustream/config.json created, pkg-config finds the installed version, `gpustream serve --config` with that
 #      file answering /api/v1/snapshot, `dpkg -r` (binary gone, config kept), `dpkg -P` (config
@@ -78,6 +78,10 @@ if command -v systemd-analyze > /dev/null; then
     fail "systemd-analyze verify reported problems"
   fi
   echo "deb_test: systemd-analyze verify: clean"
+  grep -qx 'ExecReload=/bin/kill -HUP $MAINPID' "$work/gpustream.service" ||
+    fail "the unit has no ExecReload (SIGHUP)"
+  grep -qx 'LoadCredential=gpustream:/etc/gpustream/credentials' "$work/gpustream.service" ||
+    fail "the unit has no LoadCredential= for /etc/gpustream/credentials"
 else
   fail "systemd-analyze is missing (Debian package systemd)"
 fi
@@ -132,6 +136,8 @@ if [ "$(id -u)" -eq 0 ] && ! dpkg-query -W -f='${Status}' gpustream 2> /dev/null
     fail "gpustream list failed"
   grep -q simulated "$work/list.out" || { cat "$work/list.out"; fail "gpustream list shows no simulated probe"; }
   [ -f /etc/gpustream/config.json ] || fail "postinst did not create /etc/gpustream/config.json"
+  [ "$(stat -c %a /etc/gpustream/credentials)" = 700 ] ||
+    fail "postinst did not create /etc/gpustream/credentials (mode 700)"
   version="$(dpkg-deb -f "$deb" Version)"
   [ "$(pkg-config --modversion gpustream)" = "$version" ] ||
     fail "pkg-config --modversion gpustream is not the package's $version"

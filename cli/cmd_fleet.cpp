@@ -239,17 +239,21 @@ Command fleet_command() {
   return {"fleet",
           "Serve every node's GPUs from NATS (agents: serve --nats URL --node NAME): the same "
           "API, protocol, /metrics and dashboard, plus /api/v1/nodes, /api/v1/fit and /fleet",
-          [](CLI::App& sub, CommandContext&) -> CommandRun {
+          [](CLI::App& sub, CommandContext& context) -> CommandRun {
             auto o = std::make_shared<FleetCliOptions>();
             add_fleet_options(sub, *o);
-            return [o, &sub] {
+            return [o, &sub, &context] {
+              // gpustream --log-format F fleet: the flag wins over the file's log_format.
+              const std::string flag_format = context.common.log_format;
               std::optional<Config> config;
               if (!o->config_file.empty()) {
                 config = load_config(o->config_file, Config{}, cli_config_sections());
                 apply_fleet_config(*config, sub);
                 // The file's log settings (serve's are applied by make_config).
                 if (!config->log_level.empty()) set_log_level(config->log_level);
-                if (const auto f = log_format_from_string(config->log_format)) set_log_format(*f);
+                if (const auto f = log_format_from_string(config->log_format);
+                    f && flag_format.empty())
+                  set_log_format(*f);
               }
               // SIGHUP re-reads the config file and checks the "fleet" object on fresh flags
               // before anything is applied (reload.hpp).
@@ -265,7 +269,7 @@ Command fleet_command() {
                                                   }),
                                     config);
               reload.add("log", {"log_level", "log_format"},
-                         log_reloader("", "", std::string(to_string(log_level()))));
+                         log_reloader("", flag_format, "warn"));  // fleet: the SDK's level
               return run_fleet(*o, reload);
             };
           }};

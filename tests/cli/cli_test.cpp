@@ -80,6 +80,16 @@ TEST(Cli, LogFormatJsonMakesTheErrorLineAJsonObject) {
   EXPECT_EQ(v.at("logger").as_string(), "gpustream");
   EXPECT_EQ(v.at("message").as_string(), path + ":3:3: not valid JSON: syntax error at '\"'")
       << r.err;
+  // The global flag, before the command; a command's own std::cerr line (here serve's and
+  // fleet's usage error) is a JSON object too.
+  for (const char* command : {"serve", "fleet"}) {
+    const auto r2 = run(std::string("--log-format json ") + command + " --listen off");
+    EXPECT_EQ(r2.exit_code, 2) << r2.err;
+    EXPECT_EQ(r2.err.find('\n'), r2.err.size() - 1) << "one line: " << r2.err;
+    const auto v2 = boost::json::parse(r2.err, ec);
+    ASSERT_FALSE(ec) << r2.err;
+    EXPECT_EQ(std::string(v2.at("message").as_string()).find("nothing to serve"), 0u) << r2.err;
+  }
   const auto bad = run("list --log-format xml");
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.err.find("--log-format"), std::string::npos) << bad.err;

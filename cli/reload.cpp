@@ -73,11 +73,10 @@ bool ReloadRegistry::is_live(const std::string& key) const {
   return false;
 }
 
-void ReloadRegistry::fail(const std::string& why) {
-  ++failed_;
-  if (why == last_failure_) return;  // said already: a storm of SIGHUPs on the same broken file
-  last_failure_ = why;
-  say("SIGHUP: reload failed: " + why + "; the running settings stay", LogLevel::error);
+void ReloadRegistry::say_once(std::vector<Line> lines) {
+  if (lines == last_lines_) return;  // said already: a storm of SIGHUPs with the same outcome
+  for (const auto& [level, text] : lines) say(text, level);
+  last_lines_ = std::move(lines);
 }
 
 bool ReloadRegistry::reload() {
@@ -86,11 +85,14 @@ bool ReloadRegistry::reload() {
     try {
       in.config = loader_();
     } catch (const std::exception& e) {
-      fail(terminal_safe(e.what()));
+      ++failed_;
+      say_once({{LogLevel::error, "SIGHUP: reload failed: " + terminal_safe(e.what()) +
+                                      "; the running settings stay"}});
       return false;
     }
   }
-  std::vector<std::string> changed, failed;
+  std::vector<Line> lines;
+  bool changed = false, failed = false;
   for (const auto& e : entries_) {
     ReloadStep step;
     try {
@@ -99,29 +101,31 @@ bool ReloadRegistry::reload() {
       step = ReloadStep::failed(ex.what());
     }
     if (step.result == ReloadStep::Result::changed) {
-      say("SIGHUP: " + e.name + ": " + terminal_safe(step.message));
-      changed.push_back(e.name);
+      lines.push_back({LogLevel::info, "SIGHUP: " + e.name + ": " + terminal_safe(step.message)});
+      changed = true;
     } else if (step.result == ReloadStep::Result::failed) {
-      say("SIGHUP: " + e.name + ": " + terminal_safe(step.message), LogLevel::error);
-      failed.push_back(e.name);
+      lines.push_back({LogLevel::error, "SIGHUP: " + e.name + ": " + terminal_safe(step.message)});
+      failed = true;
     }
   }
-  // Measured against the config the service started with: a restart-only change is said again
-  // at each reload until the restart.
+  // Measured against the config the service started with: a restart-only change stays pending
+  // (and is named) until the restart.
   if (in.config && running_) {
     for (const auto& key : changed_config_keys(*running_, *in.config))
-      if (!is_live(key)) say("SIGHUP: " + key + " changed: takes effect after a restart");
+      if (!is_live(key))
+        lines.push_back(
+            {LogLevel::info, "SIGHUP: " + key + " changed: takes effect after a restart"});
   }
-  if (!failed.empty()) {
+  if (!changed && !failed)
+    lines.push_back({LogLevel::info, std::string("SIGHUP: reloaded") +
+                                         (loader_ ? " the config file" : "") +
+                                         ": nothing changed that applies live"});
+  say_once(std::move(lines));
+  if (failed) {
     ++failed_;
-    last_failure_.clear();
     return false;
   }
   ++ok_;
-  last_failure_.clear();
-  if (changed.empty())
-    say(std::string("SIGHUP: reloaded") + (loader_ ? " the config file" : "") +
-        ": nothing changed that applies live");
   return true;
 }
 

@@ -17,9 +17,11 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gpustream/config.hpp"
+#include "gpustream/logging.hpp"
 
 namespace gpustream::cli {
 
@@ -52,18 +54,20 @@ class ReloadRegistry {
  public:
   /// `loader`: re-reads and checks the config file (throws ConfigError or another exception:
   /// the reload fails and nothing changes); empty: no config file. `running`: the config the
-  /// service started with (what a restart-only change is measured against: it is said again at
-  /// each reload until the restart).
+  /// service started with (what a restart-only change is measured against: it stays pending
+  /// until the restart).
   ReloadRegistry(std::function<Config()> loader, std::optional<Config> running);
 
   /// Adds a reloader. `live_keys`: the config keys it applies without a restart ("log_level",
   /// "serve.tls_cert"); every other key that changed is said to take effect after a restart.
   void add(std::string name, std::vector<std::string> live_keys, Reloader reloader);
 
-  /// One reload: loads the config (a failure: one line saying why, unless the previous reload
-  /// failed the same way; counted failed; nothing applied), then runs every reloader in the
-  /// order added (one that throws counts as failed; the others still run), says on stderr what
-  /// changed, what failed and which restart-only keys changed. Returns true when nothing failed.
+  /// One reload: loads the config (a failure: one line saying why; counted failed; nothing
+  /// applied), then runs every reloader in the order added (one that throws counts as failed;
+  /// the others still run) and says on stderr what changed, what failed and which restart-only
+  /// keys differ from the running config. What a reload says is not said again while the next
+  /// reloads say exactly the same (a SIGHUP storm: one set of lines; every reload is counted).
+  /// Returns true when nothing failed.
   bool reload();
 
   std::uint64_t ok_count() const noexcept { return ok_.load(); }
@@ -78,13 +82,15 @@ class ReloadRegistry {
     std::vector<std::string> live_keys;
     Reloader reloader;
   };
+  using Line = std::pair<LogLevel, std::string>;
   bool is_live(const std::string& key) const;
-  void fail(const std::string& why);
+  /// Says `lines` unless the previous reload said exactly these.
+  void say_once(std::vector<Line> lines);
 
   std::function<Config()> loader_;
   std::optional<Config> running_;
   std::vector<Entry> entries_;
-  std::string last_failure_;  // said once while it repeats (a SIGHUP storm on a broken file)
+  std::vector<Line> last_lines_;  // what the last reload said: not said again while it repeats
   std::atomic<std::uint64_t> ok_{0};
   std::atomic<std::uint64_t> failed_{0};
 };

@@ -103,7 +103,7 @@ TEST_F(Reload, EachReloaderRunsAndItsOutcomeIsSaidAndCounted) {
   EXPECT_EQ(r.ok_count(), 0u);
 }
 
-TEST_F(Reload, RestartOnlyKeysThatChangedAreNamedAtEachReload) {
+TEST_F(Reload, RestartOnlyKeysThatChangedAreNamedOnceWhileTheOutcomeRepeats) {
   Config running;
   running.probe_settings.set("serve", "listen", "127.0.0.1:9400");
   Config next = running;
@@ -115,17 +115,19 @@ TEST_F(Reload, RestartOnlyKeysThatChangedAreNamedAtEachReload) {
     return ReloadStep::changed("new certificate");
   });
   ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 20; ++i) EXPECT_TRUE(r.reload());  // a storm: the same outcome
+  std::string err = ::testing::internal::GetCapturedStderr();
+  // serve.tls_cert is live (the tls reloader's key): not named as restart-only.
+  EXPECT_EQ(err,
+            "gpustream: SIGHUP: tls: new certificate\n"
+            "gpustream: SIGHUP: serve.listen changed: takes effect after a restart\n");
+  EXPECT_EQ(r.ok_count(), 20u);
+  // Another outcome is said.
+  next.probe_settings.set("serve", "listen", "127.0.0.1:9400");  // back as it runs
+  ::testing::internal::CaptureStderr();
   EXPECT_TRUE(r.reload());
-  EXPECT_TRUE(r.reload());
-  const std::string err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(count_of(err,
-                     "gpustream: SIGHUP: serve.listen changed: takes effect after a "
-                     "restart\n"),
-            2u)
-      << err;
-  EXPECT_EQ(err.find("serve.tls_cert changed"), std::string::npos) << "a live key: " << err;
-  EXPECT_EQ(count_of(err, "gpustream: SIGHUP: tls: new certificate\n"), 2u) << err;
-  EXPECT_EQ(r.ok_count(), 2u);
+  err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "gpustream: SIGHUP: tls: new certificate\n");
 }
 
 TEST_F(Reload, TheLogReloaderAppliesTheFileUnlessAFlagSetIt) {

@@ -4,8 +4,8 @@ stream clients — the old token is refused, the new one accepted, the TCP clien
 the old token keeps receiving snapshots; a token file that cannot be read keeps the old token and
 says why; a storm of 200 SIGHUPs leaves it serving.
 
-Then `serve --config FILE` under a live client: a broken config file (bad JSON, a bad value) is
-refused at SIGHUP with its line and column, the running settings stay, the client stays, and
+Then `serve --config FILE` under a live client: a broken config file (bad JSON, a bad value, a
+missing file) is refused at SIGHUP with its line and column (or its key, or why), the running settings stay, the client stays, and
 `gpustream_reloads_total{result="failed"}` counts it; a storm of SIGHUPs on the broken file says
 so once; a good file applies its log level live and names a restart-only key that changed.
 Exit 0 on success, 1 with a FAIL line."""
@@ -116,6 +116,11 @@ def config_reload(args):
         server.proc.send_signal(signal.SIGHUP)
         wait_for_line(server, "serve.max_connections")
         server.wait_until("two failed reloads counted", lambda: metric(server, OLD, failed) == 2)
+        # A config file that is gone: refused, saying so.
+        os.remove(config)
+        server.proc.send_signal(signal.SIGHUP)
+        wait_for_line(server, f"SIGHUP: reload failed: cannot open config file '{config}'")
+        server.wait_until("three failed reloads counted", lambda: metric(server, OLD, failed) == 3)
         if status(server, OLD) != 200:
             fail("a failed reload changed the token")
         if read_snapshots(f, 5) < 5:
@@ -127,7 +132,7 @@ def config_reload(args):
         before = count_lines(server, "SIGHUP: reload failed")
         for _ in range(200):
             server.proc.send_signal(signal.SIGHUP)
-        server.wait_until("the storm's reloads counted", lambda: metric(server, OLD, failed) > 2)
+        server.wait_until("the storm's reloads counted", lambda: metric(server, OLD, failed) > 3)
         time.sleep(0.5)
         if server.proc.poll() is not None:
             fail(f"serve exited during a SIGHUP storm with {server.proc.returncode}")

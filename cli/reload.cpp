@@ -42,7 +42,9 @@ std::vector<std::string> changed_config_keys(const Config& a, const Config& b) {
     for (const auto& [name, section] : x) {
       const auto* other = y.section(name);
       for (const auto& [key, value] : section) {
-        const std::string full = name + "." + key;
+        std::string full = name;
+        full += '.';
+        full += key;
         if (std::find(sections.begin(), sections.end(), full) != sections.end()) continue;
         const SettingValue* v = nullptr;
         if (other) {

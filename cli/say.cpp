@@ -87,7 +87,8 @@ class LogFormatStreambuf final : public std::streambuf {
 
 void route_cerr_through_log_format() {
   // Never destroyed: std::cerr is flushed after static objects are gone, at exit.
-  static auto* const buffer = new LogFormatStreambuf;  // NOLINT(cppcoreguidelines-owning-memory)
+  // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables,cppcoreguidelines-owning-memory)
+  static auto* const buffer = new LogFormatStreambuf;
   std::cerr.rdbuf(buffer);
 }
 

@@ -73,10 +73,10 @@ Command doctor_command() {
         sub.footer(
             "Statuses: ok, info, warn (degraded or worth knowing), blocker (a GPU, or part of "
             "what gpustream reads of it, cannot be read until the fix is applied).\n"
-            "Exit code: 0 when no finding is a blocker (every GPU found can be read fully) and "
-            "--expect-gpus GPUs are found, 1 otherwise, 2 for a usage error. Read-only: nothing is "
-            "changed, nothing is "
-            "sampled. See docs/operations.md, \"Diagnosing a machine: gpustream doctor\".");
+            "Exit code: 0 when no finding is a blocker (every GPU found can be read fully; with "
+            "no GPU at all the report says \"No GPU found\") and --expect-gpus GPUs are found, 1 "
+            "otherwise, 2 for a usage error. Read-only: nothing is changed, nothing is sampled. "
+            "See docs/operations.md, \"Diagnosing a machine: gpustream doctor\".");
         return [o, expect, &context] {
           // The doctor's report says everything; the libraries' info lines would only
           // interleave.

@@ -2,11 +2,13 @@
 #include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include <boost/asio/io_context.hpp>
 
 #include "commands.hpp"
 #include "gpustream/channel.hpp"
+#include "gpustream/log.hpp"
 #include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/address.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
@@ -148,6 +150,25 @@ const std::vector<FlagRow<FleetCliOptions>>& fleet_flag_table() {
   return rows;
 }
 
+#if defined(GPUSTREAM_HAS_NATS)
+/// What SIGHUP does with new NATS credential files: the view connects with them on its own
+/// thread and swaps once they connect (its log says so).
+ReloadStep apply_fleet_nats_auth(transport::FleetView& view, const transport::NatsAuth& next) {
+  std::string error;
+  switch (view.set_auth(next, &error)) {
+    case transport::NatsAuthChange::unchanged:
+      return ReloadStep::unchanged();
+    case transport::NatsAuthChange::refused:
+      return ReloadStep::failed("the new NATS credentials are refused: " + terminal_safe(error) +
+                                "; the ones in use stay");
+    case transport::NatsAuthChange::reconnecting:
+      break;
+  }
+  return ReloadStep::changed(
+      "NATS credentials read again; the connection is replaced once they connect");
+}
+#endif
+
 }  // namespace
 
 void apply_fleet_config(const Config& config, CLI::App& sub) {
@@ -163,9 +184,10 @@ void add_fleet_options(CLI::App& sub, FleetCliOptions& o) {
   add_flag_rows(sub, o.nats_auth, nats_auth_flag_table());
 }
 
-int run_fleet(const FleetCliOptions& o) {
+int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
 #if !defined(GPUSTREAM_HAS_NATS)
   (void)o;
+  (void)reload;
   std::cerr << "gpustream: this build has no NATS support (install libnats-dev)\n";
   return kExitUsage;
 #else
@@ -218,7 +240,7 @@ int run_fleet(const FleetCliOptions& o) {
     };
   auto fleet = std::make_unique<transport::FleetView>(io.get_executor(), channel, fo);
   so.extra_routes = fleet->routes();
-  so.extra_metrics = fleet->metrics();
+  so.extra_metrics = with_reload_metrics(fleet->metrics(), reload);
   so.fit_source = fleet->fit_source();
   transport::Server server(io.get_executor(), channel, so);
   try {
@@ -237,13 +259,17 @@ int run_fleet(const FleetCliOptions& o) {
   announce_listening(server, !so.token.empty(), {"fleet dashboard", "/fleet", ""});
 
   SignalStop signal_stop(io);
+  reload.add("token", {}, token_reloader(server, o.server.token_file, so.token));
+  reload.add("nats", {},
+             nats_auth_reloader(o.nats_auth, fo.auth, [view = fleet.get()](const auto& next) {
+               return apply_fleet_nats_auth(*view, next);
+             }));
   signal_stop.run(
       [&] {
         fleet->stop();
         server.stop([&] { io.stop(); });
       },
-      [&] { server.stop([&] { io.stop(); }); },
-      reload_on_hangup(server, o.server.token_file, so.token));
+      [&] { server.stop([&] { io.stop(); }); }, [&reload] { reload.reload(); });
   fleet->stop();
   return kExitOk;
 #endif
@@ -257,14 +283,38 @@ Command fleet_command() {
   return {"fleet",
           "Serve every node's GPUs from NATS (agents: serve --nats URL --node NAME): the same "
           "API, protocol, /metrics and dashboard, plus /api/v1/nodes, /api/v1/fit and /fleet",
-          [](CLI::App& sub, CommandContext&) -> CommandRun {
+          [](CLI::App& sub, CommandContext& context) -> CommandRun {
             auto o = std::make_shared<FleetCliOptions>();
             add_fleet_options(sub, *o);
-            return [o, &sub] {
-              if (!o->config_file.empty())
-                apply_fleet_config(load_config(o->config_file, Config{}, cli_config_sections()),
-                                   sub);
-              return run_fleet(*o);
+            return [o, &sub, &context] {
+              // gpustream --log-format F fleet: the flag wins over the file's log_format.
+              const std::string flag_format = context.common.log_format;
+              std::optional<Config> config;
+              if (!o->config_file.empty()) {
+                config = load_config(o->config_file, Config{}, cli_config_sections());
+                apply_fleet_config(*config, sub);
+                // The file's log settings (serve's are applied by make_config).
+                if (!config->log_level.empty()) set_log_level(config->log_level);
+                if (const auto f = log_format_from_string(config->log_format);
+                    f && flag_format.empty())
+                  set_log_format(*f);
+              }
+              // SIGHUP re-reads the config file and checks the "fleet" object on fresh flags
+              // before anything is applied (reload.hpp).
+              ReloadRegistry reload(config_loader(o->config_file,
+                                                  [o] {
+                                                    Config c = load_config(o->config_file, Config{},
+                                                                           cli_config_sections());
+                                                    CLI::App check;
+                                                    FleetCliOptions fresh;
+                                                    add_fleet_options(check, fresh);
+                                                    apply_fleet_config(c, check);
+                                                    return c;
+                                                  }),
+                                    config);
+              reload.add("log", {"log_level", "log_format"},
+                         log_reloader("", flag_format, "warn"));  // fleet: the SDK's level
+              return run_fleet(*o, reload);
             };
           }};
 }

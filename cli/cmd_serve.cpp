@@ -102,31 +102,13 @@ void check_bus_flags(const ServeOptions& o) {
 /// SIGHUP: the NATS credential files read again (make_nats_auth) and, when they changed, given
 /// to the bridge (NatsBridge::set_auth: swapped only once they connect). A file that cannot be
 /// read keeps the current credentials and says why.
-std::function<void(transport::NatsBridge&)> reload_nats_credentials(NatsAuthFlags flags,
-                                                                    transport::NatsAuth current) {
-  auto last = std::make_shared<transport::NatsAuth>(std::move(current));
-  return [flags = std::move(flags), last](transport::NatsBridge& bridge) {
-    transport::NatsAuth next;
-    try {
-      next = make_nats_auth(flags);
-    } catch (const std::exception& e) {
-      std::cerr << "gpustream: SIGHUP: cannot reload the NATS credentials: "
-                << terminal_safe(e.what()) << "; the current ones stay\n";
-      return;
-    }
-    if (next == *last) {
-      std::cerr << "gpustream: SIGHUP: the NATS credential files are unchanged\n";
-      return;
-    }
-    if (const auto err = bridge.set_auth(next); !err.empty()) {
-      std::cerr << "gpustream: SIGHUP: the new NATS credentials are refused: " << terminal_safe(err)
-                << "; the current ones stay\n";
-      return;
-    }
-    *last = std::move(next);
-    std::cerr << "gpustream: SIGHUP: new NATS credentials read; the connection is replaced once "
-                 "they connect (the log says so)\n";
-  };
+/// What SIGHUP does with new NATS credential files: the bridge connects with them and swaps.
+ReloadStep apply_agent_nats_auth(transport::NatsBridge& bridge, const transport::NatsAuth& next) {
+  if (const auto err = bridge.set_auth(next); !err.empty())
+    return ReloadStep::failed("the new NATS credentials are refused: " + terminal_safe(err) +
+                              "; the ones in use stay");
+  return ReloadStep::changed(
+      "NATS credentials read again; the connection is replaced once they connect");
 }
 #endif
 
@@ -145,7 +127,7 @@ void apply_serve_config(const Config& config, CLI::App& sub) {
                        {&server_config_keys(), &serve_keys, &auth_keys});
 }
 
-int run_serve(Config config, const ServeOptions& o) {
+int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
   transport::ServerOptions so;
   transport::NatsAuth nats_auth;
   try {
@@ -189,6 +171,7 @@ int run_serve(Config config, const ServeOptions& o) {
           "gpustream_probe_requested{probe=\"" + transport::escape_label_value(p) + "\"} 1\n";
     so.extra_metrics = [requested] { return requested; };
   }
+  so.extra_metrics = with_reload_metrics(std::move(so.extra_metrics), reload);
   boost::asio::io_context io;
   Telemetry telemetry(std::move(config), probe_factory());  // probes on their own io thread
 #if defined(GPUSTREAM_HAS_NATS)
@@ -252,22 +235,18 @@ int run_serve(Config config, const ServeOptions& o) {
     else
       io.stop();
   };
-  std::function<void()> reload;
-  if (server) reload = reload_on_hangup(*server, o.server.token_file, so.token);
+  // SIGHUP (reload.hpp): the config file and log settings (added by serve_command), the token,
+  // the NATS credential files; each part that can change live adds its reloader here.
+  if (server) reload.add("token", {}, token_reloader(*server, o.server.token_file, so.token));
 #if defined(GPUSTREAM_HAS_NATS)
   if (nats)
-    reload = [token_reload = std::move(reload), bridge = nats.get(),
-              reload_nats = reload_nats_credentials(o.nats_auth, nats_auth_at_start)] {
-      if (token_reload) token_reload();
-      reload_nats(*bridge);
-    };
+    reload.add("nats", {},
+               nats_auth_reloader(o.nats_auth, nats_auth_at_start,
+                                  [bridge = nats.get()](const transport::NatsAuth& next) {
+                                    return apply_agent_nats_auth(*bridge, next);
+                                  }));
 #endif
-  if (!reload)
-    reload = [] {
-      std::cerr << "gpustream: SIGHUP: nothing to reload (no listener); other settings take "
-                   "effect on a restart\n";
-    };
-  signal_stop.run(stop_all, stop_all, reload);
+  signal_stop.run(stop_all, stop_all, [&reload] { reload.reload(); });
 #if defined(GPUSTREAM_HAS_NATS)
   if (nats) nats->stop();  // publishes what is queued, flushes (bounded)
 #endif
@@ -290,7 +269,21 @@ Command serve_command() {
             return [o, &sub, &context] {
               const auto config = make_config(context.common);
               apply_serve_config(config, sub);
-              return run_serve(config, *o);
+              // SIGHUP re-reads the config file as at start (the command line on top) and
+              // checks the "serve" object on fresh flags before anything is applied.
+              ReloadRegistry reload(config_loader(context.common.config_file,
+                                                  [&context] {
+                                                    Config c = build_config(context.common);
+                                                    CLI::App check;
+                                                    ServeOptions fresh;
+                                                    add_serve_options(check, fresh);
+                                                    apply_serve_config(c, check);
+                                                    return c;
+                                                  }),
+                                    config);
+              reload.add("log", {"log_level", "log_format"},
+                         log_reloader(context.common.log_level, context.common.log_format));
+              return run_serve(config, *o, reload);
             };
           }};
 }

@@ -14,10 +14,12 @@
 #include <CLI/CLI.hpp>
 
 #include "commands.hpp"
+#include "gpustream/log.hpp"
 #include "gpustream/probes/doctor.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/terminal_text.hpp"
 #include "options.hpp"
+#include "say.hpp"
 
 namespace gpustream::cli {
 
@@ -91,9 +93,15 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGPIPE, SIG_IGN);
 
+  route_cerr_through_log_format();  // --log-format json: the commands' stderr lines too
   CLI::App app{"gpustream — GPU telemetry: every GPU on this machine, as a stream of snapshots"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "gpustream 0.1.0");
+  // Global (before the command: `gpustream --log-format json fleet ...`), the same value as each
+  // machine-reading command's own --log-format; a flag wins over the config file's log_format.
+  app.add_option("--log-format", context.common.log_format,
+                 "Log lines on stderr, for every command: text or json (one object per line)")
+      ->check(CLI::IsMember({"text", "json"}));
   std::vector<std::pair<CLI::App*, CommandRun>> commands;
   for (const auto& c : command_table()) {
     auto* sub = app.add_subcommand(std::string(c.name), std::string(c.help));
@@ -114,15 +122,17 @@ int main(int argc, char** argv) {
     return kExitUsage;
   }
 
+  if (const auto f = gpustream::log_format_from_string(context.common.log_format))
+    gpustream::set_log_format(*f);
   try {
     for (const auto& [sub, run] : commands)
       if (*sub) return run();
   } catch (const gpustream::ConfigError& e) {
     // A message may quote a config file, a server's answer or a tool: terminal_safe.
-    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what()) << "\n";
+    say(gpustream::terminal_safe_text(e.what()), gpustream::LogLevel::error);
     return kExitUsage;
   } catch (const std::exception& e) {
-    std::cerr << "gpustream: " << gpustream::terminal_safe_text(e.what()) << "\n";
+    say(gpustream::terminal_safe_text(e.what()), gpustream::LogLevel::error);
     return kExitFailure;
   }
   return kExitUsage;

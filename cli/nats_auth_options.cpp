@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <memory>
 #include <string_view>
+#include <utility>
 
 #include "gpustream/config.hpp"
 #include "token_file.hpp"
@@ -149,6 +151,24 @@ transport::NatsAuth make_nats_auth(const NatsAuthFlags& f) {
   if (const auto err = transport::nats_auth_error(a); !err.empty())
     throw ConfigError("--nats-creds, --nats-nkey, --nats-user, --nats-token-file: " + err);
   return a;
+}
+
+Reloader nats_auth_reloader(NatsAuthFlags flags, transport::NatsAuth in_use,
+                            std::function<ReloadStep(const transport::NatsAuth&)> apply) {
+  auto last = std::make_shared<transport::NatsAuth>(std::move(in_use));
+  return [flags = std::move(flags), last, apply = std::move(apply)](const ReloadInput&) {
+    transport::NatsAuth next;
+    try {
+      next = make_nats_auth(flags);
+    } catch (const std::exception& e) {
+      return ReloadStep::failed(std::string("cannot read the NATS credentials: ") + e.what() +
+                                "; the ones in use stay");
+    }
+    if (next == *last) return ReloadStep::unchanged();
+    ReloadStep step = apply(next);
+    if (step.result != ReloadStep::Result::failed) *last = std::move(next);
+    return step;
+  };
 }
 
 }  // namespace gpustream::cli

@@ -3,10 +3,12 @@
 // "Credentials"). Every secret is in a file; the flags name files, never a secret.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
 #include "gpustream/transport/nats_auth.hpp"
+#include "reload.hpp"
 #include "server_options.hpp"
 
 namespace gpustream::cli {
@@ -32,5 +34,13 @@ const std::vector<FlagRow<NatsAuthFlags>>& nats_auth_flag_table();
 /// nkey's public key read from its seed file, and every other file checked readable now. Throws
 /// ConfigError (a usage error) naming the flag and the file, never a file's content.
 transport::NatsAuth make_nats_auth(const NatsAuthFlags& f);
+
+/// SIGHUP's reloader of the NATS credentials (reload.hpp): reads the files `flags` name again
+/// (the paths of the start: a changed path takes effect after a restart); contents equal to the
+/// ones in use change nothing; new ones go to `apply` (the agent's NatsBridge::set_auth, the fleet
+/// view's FleetView::set_auth: connect with them, swap once connected), which says what it did.
+/// A file that cannot be read, or a step that failed, keeps the credentials in use.
+Reloader nats_auth_reloader(NatsAuthFlags flags, transport::NatsAuth in_use,
+                            std::function<ReloadStep(const transport::NatsAuth&)> apply);
 
 }  // namespace gpustream::cli

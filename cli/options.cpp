@@ -35,9 +35,22 @@ void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval) {
       sub.add_option(std::string(f.flag), o.probe_paths[std::string(f.flag)], std::string(f.help));
   sub.add_option("--log-level", o.log_level, "trace, debug, info, warn, error, off")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  sub.add_option("--log-format", o.log_format,
+                 "Log lines on stderr: text (an RFC 3339 time, the level, the message) or json "
+                 "(one object per line); default text")
+      ->check(CLI::IsMember({"text", "json"}));
 }
 
 Config make_config(const CommonOptions& o) {
+  // The flag's format first: an error in the config file is then said in it too.
+  if (const auto f = log_format_from_string(o.log_format)) set_log_format(*f);
+  Config c = build_config(o);
+  set_log_level(c.log_level);
+  if (const auto f = log_format_from_string(c.log_format)) set_log_format(*f);
+  return c;
+}
+
+Config build_config(const CommonOptions& o) {
   Config c;
   c.log_level = "info";  // the CLI talks to a person: info by default (the library says warn)
   if (!o.config_file.empty()) c = load_config(o.config_file, c, cli_config_sections());
@@ -62,7 +75,9 @@ Config make_config(const CommonOptions& o) {
       c.probe_settings.set(row.section, f.key, it->second);
     }
   }
-  if (!set_log_level(c.log_level)) throw ConfigError("unknown log level '" + c.log_level + "'");
+  if (!o.log_format.empty()) c.log_format = o.log_format;
+  if (!log_level_from_string(c.log_level))
+    throw ConfigError("unknown log level '" + c.log_level + "'");
   check_probe_settings(c);
   return c;
 }

@@ -29,6 +29,7 @@ struct CommonOptions {
   std::optional<std::uint64_t> seed;
   std::vector<std::int64_t> watch_pids;
   std::string log_level;
+  std::string log_format;  // "text" | "json"; empty: the config file's, else text
   /// Probe-specific paths: flag -> (config section, key), e.g. --nvml-library -> nvidia.library.
   std::map<std::string, std::string> probe_paths;
 };
@@ -45,9 +46,13 @@ ConfigSections cli_config_sections();
 /// Adds the common flags to a subcommand.
 void add_common_options(CLI::App& sub, CommonOptions& o, bool with_interval = true);
 
-/// Builds the Config: the config file first, then the flags that were given.
-/// Throws ConfigError with a message for the user.
+/// Builds the Config: the config file first, then the flags that were given; sets the log level
+/// and format it says. Throws ConfigError with a message for the user.
 Config make_config(const CommonOptions& o);
+
+/// make_config without its effect on the process (the log level and format are not set): what
+/// a SIGHUP reload checks before it applies anything. Throws ConfigError.
+Config build_config(const CommonOptions& o);
 
 /// Throws ConfigError when a probe's section of the config (file or path flags) has a misspelt
 /// key or a bad value: a usage error (exit code 2), found before anything starts.

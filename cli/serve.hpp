@@ -13,6 +13,7 @@
 
 #include "gpustream/config.hpp"
 #include "nats_auth_options.hpp"
+#include "reload.hpp"
 #include "server_options.hpp"
 
 namespace gpustream::cli {
@@ -79,7 +80,7 @@ void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 void apply_fleet_config(const Config& config, CLI::App& sub);
 /// Runs until SIGINT/SIGTERM like serve; 2 for a bad flag, 1 when NATS cannot be reached or an
 /// address cannot be bound.
-int run_fleet(const FleetCliOptions& o);
+int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload);
 
 /// The config file's "serve" object: the shared server keys (server_config_keys) and "nats",
 /// "node", "nats_prefix", "nats_encoding", "nats_full_every", "nats_kv_bucket",
@@ -94,6 +95,8 @@ void apply_serve_config(const Config& config, CLI::App& sub);
 /// "listening http HOST:PORT" / "listening tcp HOST:PORT" on stdout once bound (the real
 /// port when 0 was asked). Returns 2 for a bad flag value or token file, 1 when an address
 /// cannot be bound.
-int run_serve(Config config, const ServeOptions& o);
+/// `reload`: what SIGHUP does (reload.hpp); run_serve adds the token's reloader and the
+/// registry's counters to /metrics.
+int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload);
 
 }  // namespace gpustream::cli

@@ -8,6 +8,7 @@
 #include "commands.hpp"
 #include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/address.hpp"
+#include "say.hpp"
 #include "token_file.hpp"
 
 namespace gpustream::cli {
@@ -16,7 +17,7 @@ bool start_server(transport::Server& server) {
   try {
     server.start();
   } catch (const boost::system::system_error& e) {
-    std::cerr << "gpustream: cannot listen: " << e.code().message() << "\n";
+    say("cannot listen: " + e.code().message(), LogLevel::error);
     return false;
   }
   return true;
@@ -26,8 +27,9 @@ void announce_listening(const transport::Server& server, bool with_token,
                         const DashboardLine& dashboard) {
   if (const auto ep = server.http_endpoint()) {
     std::cout << "listening http " << transport::to_string(*ep) << std::endl;
-    std::cerr << "gpustream: " << dashboard.what << " at http://" << transport::to_string(*ep)
-              << dashboard.path << (with_token ? "?token=..." : "") << dashboard.tail << "\n";
+    say(std::string(dashboard.what) + " at http://" + transport::to_string(*ep) +
+        std::string(dashboard.path) + (with_token ? "?token=..." : "") +
+        std::string(dashboard.tail));
   }
   if (const auto ep = server.tcp_endpoint())
     std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
@@ -54,7 +56,7 @@ void SignalStop::run(const std::function<void()>& stop, const std::function<void
     signals_.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
       if (++caught == 1) {
-        std::cerr << "gpustream: stopping\n";
+        say("stopping");
         stopping = true;
         hangup_.cancel();
         stop();
@@ -73,34 +75,37 @@ void SignalStop::run(const std::function<void()>& stop, const std::function<void
   io_.run();
 }
 
-std::function<void()> reload_on_hangup(transport::Server& server, std::string token_file,
-                                       std::string token) {
+Reloader token_reloader(transport::Server& server, std::string token_file, std::string token) {
   auto last = std::make_shared<std::string>(std::move(token));
-  return [&server, token_file = std::move(token_file), last] {
-    if (token_file.empty()) {
-      std::cerr << "gpustream: SIGHUP: nothing to reload (no --token); other settings take "
-                   "effect on a restart\n";
-      return;
-    }
+  return [&server, token_file = std::move(token_file), last](const ReloadInput&) {
+    if (token_file.empty()) return ReloadStep::unchanged();
     std::string token;
     try {
       token = read_token_file(token_file);
     } catch (const std::exception& e) {
-      std::cerr << "gpustream: SIGHUP: cannot reload the token: " << terminal_safe(e.what())
-                << "; the old token stays\n";
-      return;
+      return ReloadStep::failed(std::string("cannot reload the token: ") + e.what() +
+                                "; the old token stays");
     }
-    const bool changed = token != *last;
-    if (!server.set_token(token)) {
-      std::cerr << "gpustream: SIGHUP: the token was not changed (the server has none)\n";
-      return;
-    }
+    if (token == *last) return ReloadStep::unchanged();
+    if (!server.set_token(token))
+      return ReloadStep::failed("the token was not changed (the server has none)");
     *last = std::move(token);
-    std::cerr << "gpustream: SIGHUP: the token file '" << terminal_safe(token_file) << "' was "
-              << (changed ? "reloaded: a new token is required from now on (connected clients "
-                            "stay)"
-                          : "reloaded: the token is unchanged")
-              << "; other settings take effect on a restart\n";
+    return ReloadStep::changed("the token file '" + token_file +
+                               "' was reloaded: a new token is required from now on (connected "
+                               "clients stay)");
+  };
+}
+
+std::function<Config()> config_loader(const std::string& config_file,
+                                      std::function<Config()> load) {
+  if (config_file.empty()) return {};
+  return load;
+}
+
+std::function<std::string()> with_reload_metrics(std::function<std::string()> extra,
+                                                 const ReloadRegistry& registry) {
+  return [extra = std::move(extra), &registry] {
+    return (extra ? extra() : std::string()) + registry.metrics();
   };
 }
 

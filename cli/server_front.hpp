@@ -9,6 +9,7 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "gpustream/transport/server.hpp"
+#include "reload.hpp"
 
 namespace gpustream::cli {
 
@@ -50,12 +51,19 @@ class SignalStop {
   boost::asio::signal_set hangup_;
 };
 
-/// What SIGHUP does for `serve` and `fleet`: re-reads the token file (`token_file`, empty: the
-/// server has no token; `token`: the one read from it at start) and rotates the server's token —
-/// new requests and connections need the new one, connected clients stay — then says what changed
-/// on stderr. A file that cannot be read keeps the old token and says why. Other settings take
-/// effect on a restart (said once).
-std::function<void()> reload_on_hangup(transport::Server& server, std::string token_file,
-                                       std::string token);
+/// The token's reloader for SIGHUP (reload.hpp): re-reads the token file (`token_file`, empty:
+/// the server has no token; `token`: the one read from it at start) and rotates the server's
+/// token — new requests and connections need the new one, connected clients stay. A file that
+/// cannot be read keeps the old token and says why.
+Reloader token_reloader(transport::Server& server, std::string token_file, std::string token);
+
+/// The registry's loader for a command whose config file is `config_file` (empty: none, no
+/// loader): `load` re-reads it with the command line on top and checks it as at start (throws
+/// ConfigError).
+std::function<Config()> config_loader(const std::string& config_file, std::function<Config()> load);
+
+/// Adds gpustream_reloads_total (the registry's metrics) to what `extra` gives /metrics.
+std::function<std::string()> with_reload_metrics(std::function<std::string()> extra,
+                                                 const ReloadRegistry& registry);
 
 }  // namespace gpustream::cli

@@ -6,6 +6,10 @@
 #   target_link_libraries(app PRIVATE gpustream::sdk gpustream::probes)
 #   # or: pkg-config --cflags --libs --static gpustream  (PKG_CONFIG_PATH=/opt/gpustream/lib/pkgconfig)
 #
+# Components (the Debian packages of GpustreamPackage.cmake): `daemon` (the gpustream executable),
+# `dev` (libraries, headers, CMake package, pkg-config); the Python module is `python`
+# (python/CMakeLists.txt). `cmake --install` installs them all.
+#
 # The headers installed are each target's PUBLIC_HEADER list (sdk/, probes/ and
 # transport/CMakeLists.txt name them one by one; nothing is installed by a directory glob):
 # include/gpustream/ (with the generated version.hpp), include/gpustream/probes/,
@@ -19,14 +23,14 @@ foreach(_pair "gpustream_sdk:gpustream" "gpustream_probes:gpustream/probes"
   list(GET _pair 1 _dir)
   install(TARGETS ${_target}
     EXPORT gpustreamTargets
-    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-    PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${_dir}
+    ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+    LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+    RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev
+    PUBLIC_HEADER DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/${_dir} COMPONENT dev
     INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endforeach()
 if(TARGET gpustream)
-  install(TARGETS gpustream RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS gpustream RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT daemon)
 endif()
 
 # The default build (RelWithDebInfo) carries DWARF for development: ~10x the code. Installed
@@ -40,7 +44,7 @@ if(NOT GPUSTREAM_INSTALL_DEBUG_INFO AND CMAKE_STRIP)
       execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug \"\${_file}\" RESULT_VARIABLE _rc)
       if(NOT _rc EQUAL 0)
         message(FATAL_ERROR \"strip --strip-debug \${_file} failed (\${_rc})\")
-      endif()")
+      endif()" COMPONENT dev)
   endforeach()
 endif()
 
@@ -51,13 +55,15 @@ if(NOT DEFINED GPUSTREAM_NATS_PROVIDER)
 endif()
 
 set(GPUSTREAM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gpustream)
-install(EXPORT gpustreamTargets NAMESPACE gpustream:: DESTINATION ${GPUSTREAM_CMAKE_DIR})
+install(EXPORT gpustreamTargets NAMESPACE gpustream:: DESTINATION ${GPUSTREAM_CMAKE_DIR}
+  COMPONENT dev)
 configure_package_config_file(cmake/gpustreamConfig.cmake.in
   ${PROJECT_BINARY_DIR}/gpustreamConfig.cmake INSTALL_DESTINATION ${GPUSTREAM_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/gpustreamConfigVersion.cmake
   COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/gpustreamConfig.cmake
-  ${PROJECT_BINARY_DIR}/gpustreamConfigVersion.cmake DESTINATION ${GPUSTREAM_CMAKE_DIR})
+  ${PROJECT_BINARY_DIR}/gpustreamConfigVersion.cmake DESTINATION ${GPUSTREAM_CMAKE_DIR}
+  COMPONENT dev)
 
 # pkg-config: gpustream.pc, relocatable (prefix from ${pcfiledir}). The libraries are static, so
 # `pkg-config --libs --static gpustream` adds the libraries they use (Libs.private), named
@@ -74,4 +80,5 @@ endforeach()
 file(RELATIVE_PATH GPUSTREAM_PC_TO_PREFIX "/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/")
 string(REGEX REPLACE "/$" "" GPUSTREAM_PC_TO_PREFIX "${GPUSTREAM_PC_TO_PREFIX}")
 configure_file(cmake/gpustream.pc.in ${PROJECT_BINARY_DIR}/gpustream.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/gpustream.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+install(FILES ${PROJECT_BINARY_DIR}/gpustream.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+  COMPONENT dev)

@@ -7,6 +7,7 @@
 #include <boost/json/array.hpp>
 #include <boost/json/object.hpp>
 #include <boost/json/parse.hpp>
+#include <boost/json/stream_parser.hpp>
 #include <boost/json/value.hpp>
 
 #include "gpustream/config_json.hpp"
@@ -72,7 +73,8 @@ std::string unknown_key_message(const ConfigSections& sections) {
       "unknown key (the SDK's keys: probes, simulate, simulate_when_no_gpu, seed, "
       "interval_seconds, probe_intervals_seconds, sample_timeout_seconds, "
       "backoff_initial_seconds, backoff_max_seconds, sysfs_root, procfs_root, "
-      "devfs_root, watch_pids, history, history_max_bytes, library_session, log_level";
+      "devfs_root, watch_pids, history, history_max_bytes, library_session, log_level, "
+      "log_format";
   if (sections.empty()) return out + "; or a section of settings, which is an object)";
   out += "; sections: ";
   for (std::size_t i = 0; i < sections.size(); ++i) out += (i ? ", " : "") + sections[i];
@@ -94,6 +96,56 @@ std::optional<SettingValue::Scalar> scalar_from_json(const boost::json::value& v
 
 boost::json::value scalar_to_json(const SettingValue::Scalar& s) {
   return std::visit([](const auto& x) { return boost::json::value(x); }, s);
+}
+
+// Where the parser stopped, as an editor shows it: line and column from 1, the column in
+// characters (UTF-8 continuation bytes are not counted).
+std::string position_of(std::string_view text, std::size_t offset) {
+  offset = std::min(offset, text.size());
+  std::size_t line = 1, column = 1;
+  for (std::size_t i = 0; i < offset; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else if ((c & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return std::to_string(line) + ":" + std::to_string(column);
+}
+
+// What the parser found at `offset`: a printable ASCII character quoted, any other byte in hex
+// (the message goes to a terminal and a log line as it is).
+std::string found_at(std::string_view text, std::size_t offset) {
+  if (offset >= text.size()) return "the end of the file";
+  const auto c = static_cast<unsigned char>(text[offset]);
+  if (c >= 0x20 && c < 0x7F) return std::string("'") + static_cast<char>(c) + "'";
+  static constexpr char kHex[] = "0123456789abcdef";
+  return std::string("byte 0x") + kHex[c >> 4] + kHex[c & 0xF];
+}
+
+bool is_json_blank(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// Parses a config file's text; a syntax error names the file, line and column:
+// "config.json:12:5: not valid JSON: syntax error at '\"'".
+boost::json::value parse_config_text(std::string_view text, const std::string& name) {
+  boost::json::stream_parser parser;
+  boost::system::error_code ec;
+  std::size_t at = parser.write_some(text.data(), text.size(), ec);
+  std::string what;
+  if (ec) {
+    what = ec.message() + " at " + found_at(text, at);
+  } else if (at < text.size()) {  // a whole value, then something other than blanks?
+    while (at < text.size() && is_json_blank(text[at])) ++at;
+    if (at < text.size()) what = "extra data after the top-level value: " + found_at(text, at);
+  }
+  if (what.empty() && !parser.done()) {
+    at = text.size();
+    what = "unexpected end of the file (incomplete JSON)";
+  }
+  if (what.empty()) return parser.release();
+  throw ConfigError(name + ":" + position_of(text, at) + ": not valid JSON: " + what);
 }
 
 }  // namespace
@@ -206,6 +258,9 @@ Config config_from_json(const boost::json::value& v, Config c, const ConfigSecti
       c.log_level = as_string(val, key);
       if (!log_level_from_string(c.log_level))
         fail(key, "expected trace, debug, info, warn, error, critical or off");
+    } else if (key == "log_format") {
+      c.log_format = as_string(val, key);
+      if (c.log_format != "text" && c.log_format != "json") fail(key, "expected text or json");
     } else if (sections.empty() ? val.is_object() : is_section(sections, key)) {
       if (!val.is_object()) fail(key, "expected an object of settings");
       c.probe_settings[key] = settings_section_from_json(val.get_object(), key);
@@ -240,6 +295,8 @@ void validate_config(const Config& c) {
   if (!c.log_level.empty() && !log_level_from_string(c.log_level))
     fail("log_level", "unknown level '" + c.log_level +
                           "' (expected trace, debug, info, warn, error, critical or off)");
+  if (!c.log_format.empty() && c.log_format != "text" && c.log_format != "json")
+    fail("log_format", "unknown format '" + c.log_format + "' (expected text or json)");
 }
 
 Config load_config(const std::string& path, Config base, const ConfigSections& sections) {
@@ -252,9 +309,7 @@ Config load_config(const std::string& path, Config base, const ConfigSections& s
   if (text.size() > kMaxConfigFileBytes)
     throw ConfigError("config file '" + path + "' is larger than " +
                       std::to_string(kMaxConfigFileBytes) + " bytes: not a gpustream config file");
-  boost::system::error_code ec;
-  auto v = boost::json::parse(text, ec);
-  if (ec) throw ConfigError("config file '" + path + "' is not valid JSON: " + ec.message());
+  auto v = parse_config_text(text, path);
   try {
     return config_from_json(v, std::move(base), sections);
   } catch (const ConfigError& e) {

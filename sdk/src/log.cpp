@@ -2,7 +2,11 @@
 // wants the lines (its callback, its spdlog sink, or stderr by default).
 #include "gpustream/log.hpp"
 
+#include <algorithm>
 #include <array>
+#include <atomic>
+#include <cstdio>
+#include <ctime>
 
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -24,6 +28,39 @@ LogLevel from_spdlog(spdlog::level::level_enum l) noexcept {
 }
 static_assert(static_cast<int>(spdlog::level::trace) == static_cast<int>(LogLevel::trace));
 static_assert(static_cast<int>(spdlog::level::off) == static_cast<int>(LogLevel::off));
+
+// The text line's pattern: an RFC 3339 time with the local offset
+// ("2026-11-27T04:10:00.123+01:00"), the level, the logger's name, the message.
+constexpr const char* kTextPattern = "%Y-%m-%dT%H:%M:%S.%e%z %^%l%$ [gpustream] %v";
+
+// Appends `s` as the inside of a JSON string. `s` is terminal_safe already (valid UTF-8, no
+// control character): only the quote and the backslash are left to escape.
+void append_json_chars(std::string& out, std::string_view s) {
+  for (const char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+}
+
+// One JSON object per line (docs/operations.md, "Logs"): {"time", "level", "logger", "message"}.
+// The message is made terminal_safe first (a control byte or a byte that is not UTF-8 becomes a
+// visible escape, as on a text line), so the line is valid JSON and harmless on a terminal
+// whatever a tool or a peer put in it.
+class JsonFormatter final : public spdlog::formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, spdlog::memory_buf_t& dest) override {
+    const std::string line = log_json_line(
+        from_spdlog(msg.level), std::string_view(msg.logger_name.data(), msg.logger_name.size()),
+        std::string_view(msg.payload.data(), msg.payload.size()), msg.time);
+    dest.append(line.data(), line.data() + line.size());
+  }
+  std::unique_ptr<spdlog::formatter> clone() const override {
+    return std::make_unique<JsonFormatter>();
+  }
+};
+
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+std::atomic<LogFormat> g_format{LogFormat::text};
 
 // Where lines go. Immutable once published; swapped as a whole under Dispatch::mu_.
 struct Target {
@@ -71,11 +108,21 @@ class DispatchSink final : public spdlog::sinks::sink {
   // callback, sink or registered logger gets the message as it is.
   void log_to_fallback(const spdlog::details::log_msg& msg) {
     const std::string_view payload(msg.payload.data(), msg.payload.size());
-    if (!to_stderr_ || is_terminal_safe(payload)) return fallback_->log(msg);
+    if (!to_stderr_ || is_terminal_safe(payload) || g_format.load() == LogFormat::json)
+      return fallback_->log(msg);  // the JSON formatter makes the message safe itself
     const std::string safe = terminal_safe(payload);
     spdlog::details::log_msg copy = msg;
     copy.payload = spdlog::string_view_t(safe.data(), safe.size());
     fallback_->log(copy);
+  }
+
+  /// The SDK's own stderr output only (a host's logger keeps its own format).
+  void set_format(LogFormat f) {
+    if (!to_stderr_) return;
+    if (f == LogFormat::json)
+      fallback_->set_formatter(std::make_unique<JsonFormatter>());
+    else
+      fallback_->set_formatter(std::make_unique<spdlog::pattern_formatter>(kTextPattern));
   }
 
   void set_target(Target t) {
@@ -126,7 +173,7 @@ Instance& instance() {
     } else {
       to_stderr = true;
       fallback = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-      fallback->set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ [gpustream] %v");
+      fallback->set_pattern(kTextPattern);
     }
     Instance i;
     i.dispatch = std::make_shared<DispatchSink>(std::move(fallback), to_stderr);
@@ -176,5 +223,56 @@ void set_log_callback(LogCallback callback) {
 void set_log_sink(std::shared_ptr<spdlog::sinks::sink> sink) {
   instance().dispatch->set_target(Target{{}, std::move(sink)});
 }
+
+std::string rfc3339_local_time(std::chrono::system_clock::time_point t) {
+  const auto since = t.time_since_epoch();
+  auto secs = std::chrono::floor<std::chrono::seconds>(since);
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(since - secs).count();
+  const std::time_t tt = static_cast<std::time_t>(secs.count());
+  std::tm tm{};
+  localtime_r(&tt, &tm);
+  char buf[40];
+  std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  const long offset_min = tm.tm_gmtoff / 60;
+  const long abs_min = offset_min < 0 ? -offset_min : offset_min;
+  n += static_cast<std::size_t>(std::snprintf(buf + n, sizeof buf - n, ".%03d%c%02ld:%02ld",
+                                              static_cast<int>(ms), offset_min < 0 ? '-' : '+',
+                                              abs_min / 60, abs_min % 60));
+  return std::string(buf, std::min(n, sizeof buf - 1));
+}
+
+std::string log_json_line(LogLevel level, std::string_view logger_name, std::string_view message,
+                          std::chrono::system_clock::time_point time) {
+  std::string out;
+  out.reserve(message.size() + 96);
+  out += "{\"time\":\"";
+  out += rfc3339_local_time(time);
+  out += "\",\"level\":\"";
+  const auto lv = spdlog::level::to_string_view(to_spdlog(level));
+  out.append(lv.data(), lv.size());  // "warning", as on a text line
+  out += "\",\"logger\":\"";
+  append_json_chars(
+      out, is_terminal_safe(logger_name) ? std::string(logger_name) : terminal_safe(logger_name));
+  out += "\",\"message\":\"";
+  if (is_terminal_safe(message))
+    append_json_chars(out, message);
+  else
+    append_json_chars(out, terminal_safe(message));
+  out += "\"}\n";
+  return out;
+}
+
+std::optional<LogFormat> log_format_from_string(std::string_view name) noexcept {
+  if (name == "text") return LogFormat::text;
+  if (name == "json") return LogFormat::json;
+  return std::nullopt;
+}
+
+void set_log_format(LogFormat format) {
+  g_format.store(format);
+  instance().dispatch->set_format(format);
+}
+
+LogFormat log_format() noexcept { return g_format.load(); }
 
 }  // namespace gpustream

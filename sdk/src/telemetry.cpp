@@ -239,10 +239,11 @@ struct Telemetry::Impl {
 namespace {
 
 /// Validates a Config (throws ConfigError before anything is built) and applies what it says
-/// about the process: the log level.
+/// about the process: the log level and format.
 const Config& apply_process_settings(const Config& config) {
   validate_config(config);
   if (!config.log_level.empty()) set_log_level(config.log_level);
+  if (const auto f = log_format_from_string(config.log_format)) set_log_format(*f);
   return config;
 }
 

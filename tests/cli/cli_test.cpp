@@ -59,7 +59,40 @@ TEST(Cli, ConfigFileThatIsNotJsonIsAUsageError) {
   t.write("bad.json", "{probes: host");
   const auto r = run("snapshot --config " + (t.path() / "bad.json").string());
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("not valid JSON"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bad.json:1:2: not valid JSON: syntax error at 'p'"), std::string::npos)
+      << r.err;
+}
+
+// --log-format json: the CLI's own lines are JSON objects too (here the config file's error,
+// with its line and column), one per line, nothing else on stderr.
+TEST(Cli, LogFormatJsonMakesTheErrorLineAJsonObject) {
+  TempDir t;
+  t.write("bad.json", "{\n  \"simulate\": 1\n  \"seed\": 2\n}\n");
+  const auto path = (t.path() / "bad.json").string();
+  const auto r = run("list --log-format json --config " + path);
+  EXPECT_EQ(r.exit_code, 2);
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+  boost::system::error_code ec;
+  const auto v = boost::json::parse(r.err, ec);
+  ASSERT_FALSE(ec) << r.err;
+  EXPECT_EQ(v.at("level").as_string(), "error");
+  EXPECT_EQ(v.at("logger").as_string(), "gpustream");
+  EXPECT_EQ(v.at("message").as_string(), path + ":3:3: not valid JSON: syntax error at '\"'")
+      << r.err;
+  // The global flag, before the command; a command's own std::cerr line (here serve's and
+  // fleet's usage error) is a JSON object too.
+  for (const char* command : {"serve", "fleet"}) {
+    const auto r2 = run(std::string("--log-format json ") + command + " --listen off");
+    EXPECT_EQ(r2.exit_code, 2) << r2.err;
+    EXPECT_EQ(r2.err.find('\n'), r2.err.size() - 1) << "one line: " << r2.err;
+    const auto v2 = boost::json::parse(r2.err, ec);
+    ASSERT_FALSE(ec) << r2.err;
+    EXPECT_EQ(std::string(v2.at("message").as_string()).find("nothing to serve"), 0u) << r2.err;
+  }
+  const auto bad = run("list --log-format xml");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--log-format"), std::string::npos) << bad.err;
 }
 
 TEST(Cli, SnapshotJsonHasOneSnapshotPerProbe) {

@@ -2,7 +2,13 @@
 used to exit 129 with no log line); it re-reads the token file and rotates the token under live
 stream clients — the old token is refused, the new one accepted, the TCP client connected with
 the old token keeps receiving snapshots; a token file that cannot be read keeps the old token and
-says why; a storm of 200 SIGHUPs leaves it serving. Exit 0 on success, 1 with a FAIL line."""
+says why; a storm of 200 SIGHUPs leaves it serving.
+
+Then `serve --config FILE` under a live client: a broken config file (bad JSON, a bad value, a
+missing file) is refused at SIGHUP with its line and column (or its key, or why), the running settings stay, the client stays, and
+`gpustream_reloads_total{result="failed"}` counts it; a storm of SIGHUPs on the broken file says
+so once; a good file applies its log level live and names a restart-only key that changed.
+Exit 0 on success, 1 with a FAIL line."""
 import json
 import os
 import signal
@@ -45,6 +51,116 @@ def wait_for_line(server, text, timeout=10.0):
             return
         time.sleep(0.05)
     fail(f"no log line with {text!r}; stderr:\n" + "".join(server.stderr))
+
+
+def metric(server, token, name):
+    req = urllib.request.Request(f"http://{server.http}/metrics",
+                                 headers={"Authorization": f"Bearer {token}"})
+    with urllib.request.urlopen(req, timeout=10) as r:
+        for line in r.read().decode().splitlines():
+            if line.startswith(name + " "):
+                return float(line.split()[1])
+    fail(f"/metrics has no {name}")
+
+
+def count_lines(server, text):
+    return sum(1 for line in server.stderr if text in line)
+
+
+def read_snapshots(f, n):
+    got = 0
+    deadline = time.monotonic() + 10
+    while got < n and time.monotonic() < deadline:
+        m = json.loads(f.readline())
+        if m.get("type") == "snapshot":
+            got += 1
+    return got
+
+
+def write_file(path, text):
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def config_reload(args):
+    d = tempfile.mkdtemp(prefix="gpustream-sighup-config-")
+    token_file = os.path.join(d, "token")
+    write_token(token_file, OLD)
+    config = os.path.join(d, "config.json")
+    good = {"log_level": "info", "serve": {"token_file": token_file, "max_connections": 100}}
+    write_file(config, json.dumps(good, indent=2) + "\n")
+    server = Server(args.serve, "--config", config, "--simulate", "1", "--probes", "simulated",
+                    "--interval", "0.1", "--listen", "127.0.0.1:0", "--tcp", "127.0.0.1:0")
+    ok = 'gpustream_reloads_total{result="ok"}'
+    failed = 'gpustream_reloads_total{result="failed"}'
+    try:
+        host, port = server.tcp.rsplit(":", 1)
+        client = socket.create_connection((host, int(port)), timeout=10)
+        f = client.makefile("rwb")
+        f.write((json.dumps({"type": "auth", "token": OLD}) + "\n").encode())
+        f.flush()
+        if json.loads(f.readline())["type"] != "hello":
+            fail("the TCP client got no hello")
+        if metric(server, OLD, failed) != 0 or metric(server, OLD, ok) != 0:
+            fail("reloads counted before any SIGHUP")
+
+        # Broken JSON (a missing ',' on line 3): refused with the line and column.
+        write_file(config, '{\n  "log_level": "debug"\n  "serve": {}\n}\n')
+        server.proc.send_signal(signal.SIGHUP)
+        wait_for_line(server, f"SIGHUP: reload failed: {config}:3:3: not valid JSON")
+        wait_for_line(server, "the running settings stay")
+        # A bad value: refused the same way, naming the key.
+        write_file(config, json.dumps({"serve": {"max_connections": 0}}))
+        server.proc.send_signal(signal.SIGHUP)
+        wait_for_line(server, "serve.max_connections")
+        server.wait_until("two failed reloads counted", lambda: metric(server, OLD, failed) == 2)
+        # A config file that is gone: refused, saying so.
+        os.remove(config)
+        server.proc.send_signal(signal.SIGHUP)
+        wait_for_line(server, f"SIGHUP: reload failed: cannot open config file '{config}'")
+        server.wait_until("three failed reloads counted", lambda: metric(server, OLD, failed) == 3)
+        if status(server, OLD) != 200:
+            fail("a failed reload changed the token")
+        if read_snapshots(f, 5) < 5:
+            fail("the connected client stopped receiving snapshots after a failed reload")
+        if any("log_level info -> debug" in line for line in server.stderr):
+            fail("a failed reload applied the log level")
+
+        # A storm of SIGHUPs on the same broken file: still serving, the failure said once.
+        before = count_lines(server, "SIGHUP: reload failed")
+        for _ in range(200):
+            server.proc.send_signal(signal.SIGHUP)
+        server.wait_until("the storm's reloads counted", lambda: metric(server, OLD, failed) > 3)
+        time.sleep(0.5)
+        if server.proc.poll() is not None:
+            fail(f"serve exited during a SIGHUP storm with {server.proc.returncode}")
+        if count_lines(server, "SIGHUP: reload failed") != before:
+            fail("a storm on the same broken file repeated the failure line")
+
+        # A good file: the log level applies live, a restart-only key is named, the token
+        # rotates, the client stays.
+        good["log_level"] = "debug"
+        good["serve"]["max_connections"] = 50
+        write_file(config, json.dumps(good))
+        write_token(token_file, NEW)
+        server.proc.send_signal(signal.SIGHUP)
+        wait_for_line(server, "SIGHUP: log: log_level info -> debug")
+        wait_for_line(server,
+                      "SIGHUP: serve.max_connections changed: takes effect after a restart")
+        wait_for_line(server, "a new token is required from now on")
+        if status(server, OLD) != 401 or status(server, NEW) != 200:
+            fail("the token was not rotated by the config reload")
+        if metric(server, NEW, ok) != 1:
+            fail("the good reload was not counted ok")
+        if read_snapshots(f, 5) < 5:
+            fail("the connected client stopped receiving snapshots after the reload")
+        client.close()
+        server.stop()
+    finally:
+        if server.proc.poll() is None:
+            server.kill()
 
 
 def main():
@@ -102,10 +218,11 @@ def main():
             fail("not serving after a SIGHUP storm")
         client.close()
         server.stop()  # exit 0 within 10 s of SIGTERM, or it fails
-        print("PASS", flush=True)
     finally:
         if server.proc.poll() is None:
             server.kill()
+    config_reload(args)
+    print("PASS", flush=True)
 
 
 if __name__ == "__main__":

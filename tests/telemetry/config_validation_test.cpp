@@ -164,6 +164,53 @@ TEST(ConfigValidation, AConfigFileIsReadWithinItsByteBound) {
   EXPECT_THROW(load_config(t.path("missing.json")), ConfigError);
 }
 
+std::string load_error(const test::TempTree& t, const std::string& name) {
+  try {
+    load_config(t.path(name));
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return {};
+}
+
+// A config file that is not JSON: the error names the file, the line and the column where the
+// parser stopped (1-based, the column in characters), and what it found there.
+TEST(ConfigValidation, AJsonErrorNamesTheFileLineAndColumn) {
+  test::TempTree t;
+  // A missing ',' on line 3: the parser stops at the '"' of the next key, column 3.
+  t.file("comma.json", "{\n  \"simulate\": 2\n  \"seed\": 4\n}\n");
+  EXPECT_EQ(load_error(t, "comma.json"),
+            t.path("comma.json") + ":3:3: not valid JSON: syntax error at '\"'");
+  // Columns count characters: "é" is two bytes, one column.
+  t.file("utf8.json", "{\"probes\": [\"\xc3\xa9\", x]}");
+  EXPECT_EQ(load_error(t, "utf8.json"),
+            t.path("utf8.json") + ":1:18: not valid JSON: syntax error at 'x'");
+  // A control byte is shown in hex, never written as it is.
+  t.file("ctl.json", "{\"probes\": [\"a\x01\"]}");
+  EXPECT_EQ(load_error(t, "ctl.json"),
+            t.path("ctl.json") + ":1:15: not valid JSON: syntax error at byte 0x01");
+  // A file that stops in the middle: the position is its end.
+  t.file("cut.json", "{\"probes\": [\"host\",\n");
+  EXPECT_EQ(
+      load_error(t, "cut.json"),
+      t.path("cut.json") + ":2:1: not valid JSON: unexpected end of the file (incomplete JSON)");
+  t.file("empty.json", "");
+  EXPECT_EQ(
+      load_error(t, "empty.json"),
+      t.path("empty.json") + ":1:1: not valid JSON: unexpected end of the file (incomplete JSON)");
+  // Something after the object (blanks after it are fine).
+  t.file("extra.json", "{\"simulate\": 1}\n\n  }\n");
+  EXPECT_EQ(
+      load_error(t, "extra.json"),
+      t.path("extra.json") + ":3:3: not valid JSON: extra data after the top-level value: '}'");
+  t.file("blanks.json", "{\"simulate\": 1}\r\n\t \n");
+  EXPECT_EQ(load_config(t.path("blanks.json")).simulate, 1);
+  // The worst nesting is refused with a position too, not a crash.
+  t.file("deep.json", std::string(100000, '['));
+  EXPECT_TRUE(has(load_error(t, "deep.json"), t.path("deep.json") + ":1:"))
+      << load_error(t, "deep.json");
+}
+
 TEST(ConfigValidation, HistoryBytesReachTheChannel) {
   EXPECT_EQ(Config{}.history_max_bytes, kDefaultHistoryMaxBytes);
   const auto c = config_from_json(boost::json::parse(R"({"history_max_bytes": 1048576})"));

@@ -9,17 +9,22 @@
 #error "gpustream/telemetry.hpp or gpustream/logging.hpp pulled in spdlog"
 #endif
 
+#include <cstdlib>
+#include <ctime>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ringbuffer_sink.h>
+#include <boost/json/parse.hpp>
 
 #include "gpustream/blocking_probe.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/logging_spdlog.hpp"
+#include "gpustream/terminal_text.hpp"
 
 namespace gpustream {
 namespace {
@@ -217,6 +222,140 @@ TEST_F(Logging, AnSpdlogSinkReceivesTheLinesWithTheirLevel) {
   set_log_sink(nullptr);
   EXPECT_TRUE(any_contains(host_sink->last_formatted(),
                            "gpustream|warning|probe broken: cannot be read (tool_failed)"));
+}
+
+// RFC 3339: date, 'T', time with milliseconds, and the offset as +HH:MM (never 'Z' or none).
+const std::regex kRfc3339(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d)");
+
+// Sets TZ for one test and puts it back (tzset both ways).
+class ScopedTimeZone {
+ public:
+  explicit ScopedTimeZone(const char* tz) {
+    if (const char* old = std::getenv("TZ")) old_ = old;
+    ::setenv("TZ", tz, 1);
+    ::tzset();
+  }
+  ~ScopedTimeZone() {
+    if (old_)
+      ::setenv("TZ", old_->c_str(), 1);
+    else
+      ::unsetenv("TZ");
+    ::tzset();
+  }
+  ScopedTimeZone(const ScopedTimeZone&) = delete;
+  ScopedTimeZone& operator=(const ScopedTimeZone&) = delete;
+
+ private:
+  std::optional<std::string> old_;
+};
+
+TEST(LogTime, IsRfc3339WithTheLocalOffset) {
+  const auto t = std::chrono::system_clock::time_point{} + std::chrono::milliseconds{1234};
+  {
+    ScopedTimeZone tz("UTC0");
+    EXPECT_EQ(rfc3339_local_time(t), "1970-01-01T00:00:01.234+00:00");
+  }
+  {
+    ScopedTimeZone tz("<+0530>-5:30");
+    EXPECT_EQ(rfc3339_local_time(t), "1970-01-01T05:30:01.234+05:30");
+  }
+  {
+    ScopedTimeZone tz("<-0330>3:30");
+    EXPECT_EQ(rfc3339_local_time(t), "1969-12-31T20:30:01.234-03:30");
+  }
+  EXPECT_TRUE(std::regex_match(rfc3339_local_time(std::chrono::system_clock::now()), kRfc3339));
+}
+
+// A JSON log line is one valid object whatever the message holds: quotes, backslashes, control
+// bytes, a C1 control, bytes that are not UTF-8, a line feed (which would split the line).
+TEST(LogJsonLine, IsOneValidObjectWhateverTheMessageHolds) {
+  const std::string nasty =
+      kHostileMessage + " \"quoted\" back\\slash tab\t nl\n cut \xe2\x82 raw \xff end";
+  const auto t = std::chrono::system_clock::now();
+  const std::string line = log_json_line(LogLevel::warn, "gpustream", nasty, t);
+  ASSERT_FALSE(line.empty());
+  EXPECT_EQ(line.back(), '\n');
+  EXPECT_EQ(line.find('\n'), line.size() - 1) << "one line: " << line;
+  for (const char c : line.substr(0, line.size() - 1))
+    EXPECT_GE(static_cast<unsigned char>(c), 0x20) << "no control byte: " << line;
+  boost::system::error_code ec;
+  const auto v = boost::json::parse(line, ec);
+  ASSERT_FALSE(ec) << ec.message() << ": " << line;
+  const auto& o = v.as_object();
+  EXPECT_EQ(o.size(), 4u) << line;
+  EXPECT_EQ(o.at("level").as_string(), "warning");
+  EXPECT_EQ(o.at("logger").as_string(), "gpustream");
+  EXPECT_EQ(o.at("time").as_string(), rfc3339_local_time(t));
+  // The message as a text line shows it: terminal_safe (a visible escape for each control).
+  EXPECT_EQ(o.at("message").as_string(), terminal_safe(nasty));
+  EXPECT_NE(std::string(o.at("message").as_string()).find("\"quoted\" back\\slash"),
+            std::string::npos);
+}
+
+TEST(LogFormatNames, TextAndJsonOnly) {
+  EXPECT_EQ(log_format_from_string("text"), LogFormat::text);
+  EXPECT_EQ(log_format_from_string("json"), LogFormat::json);
+  EXPECT_FALSE(log_format_from_string("JSON"));
+  EXPECT_FALSE(log_format_from_string(""));
+}
+
+// The default stderr output in each format, set through Config::log_format as the CLI's
+// --log-format and the config key do.
+TEST_F(Logging, StderrLinesStartWithAnRfc3339Time) {
+  Config c;
+  c.probes = {"broken"};
+  ::testing::internal::CaptureStderr();
+  run_once(c);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  const auto at = err.find(" warning [gpustream] probe broken: cannot be read (tool_failed)");
+  ASSERT_NE(at, std::string::npos) << err;
+  const auto start = err.rfind('\n', at) == std::string::npos ? 0 : err.rfind('\n', at) + 1;
+  EXPECT_TRUE(std::regex_match(err.substr(start, at - start), kRfc3339)) << err;
+}
+
+TEST_F(Logging, LogFormatJsonWritesOneObjectPerLine) {
+  Config c;
+  c.probes = {"hostile"};
+  c.log_format = "json";
+  ::testing::internal::CaptureStderr();
+  run_once(c);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  set_log_format(LogFormat::text);
+  EXPECT_EQ(log_format(), LogFormat::text);
+  ASSERT_FALSE(err.empty());
+  std::size_t lines = 0;
+  bool saw_hostile = false;
+  for (std::size_t pos = 0; pos < err.size();) {
+    const auto end = err.find('\n', pos);
+    ASSERT_NE(end, std::string::npos) << "every line ends: " << err;
+    const std::string line = err.substr(pos, end - pos);
+    pos = end + 1;
+    boost::system::error_code ec;
+    const auto v = boost::json::parse(line, ec);
+    ASSERT_FALSE(ec) << ec.message() << ": " << line;
+    ++lines;
+    const auto& msg = v.as_object().at("message").as_string();
+    if (msg.find("probe hostile: cannot") != boost::json::string::npos) {
+      saw_hostile = true;
+      EXPECT_EQ(v.as_object().at("level").as_string(), "warning");
+      EXPECT_EQ(std::string(msg),
+                terminal_safe("probe hostile: " + kHostileMessage + " (tool_failed)"));
+    }
+  }
+  EXPECT_GE(lines, 1u);
+  EXPECT_TRUE(saw_hostile) << err;
+}
+
+TEST_F(Logging, AnUnknownLogFormatIsAConfigError) {
+  Config c;
+  c.log_format = "xml";
+  try {
+    Telemetry t(c, factory());
+    FAIL() << "expected ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("log_format"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("text or json"), std::string::npos) << e.what();
+  }
 }
 
 TEST(LogLevelNames, RoundTrip) {

@@ -67,6 +67,10 @@ struct Config {
   /// "info", "warn", "error", "critical" or "off". Empty: leave it as it is (warn unless the
   /// host program set another with gpustream/logging.hpp). The CLI uses "info".
   std::string log_level;
+  /// How the SDK's own stderr lines are written, set when a Telemetry is constructed: "text"
+  /// (an RFC 3339 time, the level, the message) or "json" (one object per line: time, level,
+  /// logger, message). Empty: leave it (text). A host's callback or sink is not affected.
+  std::string log_format;
   /// How vendor libraries (NVML, Level Zero) are initialised; unset: the environment variable
   /// GPUSTREAM_LIBRARY_SESSION, else persistent. See library_session.hpp.
   std::optional<LibrarySessionMode> library_session;
@@ -74,8 +78,8 @@ struct Config {
 
 /// Checks every field that does not depend on which probes exist: simulate within
 /// 0..kMaxSimulatedGpus, positive intervals and backoffs, a non-negative timeout, history >= 1,
-/// positive pids, a known log_level (or empty). Throws ConfigError naming the key and the
-/// allowed values. Probe names and probe sections are checked by the probe factory (the
+/// positive pids, a known log_level and log_format (or empty). Throws ConfigError naming the key
+/// and the allowed values. Probe names and probe sections are checked by the probe factory (the
 /// registry knows them, not the SDK): Telemetry::start() throws ConfigError for those.
 void validate_config(const Config& config);
 

@@ -7,7 +7,9 @@
 //   });
 //
 // The SDK logs through one process-wide logger. By default it writes warnings and errors to
-// stderr ("2026-01-01T12:00:00.000 warning [gpustream] ..."); a library stays quiet otherwise.
+// stderr ("2026-01-01T12:00:00.000+01:00 warning [gpustream] ...": an RFC 3339 time with the
+// local offset; Config::log_format "json" makes each line a JSON object); a library stays quiet
+// otherwise.
 // Config::log_level, when not empty, sets the level when a Telemetry is constructed (the
 // `gpustream` CLI uses "info").
 //

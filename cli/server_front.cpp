@@ -18,19 +18,33 @@ bool start_server(transport::Server& server) {
   } catch (const boost::system::system_error& e) {
     std::cerr << "gpustream: cannot listen: " << e.code().message() << "\n";
     return false;
+  } catch (const std::runtime_error& e) {
+    // TLS: an unreadable or mismatched certificate or key (the message names the file).
+    std::cerr << "gpustream: cannot listen: TLS: " << terminal_safe(e.what()) << "\n";
+    return false;
   }
   return true;
 }
 
 void announce_listening(const transport::Server& server, bool with_token,
                         const DashboardLine& dashboard) {
+  // stdout keeps "listening http|tcp ADDR" whatever the scheme (scripts read it); stderr says
+  // the URLs to use.
+  const bool tls = server.counters().tls;
   if (const auto ep = server.http_endpoint()) {
     std::cout << "listening http " << transport::to_string(*ep) << std::endl;
-    std::cerr << "gpustream: " << dashboard.what << " at http://" << transport::to_string(*ep)
-              << dashboard.path << (with_token ? "?token=..." : "") << dashboard.tail << "\n";
+    std::cerr << "gpustream: " << dashboard.what << " at " << (tls ? "https://" : "http://")
+              << transport::to_string(*ep) << dashboard.path << (with_token ? "?token=..." : "")
+              << dashboard.tail << "\n";
+    if (tls)
+      std::cerr << "gpustream: TLS on: WebSocket stream at wss://" << transport::to_string(*ep)
+                << "/ws\n";
   }
-  if (const auto ep = server.tcp_endpoint())
+  if (const auto ep = server.tcp_endpoint()) {
     std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
+    if (tls)
+      std::cerr << "gpustream: TLS on: TCP stream at tls://" << transport::to_string(*ep) << "\n";
+  }
 }
 
 SignalStop::SignalStop(boost::asio::io_context& io)
@@ -77,6 +91,17 @@ std::function<void()> reload_on_hangup(transport::Server& server, std::string to
                                        std::string token) {
   auto last = std::make_shared<std::string>(std::move(token));
   return [&server, token_file = std::move(token_file), last] {
+    if (server.counters().tls) {
+      // New certificates for new connections; open ones keep theirs. A failure keeps the old.
+      const auto error = server.reload_tls();
+      if (error.empty())
+        std::cerr << "gpustream: SIGHUP: the TLS certificate and key were reloaded (new "
+                     "connections use them; open ones stay)\n";
+      else
+        std::cerr << "gpustream: SIGHUP: cannot reload TLS: " << terminal_safe(error)
+                  << "; the old certificate stays\n";
+      if (token_file.empty()) return;
+    }
     if (token_file.empty()) {
       std::cerr << "gpustream: SIGHUP: nothing to reload (no --token); other settings take "
                    "effect on a restart\n";

@@ -1,6 +1,8 @@
 // One HTTP/1.1 connection.
 #include "server/http_session.hpp"
 
+#include <algorithm>
+
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
@@ -15,6 +17,9 @@ namespace http = beast::http;
 using boost::system::error_code;
 
 namespace {
+// TLS: how long the close_notify exchange may take before the socket is closed anyway.
+constexpr std::chrono::milliseconds kTlsCloseTimeout{1000};
+
 boost::asio::ip::address peer_of(const tcp::socket& s) {
   error_code ec;
   const auto ep = s.remote_endpoint(ec);
@@ -60,8 +65,12 @@ void HttpSession::do_read() {
   // The first request must come within the handshake timeout; later ones within the idle one.
   stream_.next_layer().expires_after(first_ ? l.handshake_timeout : l.idle_timeout);
   idle_since_ = Clock::now();
+  reading_ = true;
   http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+                   [self = shared_from_this()](error_code ec, std::size_t) {
+                     self->reading_ = false;
+                     self->on_read(ec);
+                   });
 }
 
 void HttpSession::on_read(error_code ec) {
@@ -202,6 +211,19 @@ void HttpSession::written(error_code ec) {
 void HttpSession::close() {
   if (done_) return;
   done_ = true;
+  auto& tcp = stream_.next_layer();
+  if (auto* ssl = stream_.ssl(); ssl && !reading_ && !writing_ && tcp.socket().is_open()) {
+    // TLS: a close_notify first (clients built on OpenSSL 3 call a bare FIN an "unexpected
+    // eof"), then the close once the client answers or after a second at most. Not while a read
+    // or write is pending (a forced close): an SSL stream takes one operation of each kind.
+    tcp.expires_after(
+        std::min<std::chrono::milliseconds>(kTlsCloseTimeout, ctx().limits.write_timeout));
+    ssl->async_shutdown([self = shared_from_this()](error_code) {
+      error_code ignored;
+      self->stream_.next_layer().socket().close(ignored);
+    });
+    return;
+  }
   error_code ec;
   // Over TLS too: a FIN after the last response, without a close_notify (HTTP's own framing
   // says where a response ends).

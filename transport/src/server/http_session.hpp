@@ -70,6 +70,7 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   bool registered_ = false;
   bool first_ = true;
   bool writing_ = false;
+  bool reading_ = false;                         // a request read is pending
   bool done_ = false;                            // upgraded or closed: the stream is no longer ours
   std::optional<Clock::time_point> idle_since_;  // waiting for a request since
 };

@@ -172,6 +172,21 @@ TEST(TransportTls, ASilentOrHalfDoneHandshakeIsClosedAtTheHandshakeTimeout) {
   })) << "the slots are given back";
 }
 
+TEST(TransportTls, SilentHandshakesGiveWayWhenHttpIsFull) {
+  TlsSetup t;
+  Fixture f;
+  auto o = t.options();  // 10 s to handshake: the silent clients would hold their slots
+  o.limits.max_http_connections = 2;
+  f.start(o);
+  Raw a(f, f.http_port(), ""), b(f, f.http_port(), "");
+  ASSERT_TRUE(f.run_until([&] { return f.server->counters().http_open == 2; }));
+  Seen seen;
+  auto sub = subscribe(f, {.url = wss(f), .tls_ca_file = t.ca.cert_file}, seen);
+  ASSERT_TRUE(f.run_until([&] { return seen.connected(); })) << seen.refused();
+  EXPECT_TRUE(a.ended || b.ended);
+  EXPECT_GE(f.server->counters().idle_closed, 1u);
+}
+
 TEST(TransportTls, AnUntrustedCertificateIsRefusedWithTheVerificationError) {
   TlsSetup t;
   auto other_ca = t.pki.ca("another CA");

@@ -48,8 +48,10 @@ void HttpSession::start_tls(std::shared_ptr<boost::asio::ssl::context> context) 
   // Waiting for a handshake is waiting for a request: this connection may give way when HTTP is
   // full, like one that sends its request slowly.
   idle_since_ = Clock::now();
+  handshaking_ = true;
   accept_tls(stream_, buffer_, std::move(context), ctx().limits.handshake_timeout,
              plaintext_http_answer(), "HTTP", ctx().metrics, [self = shared_from_this()](bool ok) {
+               self->handshaking_ = false;
                if (ok)
                  self->do_read();
                else
@@ -212,7 +214,8 @@ void HttpSession::close() {
   if (done_) return;
   done_ = true;
   auto& tcp = stream_.next_layer();
-  if (auto* ssl = stream_.ssl(); ssl && !reading_ && !writing_ && tcp.socket().is_open()) {
+  if (auto* ssl = stream_.ssl();
+      ssl && !handshaking_ && !reading_ && !writing_ && tcp.socket().is_open()) {
     // TLS: a close_notify first (clients built on OpenSSL 3 call a bare FIN an "unexpected
     // eof"), then the close once the client answers or after a second at most. Not while a read
     // or write is pending (a forced close): an SSL stream takes one operation of each kind.

@@ -71,6 +71,7 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   bool first_ = true;
   bool writing_ = false;
   bool reading_ = false;                         // a request read is pending
+  bool handshaking_ = false;                     // the TLS detection or handshake is pending
   bool done_ = false;                            // upgraded or closed: the stream is no longer ours
   std::optional<Clock::time_point> idle_since_;  // waiting for a request since
 };

@@ -136,6 +136,8 @@ ServerTlsContext make_server_tls_context(const TlsFiles& files) {
   common_options(ctx);
   SSL_CTX* h = ctx.native_handle();
   SSL_CTX_set_options(h, SSL_OP_CIPHER_SERVER_PREFERENCE);
+  // An idle connection gives OpenSSL's record buffers back (most stream clients only read).
+  SSL_CTX_set_mode(h, SSL_MODE_RELEASE_BUFFERS);
   load_identity(ctx, "--tls-cert", files.cert_file, "--tls-key", files.key_file);
   if (!files.client_ca_file.empty()) {
     check_readable("--tls-client-ca", files.client_ca_file);

@@ -5,6 +5,7 @@ client told to use TLS (counted, closed), `gpustream watch --connect wss:// and 
 (a wrong CA refused in OpenSSL's words), mutual TLS with `--tls-client-ca` (curl without a
 client certificate refused, with one accepted), a mismatched key refused at start, and SIGHUP
 reloading the certificate for new connections. Exit 0 on success, 1 with a FAIL line."""
+import json
 import os
 import re
 import shutil
@@ -143,6 +144,10 @@ def main():
         old_protocol = metric(body, 'gpustream_tls_handshake_failures_total{reason="protocol"}')
         if old_protocol != 1:
             fail(f"the TLS 1.1 attempt counted as protocol failures: {old_protocol} (expected 1)")
+        rc, body, err = curl(f"https://{server.http}/api/v1/stats", "--cacert", ca[0])
+        tls_stats = json.loads(body)["server"]["tls"]
+        if tls_stats["handshake_failures"]["plaintext"] != 2 or tls_stats["handshakes"] < 3:
+            fail(f"/api/v1/stats server.tls: {tls_stats}")
         if sum("spoke plaintext" in line for line in server.stderr) != 2:  # once per listener
             fail("the plaintext clients were not logged once per listener:\n" +
                  "".join(server.stderr))

@@ -19,6 +19,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -40,7 +41,9 @@ LogOnce g_log_once;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variable
 
 std::string describe(const error_code& ec, const RemoteConnection& c) {
   if (!c.failure_detail().empty()) return c.failure_detail();
-  if (ec == asio::error::eof) return "the server closed the connection";
+  // Over TLS a close without a close_notify is a "stream truncated": the same end for us.
+  if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+    return "the server closed the connection";
   return ec.message();
 }
 

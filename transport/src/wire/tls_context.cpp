@@ -3,10 +3,10 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <memory>
 #include <stdexcept>
+#include <system_error>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -32,7 +32,9 @@ constexpr const char* kCiphers12 =
 void check_readable(const char* what, const std::string& path) {
   if (path.empty()) throw std::runtime_error(std::string(what) + ": no file given");
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw std::runtime_error(std::string(what) + " " + path + ": " + std::strerror(errno));
+  if (!f)
+    throw std::runtime_error(std::string(what) + " " + path + ": " +
+                             std::generic_category().message(errno));
   std::fclose(f);
 }
 

@@ -72,7 +72,7 @@ asio::awaitable<error_code> resolve_and_connect(tcp::resolver& resolver, beast::
 
 class TcpLineConnection final : public RemoteConnection {
  public:
-  TcpLineConnection(asio::any_io_executor ex, RemoteUrl url, RemoteConnectionOptions o)
+  TcpLineConnection(const asio::any_io_executor& ex, RemoteUrl url, RemoteConnectionOptions o)
       : url_(std::move(url)), options_(std::move(o)), resolver_(ex), stream_(ex) {}
 
   asio::awaitable<error_code> open() override {

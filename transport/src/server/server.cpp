@@ -37,8 +37,8 @@ bool Server::set_token(std::string token) { return core_->set_token(std::move(to
 
 namespace gpustream::transport {
 
-std::string Server::reload_tls(std::optional<TlsFiles> files) {
-  return core_->reload_tls(std::move(files));
+std::string Server::reload_tls(const std::optional<TlsFiles>& files) {
+  return core_->reload_tls(files);
 }
 
 }  // namespace gpustream::transport

@@ -119,7 +119,7 @@ void ServerCore::start() {
   });
 }
 
-std::string ServerCore::reload_tls(std::optional<TlsFiles> files) {
+std::string ServerCore::reload_tls(const std::optional<TlsFiles>& files) {
   if (!options_.tls) return "the server was started without TLS (adding it needs a restart)";
   TlsFiles next;
   {

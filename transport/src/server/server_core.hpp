@@ -62,7 +62,7 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
     return c;
   }
   /// Server::reload_tls.
-  std::string reload_tls(std::optional<TlsFiles> files);
+  std::string reload_tls(const std::optional<TlsFiles>& files);
 
   // --- for sessions (any thread) ---
   /// The TLS context new connections use; null: plaintext listeners.

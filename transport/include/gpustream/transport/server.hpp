@@ -248,7 +248,7 @@ class Server {
   /// new files are in use, else why not (unreadable file, key not matching the certificate,
   /// no TLS at start: adding TLS needs a restart) — the old certificate then stays. An expired
   /// certificate is installed with a warning in the log. Any thread.
-  std::string reload_tls(std::optional<TlsFiles> files = std::nullopt);
+  std::string reload_tls(const std::optional<TlsFiles>& files = std::nullopt);
 
  private:
   std::shared_ptr<ServerCore> core_;

@@ -4,13 +4,16 @@ and the project's own: `openssl s_client` on both listeners (TLS 1.2+ only: TLS 
 client told to use TLS (counted, closed), `gpustream watch --connect wss:// and tls:// --ca`
 (a wrong CA refused in OpenSSL's words), mutual TLS with `--tls-client-ca` (curl without a
 client certificate refused, with one accepted), a mismatched key refused at start, and SIGHUP
-reloading the certificate for new connections. Exit 0 on success, 1 with a FAIL line."""
+reloading the certificate for new connections; python3-websockets over wss:// with a clean
+close. Exit 0 on success, 1 with a FAIL line."""
+import asyncio
 import json
 import os
 import re
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -49,6 +52,23 @@ def watch(gpustream, url, *args):
     r = subprocess.run([gpustream, "watch", "--json", *args, "--connect", url],
                        capture_output=True, text=True, timeout=60)
     return r.returncode, r.stdout, r.stderr
+
+
+async def websocket_client(url, ca):
+    import websockets  # Debian python3-websockets
+    context = ssl.create_default_context(cafile=ca)
+    async with websockets.connect(url, ssl=context, open_timeout=10) as ws:
+        hello = json.loads(await asyncio.wait_for(ws.recv(), 10))
+        if hello.get("type") != "hello":
+            return f"first message {hello}"
+        while True:
+            m = json.loads(await asyncio.wait_for(ws.recv(), 10))
+            if m.get("type") == "snapshot":
+                break
+        await ws.close()
+        if ws.close_code != 1000:
+            return f"close code {ws.close_code}"
+    return "ok"
 
 
 def metric(text, name):
@@ -164,6 +184,13 @@ def main():
         if rc == 0 or "unable to get local issuer certificate" not in err:
             fail(f"watch with the wrong CA: rc {rc}\n{err}")
         print("ok: watch --connect wss:// and tls:// --ca; a wrong CA named", flush=True)
+
+        # A third-party WebSocket client (python3-websockets) over wss:// with the CA: hello, a
+        # snapshot, and a clean close handshake (close frames and close_notify both ways).
+        rc = asyncio.run(websocket_client(f"wss://{server.http}/ws", ca[0]))
+        if rc != "ok":
+            fail(f"python3-websockets over wss://: {rc}")
+        print("ok: python3-websockets over wss://: hello, a snapshot, a clean close", flush=True)
 
         # SIGHUP: a certificate from another CA for new connections.
         cert2, key2 = pki.leaf(other_ca, "server2", "IP:127.0.0.1")

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 #include <boost/asio/read.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/asio/write.hpp>
 
 #include "gpustream/transport/prometheus.hpp"
@@ -121,6 +122,42 @@ TEST(TransportTls, WssAndTlsClientsStreamSnapshotsVerifiedAgainstTheCa) {
   Seen by_name;
   auto d = subscribe(f, {.url = wss(f, "localhost"), .tls_ca_file = t.ca.cert_file}, by_name);
   EXPECT_TRUE(f.run_until([&] { return by_name.connected(); })) << by_name.refused();
+}
+
+TEST(TransportTls, AStoppingServerEndsATlsTcpStreamWithACloseNotify) {
+  TlsSetup t;
+  Fixture f;
+  f.start(t.options());
+  auto context = std::make_shared<asio::ssl::context>(asio::ssl::context::tls_client);
+  context->load_verify_file(t.ca.cert_file);
+  context->set_verify_mode(asio::ssl::verify_peer);
+  asio::ssl::stream<tcp::socket> client(f.io, *context);
+  client.next_layer().connect(tcp::endpoint(asio::ip::address_v4::loopback(), f.tcp_port()));
+  std::optional<error_code> handshake;
+  client.async_handshake(asio::ssl::stream_base::client,
+                         [&](error_code ec) { handshake = ec; });  // the server runs on f.io too
+  ASSERT_TRUE(f.run_until([&] { return handshake.has_value(); }));
+  ASSERT_FALSE(*handshake) << handshake->message();
+  std::string got;
+  std::array<char, 4096> chunk{};
+  std::optional<error_code> end;
+  std::function<void()> read = [&] {
+    client.async_read_some(asio::buffer(chunk), [&](error_code ec, std::size_t n) {
+      got.append(chunk.data(), n);
+      if (ec) {
+        end = ec;
+        return;
+      }
+      read();
+    });
+  };
+  read();
+  ASSERT_TRUE(f.run_until([&] { return got.find('\n') != std::string::npos; }));
+  EXPECT_EQ(got.rfind(R"({"type":"hello")", 0), 0u) << got;
+  ASSERT_TRUE(f.stop());
+  ASSERT_TRUE(f.run_until([&] { return end.has_value(); }));
+  // A clean TLS end is EOF; a connection cut without close_notify is "stream truncated".
+  EXPECT_EQ(*end, asio::error::eof) << end->message();
 }
 
 TEST(TransportTls, APlaintextHttpClientIsToldToUseHttpsAndClosed) {

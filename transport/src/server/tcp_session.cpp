@@ -72,6 +72,12 @@ void TcpSession::do_read() {
 }
 
 void TcpSession::on_read(const error_code& ec, std::size_t n) {
+  if (tls_closing_) {
+    // The read was cancelled (or completed) for the close: the close_notify now.
+    rbuf_.clear();
+    tls_shutdown();
+    return;
+  }
   if (draining_) {
     // Graceful close: discard what the peer still sends until it closes too.
     rbuf_.clear();
@@ -153,6 +159,14 @@ void TcpSession::on_line(std::string_view line) {
   open();
 }
 
+void TcpSession::tls_shutdown() {
+  stream_.ssl()->async_shutdown([self = self()](error_code) {
+    error_code ignored;
+    self->stream_.next_layer().socket().close(ignored);
+    self->timer_.cancel();
+  });
+}
+
 void TcpSession::write(std::shared_ptr<const std::string> msg) {
   const auto* data = msg->data();
   const auto size = msg->size();
@@ -170,6 +184,23 @@ void TcpSession::close_transport(bool graceful) {
     socket.set_option(asio::socket_base::linger(true, 0), ec);
     socket.close(ec);
     timer_.cancel();
+    return;
+  }
+  if (stream_.tls() && !tls_closing_) {
+    // TLS: a close_notify after what is written (clients built on OpenSSL 3 call a bare FIN an
+    // "unexpected eof"), then the close once the client answers it, within the shutdown
+    // timeout. An SSL stream takes one read at a time: a pending read is cancelled first.
+    tls_closing_ = true;
+    timer_.expires_after(ctx().limits.shutdown_timeout);
+    timer_.async_wait([self = self()](error_code e) {
+      if (e) return;
+      error_code ignored;
+      self->stream_.next_layer().socket().close(ignored);
+    });
+    if (reading_)
+      socket.cancel(ec);  // on_read starts the shutdown
+    else
+      tls_shutdown();
     return;
   }
   // Send FIN after what is written, then read until the peer closes (closing with unread input

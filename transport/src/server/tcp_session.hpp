@@ -28,6 +28,7 @@ class TcpSession final : public StreamSession {
   void write(std::shared_ptr<const std::string> msg) override;
   void close_transport(bool graceful) override;
   void start();
+  void tls_shutdown();
   void do_read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void on_line(std::string_view line);
@@ -42,6 +43,7 @@ class TcpSession final : public StreamSession {
   std::size_t scanned_ = 0;               // rbuf_[0, scanned_) holds no '\n'
   boost::asio::steady_timer timer_;       // auth deadline, then the graceful-close deadline
   bool started_ = false;                  // past the TLS handshake (or plaintext): reading lines
+  bool tls_closing_ = false;              // graceful close over TLS: close_notify next
   bool authorized_ = false;
   bool reading_ = false;
   bool draining_ = false;   // graceful close: FIN sent, reading until the peer closes

@@ -260,6 +260,7 @@ int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
 
   SignalStop signal_stop(io);
   reload.add("token", {}, token_reloader(server, o.server.token_file, so.token));
+  reload.add("tls", {}, tls_reloader(server, so.tls));
   reload.add("nats", {},
              nats_auth_reloader(o.nats_auth, fo.auth, [view = fleet.get()](const auto& next) {
                return apply_fleet_nats_auth(*view, next);

@@ -238,6 +238,7 @@ int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
   // SIGHUP (reload.hpp): the config file and log settings (added by serve_command), the token,
   // the NATS credential files; each part that can change live adds its reloader here.
   if (server) reload.add("token", {}, token_reloader(*server, o.server.token_file, so.token));
+  if (server) reload.add("tls", {}, tls_reloader(*server, so.tls));
 #if defined(GPUSTREAM_HAS_NATS)
   if (nats)
     reload.add("nats", {},

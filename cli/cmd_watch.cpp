@@ -70,6 +70,9 @@ int run_connected_watch(const Config& config, const WatchOptions& o) {
   ro.url = o.connect;
   ro.probes = config.probes;
   if (!o.token_file.empty()) ro.token = read_token_file(o.token_file);
+  ro.tls_ca_file = o.ca_file;
+  ro.tls_cert_file = o.cert_file;
+  ro.tls_key_file = o.key_file;
   RemoteWatchLimits limits;
   limits.count = o.count > 0 ? static_cast<std::uint64_t>(o.count) : 0;
   limits.duration = std::chrono::milliseconds(static_cast<long>(o.duration_seconds * 1000));
@@ -184,8 +187,16 @@ Command watch_command() {
             ->check(CLI::PositiveNumber);
         sub.add_option("--connect", o->connect,
                        "Watch a running `gpustream serve`: tcp://HOST:PORT or "
-                       "ws://HOST:PORT/ws (reconnects and resumes by sequence)");
+                       "ws://HOST:PORT/ws, over TLS tls://HOST:PORT or wss://HOST:PORT/ws "
+                       "(reconnects and resumes by sequence)");
         sub.add_option("--token-file", o->token_file, "Bearer token for --connect");
+        sub.add_option("--ca", o->ca_file,
+                       "--connect over TLS: the CA file (PEM) that signed the server's "
+                       "certificate (default: the system's trusted CAs)");
+        sub.add_option("--cert", o->cert_file,
+                       "--connect over TLS to a server asking for client certificates: this "
+                       "client's certificate (PEM; with --key)");
+        sub.add_option("--key", o->key_file, "The private key of --cert (PEM)");
         sub.add_option("--container", o->container,
                        "Only the processes of this container (a prefix of its id, at least 4 "
                        "characters, or a Kubernetes pod UID) and the GPUs they use")

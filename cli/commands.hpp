@@ -73,8 +73,11 @@ struct WatchOptions {
   long count = 0;  // 0: until interrupted
   double duration_seconds = 0;
   std::string output_file;  // record: JSON lines into this file
-  std::string connect;      // watch --connect tcp://HOST:PORT | ws://HOST:PORT/ws
+  std::string connect;      // watch --connect tcp:// | tls://HOST:PORT, ws:// | wss://HOST:PORT/ws
   std::string token_file;   // bearer token for --connect
+  std::string ca_file;      // --connect over TLS: the CA of the server's certificate
+  std::string cert_file;    // --connect, mutual TLS: this client's certificate
+  std::string key_file;     // and its key
   std::string container;    // watch --container ID: only that container's processes
 };
 struct DoctorOptions {

@@ -75,8 +75,10 @@ bool ReloadRegistry::is_live(const std::string& key) const {
   return false;
 }
 
-void ReloadRegistry::say_once(std::vector<Line> lines) {
-  if (lines == last_lines_) return;  // said already: a storm of SIGHUPs with the same outcome
+void ReloadRegistry::say_once(std::vector<Line> lines, bool applied) {
+  // Said already: a storm of SIGHUPs with the same outcome. A reload that applied something is
+  // always said (two rotations of the same file in a row are two events).
+  if (!applied && lines == last_lines_) return;
   for (const auto& [level, text] : lines) say(text, level);
   last_lines_ = std::move(lines);
 }
@@ -122,7 +124,7 @@ bool ReloadRegistry::reload() {
     lines.push_back({LogLevel::info, std::string("SIGHUP: reloaded") +
                                          (loader_ ? " the config file" : "") +
                                          ": nothing changed that applies live"});
-  say_once(std::move(lines));
+  say_once(std::move(lines), changed);
   if (failed) {
     ++failed_;
     return false;

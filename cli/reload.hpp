@@ -65,8 +65,9 @@ class ReloadRegistry {
   /// One reload: loads the config (a failure: one line saying why; counted failed; nothing
   /// applied), then runs every reloader in the order added (one that throws counts as failed;
   /// the others still run) and says on stderr what changed, what failed and which restart-only
-  /// keys differ from the running config. What a reload says is not said again while the next
-  /// reloads say exactly the same (a SIGHUP storm: one set of lines; every reload is counted).
+  /// keys differ from the running config. What a reload that applied nothing says is not said
+  /// again while the next reloads say exactly the same (a SIGHUP storm: one set of lines; every
+  /// reload is counted); a reload that applied something is always said.
   /// Returns true when nothing failed.
   bool reload();
 
@@ -84,8 +85,9 @@ class ReloadRegistry {
   };
   using Line = std::pair<LogLevel, std::string>;
   bool is_live(const std::string& key) const;
-  /// Says `lines` unless the previous reload said exactly these.
-  void say_once(std::vector<Line> lines);
+  /// Says `lines` unless the previous reload said exactly these and `applied` is false (a
+  /// reload that changed something is always said).
+  void say_once(std::vector<Line> lines, bool applied = false);
 
   std::function<Config()> loader_;
   std::optional<Config> running_;

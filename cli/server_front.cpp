@@ -2,6 +2,7 @@
 #include "server_front.hpp"
 
 #include <csignal>
+#include <fstream>
 #include <iostream>
 #include <memory>
 
@@ -19,20 +20,30 @@ bool start_server(transport::Server& server) {
   } catch (const boost::system::system_error& e) {
     say("cannot listen: " + e.code().message(), LogLevel::error);
     return false;
+  } catch (const std::runtime_error& e) {
+    // TLS: an unreadable or mismatched certificate or key (the message names the file).
+    say("cannot listen: TLS: " + terminal_safe(e.what()), LogLevel::error);
+    return false;
   }
   return true;
 }
 
 void announce_listening(const transport::Server& server, bool with_token,
                         const DashboardLine& dashboard) {
+  // stdout keeps "listening http|tcp ADDR" whatever the scheme (scripts read it); stderr says
+  // the URLs to use.
+  const bool tls = server.counters().tls;
   if (const auto ep = server.http_endpoint()) {
     std::cout << "listening http " << transport::to_string(*ep) << std::endl;
-    say(std::string(dashboard.what) + " at http://" + transport::to_string(*ep) +
-        std::string(dashboard.path) + (with_token ? "?token=..." : "") +
+    say(std::string(dashboard.what) + " at " + (tls ? "https://" : "http://") +
+        transport::to_string(*ep) + std::string(dashboard.path) + (with_token ? "?token=..." : "") +
         std::string(dashboard.tail));
+    if (tls) say("TLS on: WebSocket stream at wss://" + transport::to_string(*ep) + "/ws");
   }
-  if (const auto ep = server.tcp_endpoint())
+  if (const auto ep = server.tcp_endpoint()) {
     std::cout << "listening tcp " << transport::to_string(*ep) << std::endl;
+    if (tls) say("TLS on: TCP stream at tls://" + transport::to_string(*ep));
+  }
 }
 
 SignalStop::SignalStop(boost::asio::io_context& io)
@@ -93,6 +104,48 @@ Reloader token_reloader(transport::Server& server, std::string token_file, std::
     return ReloadStep::changed("the token file '" + token_file +
                                "' was reloaded: a new token is required from now on (connected "
                                "clients stay)");
+  };
+}
+
+namespace {
+
+/// The content of the TLS files (each read up to 1 MiB; an unreadable one reads as a marker), to
+/// tell a reload that changes them from one that does not.
+std::string tls_files_content(const transport::TlsFiles& f) {
+  constexpr std::size_t kMax = std::size_t{1} << 20;
+  std::string all;
+  for (const auto* path : {&f.cert_file, &f.key_file, &f.client_ca_file}) {
+    all += '\0';
+    if (path->empty()) continue;
+    std::ifstream in(*path, std::ios::binary);
+    if (!in) {
+      all += "\x01unreadable";
+      continue;
+    }
+    std::string buf(kMax, '\0');
+    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+    buf.resize(static_cast<std::size_t>(in.gcount()));
+    all += buf;
+  }
+  return all;
+}
+
+}  // namespace
+
+Reloader tls_reloader(transport::Server& server, std::optional<transport::TlsFiles> files) {
+  if (!files) return [](const ReloadInput&) { return ReloadStep::unchanged(); };
+  auto last = std::make_shared<std::string>(tls_files_content(*files));
+  return [&server, files = *files, last](const ReloadInput&) {
+    std::string now = tls_files_content(files);
+    if (now == *last) return ReloadStep::unchanged();
+    // New certificates for new connections; open ones keep theirs. A failure keeps the old.
+    const auto error = server.reload_tls();
+    if (!error.empty())
+      return ReloadStep::failed("cannot reload TLS: " + terminal_safe(error) +
+                                "; the old certificate stays");
+    *last = std::move(now);
+    return ReloadStep::changed(
+        "the TLS certificate and key were reloaded (new connections use them; open ones stay)");
   };
 }
 

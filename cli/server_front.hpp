@@ -3,6 +3,8 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include <boost/asio/io_context.hpp>
@@ -61,6 +63,13 @@ Reloader token_reloader(transport::Server& server, std::string token_file, std::
 /// loader): `load` re-reads it with the command line on top and checks it as at start (throws
 /// ConfigError).
 std::function<Config()> config_loader(const std::string& config_file, std::function<Config()> load);
+
+/// The TLS reloader for SIGHUP (reload.hpp): the certificate, key and client CA read again from
+/// the paths of the start (a changed path takes effect after a restart); new connections use
+/// them, open ones keep theirs; a pair that does not load keeps the old one (Server::reload_tls).
+/// `files`: the server's (ServerOptions::tls; none: always unchanged). Files whose content is
+/// the same as at the last successful load change nothing.
+Reloader tls_reloader(transport::Server& server, std::optional<transport::TlsFiles> files);
 
 /// Adds gpustream_reloads_total (the registry's metrics) to what `extra` gives /metrics.
 std::function<std::string()> with_reload_metrics(std::function<std::string()> extra,

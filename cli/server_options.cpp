@@ -31,6 +31,15 @@ const std::vector<ServerOptionRow>& server_option_table() {
        "Require the bearer token stored in FILE (Authorization header, ?token=, or a TCP auth "
        "line)",
        &ServerFlags::token_file, CLI::ExistingFile},
+      {"--tls-cert", "tls_cert",
+       "Speak TLS on every listener (HTTP/WebSocket and TCP) with the certificate (and its "
+       "chain) in this PEM file; needs --tls-key",
+       &ServerFlags::tls_cert, std::nullopt},
+      {"--tls-key", "tls_key", "The TLS certificate's private key (unencrypted PEM)",
+       &ServerFlags::tls_key, std::nullopt},
+      {"--tls-client-ca", "tls_client_ca",
+       "Mutual TLS: require a client certificate signed by a CA in this PEM file",
+       &ServerFlags::tls_client_ca, std::nullopt},
       {"--allow-origin", "allow_origins",
        "Also accept WebSocket upgrades from this browser origin, e.g. http://gpu-box.lan:9400 "
        "(repeatable; '*': any — unsafe)",
@@ -118,6 +127,11 @@ transport::ServerOptions make_server_options(const ServerFlags& o) {
     throw ConfigError(e.what());
   }
   if (!o.token_file.empty()) so.token = read_token_file(o.token_file);
+  if (o.tls_cert.empty() != o.tls_key.empty())
+    throw ConfigError("--tls-cert and --tls-key go together (the certificate and its key)");
+  if (!o.tls_client_ca.empty() && o.tls_cert.empty())
+    throw ConfigError("--tls-client-ca needs --tls-cert and --tls-key (TLS on the listeners)");
+  if (!o.tls_cert.empty()) so.tls = transport::TlsFiles{o.tls_cert, o.tls_key, o.tls_client_ca};
   return so;
 }
 

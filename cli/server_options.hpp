@@ -27,6 +27,9 @@ struct ServerFlags {
   std::string listen = "127.0.0.1:9400";  // HTTP + WebSocket; "off": none
   std::string tcp;                        // TCP JSON lines; empty: none
   std::string token_file;                 // bearer token file; empty: no token
+  std::string tls_cert;                   // TLS certificate (PEM); empty: plaintext
+  std::string tls_key;                    // its private key (PEM)
+  std::string tls_client_ca;              // mutual TLS: the clients' CA (PEM); empty: none
   transport::ServerOptions options;       // limits, allowed origins and hosts, metrics_processes
 };
 

@@ -4,6 +4,8 @@ find_package(Boost 1.81 REQUIRED COMPONENTS json url)
 find_package(Threads REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
+# TLS on the listeners and in the clients (Asio's ssl over Debian's libssl-dev).
+find_package(OpenSSL 1.1.1 REQUIRED)
 
 if(GPUSTREAM_BUILD_TESTS)
   find_package(GTest REQUIRED)

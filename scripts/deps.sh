@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gpustream needs, if any are missing.
 #   scripts/deps.sh build    — compiler, CMake, Boost 1.81, spdlog, CLI11, libnats (NATS bridge),
+#                              libssl-dev (TLS on the listeners and clients),
 #                              pybind11 + python3-dev (the Python module)
 #   scripts/deps.sh test     — build + GoogleTest, Google Benchmark, nlohmann-json (bench only),
 #                              and the real parts the integration tests drive: Prometheus,
@@ -11,7 +12,7 @@
 #                              (scripts/lint.sh), python3-pytest (the Python module's tests),
 #                              dpkg-dev + file (cpack's dpkg-shlibdeps) and systemd
 #                              (systemd-analyze verify) for the .deb test, openssl (the NATS
-#                              TLS test's CA)
+#                              TLS test's CA, the listeners' TLS test) and curl (tls_listen)
 #   scripts/deps.sh bench    — test + what the benchmarks compare against (rocm-smi, websocketpp)
 # As root it runs apt-get; otherwise it prints the one line to run and exits 1.
 # Idempotent: when everything is there it only says so.
@@ -20,11 +21,11 @@ set -euo pipefail
 profile="${1:-build}"
 build_pkgs=(cmake ninja-build g++ pkg-config ccache
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libspdlog-dev libfmt-dev libcli11-dev libnats-dev pybind11-dev python3-dev)
+  libspdlog-dev libfmt-dev libcli11-dev libnats-dev pybind11-dev python3-dev libssl-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server
   clang libfuzzer-14-dev libdrm-common clang-format clang-tidy python3-pytest
-  dpkg-dev file systemd openssl)
+  dpkg-dev file systemd openssl curl)
 bench_pkgs=(rocm-smi)
 
 case "$profile" in

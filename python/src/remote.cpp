@@ -219,10 +219,14 @@ void bind_remote(py::module_& m) {
   m.def(
       "connect",
       [](const std::string& url, const py::object& token, const py::object& probes,
-         const py::object& devices) {
+         const py::object& devices, const py::object& ca, const py::object& cert,
+         const py::object& key) {
         RemoteSubscriberOptions o;
         o.url = url;
         if (!token.is_none()) o.token = token.cast<std::string>();
+        if (!ca.is_none()) o.tls_ca_file = py::str(ca).cast<std::string>();
+        if (!cert.is_none()) o.tls_cert_file = py::str(cert).cast<std::string>();
+        if (!key.is_none()) o.tls_key_file = py::str(key).cast<std::string>();
         o.probes = string_list(probes, "probes");
         o.devices = string_list(devices, "devices");
         validate_remote_url(o.url);  // std::invalid_argument -> ValueError
@@ -231,9 +235,12 @@ void bind_remote(py::module_& m) {
         return r;
       },
       py::arg("url"), py::arg("token") = py::none(), py::arg("probes") = py::none(),
-      py::arg("devices") = py::none(),
-      "Connects to `gpustream serve` at ws://HOST:PORT[/PATH] or tcp://HOST:PORT; reconnects "
-      "and resumes by itself until close().");
+      py::arg("devices") = py::none(), py::kw_only(), py::arg("ca") = py::none(),
+      py::arg("cert") = py::none(), py::arg("key") = py::none(),
+      "Connects to `gpustream serve` at ws://HOST:PORT[/PATH] or tcp://HOST:PORT (over TLS: "
+      "wss://HOST[:PORT][/PATH] or tls://HOST:PORT, the server's certificate verified against "
+      "`ca`, a PEM file, else the system's CAs, and its host name; `cert` and `key`: a client "
+      "certificate for mutual TLS); reconnects and resumes by itself until close().");
 }
 
 }  // namespace gpustream::python

@@ -46,7 +46,7 @@ TEST(CliConnect, TheTokenInTheUrlIsNeverPrinted) {
 TEST(CliConnect, ABadUrlIsShownWithoutItsCredentials) {
   for (const std::string url :
        {"tcp://127.0.0.1:9?token=SECRET4711", "ws://alice:SECRET4711@127.0.0.1:9/ws",
-        "wss://127.0.0.1:9/ws?access_token=SECRET4711"}) {
+        "wss://alice:SECRET4711@127.0.0.1:9/ws", "tls://127.0.0.1:9?token=SECRET4711"}) {
     const auto r = run("watch --connect '" + url + "'");
     EXPECT_EQ(r.exit_code, 2) << url;
     EXPECT_NE(r.err.find("invalid server URL"), std::string::npos) << r.err;

@@ -110,24 +110,44 @@ TEST_F(Reload, RestartOnlyKeysThatChangedAreNamedOnceWhileTheOutcomeRepeats) {
   next.probe_settings.set("serve", "listen", "0.0.0.0:9400");
   next.probe_settings.set("serve", "tls_cert", "/new.pem");
   ReloadRegistry r([&] { return next; }, running);
-  r.add("tls", {"serve.tls_cert"}, [](const ReloadInput& in) {
+  int new_files = 1;  // the certificate is new once, then the same
+  r.add("tls", {"serve.tls_cert"}, [&new_files](const ReloadInput& in) {
     EXPECT_TRUE(in.config);
+    if (new_files == 0) return ReloadStep::unchanged();
+    --new_files;
     return ReloadStep::changed("new certificate");
   });
   ::testing::internal::CaptureStderr();
   for (int i = 0; i < 20; ++i) EXPECT_TRUE(r.reload());  // a storm: the same outcome
   std::string err = ::testing::internal::GetCapturedStderr();
-  // serve.tls_cert is live (the tls reloader's key): not named as restart-only.
+  // serve.tls_cert is live (the tls reloader's key): not named as restart-only. The pending
+  // restart-only key is said by the first reload and by the second (whose outcome differs: it
+  // applied nothing), then not again while the outcome repeats.
   EXPECT_EQ(err,
             "gpustream: SIGHUP: tls: new certificate\n"
-            "gpustream: SIGHUP: serve.listen changed: takes effect after a restart\n");
+            "gpustream: SIGHUP: serve.listen changed: takes effect after a restart\n"
+            "gpustream: SIGHUP: serve.listen changed: takes effect after a restart\n"
+            "gpustream: SIGHUP: reloaded the config file: nothing changed that applies live\n");
   EXPECT_EQ(r.ok_count(), 20u);
   // Another outcome is said.
   next.probe_settings.set("serve", "listen", "127.0.0.1:9400");  // back as it runs
   ::testing::internal::CaptureStderr();
   EXPECT_TRUE(r.reload());
   err = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(err, "gpustream: SIGHUP: tls: new certificate\n");
+  EXPECT_EQ(err,
+            "gpustream: SIGHUP: reloaded the config file: nothing changed that applies live\n");
+}
+
+TEST_F(Reload, EveryReloadThatAppliesSomethingIsSaidEvenWhenItReadsTheSame) {
+  ReloadRegistry r({}, std::nullopt);
+  r.add("tls", {}, [](const ReloadInput&) { return ReloadStep::changed("new certificate"); });
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(r.reload());  // three rotations in a row
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err,
+            "gpustream: SIGHUP: tls: new certificate\n"
+            "gpustream: SIGHUP: tls: new certificate\n"
+            "gpustream: SIGHUP: tls: new certificate\n");
 }
 
 TEST_F(Reload, TheLogReloaderAppliesTheFileUnlessAFlagSetIt) {

@@ -29,7 +29,8 @@ using std::chrono::milliseconds;
 /// Every member a row can set, as text, for comparing two ServerOptions.
 std::string describe(const ServerFlags& f, const ServerOptions& o) {
   const auto& l = o.limits;
-  std::string s = f.listen + "|" + f.tcp + "|" + f.token_file + "|";
+  std::string s = f.listen + "|" + f.tcp + "|" + f.token_file + "|" + f.tls_cert + "|" + f.tls_key +
+                  "|" + f.tls_client_ca + "|";
   for (const auto& x : o.allowed_origins) s += x + ",";
   s += "|";
   for (const auto& x : o.allowed_hosts) s += x + ",";
@@ -91,7 +92,7 @@ TEST(ServerOptionTable, EveryRowHasAFlagAConfigKeyAndHelp) {
     EXPECT_TRUE(flags.insert(row.flag).second) << "twice: " << row.flag;
     EXPECT_TRUE(keys.insert(row.key).second) << "twice: " << row.key;
   }
-  EXPECT_EQ(server_option_table().size(), 17u);
+  EXPECT_EQ(server_option_table().size(), 20u);
 }
 
 TEST(ServerOptionTable, ConfigKeysAreTheRowsKeys) {
@@ -157,10 +158,30 @@ TEST(ServerOptionTable, EachFlagAndConfigKeySetsItsMemberOnly) {
       apply_config_section(config, app, "serve", {&server_config_keys()});
     });
     EXPECT_EQ(describe(by_key, by_key.options), describe(expected, expected.options)) << row.key;
-    if (row.flag == "--listen" || row.flag == "--tcp" || row.flag == "--token") continue;
+    if (row.flag == "--listen" || row.flag == "--tcp" || row.flag == "--token" ||
+        row.flag.substr(0, 6) == "--tls-")
+      continue;  // parsed or paired by make_server_options (TLS: TlsFilesGoTogether below)
     const auto so = make_server_options(by_flag);
     EXPECT_EQ(describe(ServerFlags{}, so), describe(ServerFlags{}, expected.options)) << row.flag;
   }
+}
+
+TEST(ServerOptionTable, TlsFilesGoTogether) {
+  ServerFlags f;
+  f.tls_cert = "/etc/gpustream/cert.pem";
+  EXPECT_THROW(make_server_options(f), gpustream::ConfigError);  // no key
+  f.tls_key = "/etc/gpustream/key.pem";
+  auto so = make_server_options(f);
+  ASSERT_TRUE(so.tls);
+  EXPECT_EQ(so.tls->cert_file, "/etc/gpustream/cert.pem");
+  EXPECT_EQ(so.tls->key_file, "/etc/gpustream/key.pem");
+  EXPECT_EQ(so.tls->client_ca_file, "");
+  f.tls_client_ca = "/etc/gpustream/clients.pem";
+  EXPECT_EQ(make_server_options(f).tls->client_ca_file, "/etc/gpustream/clients.pem");
+  ServerFlags ca_only;
+  ca_only.tls_client_ca = "/etc/gpustream/clients.pem";
+  EXPECT_THROW(make_server_options(ca_only), gpustream::ConfigError);
+  EXPECT_FALSE(make_server_options(ServerFlags{}).tls);
 }
 
 TEST(ServerOptionTable, AValueOutOfRangeIsRefusedByFlagAndKeyAlike) {

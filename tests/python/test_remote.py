@@ -97,3 +97,47 @@ def test_fit_asks_the_server(server, scheme):
                 remote.fit(bad)
     with pytest.raises(RuntimeError, match="not connected"):
         remote.fit(0)
+
+
+@pytest.fixture(scope="module")
+def tls_server(tmp_path_factory):
+    """`gpustream serve` with TLS on both listeners, its CA and another CA."""
+    from serve_helper import Server
+    from tls_pki import Pki  # tests/integration/tls_pki.py: openssl at test time
+    pki = Pki(str(tmp_path_factory.mktemp("pki")))
+    ca = pki.ca("ca")
+    cert, key = pki.leaf(ca, "server", "IP:127.0.0.1,DNS:localhost")
+    other = pki.ca("other")
+    s = Server(env_path("GPUSTREAM_CLI") + " serve", "--simulate", "1", "--interval", "0.05",
+               "--listen", "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--tls-cert", cert,
+               "--tls-key", key)
+    yield s, ca[0], other[0]
+    s.stop()
+
+
+@pytest.mark.parametrize("scheme", ["wss", "tls"])
+def test_connect_over_tls_with_a_ca_file(tls_server, scheme):
+    server, ca, _ = tls_server
+    address = server.http if scheme == "wss" else server.tcp
+    with gpustream.connect(f"{scheme}://{address}", ca=ca) as remote:
+        assert remote.wait_connected(10), remote.status
+        assert take(remote.stream(timeout=10), 2)
+
+
+def test_connect_over_tls_with_the_wrong_ca_names_the_verification_failure(tls_server):
+    server, _, other = tls_server
+    with gpustream.connect(f"wss://{server.http}/ws", ca=other) as remote:
+        reasons = []
+        for _ in range(50):  # each wait is bounded; the status flips between attempts
+            assert not remote.wait_connected(0.2)
+            reasons.append(remote.status.get("reason", ""))
+            if "unable to get local issuer certificate" in reasons[-1]:
+                break
+        assert "certificate verify failed: unable to get local issuer certificate" in reasons[-1], \
+            reasons
+
+
+def test_an_unreadable_ca_file_is_a_value_error(tls_server):
+    server, _, _ = tls_server
+    with pytest.raises(ValueError, match="CA file /nonexistent/ca.pem"):
+        gpustream.connect(f"wss://{server.http}/ws", ca="/nonexistent/ca.pem")

@@ -400,13 +400,16 @@ TEST(RemoteSubscriber, RetriesWithBackoffWhileTheServerIsUnreachable) {
 }
 
 TEST(RemoteSubscriber, RejectsUrlsItCannotUse) {
-  for (const char* url : {"", "not a url", "http://127.0.0.1:9400/ws", "wss://127.0.0.1:9400/ws",
-                          "tcp://127.0.0.1", "tcp://127.0.0.1:0", "tcp://127.0.0.1:9401/path",
-                          "ws://user:pw@127.0.0.1:9400/ws", "ws://:9400/ws"}) {
+  for (const char* url :
+       {"", "not a url", "http://127.0.0.1:9400/ws", "https://127.0.0.1/ws", "tcp://127.0.0.1",
+        "tcp://127.0.0.1:0", "tcp://127.0.0.1:9401/path", "tls://127.0.0.1",
+        "tls://127.0.0.1:9401/path", "tls://h:1?token=x", "ws://user:pw@127.0.0.1:9400/ws",
+        "wss://user:pw@h/ws", "ws://:9400/ws"}) {
     EXPECT_THROW(validate_remote_url(url), std::invalid_argument) << url;
   }
   for (const char* url : {"tcp://127.0.0.1:9401", "ws://127.0.0.1:9400/ws", "ws://localhost:9400",
-                          "ws://[::1]:9400/ws?token=x", "tcp://[::1]:1"}) {
+                          "ws://[::1]:9400/ws?token=x", "tcp://[::1]:1", "tls://gpu-box:9401",
+                          "wss://gpu-box/ws", "wss://[::1]:9400/ws"}) {
     EXPECT_NO_THROW(validate_remote_url(url)) << url;
   }
   boost::asio::io_context io;

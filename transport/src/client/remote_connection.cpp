@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include <openssl/ssl.h>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/read_until.hpp>
 #include <boost/asio/redirect_error.hpp>
@@ -18,6 +19,8 @@
 
 #include "gpustream/transport/address.hpp"
 #include "gpustream/transport/protocol.hpp"
+#include "wire/tls_context.hpp"
+#include "wire/tls_stream.hpp"
 
 namespace gpustream::transport {
 namespace asio = boost::asio;
@@ -29,11 +32,30 @@ using tcp = asio::ip::tcp;
 namespace {
 
 [[noreturn]] void bad_url(std::string_view url, const std::string& why) {
-  throw std::invalid_argument("invalid server URL '" + redact_url_credentials(url) + "': " + why +
-                              " (expected tcp://HOST:PORT or ws://HOST:PORT/ws)");
+  throw std::invalid_argument(
+      "invalid server URL '" + redact_url_credentials(url) + "': " + why +
+      " (expected tcp://HOST:PORT, tls://HOST:PORT, ws://HOST:PORT/ws or wss://HOST:PORT/ws)");
 }
 
 auto on_error(error_code& ec) { return asio::redirect_error(asio::use_awaitable, ec); }
+
+/// Over TLS: the client handshake on `s` (already connected), verifying the server's certificate
+/// against the context's CAs and `host`. Sets `detail` to OpenSSL's words on a failure.
+asio::awaitable<error_code> start_tls(MaybeTlsStream& s, const RemoteUrl& url,
+                                      const RemoteConnectionOptions& o, std::string& detail) {
+  if (!url.tls) co_return error_code{};
+  if (!o.tls) co_return make_error_code(boost::system::errc::protocol_not_supported);
+  s.use_tls(o.tls);
+  SSL* ssl = s.ssl()->native_handle();
+  if (!set_tls_peer_name(ssl, url.host)) {
+    detail = "TLS: cannot verify the server name '" + url.host + "'";
+    co_return make_error_code(boost::system::errc::invalid_argument);
+  }
+  error_code ec;
+  co_await s.ssl()->async_handshake(asio::ssl::stream_base::client, on_error(ec));
+  if (ec) detail = describe_client_tls_failure(ec, ssl);
+  co_return ec;
+}
 
 /// Resolves and connects `stream`; the common first half of both framings.
 asio::awaitable<error_code> resolve_and_connect(tcp::resolver& resolver, beast::tcp_stream& stream,
@@ -50,11 +72,13 @@ asio::awaitable<error_code> resolve_and_connect(tcp::resolver& resolver, beast::
 
 class TcpLineConnection final : public RemoteConnection {
  public:
-  TcpLineConnection(asio::any_io_executor ex, RemoteUrl url, RemoteConnectionOptions o)
+  TcpLineConnection(const asio::any_io_executor& ex, RemoteUrl url, RemoteConnectionOptions o)
       : url_(std::move(url)), options_(std::move(o)), resolver_(ex), stream_(ex) {}
 
   asio::awaitable<error_code> open() override {
-    auto ec = co_await resolve_and_connect(resolver_, stream_, url_);
+    auto ec = co_await resolve_and_connect(resolver_, stream_.next_layer(), url_);
+    if (ec) co_return ec;
+    ec = co_await start_tls(stream_, url_, options_, failure_detail_);
     if (ec || options_.token.empty()) co_return ec;
     const boost::json::object auth{{"type", "auth"}, {"token", options_.token}};
     co_return co_await write(to_compact_json(auth));
@@ -89,15 +113,15 @@ class TcpLineConnection final : public RemoteConnection {
     // A client has nothing left to flush: closing now is graceful enough.
     error_code ignored;
     resolver_.cancel();
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    stream_.socket().close(ignored);
+    stream_.next_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_.next_layer().socket().close(ignored);
   }
 
  private:
   RemoteUrl url_;
   RemoteConnectionOptions options_;
   tcp::resolver resolver_;
-  beast::tcp_stream stream_;
+  MaybeTlsStream stream_;
   std::string rbuf_;
   std::size_t consumed_ = 0;
 };
@@ -109,6 +133,8 @@ class WsConnection final : public RemoteConnection {
 
   asio::awaitable<error_code> open() override {
     auto ec = co_await resolve_and_connect(resolver_, beast::get_lowest_layer(ws_), url_);
+    if (ec) co_return ec;
+    ec = co_await start_tls(ws_.next_layer(), url_, options_, failure_detail_);
     if (ec) co_return ec;
     beast::get_lowest_layer(ws_).expires_never();  // the WebSocket timeouts take over
     websocket::stream_base::timeout t;
@@ -186,7 +212,7 @@ class WsConnection final : public RemoteConnection {
   RemoteUrl url_;
   RemoteConnectionOptions options_;
   tcp::resolver resolver_;
-  websocket::stream<beast::tcp_stream> ws_;
+  websocket::stream<MaybeTlsStream> ws_;
   beast::flat_buffer buf_;
   bool closing_ = false;
 };
@@ -199,14 +225,12 @@ RemoteUrl parse_remote_url(std::string_view text) {
   const boost::urls::url_view& u = *parsed;
   RemoteUrl r;
   const auto scheme = u.scheme();
-  if (scheme == "tcp") {
+  if (scheme == "tcp" || scheme == "tls") {
     r.scheme = RemoteUrl::Scheme::tcp;
-  } else if (scheme == "ws") {
+    r.tls = scheme == "tls";
+  } else if (scheme == "ws" || scheme == "wss") {
     r.scheme = RemoteUrl::Scheme::ws;
-  } else if (scheme == "wss") {
-    bad_url(text,
-            "wss:// (TLS) is not supported; reach the server through an SSH tunnel or a "
-            "TLS proxy and use ws://");
+    r.tls = scheme == "wss";
   } else {
     bad_url(text, "unknown scheme '" + std::string(scheme) + "'");
   }
@@ -218,16 +242,17 @@ RemoteUrl parse_remote_url(std::string_view text) {
     if (u.port_number() == 0) bad_url(text, "bad port '" + std::string(u.port()) + "'");
     r.port = std::to_string(u.port_number());
   } else if (r.scheme == RemoteUrl::Scheme::ws) {
-    r.port = "80";
+    r.port = r.tls ? "443" : "80";
   } else {
-    bad_url(text, "tcp:// needs a port");
+    bad_url(text, std::string(scheme) + ":// needs a port");
   }
   r.authority = std::string(u.encoded_host_and_port());
   if (!u.has_port()) r.authority = std::string(u.encoded_host());
   if (r.scheme == RemoteUrl::Scheme::tcp) {
     if (!u.encoded_path().empty() && u.encoded_path() != "/")
-      bad_url(text, "a tcp:// URL has no path");
-    if (u.has_query()) bad_url(text, "a tcp:// URL has no query; use the token option");
+      bad_url(text, "a " + std::string(scheme) + ":// URL has no path");
+    if (u.has_query())
+      bad_url(text, "a " + std::string(scheme) + ":// URL has no query; use the token option");
   } else {
     r.target = u.encoded_path().empty() ? std::string("/ws") : std::string(u.encoded_path());
     if (u.has_query()) r.target += "?" + std::string(u.encoded_query());

@@ -13,6 +13,7 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/awaitable.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/system/error_code.hpp>
 
 namespace gpustream::transport {
@@ -21,6 +22,7 @@ namespace gpustream::transport {
 struct RemoteUrl {
   enum class Scheme { tcp, ws };
   Scheme scheme = Scheme::tcp;
+  bool tls = false;       // tls:// or wss://
   std::string host;       // for the resolver: "127.0.0.1", "::1", "gpu-box"
   std::string port;       // "9400"
   std::string authority;  // for the Host header: "127.0.0.1:9400", "[::1]:9400"
@@ -32,6 +34,9 @@ RemoteUrl parse_remote_url(std::string_view url);
 
 struct RemoteConnectionOptions {
   std::string token;
+  /// TLS (a tls:// or wss:// URL): the client context (trusted CAs, client certificate). The
+  /// server's name or address (RemoteUrl::host) is verified against its certificate.
+  std::shared_ptr<boost::asio::ssl::context> tls;
   std::chrono::milliseconds idle_timeout{0};  // WebSocket only; zero: none
   std::chrono::milliseconds close_timeout{1000};
   std::size_t max_message_bytes = 0;

@@ -19,6 +19,7 @@
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/ssl/error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -26,6 +27,7 @@
 #include "client/client_session.hpp"
 #include "client/remote_connection.hpp"
 #include "gpustream/log.hpp"
+#include "wire/tls_context.hpp"
 
 namespace gpustream {
 namespace asio = boost::asio;
@@ -39,8 +41,18 @@ LogOnce g_log_once;  // NOLINT(cppcoreguidelines-avoid-non-const-global-variable
 
 std::string describe(const error_code& ec, const RemoteConnection& c) {
   if (!c.failure_detail().empty()) return c.failure_detail();
-  if (ec == asio::error::eof) return "the server closed the connection";
+  // Over TLS a close without a close_notify is a "stream truncated": the same end for us.
+  if (ec == asio::error::eof || ec == asio::ssl::error::stream_truncated)
+    return "the server closed the connection";
   return ec.message();
+}
+
+std::shared_ptr<asio::ssl::context> client_tls(const RemoteSubscriberOptions& o) {
+  try {
+    return transport::make_client_tls_context(o.tls_ca_file, o.tls_cert_file, o.tls_key_file);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(std::string("TLS: ") + e.what());
+  }
 }
 
 }  // namespace
@@ -71,6 +83,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
       : strand_(asio::make_strand(ex)),
         options_(std::move(o)),
         url_(transport::parse_remote_url(options_.url)),
+        tls_(url_.tls ? client_tls(options_) : nullptr),
         retry_timer_(strand_),
         deadline_(strand_),
         session_(options_, std::random_device{}()) {}
@@ -213,6 +226,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   asio::awaitable<std::string> connection() {
     transport::RemoteConnectionOptions co;
     co.token = options_.token;
+    co.tls = tls_;
     co.idle_timeout = options_.idle_timeout;
     co.max_message_bytes = options_.max_message_bytes;
     auto conn = transport::make_remote_connection(strand_, url_, co);
@@ -295,6 +309,7 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
   asio::strand<asio::any_io_executor> strand_;
   RemoteSubscriberOptions options_;
   transport::RemoteUrl url_;
+  std::shared_ptr<asio::ssl::context> tls_;  // tls:// and wss://: shared by every connection
 
   // strand
   asio::steady_timer retry_timer_;

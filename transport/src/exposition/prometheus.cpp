@@ -429,6 +429,23 @@ void server(Exposition& e, const ServerCounters& c) {
   e.sample(e.family("gpustream_server_encoded_bytes_live", "gauge",
                     "Bytes of shared messages (snapshots, hellos, API bodies) alive, each once."),
            {}, c.encoded_bytes_live);
+  if (!c.tls) return;  // the TLS families exist only when the listeners speak TLS
+  counter("gpustream_tls_handshakes_total", "TLS handshakes completed on the listeners.",
+          c.tls_handshakes);
+  for (std::size_t i = 0; i < transport::kTlsFailureReasons; ++i)
+    counter("gpustream_tls_handshake_failures_total",
+            "TLS handshakes failed on the listeners, by reason (plaintext: a client that does "
+            "not speak TLS).",
+            c.tls_handshake_failures[i],
+            {{"reason", std::string(transport::to_string(static_cast<transport::TlsFailure>(i)))}});
+  counter("gpustream_tls_reloads_total", "TLS certificate reloads.", c.tls_reloads,
+          {{"result", "ok"}});
+  counter("gpustream_tls_reloads_total", "TLS certificate reloads.", c.tls_reload_failures,
+          {{"result", "failed"}});
+  if (c.tls_certificate_not_after > 0)
+    e.sample(e.family("gpustream_tls_certificate_expiry_timestamp_seconds", "gauge",
+                      "When the listeners' certificate expires (Unix time)."),
+             {}, static_cast<double>(c.tls_certificate_not_after));
 }
 
 }  // namespace

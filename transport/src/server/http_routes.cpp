@@ -150,6 +150,16 @@ std::string api_stats(ServerCore& core) {
                       {"http_response_bytes", c.http_response_bytes},
                       {"encoded_bytes_live", c.encoded_bytes_live},
                       {"last_sequence", core.cursor()}};
+  if (c.tls) {
+    json::object failures;
+    for (std::size_t i = 0; i < kTlsFailureReasons; ++i)
+      failures[to_string(static_cast<TlsFailure>(i))] = c.tls_handshake_failures[i];
+    server["tls"] = json::object{{"handshakes", c.tls_handshakes},
+                                 {"handshake_failures", std::move(failures)},
+                                 {"reloads", c.tls_reloads},
+                                 {"reload_failures", c.tls_reload_failures},
+                                 {"certificate_not_after", c.tls_certificate_not_after}};
+  }
   json::object o{{"schema", kSchema}, {"probes", std::move(probes)}, {"server", std::move(server)}};
   if (const auto& extra = core.options().extra_stats) {
     boost::system::error_code ec;

@@ -1,10 +1,13 @@
 // One HTTP/1.1 connection.
 #include "server/http_session.hpp"
 
+#include <algorithm>
+
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
+#include "server/tls_accept.hpp"
 #include "server/ws_session.hpp"
 #include "wire/request_target.hpp"
 
@@ -14,6 +17,9 @@ namespace http = beast::http;
 using boost::system::error_code;
 
 namespace {
+// TLS: how long the close_notify exchange may take before the socket is closed anyway.
+constexpr std::chrono::milliseconds kTlsCloseTimeout{1000};
+
 boost::asio::ip::address peer_of(const tcp::socket& s) {
   error_code ec;
   const auto ep = s.remote_endpoint(ec);
@@ -32,7 +38,25 @@ HttpSession::~HttpSession() {
 void HttpSession::run() {
   registered_ = true;
   ctx().registry.add(this, weak_from_this());
-  do_read();
+  if (auto tls = core_->tls_context())
+    start_tls(std::move(tls));
+  else
+    do_read();
+}
+
+void HttpSession::start_tls(std::shared_ptr<boost::asio::ssl::context> context) {
+  // Waiting for a handshake is waiting for a request: this connection may give way when HTTP is
+  // full, like one that sends its request slowly.
+  idle_since_ = Clock::now();
+  handshaking_ = true;
+  accept_tls(stream_, buffer_, std::move(context), ctx().limits.handshake_timeout,
+             plaintext_http_answer(), "HTTP", ctx().metrics, [self = shared_from_this()](bool ok) {
+               self->handshaking_ = false;
+               if (ok)
+                 self->do_read();
+               else
+                 self->close();
+             });
 }
 
 void HttpSession::do_read() {
@@ -41,10 +65,14 @@ void HttpSession::do_read() {
   parser_->header_limit(16 * 1024);
   parser_->body_limit(l.max_message_bytes);
   // The first request must come within the handshake timeout; later ones within the idle one.
-  stream_.expires_after(first_ ? l.handshake_timeout : l.idle_timeout);
+  stream_.next_layer().expires_after(first_ ? l.handshake_timeout : l.idle_timeout);
   idle_since_ = Clock::now();
+  reading_ = true;
   http::async_read(stream_, buffer_, *parser_,
-                   [self = shared_from_this()](error_code ec, std::size_t) { self->on_read(ec); });
+                   [self = shared_from_this()](error_code ec, std::size_t) {
+                     self->reading_ = false;
+                     self->on_read(ec);
+                   });
 }
 
 void HttpSession::on_read(error_code ec) {
@@ -118,7 +146,7 @@ void HttpSession::upgrade(HttpRequest req) {
   // The WebSocket session is its own connection from now on.
   ctx().registry.remove(this);
   registered_ = false;
-  stream_.expires_never();
+  stream_.next_layer().expires_never();
   std::make_shared<WsSession>(core_, std::move(stream_), peer())->run(std::move(req));
 }
 
@@ -158,7 +186,7 @@ void HttpSession::send(HttpResponse res, std::shared_ptr<const std::string> shar
   }
   response_id_ = id;
   writing_ = true;
-  stream_.expires_after(ctx().limits.write_timeout);
+  stream_.next_layer().expires_after(ctx().limits.write_timeout);
   auto done = [self = shared_from_this()](error_code ec, std::size_t) { self->written(ec); };
   if (shared_response_)
     http::async_write(stream_, *shared_response_, std::move(done));
@@ -185,9 +213,25 @@ void HttpSession::written(error_code ec) {
 void HttpSession::close() {
   if (done_) return;
   done_ = true;
+  auto& tcp = stream_.next_layer();
+  if (auto* ssl = stream_.ssl();
+      ssl && !handshaking_ && !reading_ && !writing_ && tcp.socket().is_open()) {
+    // TLS: a close_notify first (clients built on OpenSSL 3 call a bare FIN an "unexpected
+    // eof"), then the close once the client answers or after a second at most. Not while a read
+    // or write is pending (a forced close): an SSL stream takes one operation of each kind.
+    tcp.expires_after(
+        std::min<std::chrono::milliseconds>(kTlsCloseTimeout, ctx().limits.write_timeout));
+    ssl->async_shutdown([self = shared_from_this()](error_code) {
+      error_code ignored;
+      self->stream_.next_layer().socket().close(ignored);
+    });
+    return;
+  }
   error_code ec;
-  stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
-  stream_.close();
+  // Over TLS too: a FIN after the last response, without a close_notify (HTTP's own framing
+  // says where a response ends).
+  stream_.next_layer().socket().shutdown(tcp::socket::shutdown_send, ec);
+  stream_.next_layer().close();
 }
 
 void HttpSession::shutdown(bool graceful) {

@@ -16,6 +16,7 @@
 
 #include "server/server_core.hpp"
 #include "server/session_registry.hpp"
+#include "wire/tls_stream.hpp"
 
 namespace gpustream::transport {
 
@@ -45,6 +46,7 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   std::optional<Clock::time_point> idle_since() const override { return idle_since_; }
 
  private:
+  void start_tls(std::shared_ptr<boost::asio::ssl::context> context);
   void do_read();
   void on_read(boost::system::error_code ec);
   void upgrade(HttpRequest req);
@@ -57,7 +59,7 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   const SessionContext& ctx() const noexcept { return core_->context(); }
 
   std::shared_ptr<ServerCore> core_;
-  boost::beast::tcp_stream stream_;
+  MaybeTlsStream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<boost::beast::http::request_parser<boost::beast::http::string_body>> parser_;
   std::optional<HttpResponse> response_;
@@ -68,6 +70,8 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   bool registered_ = false;
   bool first_ = true;
   bool writing_ = false;
+  bool reading_ = false;                         // a request read is pending
+  bool handshaking_ = false;                     // the TLS detection or handshake is pending
   bool done_ = false;                            // upgraded or closed: the stream is no longer ours
   std::optional<Clock::time_point> idle_since_;  // waiting for a request since
 };

@@ -34,3 +34,11 @@ ServerCounters Server::counters() const { return core_->counters(); }
 bool Server::set_token(std::string token) { return core_->set_token(std::move(token)); }
 
 }  // namespace gpustream::transport
+
+namespace gpustream::transport {
+
+std::string Server::reload_tls(const std::optional<TlsFiles>& files) {
+  return core_->reload_tls(files);
+}
+
+}  // namespace gpustream::transport

@@ -12,6 +12,7 @@
 #include "server/http_session.hpp"
 #include "server/stream_session.hpp"
 #include "server/tcp_session.hpp"
+#include "wire/tls_context.hpp"
 
 namespace gpustream::transport {
 namespace asio = boost::asio;
@@ -59,6 +60,15 @@ ServerCore::~ServerCore() = default;
 void ServerCore::start() {
   if (started_.exchange(true))
     throw std::logic_error("gpustream::transport::Server::start called twice");
+  if (options_.tls) {
+    // Refused at start, before binding: an unreadable or mismatched certificate or key.
+    auto made = make_server_tls_context(*options_.tls);
+    for (const auto& w : made.warnings) logger()->warn("gpustream serve: TLS: {}", w);
+    metrics_.tls_certificate_not_after.store(made.not_after, std::memory_order_relaxed);
+    std::lock_guard lock(tls_mu_);
+    tls_ = std::move(made.context);
+    tls_files_ = *options_.tls;
+  }
   std::weak_ptr<ServerCore> weak = weak_from_this();
   listener_ = std::make_shared<Listener>(strand_, options_.limits, registry_, metrics_,
                                          [weak](tcp::socket s, ConnKind kind) {
@@ -107,6 +117,28 @@ void ServerCore::start() {
     self->listener_->start();
     self->sweep();
   });
+}
+
+std::string ServerCore::reload_tls(const std::optional<TlsFiles>& files) {
+  if (!options_.tls) return "the server was started without TLS (adding it needs a restart)";
+  TlsFiles next;
+  {
+    std::lock_guard lock(tls_mu_);
+    next = files.value_or(tls_files_);
+  }
+  try {
+    auto made = make_server_tls_context(next);
+    for (const auto& w : made.warnings) logger()->warn("gpustream serve: TLS: {}", w);
+    metrics_.tls_certificate_not_after.store(made.not_after, std::memory_order_relaxed);
+    std::lock_guard lock(tls_mu_);
+    tls_ = std::move(made.context);  // open connections keep the old one
+    tls_files_ = std::move(next);
+  } catch (const std::exception& e) {
+    ServerMetrics::bump(metrics_.tls_reload_failures);
+    return e.what();
+  }
+  ServerMetrics::bump(metrics_.tls_reloads);
+  return {};
 }
 
 void ServerCore::on_accept(tcp::socket s, ConnKind kind) {

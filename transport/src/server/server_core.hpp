@@ -12,11 +12,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 
 #include "gpustream/transport/protocol.hpp"
@@ -54,7 +56,20 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   /// Server::set_token (the policy swaps the token atomically: any thread).
   bool set_token(std::string token) { return access_.set_token(std::move(token)); }
   std::optional<tcp::endpoint> tcp_endpoint() const;
-  ServerCounters counters() const { return metrics_.snapshot(); }
+  ServerCounters counters() const {
+    auto c = metrics_.snapshot();
+    c.tls = options_.tls.has_value();
+    return c;
+  }
+  /// Server::reload_tls.
+  std::string reload_tls(const std::optional<TlsFiles>& files);
+
+  // --- for sessions (any thread) ---
+  /// The TLS context new connections use; null: plaintext listeners.
+  std::shared_ptr<boost::asio::ssl::context> tls_context() const {
+    std::lock_guard lock(tls_mu_);
+    return tls_;
+  }
 
   // --- for sessions (on the strand) ---
   /// The strand, bounds, counters, connections and access rules.
@@ -132,6 +147,10 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
     std::vector<ProbeInfo> probes;
     std::shared_ptr<const std::string> message;
   } hello_;
+
+  mutable std::mutex tls_mu_;  // guards tls_ and tls_files_ (reload_tls from any thread)
+  std::shared_ptr<boost::asio::ssl::context> tls_;
+  TlsFiles tls_files_;
 
   std::optional<tcp::endpoint> http_bound_, tcp_bound_;  // written in start(), read-only after
   std::atomic<bool> started_{false};

@@ -3,6 +3,7 @@
 // ServerCounters; each bound that counts something counts it here.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -19,7 +20,10 @@ struct ServerMetrics {
       messages_rejected{0}, slow_clients_disconnected{0}, snapshots_received{0}, serializations{0},
       snapshots_sent{0}, snapshots_dropped{0}, idle_closed{0}, encoded_cache_bytes{0},
       encoded_cache_entries{0}, events_received{0}, events_sent{0}, events_dropped{0},
-      messages_too_large{0}, http_busy{0}, http_response_bytes{0};
+      messages_too_large{0}, http_busy{0}, http_response_bytes{0}, tls_handshakes{0},
+      tls_reloads{0}, tls_reload_failures{0};
+  std::array<Counter, kTlsFailureReasons> tls_handshake_failures{};
+  std::atomic<std::int64_t> tls_certificate_not_after{0};
   /// Bytes of the shared messages alive anywhere (the cache, send queues, writes, responses),
   /// each counted once however many hold it. Shared with the buffers' deleters, which may run
   /// after the metrics are gone.
@@ -70,6 +74,12 @@ struct ServerMetrics {
     out.http_busy = r(http_busy);
     out.http_response_bytes = r(http_response_bytes);
     out.encoded_bytes_live = r(*encoded_bytes_live);
+    out.tls_handshakes = r(tls_handshakes);
+    for (std::size_t i = 0; i < kTlsFailureReasons; ++i)
+      out.tls_handshake_failures[i] = r(tls_handshake_failures[i]);
+    out.tls_reloads = r(tls_reloads);
+    out.tls_reload_failures = r(tls_reload_failures);
+    out.tls_certificate_not_after = tls_certificate_not_after.load(std::memory_order_relaxed);
     return out;
   }
 };

@@ -5,6 +5,8 @@
 
 #include <boost/asio/write.hpp>
 
+#include "server/tls_accept.hpp"
+
 namespace gpustream::transport {
 namespace asio = boost::asio;
 using boost::system::error_code;
@@ -21,11 +23,27 @@ asio::ip::address TcpSession::peer_of(const tcp::socket& s) {
 
 TcpSession::TcpSession(std::shared_ptr<ServerCore> core, tcp::socket socket)
     : StreamSession(std::move(core), ConnKind::tcp, peer_of(socket)),
-      socket_(std::move(socket)),
+      stream_(std::move(socket)),
       timer_(ctx().strand) {}
 
 void TcpSession::run() {
   register_self();
+  auto tls = core().tls_context();
+  if (!tls) {
+    start();
+    return;
+  }
+  accept_tls(stream_, tls_buffer_, std::move(tls), ctx().limits.handshake_timeout,
+             plaintext_tcp_answer(), "TCP", ctx().metrics, [self = self()](bool ok) {
+               if (ok && !self->closing())
+                 self->start();
+               else
+                 self->transport_failed();
+             });
+}
+
+void TcpSession::start() {
+  started_ = true;
   if (ctx().access.token_required()) {
     timer_.expires_after(ctx().limits.handshake_timeout);
     timer_.async_wait([self = self()](error_code ec) {
@@ -45,7 +63,7 @@ void TcpSession::do_read() {
   reading_ = true;
   const auto old = rbuf_.size();
   rbuf_.resize(old + kReadChunk);
-  socket_.async_read_some(asio::buffer(rbuf_.data() + old, kReadChunk),
+  stream_.async_read_some(asio::buffer(rbuf_.data() + old, kReadChunk),
                           [self = self(), old](error_code ec, std::size_t n) {
                             self->reading_ = false;
                             self->rbuf_.resize(old + n);
@@ -54,12 +72,18 @@ void TcpSession::do_read() {
 }
 
 void TcpSession::on_read(const error_code& ec, std::size_t n) {
+  if (tls_closing_) {
+    // The read was cancelled (or completed) for the close: the close_notify now.
+    rbuf_.clear();
+    tls_shutdown();
+    return;
+  }
   if (draining_) {
     // Graceful close: discard what the peer still sends until it closes too.
     rbuf_.clear();
     if (ec) {
       error_code ignored;
-      socket_.close(ignored);
+      stream_.next_layer().socket().close(ignored);
       timer_.cancel();
       return;
     }
@@ -135,30 +159,56 @@ void TcpSession::on_line(std::string_view line) {
   open();
 }
 
+void TcpSession::tls_shutdown() {
+  stream_.ssl()->async_shutdown([self = self()](error_code) {
+    error_code ignored;
+    self->stream_.next_layer().socket().close(ignored);
+    self->timer_.cancel();
+  });
+}
+
 void TcpSession::write(std::shared_ptr<const std::string> msg) {
   const auto* data = msg->data();
   const auto size = msg->size();
   asio::async_write(
-      socket_, asio::buffer(data, size),
+      stream_, asio::buffer(data, size),
       [self = self(), msg = std::move(msg)](error_code ec, std::size_t) { self->write_done(ec); });
 }
 
 void TcpSession::close_transport(bool graceful) {
   error_code ec;
-  if (!graceful) {
+  auto& socket = stream_.next_layer().socket();
+  if (!graceful || !started_) {  // !started_: the TLS handshake is pending (it fails now)
     // An abort (a stalled write): reset rather than FIN, so the client sees an error, not a
     // stream that ends inside a line.
-    socket_.set_option(asio::socket_base::linger(true, 0), ec);
-    socket_.close(ec);
+    socket.set_option(asio::socket_base::linger(true, 0), ec);
+    socket.close(ec);
     timer_.cancel();
+    return;
+  }
+  if (stream_.tls() && !tls_closing_) {
+    // TLS: a close_notify after what is written (clients built on OpenSSL 3 call a bare FIN an
+    // "unexpected eof"), then the close once the client answers it, within the shutdown
+    // timeout. An SSL stream takes one read at a time: a pending read is cancelled first.
+    tls_closing_ = true;
+    timer_.expires_after(ctx().limits.shutdown_timeout);
+    timer_.async_wait([self = self()](error_code e) {
+      if (e) return;
+      error_code ignored;
+      self->stream_.next_layer().socket().close(ignored);
+    });
+    if (reading_)
+      socket.cancel(ec);  // on_read starts the shutdown
+    else
+      tls_shutdown();
     return;
   }
   // Send FIN after what is written, then read until the peer closes (closing with unread input
   // would reset the connection and could destroy our last messages), for at most the shutdown
-  // timeout.
-  socket_.shutdown(tcp::socket::shutdown_send, ec);
+  // timeout. Over TLS too: a FIN without a close_notify (the lines say where messages end).
+  socket.shutdown(tcp::socket::shutdown_send, ec);
   if (ec || peer_done_) {
-    socket_.close(ec);
+    socket.close(ec);
     timer_.cancel();
     return;
   }
@@ -167,7 +217,7 @@ void TcpSession::close_transport(bool graceful) {
   timer_.async_wait([self = self()](error_code e) {
     if (e) return;
     error_code ignored;
-    self->socket_.close(ignored);
+    self->stream_.next_layer().socket().close(ignored);
   });
   rbuf_.clear();
   do_read();

@@ -12,8 +12,10 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 
 #include "server/stream_session.hpp"
+#include "wire/tls_stream.hpp"
 
 namespace gpustream::transport {
 
@@ -25,6 +27,8 @@ class TcpSession final : public StreamSession {
  private:
   void write(std::shared_ptr<const std::string> msg) override;
   void close_transport(bool graceful) override;
+  void start();
+  void tls_shutdown();
   void do_read();
   void on_read(const boost::system::error_code& ec, std::size_t n);
   void on_line(std::string_view line);
@@ -33,10 +37,13 @@ class TcpSession final : public StreamSession {
     return std::static_pointer_cast<TcpSession>(shared_from_this());
   }
 
-  tcp::socket socket_;
-  std::string rbuf_;                 // bytes read and not yet consumed
-  std::size_t scanned_ = 0;          // rbuf_[0, scanned_) holds no '\n'
-  boost::asio::steady_timer timer_;  // auth deadline, then the graceful-close deadline
+  MaybeTlsStream stream_;
+  boost::beast::flat_buffer tls_buffer_;  // what the TLS detection read (the handshake's)
+  std::string rbuf_;                      // bytes read and not yet consumed
+  std::size_t scanned_ = 0;               // rbuf_[0, scanned_) holds no '\n'
+  boost::asio::steady_timer timer_;       // auth deadline, then the graceful-close deadline
+  bool started_ = false;                  // past the TLS handshake (or plaintext): reading lines
+  bool tls_closing_ = false;              // graceful close over TLS: close_notify next
   bool authorized_ = false;
   bool reading_ = false;
   bool draining_ = false;   // graceful close: FIN sent, reading until the peer closes

@@ -9,7 +9,7 @@ namespace beast = boost::beast;
 namespace websocket = beast::websocket;
 using boost::system::error_code;
 
-WsSession::WsSession(std::shared_ptr<ServerCore> core, beast::tcp_stream stream,
+WsSession::WsSession(std::shared_ptr<ServerCore> core, MaybeTlsStream stream,
                      boost::asio::ip::address peer)
     : StreamSession(std::move(core), ConnKind::websocket, std::move(peer)),
       ws_(std::move(stream)) {}

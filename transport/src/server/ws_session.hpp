@@ -12,13 +12,13 @@
 #include <boost/beast/websocket/stream.hpp>
 
 #include "server/stream_session.hpp"
+#include "wire/tls_stream.hpp"
 
 namespace gpustream::transport {
 
 class WsSession final : public StreamSession {
  public:
-  WsSession(std::shared_ptr<ServerCore> core, boost::beast::tcp_stream stream,
-            boost::asio::ip::address peer);
+  WsSession(std::shared_ptr<ServerCore> core, MaybeTlsStream stream, boost::asio::ip::address peer);
   void run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
 
  private:
@@ -29,7 +29,7 @@ class WsSession final : public StreamSession {
     return std::static_pointer_cast<WsSession>(shared_from_this());
   }
 
-  boost::beast::websocket::stream<boost::beast::tcp_stream> ws_;
+  boost::beast::websocket::stream<MaybeTlsStream> ws_;
   boost::beast::flat_buffer rbuf_;
   boost::beast::http::request<boost::beast::http::string_body> upgrade_;
   bool accepted_ = false;

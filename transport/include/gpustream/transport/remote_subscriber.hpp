@@ -59,9 +59,19 @@
 namespace gpustream {
 
 struct RemoteSubscriberOptions {
-  /// "tcp://HOST:PORT" or "ws://HOST:PORT[/PATH]" (PATH defaults to "/ws"). A `?token=...` in
-  /// a ws URL is sent as is; prefer `token`.
+  /// "tcp://HOST:PORT" or "ws://HOST:PORT[/PATH]" (PATH defaults to "/ws"); over TLS
+  /// "tls://HOST:PORT" or "wss://HOST[:PORT][/PATH]" (port 443 by default). A `?token=...` in
+  /// a ws URL is sent as is; prefer `token`. Over TLS the server's certificate must be signed
+  /// by a trusted CA (tls_ca_file, else the system's) and name HOST (a DNS name or an IP
+  /// address among its subject alternative names); HOST is also sent as SNI.
   std::string url;
+  /// TLS: the PEM file of the CA(s) that signed the server's certificate; empty: the system's
+  /// trusted CAs (/etc/ssl/certs).
+  std::string tls_ca_file;
+  /// TLS, mutual: this client's certificate and key (PEM), for a server started with
+  /// --tls-client-ca; both or neither.
+  std::string tls_cert_file;
+  std::string tls_key_file;
   /// Bearer token of the server (`gpustream serve --token FILE`); empty: none.
   std::string token;
   /// Filters (empty: everything); see the `subscribe` message in docs/protocol.md
@@ -127,7 +137,8 @@ struct RemoteCounters {
 
 class RemoteSubscriber {
  public:
-  /// Throws std::invalid_argument (message for the user) when options.url cannot be used.
+  /// Throws std::invalid_argument (message for the user) when options.url cannot be used, or
+  /// a TLS file (CA, client certificate or key) cannot be read.
   RemoteSubscriber(boost::asio::any_io_executor ex, RemoteSubscriberOptions options);
   ~RemoteSubscriber();
   RemoteSubscriber(const RemoteSubscriber&) = delete;

@@ -24,6 +24,7 @@
 // left. The destructor force-closes everything (it does not wait).
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -111,6 +112,29 @@ using ExtraRoutes =
 /// kFitMaxReplyBytes). Runs on the server's strand: thread-safe and quick.
 using FitSource = std::function<std::vector<FitEntry>(std::uint64_t bytes)>;
 
+/// TLS on the listeners (`--tls-cert`, `--tls-key`, `--tls-client-ca`): PEM files read at
+/// start() and by Server::reload_tls(). TLS 1.2 or newer only (docs/security.md, "TLS").
+struct TlsFiles {
+  std::string cert_file;  // the server's certificate, then its chain
+  std::string key_file;   // its private key (unencrypted PEM)
+  /// Mutual TLS: clients must present a certificate signed by a CA in this file; empty: no
+  /// client certificate asked for.
+  std::string client_ca_file;
+};
+
+/// The TLS handshake failures counted on the listeners, by reason (to_string: the `reason`
+/// label of gpustream_tls_handshake_failures_total).
+enum class TlsFailure : std::uint8_t {
+  plaintext,           // a plaintext client (an HTTP request, a JSON line) on a TLS listener
+  timeout,             // no complete handshake within limits.handshake_timeout
+  client_certificate,  // mutual TLS: no client certificate, or one not signed by the CA
+  protocol,            // no common TLS version or cipher, or a malformed handshake
+  peer_refused,        // the client refused the server's certificate (an alert)
+  closed,              // the client closed the connection during the handshake
+};
+inline constexpr std::size_t kTlsFailureReasons = 6;
+std::string_view to_string(TlsFailure f) noexcept;
+
 struct ServerOptions {
   /// HTTP + WebSocket listener; nullopt: none.
   std::optional<boost::asio::ip::tcp::endpoint> http{
@@ -126,6 +150,8 @@ struct ServerOptions {
   /// scrapes by host name).
   std::vector<std::string> allowed_hosts;
   ServerLimits limits;
+  /// TLS on both listeners (HTTP/WebSocket and TCP); nullopt: plaintext.
+  std::optional<TlsFiles> tls;
   /// The encoding cache: snapshots (sequences) the server keeps serialized for replays and
   /// the API, and the bytes all their encodings (plain and projected) may take together. The
   /// oldest sequence is evicted first when either is exceeded.
@@ -182,6 +208,13 @@ struct ServerCounters {
   std::uint64_t http_busy = 0;            // HTTP 503s: limits.http_response_bytes was in use
   std::uint64_t http_response_bytes = 0;  // gauge: bytes of HTTP responses being written
   std::uint64_t encoded_bytes_live = 0;   // gauge: shared messages alive, each counted once
+  bool tls = false;                       // the listeners speak TLS (the figures below count)
+  std::uint64_t tls_handshakes = 0;       // TLS handshakes completed
+  /// TLS handshakes failed, by TlsFailure (index: the enum's value).
+  std::array<std::uint64_t, kTlsFailureReasons> tls_handshake_failures{};
+  std::uint64_t tls_reloads = 0;               // reload_tls() calls that installed new files
+  std::uint64_t tls_reload_failures = 0;       // reload_tls() calls refused (old files kept)
+  std::int64_t tls_certificate_not_after = 0;  // gauge: Unix time the certificate expires
 };
 
 class ServerCore;
@@ -217,6 +250,13 @@ class Server {
   /// connections already authorized stay connected. False, and nothing changes, when the server
   /// has no token (adding one needs a restart) or `token` is empty. Any thread.
   bool set_token(std::string token);
+
+  /// Reads the TLS files again (ServerOptions::tls, or `files` when given) and uses them for
+  /// NEW connections; connections already open keep theirs. Returns an empty string when the
+  /// new files are in use, else why not (unreadable file, key not matching the certificate,
+  /// no TLS at start: adding TLS needs a restart) — the old certificate then stays. An expired
+  /// certificate is installed with a warning in the log. Any thread.
+  std::string reload_tls(const std::optional<TlsFiles>& files = std::nullopt);
 
  private:
   std::shared_ptr<ServerCore> core_;

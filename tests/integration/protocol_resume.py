@@ -9,7 +9,8 @@ from wire import LossLedger
 
 
 def latest_sequence(server):
-    return max(s["sequence"] for s in server.get_json("/api/v1/snapshot")["snapshots"])
+    """The newest snapshot's sequence; 0 before the first one (a server just started)."""
+    return max((s["sequence"] for s in server.get_json("/api/v1/snapshot")["snapshots"]), default=0)
 
 
 async def case_resume(server):

@@ -323,6 +323,8 @@ TEST(FleetViewNats, ARepublishedMessageIsRefused) {
     return refused(view, FleetRefusal::republished) > 0;
   })) << logs.text();
   EXPECT_FALSE(knows(view, "node-b"));
+  // Counted, then logged (on the view's worker): wait for the line, then it is there once.
+  EXPECT_TRUE(wait_for([&] { return logs.count("republished by the stream 'EVIL'") > 0; }));
   EXPECT_EQ(logs.count("republished by the stream 'EVIL'"), 1U) << logs.text();
   // node-b's own message, on its own subject, is taken.
   ASSERT_TRUE(wait_for([&] {
@@ -362,6 +364,9 @@ TEST(FleetViewNats, ABucketEntryNamingAnotherNodeThanItsKeyIsRefused) {
   EXPECT_EQ(refused(view, FleetRefusal::key_mismatch), 1U);
   EXPECT_EQ(refused(view, FleetRefusal::bad_key), 1U);
   EXPECT_EQ(refused(view, FleetRefusal::subject_mismatch), 0U);
+  EXPECT_TRUE(wait_for([&] {  // counted, then logged on the view's worker
+    return logs.count("(key_mismatch): its header names node 'node-b' (a bucket entry") > 0;
+  }));
   EXPECT_EQ(logs.count("(key_mismatch): its header names node 'node-b' (a bucket entry"), 1U)
       << logs.text();
 }

@@ -18,13 +18,13 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <sstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
-#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/sinks/base_sink.h>
 
 #include "gpustream/log.hpp"
 
@@ -131,11 +131,30 @@ class Server {
   pid_t pid_ = -1;
 };
 
-/// The library's log, captured while it lives.
-struct LogCapture {
-  LogCapture() : sink(std::make_shared<spdlog::sinks::ostream_sink_mt>(out)) {
-    logger()->sinks().push_back(sink);
+/// A sink that keeps what it is given, readable from any thread while others log.
+class CaptureSink : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  std::string text() {
+    std::lock_guard lock(mutex_);
+    return buf_;
   }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    spdlog::memory_buf_t formatted;
+    formatter_->format(msg, formatted);
+    buf_.append(formatted.data(), formatted.size());
+  }
+  void flush_() override {}
+
+ private:
+  std::string buf_;
+};
+
+/// The library's log, captured while it lives. count() and text() may be called while the
+/// view's threads log (a refusal is counted before its line is written: wait for the line).
+struct LogCapture {
+  LogCapture() : sink(std::make_shared<CaptureSink>()) { logger()->sinks().push_back(sink); }
   ~LogCapture() {
     auto& sinks = logger()->sinks();
     std::erase(sinks, std::static_pointer_cast<spdlog::sinks::sink>(sink));
@@ -143,15 +162,14 @@ struct LogCapture {
   LogCapture(const LogCapture&) = delete;
   LogCapture& operator=(const LogCapture&) = delete;
   std::size_t count(const std::string& needle) const {
-    const std::string text = out.str();
+    const std::string all = sink->text();
     std::size_t n = 0;
-    for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
+    for (auto pos = all.find(needle); pos != std::string::npos; pos = all.find(needle, pos + 1))
       ++n;
     return n;
   }
-  std::string text() const { return out.str(); }
-  std::ostringstream out;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink;
+  std::string text() const { return sink->text(); }
+  std::shared_ptr<CaptureSink> sink;
 };
 
 }  // namespace gpustream::transport::test::nats

@@ -375,8 +375,13 @@ std::vector<DeviceSample> parse_rocm_smi(std::string_view text) {
     if (auto uid = str({"unique id"}); !uid.empty()) d.attributes["unique_id"] = uid;
     auto& m = d.metrics;
     put(m, Metric::utilization_percent, num({"gpu use (%)"}), S);
+    // Memory activity: the share of time the memory controller was busy
+    // (rsmi_dev_memory_busy_percent_get), "GPU Memory Read/Write Activity (%)" from ROCm 6.2 and
+    // "GPU memory use (%)" before. ROCm 6.2's "GPU Memory Allocated (VRAM%)" is the share of
+    // VRAM allocated, not activity: it is not read (the byte figures below say the same exactly;
+    // where they are missing, so is the memory use).
     put(m, Metric::memory_utilization_percent,
-        num({"gpu memory allocated (vram%)", "gpu memory use (%)"}), S);
+        num({"gpu memory read/write activity (%)", "gpu memory use (%)"}), S);
     put(m, Metric::memory_total_bytes, num({"vram total memory (b)"}), S);
     put(m, Metric::memory_used_bytes, num({"vram total used memory (b)"}), S);
     put(m, Metric::temperature_celsius,

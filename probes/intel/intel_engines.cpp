@@ -30,8 +30,12 @@ double capacity_of(const drm::Fdinfo& info, const std::string& cls) {
                                                              : static_cast<double>(it->second);
 }
 
-std::uint64_t resident_sum(const drm::Fdinfo& info) {
+// A client's memory: the sum of its drm-resident-<region> keys (drm-total-<region> where the
+// driver prints no residency). Unknown (nullopt), never 0, when it prints neither: i915 before
+// its memory stats and xe builds without them print engines only.
+std::optional<std::uint64_t> client_memory(const drm::Fdinfo& info) {
   const auto& regions = info.resident_bytes.empty() ? info.total_bytes : info.resident_bytes;
+  if (regions.empty()) return std::nullopt;
   std::uint64_t sum = 0;
   for (const auto& [region, bytes] : regions) sum += bytes;
   return sum;
@@ -43,7 +47,8 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
     const std::vector<drm::Client>& clients, std::int64_t now_ns) {
   struct ProcAcc {
     std::string name;
-    std::uint64_t memory = 0;
+    std::optional<std::uint64_t> memory;  // summed over the clients that say
+    bool memory_unknown = false;          // a client printed no memory keys
     std::map<std::string, double> util;
     std::set<std::string> classes;
     bool any_seeded = false;
@@ -61,7 +66,10 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
     const Key key{c.pid, c.instance, pdev, c.info.client_id.value_or(0)};
     auto& proc = procs[pdev][c.pid];
     proc.name = c.comm;
-    proc.memory += resident_sum(c.info);
+    if (const auto bytes = client_memory(c.info))
+      proc.memory = proc.memory.value_or(0) + *bytes;
+    else
+      proc.memory_unknown = true;
     for (const auto& m : {c.info.engine_ns, c.info.cycles})
       for (const auto& [cls, v] : m) {
         proc.classes.insert(intel::engine_name(cls));
@@ -113,7 +121,8 @@ std::map<std::string, IntelEngineAccounting::DeviceUsage> IntelEngineAccounting:
       ProcessSample p;
       p.pid = pid;
       p.name = acc.name;
-      p.gpu_memory_bytes = acc.memory;
+      // A client without memory keys makes the sum unknown: part of it would understate.
+      if (!acc.memory_unknown) p.gpu_memory_bytes = acc.memory;
       std::optional<double> busiest;
       for (const auto& cls : acc.classes) {
         EngineSample e{cls, {}};

@@ -6,6 +6,9 @@
 // utilization = delta cycles / delta total cycles / capacity. A client seen for the first time
 // only seeds; a client that is gone contributes nothing; counters that went backwards (a reused
 // client id) seed again. Device utilization per class is the sum over clients, clamped to 100.
+// A process's memory is the sum of its clients' drm-resident-<region> (else drm-total-<region>)
+// keys; it is unset (unknown, never 0) when one of its clients prints no memory key at all (i915
+// before its memory stats).
 //
 // Thread safety: none; owned by the probe, used by one sample at a time.
 #pragma once

@@ -226,12 +226,6 @@ TEST(RocmSmiParse, EmptyOutputAndWarningOnlyAreErrors) {
   }
   EXPECT_THROW(parse_rocm_smi("WARNING: No JSON data to report\n"), std::runtime_error);
   EXPECT_THROW(parse_rocm_smi("{}"), std::runtime_error);
-  const auto renamed =
-      shared_fixture("amd_rocmsmi/rocmsmi1.4.1_showmemuse_json_2xRX6800_rocmsmilib_pr120.json");
-  if (renamed.empty()) return;
-  auto d = parse_rocm_smi(renamed);
-  ASSERT_EQ(d.size(), 2u);
-  EXPECT_EQ(d[1].metrics[Metric::memory_utilization_percent].value(), 0.0);
 }
 
 // A fake per probe, with the recorded outputs and a misbehaviour.
@@ -299,6 +293,12 @@ TEST_F(AmdCli, RocmSmiSample) {
   ASSERT_EQ(r.snapshot.devices.size(), 4u);
   EXPECT_EQ(r.snapshot.devices[2].id, "amd:0000:05:00.0");
   EXPECT_EQ(r.snapshot.devices[2].metrics[Metric::clock_graphics_mhz].value(), 2100.0);
+  // The recorded output is ROCm 6.2's: memory activity is "GPU Memory Read/Write Activity (%)"
+  // (2), never the allocated share "GPU Memory Allocated (VRAM%)" (4).
+  for (const auto& d : r.snapshot.devices) {
+    EXPECT_EQ(d.metrics[Metric::memory_utilization_percent].value(), 2.0) << d.id;
+    EXPECT_EQ(d.metrics[Metric::memory_used_bytes].value(), 1073741824.0) << d.id;
+  }
 }
 
 TEST_F(AmdCli, MisbehavingToolsGiveClearErrors) {

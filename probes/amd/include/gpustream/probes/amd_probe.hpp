@@ -263,7 +263,9 @@ std::shared_ptr<AmdSmiLibProbe> make_amd_smi_lib_probe(ProbeExecutors executors,
 // {"gpu_data":[...]} wrapper (amd-smi >= 26), process_list/process_info (6.2+), "N/A" anywhere,
 // text before the JSON, and "MB" that means MiB. rocm-smi --json: every value a string, renamed
 // keys, "(1700Mhz)" values, keys ending in ':', warning lines, and empty output with exit 0
-// (driver not loaded), which is an error.
+// (driver not loaded), which is an error. Memory activity is "GPU Memory Read/Write Activity
+// (%)" (ROCm 6.2+) or "GPU memory use (%)" (before); 6.2's "GPU Memory Allocated (VRAM%)" is
+// the share of VRAM allocated, not activity, and is not read.
 //
 // Per process, amd-smi's usage.<engine> busy times (cumulative ns) become engine percentages
 // between consecutive samples of the same (pid, device), timed by the snapshot's monotonic_ns

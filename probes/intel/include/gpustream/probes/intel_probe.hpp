@@ -14,7 +14,9 @@
 // `drm-engine-<class>` ns over wall time divided by capacity, xe `drm-cycles-<class>` over
 // `drm-total-cycles-<class>`. The first sample of a client only seeds; a client that vanishes or
 // whose counters go backwards contributes nothing (no negative values, no spikes). Memory per
-// process is the sum of drm-resident-* regions over its distinct clients. Output processes are
+// process is the sum of drm-resident-* regions (drm-total-* where no residency is printed) over
+// its distinct clients, and unknown (gpu_memory_bytes unset, never 0) when a client prints no
+// memory keys (i915 before its memory stats). Output processes are
 // sorted by pid; their name and host RSS come from the shared proc::ProcessTable
 // (<procfs>/<pid>/comm and statm).
 //

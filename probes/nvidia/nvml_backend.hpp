@@ -85,7 +85,8 @@ enum class Call : std::uint8_t {
   remapped_rows,
   nvlink_state,
   nvlink_fields,
-  power_fields,
+  power_fields,  // the nvmlDeviceGetFieldValues call for power
+  power_field,   // one power field's own return code (its failure logged once, apart)
   count_
 };
 

@@ -94,7 +94,7 @@ void NvmlBackend::sample_power(NvmlDevice& dev, DeviceSample& out,
           const auto v = f.nvml_return == nvml::kSuccess ? field_number(f) : std::nullopt;
           const auto frc = f.nvml_return == nvml::kSuccess ? nvml::kErrorUnknown : f.nvml_return;
           if (!v || *v < 0) {
-            record(dev, frc, Call::power_fields, "nvmlDeviceGetFieldValues (power field)", m,
+            record(dev, frc, Call::power_field, "nvmlDeviceGetFieldValues (power field)", m,
                    {metric}, errors);
             return false;
           }
@@ -104,6 +104,7 @@ void NvmlBackend::sample_power(NvmlDevice& dev, DeviceSample& out,
         have_instant = take(fields[0], Metric::power_watts);
         have_average = take(fields[1], Metric::power_average_watts);
         if (have_instant) out.power_kind = PowerKind::instant;
+        if (have_instant && have_average) succeeded(dev, Call::power_field);
         if (dev.lost) return;
         // A failed (not unknown) instantaneous field keeps its reason; only an unknown one
         // falls back to nvmlDeviceGetPowerUsage below.

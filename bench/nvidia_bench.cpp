@@ -14,6 +14,10 @@
 //   (c') (c) plus BM_ProcReadsByHand, the same per-sample statm reads done by hand (one pread
 //                        per process): the least a sampler that also reports the processes'
 //                        names and RSS can do.
+//   BM_NvidiaProbePowerFields  (a) on a driver that has NVML_FI_DEV_POWER_INSTANT/_AVERAGE
+//                        (R535+): per GPU one nvmlDeviceGetFieldValues call (two fields) in
+//                        place of nvmlDeviceGetPowerUsage; main() prints its ratio to (a), the
+//                        extra cost per sample of power as the driver means it;
 //   BM_RealProcfs        the kernel's side on a real procfs, 100 reads of this process's entry:
 //                        /0 open + read + close of status (the probe's old way), /1 pread of a
 //                        kept statm descriptor (its way now).
@@ -111,7 +115,8 @@ struct World {
     fs::remove_all(root, ec);
   }
   /// The fake NVML reads this at its next nvmlInit.
-  void scenario(long call_cost_ns) const {
+  /// power_fields: the driver answers NVML_FI_DEV_POWER_INSTANT/_AVERAGE (else NOT_SUPPORTED).
+  void scenario(long call_cost_ns, bool power_fields = false) const {
     std::string s = "devices=" + std::to_string(kGpus) + "\nprocess_stride=32\n" +
                     "call_cost_ns=" + std::to_string(call_cost_ns) + "\n";
     for (int g = 0; g < kGpus; ++g) {
@@ -122,7 +127,10 @@ struct World {
       }
       const auto dev = "device." + std::to_string(g) + ".";
       s += dev + "uuid=" + uuid_of(g) + "\n" + dev + "compute=" + compute + "\n" + dev +
-           "process_util=" + util + "\n";
+           "process_util=" + util + "\n" + dev + "architecture=9\n";
+      if (power_fields)
+        s += dev + "power_instant_mw=" + std::to_string(300000 + g) + "\n" + dev +
+             "power_average_mw=" + std::to_string(290000 + g) + "\n";
     }
     write(root / "scenario.txt", s);
   }
@@ -163,8 +171,8 @@ std::size_t process_count(const GpuSnapshot& s) {
   return n;
 }
 
-void BM_NvidiaProbe(benchmark::State& state) {
-  world().scenario(state.range(0));
+void run_probe(benchmark::State& state, bool power_fields) {
+  world().scenario(state.range(0), power_fields);
   boost::asio::io_context io;
   boost::asio::thread_pool pool(1);
   NvidiaProbeOptions o;
@@ -190,6 +198,11 @@ void BM_NvidiaProbe(benchmark::State& state) {
     state.SkipWithError("the probe did not see 8 GPUs and 100 processes");
     return;
   }
+  const auto kind = last.devices[0].power_kind;
+  if (kind != (power_fields ? PowerKind::instant : PowerKind::average)) {
+    state.SkipWithError("power did not come from the expected NVML call");
+    return;
+  }
   CpuClock cpu;
   for (auto _ : state) {
     sample();
@@ -199,6 +212,9 @@ void BM_NvidiaProbe(benchmark::State& state) {
   guard.reset();
   pool.join();
 }
+
+void BM_NvidiaProbe(benchmark::State& state) { run_probe(state, false); }
+void BM_NvidiaProbePowerFields(benchmark::State& state) { run_probe(state, true); }
 
 // The probe's own query (nvidia/smi_backend.hpp), so that the tool prints (and we parse) the same
 // columns.
@@ -410,6 +426,7 @@ void register_benchmarks() {
     return b;
   };
   add("BM_NvidiaProbe", BM_NvidiaProbe)->Arg(0)->Arg(2000);
+  add("BM_NvidiaProbePowerFields", BM_NvidiaProbePowerFields)->Arg(0)->Arg(2000);
   add("BM_NvidiaSmi", BM_NvidiaSmi);
   add("BM_NvmlFloor", BM_NvmlFloor)->Arg(0)->Arg(2000);
   add("BM_ProcReadsByHand", BM_ProcReadsByHand);
@@ -468,6 +485,12 @@ int main(int argc, char** argv) {
         "(a)/(c) = %.2fx, (a)/(c') = %.2fx\n",
         cost, probe, smi, floor, floor + proc, smi / probe, floor > 0 ? probe / floor : 0.0,
         floor > 0 ? probe / (floor + proc) : 0.0);
+    const double fields = reporter.value(std::string("BM_NvidiaProbePowerFields/") + cost);
+    if (fields > 0)
+      std::printf(
+          "NVML call cost %s ns: power fields (nvmlDeviceGetFieldValues) %.1f us vs plain "
+          "(nvmlDeviceGetPowerUsage) %.1f us per snapshot: ratio %.3f\n",
+          cost, fields, probe, fields / probe);
   }
   return 0;
 }

@@ -133,11 +133,29 @@ inline constexpr unsigned kNvLinkMaxLinks = 18;  // NVML_NVLINK_MAX_LINKS (12 be
 inline constexpr unsigned kFieldNvLinkThroughputDataTx =
     138;  // NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX
 inline constexpr unsigned kFieldNvLinkThroughputDataRx = 139;  // ..._DATA_RX (cumulative KiB)
-inline constexpr int kValueTypeDouble = 0;                     // nvmlValueType_t
+// Power through nvmlDeviceGetFieldValues (R535+), milliwatts: the driver's 1 s average (Ampere
+// and newer except GA100) and the instantaneous draw (every architecture).
+inline constexpr unsigned kFieldPowerAverage = 185;  // NVML_FI_DEV_POWER_AVERAGE
+inline constexpr unsigned kFieldPowerInstant = 186;  // NVML_FI_DEV_POWER_INSTANT
+inline constexpr int kValueTypeDouble = 0;           // nvmlValueType_t
 inline constexpr int kValueTypeUnsignedInt = 1;
 inline constexpr int kValueTypeUnsignedLong = 2;
 inline constexpr int kValueTypeUnsignedLongLong = 3;
 inline constexpr int kValueTypeSignedLongLong = 4;
+inline constexpr int kValueTypeSignedInt = 5;
+inline constexpr int kValueTypeUnsignedShort = 6;
+
+// nvmlDeviceArchitecture_t (an unsigned int) as nvmlDeviceGetArchitecture writes it.
+inline constexpr unsigned kArchKepler = 2;  // NVML_DEVICE_ARCH_KEPLER
+inline constexpr unsigned kArchMaxwell = 3;
+inline constexpr unsigned kArchPascal = 4;
+inline constexpr unsigned kArchVolta = 5;
+inline constexpr unsigned kArchTuring = 6;
+inline constexpr unsigned kArchAmpere = 7;
+inline constexpr unsigned kArchAda = 8;
+inline constexpr unsigned kArchHopper = 9;
+inline constexpr unsigned kArchBlackwell = 10;
+inline constexpr unsigned kArchUnknown = 0xffffffffU;  // NVML_DEVICE_ARCH_UNKNOWN
 
 union Value {  // nvmlValue_t, 8 bytes
   double d_val;
@@ -225,6 +243,7 @@ struct Api {
   RemappedRowsFn* remapped_rows = nullptr;
   NvLinkStateFn* nvlink_state = nullptr;
   FieldValuesFn* field_values = nullptr;
+  UintFn* architecture = nullptr;  // nvmlDeviceGetArchitecture (R470+)
   /// The MIG functions missing from the library ("" when all are there), for the log line.
   std::string mig_missing;
 

@@ -28,6 +28,7 @@ void Api::load_mig_and_health(const DynamicLibrary& lib) {
   remapped_rows = lib.optional<RemappedRowsFn>("nvmlDeviceGetRemappedRows");
   nvlink_state = lib.optional<NvLinkStateFn>("nvmlDeviceGetNvLinkState");
   field_values = lib.optional<FieldValuesFn>("nvmlDeviceGetFieldValues");
+  architecture = lib.optional<UintFn>("nvmlDeviceGetArchitecture");
 }
 
 }  // namespace gpustream::nvml

@@ -204,8 +204,16 @@ void NvmlBackend::enumerate() {
         dev.pci_bus_id = api_.pci_legacy ? c_string(pci.bus_id_legacy, sizeof pci.bus_id_legacy)
                                          : c_string(pci.bus_id, sizeof pci.bus_id);
         dev.pci_bus_id = nvidia::normalize_pci_bus_id(dev.pci_bus_id);
+        dev.pci_device_id = pci.pci_device_id;
       }
     }
+    dev.architecture.reset();
+    if (api_.architecture) {
+      unsigned arch = nvml::kArchUnknown;
+      if (api_.architecture(handle, &arch) == nvml::kSuccess && arch != nvml::kArchUnknown)
+        dev.architecture = arch;
+    }
+    dev.power_fields_unsupported = false;
     if (api_.memory_v2) {
       nvml::MemoryV2 m{};
       m.version = nvml::kMemoryV2Version;

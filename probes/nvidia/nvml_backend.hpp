@@ -85,8 +85,16 @@ enum class Call : std::uint8_t {
   remapped_rows,
   nvlink_state,
   nvlink_fields,
+  power_fields,  // the nvmlDeviceGetFieldValues call for power
+  power_field,   // one power field's own return code (its failure logged once, apart)
   count_
 };
+
+/// What nvmlDeviceGetPowerUsage means on a board (nvml_power.cpp): average on Ampere and newer
+/// except GA100, instant before Ampere and on GA100, nullopt when the architecture is unknown
+/// (or an Ampere board's PCI device id is: 0).
+std::optional<PowerKind> nvml_power_usage_kind(std::optional<unsigned> architecture,
+                                               unsigned pci_device_id);
 
 /// One GPU as NVML showed it at enumeration, plus what the backend carries between samples.
 struct NvmlDevice {
@@ -96,6 +104,14 @@ struct NvmlDevice {
   std::string pci_bus_id;
   int index = 0;
   std::optional<std::uint64_t> memory_total_bytes;
+  // What power_kind of nvmlDeviceGetPowerUsage depends on (nvml_power.cpp): the architecture
+  // (nvmlDeviceGetArchitecture; absent when unknown) and the PCI device id (nvmlPciInfo_t's
+  // pciDeviceId: device << 16 | vendor; 0 when unknown).
+  std::optional<unsigned> architecture;
+  unsigned pci_device_id = 0;
+  // The driver answered NOT_SUPPORTED for both power fields (a driver before R535): not asked
+  // again in this session.
+  bool power_fields_unsupported = false;
   // Valid while handle_generation equals the backend's session generation.
   nvml::Device handle = nullptr;
   std::uint64_t handle_generation = 0;
@@ -200,6 +216,8 @@ class NvmlBackend {
   /// PCIe throughput and link, NVLink throughput, ECC counters, retired pages, remapped rows
   /// (nvml_health.cpp).
   void sample_health(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
+  /// power_watts, power_average_watts and power_kind (nvml_power.cpp).
+  void sample_power(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
   /// MIG mode of snap.devices[at] (the physical GPU `dev`); when on, appends one device per
   /// MIG instance to the snapshot (nvml_mig.cpp).
   void sample_mig(NvmlDevice& dev, std::size_t at, GpuSnapshot& snap);

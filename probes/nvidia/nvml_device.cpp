@@ -103,11 +103,7 @@ void NvmlBackend::sample_device(NvmlDevice& dev, DeviceSample& out,
   }
   if (dev.lost) return;
 
-  if (!absent_without(api_.power_usage != nullptr, {Metric::power_watts})) {
-    unsigned mw = 0;
-    if (ok(api_.power_usage(h, &mw), Call::power, "nvmlDeviceGetPowerUsage", {Metric::power_watts}))
-      m.set(Metric::power_watts, mw / 1000.0, Source::nvml);
-  }
+  sample_power(dev, out, errors);
   if (dev.lost) return;
 
   if (!absent_without(api_.power_limit != nullptr, {Metric::power_limit_watts})) {

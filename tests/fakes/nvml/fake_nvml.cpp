@@ -247,6 +247,7 @@ static void fill_pci(const fake_nvml::Device& d, nvmlPciInfo_t* pci) {
   std::memset(pci, 0, sizeof *pci);
   std::snprintf(pci->busId, sizeof pci->busId, "%s", d.pci.c_str());
   std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%s", d.pci.c_str() + 4);
+  pci->pciDeviceId = d.pci_device_id;
 }
 #if FULL
 EXPORT nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t* pci) {

@@ -1,6 +1,10 @@
 // The fake NVML's interconnect and health functions (signatures and nvmlFieldValue_t as in
 // nvml.h): PCIe throughput and link, ECC counters, retired pages, remapped rows, NVLink state and
-// the NVLink data counters through nvmlDeviceGetFieldValues. Not exported by the legacy variant.
+// the NVLink data counters and the power fields (NVML_FI_DEV_POWER_INSTANT/_AVERAGE) through
+// nvmlDeviceGetFieldValues, and nvmlDeviceGetArchitecture. Not exported by the legacy variant.
+#include <cmath>
+#include <string>
+
 #include "fake_nvml_state.hpp"
 
 #ifndef FAKE_NVML_VARIANT
@@ -115,6 +119,21 @@ EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count,
     auto& v = values[i];
     v.timestamp = 1000;
     v.latencyUsec = 0;
+    ++c.st.counts["field." + std::to_string(v.fieldId)];
+    if (v.fieldId == 185 || v.fieldId == 186) {  // NVML_FI_DEV_POWER_AVERAGE / _INSTANT
+      const auto& mw = v.fieldId == 186 ? d->power_instant_mw : d->power_average_mw;
+      if (!mw) {
+        v.nvmlReturn = kNotSupported;
+        continue;
+      }
+      v.nvmlReturn = kOk;
+      v.valueType = 1;  // NVML_VALUE_TYPE_UNSIGNED_INT, as the driver answers power fields
+      v.value.uiVal =
+          v.fieldId == 186 && d->power_curve
+              ? static_cast<unsigned>(std::lround(d->power_curve->power_mw(c.st.time_ns)))
+              : *mw;
+      continue;
+    }
     v.valueType = 3;  // NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
     const bool link_ok = v.scopeId < d->health.nvlinks;
     if ((v.fieldId != 138 && v.fieldId != 139) || !link_ok) {
@@ -124,6 +143,14 @@ EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int count,
     v.nvmlReturn = kOk;
     v.value.ullVal = v.fieldId == 139 ? d->health.nvlink_rx_kib : d->health.nvlink_tx_kib;
   }
+  return kOk;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetArchitecture(nvmlDevice_t device, unsigned* arch) {
+  DEVICE_CALL("nvmlDeviceGetArchitecture");
+  if (!arch) return kInvalid;
+  if (!d->architecture) return kNotSupported;
+  *arch = *d->architecture;  // nvmlDeviceArchitecture_t is an unsigned int
   return kOk;
 }
 

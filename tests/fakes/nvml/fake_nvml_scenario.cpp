@@ -104,6 +104,14 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
     d.*(it2->second) = std::stoull(v);
   } else if (key == "clock_reasons") {
     d.clock_reasons = std::stoull(v, nullptr, 0);
+  } else if (key == "architecture") {
+    d.architecture = static_cast<unsigned>(std::stoul(v));
+  } else if (key == "pci_device_id") {
+    d.pci_device_id = static_cast<unsigned>(std::stoul(v, nullptr, 0));
+  } else if (key == "power_instant_mw") {
+    d.power_instant_mw = static_cast<unsigned>(std::stoul(v));
+  } else if (key == "power_average_mw") {
+    d.power_average_mw = static_cast<unsigned>(std::stoul(v));
   } else if (key == "supported_events") {
     d.supported_events = std::stoull(v, nullptr, 0);
   } else if (key == "uuid") {

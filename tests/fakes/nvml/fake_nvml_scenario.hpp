@@ -37,7 +37,15 @@
 //                              lost_after=N (after N calls on it in one session: GPU_IS_LOST),
 //                              power_curve=BASE_MW:AMPLITUDE_MW:PERIOD_MS (below),
 //                              supported_events=MASK (nvmlEventType bits; default 0x9F: ECC
-//                              single/double, PState, Xid, clock, power source)
+//                              single/double, PState, Xid, clock, power source),
+//                              architecture=N (nvmlDeviceArchitecture_t: 5 Volta, 7 Ampere,
+//                              8 Ada, 9 Hopper...; unset: nvmlDeviceGetArchitecture answers
+//                              NOT_SUPPORTED), pci_device_id=0xDDDD10DE (nvmlPciInfo_t's
+//                              pciDeviceId; default 0),
+//                              power_instant_mw=N, power_average_mw=N (the fields
+//                              NVML_FI_DEV_POWER_INSTANT 186 / NVML_FI_DEV_POWER_AVERAGE 185 of
+//                              nvmlDeviceGetFieldValues; unset: that field answers NOT_SUPPORTED;
+//                              with a power_curve the instantaneous field follows P(t))
 //
 // A known power curve (power_curve): the device draws P(t) = BASE + AMPLITUDE * sin(2π t /
 // PERIOD) mW, t the fake's own time, set by the test with gpustreamFakeNvmlSetTimeNs(ns) (0
@@ -109,6 +117,8 @@ struct Device {
   std::map<std::string, int> fail;  // function -> return code
   std::optional<long> lost_after;
   std::optional<PowerCurve> power_curve;
+  std::optional<unsigned> architecture, power_instant_mw, power_average_mw;
+  unsigned pci_device_id = 0;
   // MIG: -1 the GPU has no MIG (NOT_SUPPORTED), 0 off, 1 on; pending -1: as current.
   int mig_mode = -1, mig_pending = -1;
   unsigned max_mig = 7;

@@ -63,7 +63,15 @@ constexpr std::array<std::string_view, kMetricCount> kMetrics{"utilization_perce
                                                               "remapped_rows_corrected",
                                                               "remapped_rows_uncorrected",
                                                               "remapped_rows_pending",
-                                                              "remapped_rows_failed"};
+                                                              "remapped_rows_failed",
+                                                              "graphics_activity_percent",
+                                                              "sm_activity_percent",
+                                                              "sm_occupancy_percent",
+                                                              "tensor_activity_percent",
+                                                              "dram_activity_percent",
+                                                              "fp64_activity_percent",
+                                                              "fp32_activity_percent",
+                                                              "fp16_activity_percent"};
 constexpr std::array<std::string_view, 2> kEnergyKinds{"counter", "integrated"};
 constexpr std::array<std::string_view, 3> kPowerStates{"unknown", "active", "suspended"};
 constexpr std::array<std::string_view, 2> kPowerKinds{"instant", "average"};
@@ -175,7 +183,7 @@ std::size_t heap_of(const ProcessSample& p) noexcept {
 std::size_t heap_of(const DeviceSample& d) noexcept {
   std::size_t n = heap_of(d.id) + heap_of(d.name) + heap_of(d.pci_bus_id) +
                   buffer_of(d.throttle_reasons) + heap_of(d.engines) + buffer_of(d.processes) +
-                  map_heap_of(d.attributes);
+                  map_heap_of(d.attributes) + buffer_of(d.power_samples);
   n += heap_of(d.parent) + (d.mig ? heap_of(d.mig->profile) : 0);
   for (const auto& t : d.throttle_reasons) n += heap_of(t);
   for (const auto& p : d.processes) n += heap_of(p);

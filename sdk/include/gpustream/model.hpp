@@ -95,9 +95,21 @@ enum class Metric : std::uint8_t {
   remapped_rows_uncorrected,  // rows remapped after uncorrectable errors (count)
   remapped_rows_pending,      // 1: a remapping waits for a GPU reset, else 0
   remapped_rows_failed,       // 1: a remapping failed (the device needs service), else 0
+  // Activity that means work (docs/probes.md, "Activity"): profiling-grade figures over the
+  // interval between two samples (NVML GPM on Hopper and newer; AMD gpu_metrics where it carries
+  // the same meaning); absent `unsupported` elsewhere. Unlike utilization_percent (the share of
+  // time any kernel ran), they say how much of the hardware the work kept busy.
+  graphics_activity_percent,  // graphics/compute engine active (DCGM GR_ENGINE_ACTIVE)
+  sm_activity_percent,        // SMs with at least one warp resident, averaged over all SMs
+  sm_occupancy_percent,       // resident warps over the SMs' maximum, averaged over all SMs
+  tensor_activity_percent,    // tensor (HMMA/IMMA) pipes active
+  dram_activity_percent,      // device memory interface busy sending or receiving
+  fp64_activity_percent,      // FP64 pipe active
+  fp32_activity_percent,      // FP32 (FMA) pipe active
+  fp16_activity_percent,      // FP16 pipe active
 };
 inline constexpr std::size_t kMetricCount =
-    static_cast<std::size_t>(Metric::remapped_rows_failed) + 1;
+    static_cast<std::size_t>(Metric::fp16_activity_percent) + 1;
 
 /// How an energy value was obtained.
 enum class EnergyKind : std::uint8_t { counter, integrated };
@@ -210,7 +222,6 @@ struct EngineSample {
   friend bool operator==(const EngineSample&, const EngineSample&) = default;
 };
 
-/// A process using a device.
 /// The container a process runs in, from its /proc/<pid>/cgroup (docs/protocol.md,
 /// "Containers"). Empty strings are unknown parts.
 struct ProcessContainer {
@@ -260,6 +271,14 @@ struct MigIdentity {
   friend bool operator==(const MigIdentity&, const MigIdentity&) = default;
 };
 
+/// One power reading the driver took itself (NVML's power sample ring), on the steady clock of
+/// GpuSnapshot::monotonic_ns.
+struct PowerSample {
+  std::int64_t monotonic_ns = 0;
+  double watts = 0;
+  friend bool operator==(const PowerSample&, const PowerSample&) = default;
+};
+
 /// What one probe saw of one device.
 struct DeviceSample {
   /// Stable id: vendor UUID where there is one, else PCI bus id, else probe-defined.
@@ -273,6 +292,12 @@ struct DeviceSample {
   /// Set when metrics[power_watts] has a value and the probe knows its kind; `average` says the
   /// figure is the driver's average (the source had no instantaneous one).
   std::optional<PowerKind> power_kind;
+  /// The driver's own power readings taken since this probe's previous snapshot of the device
+  /// and up to this one, oldest first, strictly increasing monotonic_ns, none after this
+  /// snapshot's monotonic_ns. Empty when the source keeps no such record (or it failed: an error
+  /// in GpuSnapshot::errors says why). Windows integrate energy from them
+  /// (gpustream/measurement.hpp).
+  std::vector<PowerSample> power_samples;
   PowerState power_state = PowerState::unknown;
   std::vector<std::string> throttle_reasons;
   /// Set when the probe tried to read why the clocks are held down and could not (`unsupported`,

@@ -167,6 +167,23 @@ constexpr std::array<DeviceFamily, kMetricCount> kDeviceFamilies{{
      "1 when a row remapping waits for a GPU reset."},
     {Metric::remapped_rows_failed, "gpustream_gpu_remapped_rows_failed", "gauge", 1, 1,
      "1 when a row remapping failed (the device needs service)."},
+    {Metric::graphics_activity_percent, "gpustream_gpu_graphics_activity_ratio", "gauge", 1, 100,
+     "Fraction of time the graphics/compute engine was active (0..1; NVML GPM, AMD gpu_metrics)."},
+    {Metric::sm_activity_percent, "gpustream_gpu_sm_activity_ratio", "gauge", 1, 100,
+     "Fraction of SMs with at least one warp resident, averaged over the interval (0..1; NVML "
+     "GPM)."},
+    {Metric::sm_occupancy_percent, "gpustream_gpu_sm_occupancy_ratio", "gauge", 1, 100,
+     "Resident warps over the SMs' maximum, averaged over the interval (0..1; NVML GPM)."},
+    {Metric::tensor_activity_percent, "gpustream_gpu_tensor_activity_ratio", "gauge", 1, 100,
+     "Fraction of time the tensor pipes were active (0..1; NVML GPM)."},
+    {Metric::dram_activity_percent, "gpustream_gpu_dram_activity_ratio", "gauge", 1, 100,
+     "Fraction of time the device memory interface was busy (0..1; NVML GPM, AMD gpu_metrics)."},
+    {Metric::fp64_activity_percent, "gpustream_gpu_fp64_activity_ratio", "gauge", 1, 100,
+     "Fraction of time the FP64 pipe was active (0..1; NVML GPM)."},
+    {Metric::fp32_activity_percent, "gpustream_gpu_fp32_activity_ratio", "gauge", 1, 100,
+     "Fraction of time the FP32 pipe was active (0..1; NVML GPM)."},
+    {Metric::fp16_activity_percent, "gpustream_gpu_fp16_activity_ratio", "gauge", 1, 100,
+     "Fraction of time the FP16 pipe was active (0..1; NVML GPM)."},
 }};
 
 /// Every metric has its row, in Metric order (fam[] is indexed by it).

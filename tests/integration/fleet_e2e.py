@@ -12,12 +12,11 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_helper import Server, fail, free_port, require_executable  # noqa: E402
-from nats_fleet import NATS_SERVER, wait_for_port  # noqa: E402
+from serve_helper import (Server, fail, fleet_states, free_port, http_get,  # noqa: E402
+                          require_executable, wait_until)
+from nats_helper import NATS_SERVER, start_nats, stop_nats  # noqa: E402
 from nats_raw import RawNats, create_kv_bucket  # noqa: E402
 
 TOKEN = "fleet-test-token-0123456789"
@@ -25,16 +24,9 @@ NODES = ["rack1-n1", "rack1-n2", "rack2-n3"]
 
 
 def get(server, path, token=True, host=None):
+    """GET with the token in the query string (as a browser's dashboard sends it)."""
     sep = "&" if "?" in path else "?"
-    url = f"http://{server.http}{path}" + (f"{sep}token={TOKEN}" if token else "")
-    req = urllib.request.Request(url)
-    if host:
-        req.add_header("Host", host)
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
+    return http_get(server.http, path + (f"{sep}token={TOKEN}" if token else ""), host=host)
 
 
 def get_json(server, path):
@@ -45,7 +37,7 @@ def get_json(server, path):
 
 
 def states(server):
-    return {n["node"]: n["state"] for n in get_json(server, "/api/v1/nodes")["nodes"]}
+    return fleet_states(server.http, token=TOKEN)
 
 
 def tcp_fit(server, requests):
@@ -70,16 +62,6 @@ def tcp_fit(server, requests):
     return answers
 
 
-def wait_until(what, predicate, timeout=30.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    fail(f"timed out waiting for {what}")
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--gpustream", required=True)
@@ -87,12 +69,10 @@ def main():
     require_executable(NATS_SERVER, "nats-server")
     port = free_port()
     store = tempfile.mkdtemp(prefix="gpustream-js-")
-    nats = subprocess.Popen([NATS_SERVER, "-js", "-sd", store, "-a", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    nats = start_nats(port, store)
     agents = {}
     fleets = []
     try:
-        wait_for_port(port, nats)
         url = f"nats://127.0.0.1:{port}"
         token_file = os.path.join(store, "token")
         with open(token_file, "w") as f:
@@ -272,8 +252,7 @@ def main():
                     proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
                     proc.kill()
-        nats.kill()
-        nats.wait()
+        stop_nats(nats)
         subprocess.run(["rm", "-rf", store])
 
 

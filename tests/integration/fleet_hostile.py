@@ -17,7 +17,6 @@ within its stale bound, and its snapshot is current (never the forged one). At t
 fleet's CPU and RSS stayed within the stated bounds, /metrics counts each refusal with its
 reason. Exit 0 on success, 1 with a FAIL line otherwise."""
 import argparse
-import http.client
 import json
 import os
 import random
@@ -30,8 +29,9 @@ import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_helper import Server, fail, free_port, require_executable  # noqa: E402
-from nats_fleet import NATS_SERVER, wait_for_port  # noqa: E402
+from serve_helper import (Server, fail, free_port, http_get, http_ok,  # noqa: E402
+                          require_executable)
+from nats_helper import NATS_SERVER, start_nats  # noqa: E402
 from nats_raw import RawNats, create_kv_bucket  # noqa: E402
 
 STALE_S = 2.0
@@ -85,17 +85,6 @@ def proc_rss_mib(pid):
     return 0.0
 
 
-def http_get(addr, path, timeout=5.0):
-    host, port = addr.rsplit(":", 1)
-    c = http.client.HTTPConnection(host, int(port), timeout=timeout)
-    try:
-        c.request("GET", path)
-        r = c.getresponse()
-        return r.status, r.read()
-    finally:
-        c.close()
-
-
 class Monitor(threading.Thread):
     """Samples the fleet every 0.2 s from its own thread while the attacks run."""
 
@@ -126,9 +115,9 @@ class Monitor(threading.Thread):
             if took > HEALTHZ_BOUND_S:
                 self.problem(f"/healthz took {took * 1000:.0f} ms")
             try:
-                _, body = http_get(self.fleet.http, "/api/v1/nodes")
+                _, body = http_get(self.fleet.http, "/api/v1/nodes", timeout=5)
                 nodes = {n["node"]: n for n in json.loads(body)["nodes"]}
-                _, body = http_get(self.fleet.http, "/api/v1/snapshot?node=good")
+                _, body = http_get(self.fleet.http, "/api/v1/snapshot?node=good", timeout=5)
                 snaps = json.loads(body)["snapshots"]
             except (OSError, ValueError, KeyError) as e:
                 self.problem(f"the fleet API: {e}")
@@ -282,12 +271,11 @@ def main():
     require_executable(NATS_SERVER, "nats-server")
     port = free_port()
     store = tempfile.mkdtemp(prefix="gpustream-hostile-js-")
-    nats = subprocess.Popen([NATS_SERVER, "-js", "-sd", store, "-a", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    nats = None
     agent = None
     fleet = None
     try:
-        wait_for_port(port, nats)
+        nats = start_nats(port, store)
         url = f"nats://127.0.0.1:{port}"
         watcher = RawNats(port)
         # The bucket, as an admin (or a fleet view) creates it: an agent never does (#28).
@@ -344,7 +332,6 @@ def main():
         monitor.start()
         sent = {}
         rounds = 0
-        flood_next = 0
         while time.monotonic() - t0 < args.duration:
             rounds += 1
             for name, attack in (
@@ -386,8 +373,7 @@ def main():
         if rss > args.rss_budget_mib:
             fail(f"the fleet's RSS is {rss:.0f} MiB (budget {args.rss_budget_mib:.0f} MiB)")
 
-        status, body = http_get(fleet.http, "/metrics")
-        text = body.decode()
+        text = http_ok(fleet.http, "/metrics")
         refused = metric_values(text, "gpustream_fleet_messages_refused_total")
         print("refused:", {k: v for k, v in refused.items() if v}, flush=True)
         for reason in ("subject_mismatch", "node_table_full"):

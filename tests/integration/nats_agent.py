@@ -16,54 +16,18 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_helper import fail, free_port, require_executable  # noqa: E402
-from nats_fleet import NATS_SERVER, wait_for_port  # noqa: E402
+from serve_helper import (Proc, fail, free_port, http_get, require_executable,  # noqa: E402
+                          scrape, wait_until, write_secret)
+from nats_helper import NATS_SERVER, start_nats, start_nats_config  # noqa: E402
 from nats_raw import RawNats, create_kv_bucket  # noqa: E402
-from nats_auth import Proc, write_secret  # noqa: E402
 
 TOKEN = "tok-agent-3e9d1c"
 
 
-def get(addr, path, token=False):
-    """(status, body) of GET http://addr/path."""
-    req = urllib.request.Request(f"http://{addr}{path}")
-    if token:
-        req.add_header("Authorization", f"Bearer {TOKEN}")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
 def metric(addr, name):
-    status, text = get(addr, "/metrics", token=True)
-    if status != 200:
-        fail(f"/metrics with the token: {status} {text}")
-    for line in text.splitlines():
-        if line.startswith(name + " "):
-            return float(line.split()[1])
-    fail(f"no {name} on /metrics:\n{text}")
-
-
-def wait_until(what, predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            fail(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def start_nats(port, store):
-    proc = subprocess.Popen([NATS_SERVER, "-js", "-sd", store, "-a", "127.0.0.1",
-                             "-p", str(port)], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    wait_for_port(port, proc)
-    return proc
+    return scrape(addr, name, token=TOKEN, required=True)
 
 
 def create_bucket(port):
@@ -103,17 +67,17 @@ def main():
         procs.append(agent)
         addr = agent.wait_line("the health listener", "listening http ").split()[2]
         agent.wait_line("the agent connects", "NATS: connected to")
-        status, body = get(addr, "/healthz")
+        status, body = http_get(addr, "/healthz")
         if status != 200:
             fail(f"/healthz while connected: {status} {body}")
-        status, _ = get(addr, "/metrics")
+        status, _ = http_get(addr, "/metrics")
         if status != 401:
             fail(f"/metrics without the token: {status}, expected 401")
         wait_until("gpustream_nats_connected 1",
                    lambda: metric(addr, "gpustream_nats_connected") == 1)
         wait_until("a put in the bucket", lambda: metric(addr, "gpustream_nats_kv_puts_total") > 0)
         for path in ("/", "/api/v1/stats", "/api/v1/snapshot", "/api/v1/fit?bytes=1", "/ws"):
-            status, _ = get(addr, path, token=True)
+            status, _ = http_get(addr, path, token=TOKEN)
             if status != 404:
                 fail(f"the health listener answers {path} with {status}, expected 404")
         print("health listener:", addr, "/healthz 200, /metrics 401 without the token, "
@@ -123,8 +87,8 @@ def main():
         servers[0].send_signal(signal.SIGKILL)
         servers[0].wait()
         agent.wait_line("the agent says it lost NATS", "NATS: lost the connection to")
-        wait_until("/healthz 503", lambda: get(addr, "/healthz")[0] == 503, timeout=10)
-        status, body = get(addr, "/healthz")
+        wait_until("/healthz 503", lambda: http_get(addr, "/healthz")[0] == 503, timeout=10)
+        status, body = http_get(addr, "/healthz")
         if "NATS disconnected for" not in body:
             fail(f"/healthz 503 does not say why: {body}")
         print("while NATS is away:", status, body.strip(), flush=True)
@@ -135,7 +99,7 @@ def main():
         # The server back on the same port, with an empty store: no bucket.
         servers.append(start_nats(port, os.path.join(folder, "js2")))
         agent.wait_line("the agent says it is back", "NATS: reconnected to")
-        wait_until("/healthz 200 again", lambda: get(addr, "/healthz")[0] == 200)
+        wait_until("/healthz 200 again", lambda: http_get(addr, "/healthz")[0] == 200)
         watcher = RawNats(port)
         watcher.subscribe("gpustream.a1.>")
         subject, _ = watcher.next_message(timeout=10)
@@ -165,7 +129,7 @@ def main():
         listening.wait_line("the agent connects", "NATS: connected to")
 
         def stats_nats():
-            return json.loads(get(addr2, "/api/v1/stats")[1]).get("nats", {})
+            return json.loads(http_get(addr2, "/api/v1/stats")[1]).get("nats", {})
         wait_until("/api/v1/stats nats.published", lambda: stats_nats().get("published", 0) > 0)
         s = stats_nats()
         if s.get("connected") is not True or "kv_write_failures" not in s:
@@ -176,15 +140,11 @@ def main():
         # with the new one), the agent refused, the new password written to its file, SIGHUP:
         # connected again, with the new one.
         auth_port = free_port()
-        conf = os.path.join(folder, "auth.conf")
 
         def auth_server(password):
-            with open(conf, "w") as f:
-                f.write(f"listen: 127.0.0.1:{auth_port}\n"
-                        f'authorization {{ users = [ {{ user: a3, password: "{password}" }} ] }}\n')
-            proc = subprocess.Popen([NATS_SERVER, "-c", conf], stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
-            wait_for_port(auth_port, proc)
+            proc, _ = start_nats_config(
+                folder, "auth",
+                f'authorization {{ users = [ {{ user: a3, password: "{password}" }} ] }}', auth_port)
             servers.append(proc)
             return proc
 

@@ -18,13 +18,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_helper import fail, free_port, require_executable  # noqa: E402
-from nats_fleet import NATS_SERVER, wait_for_port  # noqa: E402
+from serve_helper import Proc, fail, fleet_states, require_executable, write_secret  # noqa: E402
+from nats_helper import NATS_SERVER  # noqa: E402
+from nats_helper import start_nats_config as start_nats  # noqa: E402
 
 OPENSSL = "/usr/bin/openssl"
 PASSWORD = "pw-Secret-4f9a2c7e"  # never on a command line nor in a log
@@ -141,65 +140,6 @@ def make_ca_and_server_cert(folder, name):
     return ca, cert, key
 
 
-def write_secret(folder, name, value):
-    path = os.path.join(folder, name)
-    with open(path, "w") as f:
-        f.write(value + "\n")
-    os.chmod(path, 0o600)
-    return path
-
-
-class Proc:
-    """A gpustream child process; its stdout and stderr lines collected in the background."""
-
-    def __init__(self, args):
-        print("starting:", " ".join(args), flush=True)
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     text=True)
-        self.lines = []
-        threading.Thread(target=self._collect, daemon=True).start()
-
-    def _collect(self):
-        for line in self.proc.stdout:
-            self.lines.append(line)
-
-    def text(self):
-        return "".join(self.lines)
-
-    def wait_line(self, what, needle, timeout=20.0):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for line in list(self.lines):
-                if needle in line:
-                    return line
-            if self.proc.poll() is not None and needle not in self.text():
-                break
-            time.sleep(0.05)
-        self.stop()
-        fail(f"no line with {needle!r} ({what}); exit {self.proc.poll()}; output:\n{self.text()}")
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-        return self.proc.returncode
-
-
-def start_nats(folder, name, body):
-    port = free_port()
-    conf = os.path.join(folder, f"{name}.conf")
-    with open(conf, "w") as f:
-        f.write(f"listen: 127.0.0.1:{port}\n{body}\n")
-    proc = subprocess.Popen([NATS_SERVER, "-c", conf], stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    wait_for_port(port, proc)
-    return proc, port
-
-
 def agent(gpustream, url, node, *auth):
     return Proc([gpustream, "serve", "--listen", "off", "--nats", url, "--node", node,
                  "--simulate", "1", "--probes", "simulated", "--interval", "0.2",
@@ -213,9 +153,7 @@ def fleet(gpustream, url, *auth):
 
 def fleet_nodes(f):
     line = f.wait_line("the fleet listens", "listening http ")
-    addr = line.split()[2]
-    with urllib.request.urlopen(f"http://{addr}/api/v1/nodes", timeout=10) as r:
-        return {n["node"]: n["state"] for n in json.loads(r.read())["nodes"]}
+    return fleet_states(line.split()[2])
 
 
 def wait_nodes(f, want, timeout=20.0):

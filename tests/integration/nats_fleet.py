@@ -3,28 +3,12 @@ fleet_subscriber example receiving the snapshots on gpustream.<host>.<probe>; th
 stops cleanly on SIGTERM. Exit 0 on success, 1 with a FAIL line otherwise."""
 import argparse
 import os
-import socket
 import subprocess
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_helper import Server, fail, free_port, require_executable  # noqa: E402
-
-NATS_SERVER = "/usr/sbin/nats-server"
-
-
-def wait_for_port(port, proc, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            fail(f"nats-server exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    fail("nats-server did not accept connections within 20 s")
+from nats_helper import NATS_SERVER, start_nats, stop_nats  # noqa: E402
 
 
 def parts_node(subject):
@@ -38,11 +22,9 @@ def main():
     args = p.parse_args()
     require_executable(NATS_SERVER, "nats-server")
     port = free_port()
-    nats = subprocess.Popen([NATS_SERVER, "-a", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    nats = start_nats(port)
     server = None
     try:
-        wait_for_port(port, nats)
         url = f"nats://127.0.0.1:{port}"
         # NATS does not replay: the subscriber counts the first 6 snapshots after it subscribed,
         # whenever that is (the server publishes every 0.2 s).
@@ -82,8 +64,7 @@ def main():
     finally:
         if server is not None:
             server.kill()
-        nats.kill()
-        nats.wait()
+        stop_nats(nats)
 
 
 if __name__ == "__main__":

@@ -16,14 +16,13 @@ import shutil
 import sys
 import tempfile
 import time
-import urllib.request
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_helper import fail, require_executable  # noqa: E402
-from nats_fleet import NATS_SERVER  # noqa: E402
+from serve_helper import Proc, fail, http_ok, require_executable, write_secret  # noqa: E402
+from nats_helper import NATS_SERVER  # noqa: E402
+from nats_helper import start_nats_config as start_nats  # noqa: E402
 from nats_raw import RawNats, create_kv_bucket  # noqa: E402
-from nats_auth import Proc, start_nats, write_secret  # noqa: E402
 
 BUCKET = "gpustream_nodes"
 PASSWORDS = {"node1": "pw-node1-5b7e", "node2": "pw-node2-c41d", "fleet": "pw-fleet-0a93",
@@ -52,13 +51,7 @@ def server_config(store):
 
 
 def http_json(addr, path):
-    with urllib.request.urlopen(f"http://{addr}{path}", timeout=10) as r:
-        return json.loads(r.read())
-
-
-def http_text(addr, path):
-    with urllib.request.urlopen(f"http://{addr}{path}", timeout=10) as r:
-        return r.read().decode()
+    return json.loads(http_ok(addr, path))
 
 
 def devices_by_node(addr):
@@ -67,7 +60,7 @@ def devices_by_node(addr):
 
 
 def refused(addr, reason):
-    for line in http_text(addr, "/metrics").splitlines():
+    for line in http_ok(addr, "/metrics").splitlines():
         if line.startswith("gpustream_fleet_messages_refused_total{") and \
                 f'reason="{reason}"' in line:
             return float(line.rsplit(" ", 1)[1])

@@ -12,7 +12,6 @@ from nats-server's monitoring port). Exit 0 on success, 1 with a FAIL line other
 import argparse
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -21,8 +20,9 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_helper import Server, fail, free_port, require_executable  # noqa: E402
-from nats_fleet import NATS_SERVER, wait_for_port  # noqa: E402
+from serve_helper import (Server, fail, fleet_states, free_port, require_executable,  # noqa: E402
+                          scrape, wait_until)
+from nats_helper import NATS_SERVER, start_nats  # noqa: E402
 
 NODES = ["rack1-n1", "rack1-n2", "rack2-n3", "rack2-n4"]
 NEW_VIEW_BOUND_S = 2.0
@@ -30,40 +30,12 @@ AGENT_PUT_BOUND_S = 5.0
 BUCKET_STREAM = "KV_gpustream_nodes"
 
 
-def http_get(server, path):
-    with urllib.request.urlopen(f"http://{server.http}{path}", timeout=10) as r:
-        return r.read().decode()
-
-
 def states(server):
-    return {n["node"]: n["state"] for n in json.loads(http_get(server, "/api/v1/nodes"))["nodes"]}
+    return fleet_states(server.http)
 
 
 def metric(server, name):
-    m = re.search(r"^" + re.escape(name) + r" (\S+)$", http_get(server, "/metrics"), re.M)
-    return float(m.group(1)) if m else None
-
-
-def wait_until(what, predicate, timeout=30.0, interval=0.05, log=None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    fail(f"timed out waiting for {what}" + ("" if log is None else "; log:\n" + "".join(log)))
-
-
-def lines_with(server, text):
-    return [line for line in server.stderr if text in line]
-
-
-def start_nats(port, monitor, store):
-    proc = subprocess.Popen([NATS_SERVER, "-js", "-sd", store, "-a", "127.0.0.1", "-p", str(port),
-                             "-m", str(monitor)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    wait_for_port(port, proc)
-    return proc
+    return scrape(server.http, name)
 
 
 def bucket_entries(monitor):
@@ -85,7 +57,7 @@ def one_round(gpustream, agent_gpustream, storage):
     monitor = free_port()
     store = tempfile.mkdtemp(prefix="gpustream-js-")
     url = f"nats://127.0.0.1:{port}"
-    nats = start_nats(port, monitor, store)
+    nats = start_nats(port, store, monitor)
     agents = []
     views = []
     try:
@@ -108,17 +80,17 @@ def one_round(gpustream, agent_gpustream, storage):
         nats.wait()
         lost = time.monotonic()
         wait_until("the view to say it lost NATS",
-                   lambda: lines_with(old, "fleet: lost NATS"), 10, log=old.stderr)
+                   lambda: old.lines_with("fleet: lost NATS"), 10, log=old.stderr)
         if metric(old, "gpustream_fleet_nats_connected") != 0:
             fail("gpustream_fleet_nats_connected is not 0 during the outage")
         time.sleep(3)  # an outage of some seconds: many reconnection attempts fail meanwhile
-        nats = start_nats(port, monitor, store)
+        nats = start_nats(port, store, monitor)
         back = time.monotonic()
         wait_until("the view to say NATS is back",
-                   lambda: lines_with(old, "fleet: NATS is back"), 15, log=old.stderr)
+                   lambda: old.lines_with("fleet: NATS is back"), 15, log=old.stderr)
         print(f"outage: {time.monotonic() - lost:.1f} s; the view said:", flush=True)
         for text in ("fleet: lost NATS", "fleet: NATS is back"):
-            said = lines_with(old, text)
+            said = old.lines_with(text)
             if len(said) != 1:
                 fail(f"'{text}' said {len(said)} times, not once:\n" + "".join(old.stderr))
             print("  " + said[0].strip(), flush=True)

@@ -21,10 +21,10 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_helper import Server, fail, free_port, require_executable  # noqa: E402
+from nats_helper import NATS_SERVER, start_nats  # noqa: E402
 from wire import RawWebSocket  # noqa: E402
 
 PROMTOOL = "/usr/bin/promtool"
-NATS_SERVER = "/usr/sbin/nats-server"
 TOKEN = "s3cret-token"
 HERE = os.path.dirname(os.path.abspath(__file__))
 FAKE_AMD = os.path.join(HERE, "..", "fakes", "amd_smi")
@@ -146,8 +146,7 @@ def main():
         extra = []
         if args.nats:
             port = free_port()
-            nats = subprocess.Popen([NATS_SERVER, "-a", "127.0.0.1", "-p", str(port)],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            nats = start_nats(port)
             extra = ["--nats", f"nats://127.0.0.1:{port}"]
         server = Server(args.serve, "--simulate", "2", "--interval", "0.1", "--listen",
                         "127.0.0.1:0", "--tcp", "127.0.0.1:0", "--token", token_file,

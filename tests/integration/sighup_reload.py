@@ -16,24 +16,16 @@ import socket
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_helper import Server, fail, parse_args  # noqa: E402
+from serve_helper import Server, fail, http_get, parse_args, scrape  # noqa: E402
 
 OLD = "old-token-0123456789abcdef"
 NEW = "new-token-fedcba9876543210"
 
 
 def status(server, token):
-    req = urllib.request.Request(f"http://{server.http}/api/v1/stats",
-                                 headers={"Authorization": f"Bearer {token}"})
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status
-    except urllib.error.HTTPError as e:
-        return e.code
+    return http_get(server.http, "/api/v1/stats", token=token)[0]
 
 
 def write_token(path, token):
@@ -44,27 +36,8 @@ def write_token(path, token):
     os.replace(tmp, path)
 
 
-def wait_for_line(server, text, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(text in line for line in server.stderr):
-            return
-        time.sleep(0.05)
-    fail(f"no log line with {text!r}; stderr:\n" + "".join(server.stderr))
-
-
 def metric(server, token, name):
-    req = urllib.request.Request(f"http://{server.http}/metrics",
-                                 headers={"Authorization": f"Bearer {token}"})
-    with urllib.request.urlopen(req, timeout=10) as r:
-        for line in r.read().decode().splitlines():
-            if line.startswith(name + " "):
-                return float(line.split()[1])
-    fail(f"/metrics has no {name}")
-
-
-def count_lines(server, text):
-    return sum(1 for line in server.stderr if text in line)
+    return scrape(server.http, name, token=token, required=True)
 
 
 def read_snapshots(f, n):
@@ -109,17 +82,17 @@ def config_reload(args):
         # Broken JSON (a missing ',' on line 3): refused with the line and column.
         write_file(config, '{\n  "log_level": "debug"\n  "serve": {}\n}\n')
         server.proc.send_signal(signal.SIGHUP)
-        wait_for_line(server, f"SIGHUP: reload failed: {config}:3:3: not valid JSON")
-        wait_for_line(server, "the running settings stay")
+        server.wait_for_line(f"SIGHUP: reload failed: {config}:3:3: not valid JSON")
+        server.wait_for_line("the running settings stay")
         # A bad value: refused the same way, naming the key.
         write_file(config, json.dumps({"serve": {"max_connections": 0}}))
         server.proc.send_signal(signal.SIGHUP)
-        wait_for_line(server, "serve.max_connections")
+        server.wait_for_line("serve.max_connections")
         server.wait_until("two failed reloads counted", lambda: metric(server, OLD, failed) == 2)
         # A config file that is gone: refused, saying so.
         os.remove(config)
         server.proc.send_signal(signal.SIGHUP)
-        wait_for_line(server, f"SIGHUP: reload failed: cannot open config file '{config}'")
+        server.wait_for_line(f"SIGHUP: reload failed: cannot open config file '{config}'")
         server.wait_until("three failed reloads counted", lambda: metric(server, OLD, failed) == 3)
         if status(server, OLD) != 200:
             fail("a failed reload changed the token")
@@ -129,14 +102,14 @@ def config_reload(args):
             fail("a failed reload applied the log level")
 
         # A storm of SIGHUPs on the same broken file: still serving, the failure said once.
-        before = count_lines(server, "SIGHUP: reload failed")
+        before = len(server.lines_with("SIGHUP: reload failed"))
         for _ in range(200):
             server.proc.send_signal(signal.SIGHUP)
         server.wait_until("the storm's reloads counted", lambda: metric(server, OLD, failed) > 3)
         time.sleep(0.5)
         if server.proc.poll() is not None:
             fail(f"serve exited during a SIGHUP storm with {server.proc.returncode}")
-        if count_lines(server, "SIGHUP: reload failed") != before:
+        if len(server.lines_with("SIGHUP: reload failed")) != before:
             fail("a storm on the same broken file repeated the failure line")
 
         # A good file: the log level applies live, a restart-only key is named, the token
@@ -146,10 +119,9 @@ def config_reload(args):
         write_file(config, json.dumps(good))
         write_token(token_file, NEW)
         server.proc.send_signal(signal.SIGHUP)
-        wait_for_line(server, "SIGHUP: log: log_level info -> debug")
-        wait_for_line(server,
-                      "SIGHUP: serve.max_connections changed: takes effect after a restart")
-        wait_for_line(server, "a new token is required from now on")
+        server.wait_for_line("SIGHUP: log: log_level info -> debug")
+        server.wait_for_line("SIGHUP: serve.max_connections changed: takes effect after a restart")
+        server.wait_for_line("a new token is required from now on")
         if status(server, OLD) != 401 or status(server, NEW) != 200:
             fail("the token was not rotated by the config reload")
         if metric(server, NEW, ok) != 1:
@@ -183,7 +155,7 @@ def main():
 
         write_token(token_file, NEW)
         server.proc.send_signal(signal.SIGHUP)
-        wait_for_line(server, "a new token is required from now on")
+        server.wait_for_line("a new token is required from now on")
         if server.proc.poll() is not None:
             fail(f"serve exited on SIGHUP with {server.proc.returncode}")
         if status(server, OLD) != 401:
@@ -203,7 +175,7 @@ def main():
         # A token file that cannot be read: the token in force stays, and the log says why.
         os.remove(token_file)
         server.proc.send_signal(signal.SIGHUP)
-        wait_for_line(server, "the old token stays")
+        server.wait_for_line("the old token stays")
         if status(server, NEW) != 200:
             fail("a failed reload changed the token")
 

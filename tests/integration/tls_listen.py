@@ -9,7 +9,6 @@ close. Exit 0 on success, 1 with a FAIL line."""
 import asyncio
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -17,10 +16,9 @@ import ssl
 import subprocess
 import sys
 import tempfile
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from serve_helper import Server, fail, parse_args  # noqa: E402
+from serve_helper import Server, fail, parse_args, prom_value  # noqa: E402
 from tls_pki import Pki  # noqa: E402
 
 
@@ -71,20 +69,6 @@ async def websocket_client(url, ca):
     return "ok"
 
 
-def metric(text, name):
-    m = re.search(r"^" + re.escape(name) + r" (\S+)$", text, re.M)
-    return float(m.group(1)) if m else None
-
-
-def wait_for_line(server, text, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if any(text in line for line in server.stderr):
-            return
-        time.sleep(0.05)
-    fail(f"no log line with {text!r}; stderr:\n" + "".join(server.stderr))
-
-
 def main():
     args = parse_args()
     for tool in ("openssl", "curl"):
@@ -105,9 +89,9 @@ def main():
                     "--listen", "127.0.0.1:0", "--tcp", "127.0.0.1:0",
                     "--tls-cert", live_cert, "--tls-key", live_key)
     try:
-        wait_for_line(server, f"at https://{server.http}/")
-        wait_for_line(server, f"WebSocket stream at wss://{server.http}/ws")
-        wait_for_line(server, f"TCP stream at tls://{server.tcp}")
+        server.wait_for_line(f"at https://{server.http}/")
+        server.wait_for_line(f"WebSocket stream at wss://{server.http}/ws")
+        server.wait_for_line(f"TCP stream at tls://{server.tcp}")
 
         # openssl s_client on the HTTP listener: verified, TLS 1.3, /healthz answers.
         rc, out = s_client(server.http, ca[0],
@@ -131,7 +115,7 @@ def main():
 
         # curl with the CA; without it curl refuses the certificate (exit 60).
         rc, body, err = curl(f"https://{server.http}/metrics", "--cacert", ca[0])
-        if rc != 0 or metric(body, "gpustream_tls_handshakes_total") is None:
+        if rc != 0 or prom_value(body, "gpustream_tls_handshakes_total") is None:
             fail(f"curl --cacert https:///metrics: rc {rc} {err}\n{body[:500]}")
         rc, _, err = curl(f"https://{server.http}/metrics")
         if rc != 60:
@@ -158,10 +142,10 @@ def main():
         if b"this port speaks TLS: connect with tls://HOST:PORT" not in got:
             fail(f"plaintext TCP client got {got!r}")
         rc, body, err = curl(f"https://{server.http}/metrics", "--cacert", ca[0])
-        plain = metric(body, 'gpustream_tls_handshake_failures_total{reason="plaintext"}')
+        plain = prom_value(body, 'gpustream_tls_handshake_failures_total{reason="plaintext"}')
         if plain != 2:
             fail(f"plaintext failures counted: {plain} (expected 2)")
-        old_protocol = metric(body, 'gpustream_tls_handshake_failures_total{reason="protocol"}')
+        old_protocol = prom_value(body, 'gpustream_tls_handshake_failures_total{reason="protocol"}')
         if old_protocol != 1:
             fail(f"the TLS 1.1 attempt counted as protocol failures: {old_protocol} (expected 1)")
         rc, body, err = curl(f"https://{server.http}/api/v1/stats", "--cacert", ca[0])
@@ -199,7 +183,7 @@ def main():
         os.replace(live_key + ".tmp", live_key)
         os.replace(live_cert + ".tmp", live_cert)
         server.proc.send_signal(signal.SIGHUP)
-        wait_for_line(server, "the TLS certificate and key were reloaded")
+        server.wait_for_line("the TLS certificate and key were reloaded")
         rc, _, err = curl(f"https://{server.http}/healthz", "--cacert", other_ca[0])
         if rc != 0:
             fail(f"after the reload, curl with the new CA: rc {rc} {err}")
@@ -210,7 +194,7 @@ def main():
         with open(live_key, "w") as f:
             f.write("not a key\n")
         server.proc.send_signal(signal.SIGHUP)
-        wait_for_line(server, "cannot reload TLS")
+        server.wait_for_line("cannot reload TLS")
         rc, _, err = curl(f"https://{server.http}/healthz", "--cacert", other_ca[0])
         if rc != 0:
             fail(f"after a failed reload: rc {rc} {err}")
@@ -242,7 +226,7 @@ def main():
             fail(f"mutual TLS: watch --cert: rc {rc}\n{err}")
         rc, body, _ = curl(f"https://{server.http}/metrics", "--cacert", ca[0], "--cert",
                            node_cert, "--key", node_key)
-        refused = metric(body,
+        refused = prom_value(body,
                          'gpustream_tls_handshake_failures_total{reason="client_certificate"}')
         if not refused or refused < 2:
             fail(f"mutual TLS refusals counted: {refused}")

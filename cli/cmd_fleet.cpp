@@ -98,6 +98,10 @@ const std::vector<FlagRow<FleetCliOptions>>& fleet_flag_table() {
        "Seconds an entry of a bucket the view creates lives (default: --gone); the agents "
        "put their state at least every third of their own --kv-ttl",
        &FleetCliOptions::kv_ttl_seconds, CLI::Range(1.0, 31536000.0)},
+      {"--kv-max-bytes", "kv_max_bytes",
+       "Bytes a bucket the view creates may hold in all (default 1073741824: 1 GiB; a put "
+       "beyond it is refused); each entry at most the bus message bound (1 MiB)",
+       &FleetCliOptions::kv_max_bytes, CLI::Range(std::size_t{1} << 20, std::size_t{1} << 50)},
       {"--stale", "stale_seconds",
        "Seconds without a message after which a node is stale: its values are withheld "
        "(default 5)",
@@ -150,25 +154,6 @@ const std::vector<FlagRow<FleetCliOptions>>& fleet_flag_table() {
   return rows;
 }
 
-#if defined(GPUSTREAM_HAS_NATS)
-/// What SIGHUP does with new NATS credential files: the view connects with them on its own
-/// thread and swaps once they connect (its log says so).
-ReloadStep apply_fleet_nats_auth(transport::FleetView& view, const transport::NatsAuth& next) {
-  std::string error;
-  switch (view.set_auth(next, &error)) {
-    case transport::NatsAuthChange::unchanged:
-      return ReloadStep::unchanged();
-    case transport::NatsAuthChange::refused:
-      return ReloadStep::failed("the new NATS credentials are refused: " + terminal_safe(error) +
-                                "; the ones in use stay");
-    case transport::NatsAuthChange::reconnecting:
-      break;
-  }
-  return ReloadStep::changed(
-      "NATS credentials read again; the connection is replaced once they connect");
-}
-#endif
-
 }  // namespace
 
 void apply_fleet_config(const Config& config, CLI::App& sub) {
@@ -218,6 +203,7 @@ int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
       o.kv_storage == "memory" ? transport::KvStorage::memory : transport::KvStorage::file;
   fo.kv_replicas = static_cast<int>(o.kv_replicas);
   if (o.kv_ttl_seconds > 0) fo.kv_ttl = millis_of_seconds(o.kv_ttl_seconds);
+  fo.kv_max_bytes = static_cast<std::int64_t>(o.kv_max_bytes);
   fo.stale_after = millis_of_seconds(o.stale_seconds);
   fo.gone_after = millis_of_seconds(o.gone_seconds);
   fo.max_nodes = o.max_nodes;
@@ -262,9 +248,10 @@ int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
   reload.add("token", {}, token_reloader(server, o.server.token_file, so.token));
   reload.add("tls", {}, tls_reloader(server, so.tls));
   reload.add("nats", {},
-             nats_auth_reloader(o.nats_auth, fo.auth, [view = fleet.get()](const auto& next) {
-               return apply_fleet_nats_auth(*view, next);
-             }));
+             nats_auth_reloader(o.nats_auth, fo.auth,
+                                [view = fleet.get()](const auto& next, std::string* error) {
+                                  return view->set_auth(next, error);
+                                }));
   signal_stop.run(
       [&] {
         fleet->stop();

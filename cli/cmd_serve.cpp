@@ -98,20 +98,6 @@ void check_bus_flags(const ServeOptions& o) {
       throw ConfigError("--nats-kv-bucket: a bucket name is made of letters, digits, '_' and '-'");
 }
 
-#if defined(GPUSTREAM_HAS_NATS)
-/// SIGHUP: the NATS credential files read again (make_nats_auth) and, when they changed, given
-/// to the bridge (NatsBridge::set_auth: swapped only once they connect). A file that cannot be
-/// read keeps the current credentials and says why.
-/// What SIGHUP does with new NATS credential files: the bridge connects with them and swaps.
-ReloadStep apply_agent_nats_auth(transport::NatsBridge& bridge, const transport::NatsAuth& next) {
-  if (const auto err = bridge.set_auth(next); !err.empty())
-    return ReloadStep::failed("the new NATS credentials are refused: " + terminal_safe(err) +
-                              "; the ones in use stay");
-  return ReloadStep::changed(
-      "NATS credentials read again; the connection is replaced once they connect");
-}
-#endif
-
 }  // namespace
 
 void add_serve_options(CLI::App& sub, ServeOptions& o) {
@@ -243,8 +229,8 @@ int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
   if (nats)
     reload.add("nats", {},
                nats_auth_reloader(o.nats_auth, nats_auth_at_start,
-                                  [bridge = nats.get()](const transport::NatsAuth& next) {
-                                    return apply_agent_nats_auth(*bridge, next);
+                                  [bridge = nats.get()](const auto& next, std::string* error) {
+                                    return bridge->set_auth(next, error);
                                   }));
 #endif
   signal_stop.run(stop_all, stop_all, [&reload] { reload.reload(); });

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "gpustream/config.hpp"
+#include "gpustream/terminal_text.hpp"
 #include "token_file.hpp"
 
 namespace gpustream::cli {
@@ -153,8 +154,7 @@ transport::NatsAuth make_nats_auth(const NatsAuthFlags& f) {
   return a;
 }
 
-Reloader nats_auth_reloader(NatsAuthFlags flags, transport::NatsAuth in_use,
-                            std::function<ReloadStep(const transport::NatsAuth&)> apply) {
+Reloader nats_auth_reloader(NatsAuthFlags flags, transport::NatsAuth in_use, NatsAuthSetter apply) {
   auto last = std::make_shared<transport::NatsAuth>(std::move(in_use));
   return [flags = std::move(flags), last, apply = std::move(apply)](const ReloadInput&) {
     transport::NatsAuth next;
@@ -165,9 +165,20 @@ Reloader nats_auth_reloader(NatsAuthFlags flags, transport::NatsAuth in_use,
                                 "; the ones in use stay");
     }
     if (next == *last) return ReloadStep::unchanged();
-    ReloadStep step = apply(next);
-    if (step.result != ReloadStep::Result::failed) *last = std::move(next);
-    return step;
+    std::string error;
+    switch (apply(next, &error)) {
+      case transport::NatsAuthChange::refused:
+        return ReloadStep::failed("the new NATS credentials are refused: " + terminal_safe(error) +
+                                  "; the ones in use stay");
+      case transport::NatsAuthChange::unchanged:
+        *last = std::move(next);
+        return ReloadStep::unchanged();
+      case transport::NatsAuthChange::reconnecting:
+        break;
+    }
+    *last = std::move(next);
+    return ReloadStep::changed(
+        "NATS credentials read again; the connection is replaced once they connect");
   };
 }
 

@@ -35,12 +35,16 @@ const std::vector<FlagRow<NatsAuthFlags>>& nats_auth_flag_table();
 /// ConfigError (a usage error) naming the flag and the file, never a file's content.
 transport::NatsAuth make_nats_auth(const NatsAuthFlags& f);
 
+/// Gives new credentials to the running agent or view: NatsBridge::set_auth, FleetView::set_auth
+/// (connect with them, swap once connected), which say what they did (and why when refused).
+using NatsAuthSetter =
+    std::function<transport::NatsAuthChange(const transport::NatsAuth&, std::string* error)>;
+
 /// SIGHUP's reloader of the NATS credentials (reload.hpp): reads the files `flags` name again
 /// (the paths of the start: a changed path takes effect after a restart); contents equal to the
-/// ones in use change nothing; new ones go to `apply` (the agent's NatsBridge::set_auth, the fleet
-/// view's FleetView::set_auth: connect with them, swap once connected), which says what it did.
-/// A file that cannot be read, or a step that failed, keeps the credentials in use.
-Reloader nats_auth_reloader(NatsAuthFlags flags, transport::NatsAuth in_use,
-                            std::function<ReloadStep(const transport::NatsAuth&)> apply);
+/// ones in use change nothing; new ones go to `apply`, whose answer the step says (refused:
+/// failed, with the reason). A file that cannot be read, or refused credentials, keep the
+/// credentials in use.
+Reloader nats_auth_reloader(NatsAuthFlags flags, transport::NatsAuth in_use, NatsAuthSetter apply);
 
 }  // namespace gpustream::cli

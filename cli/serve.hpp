@@ -52,6 +52,7 @@ struct FleetCliOptions {
   std::string kv_storage = "file";            // file|memory
   std::uint32_t kv_replicas = 1;
   double kv_ttl_seconds = 0;  // 0: gone_seconds
+  std::size_t kv_max_bytes = std::size_t{1} << 30;
   double stale_seconds = 5;
   double gone_seconds = 30;
   std::size_t max_nodes = 100000;
@@ -69,7 +70,7 @@ struct FleetCliOptions {
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 /// The config file's "fleet" object (docs/configuration.md): the shared server keys
 /// (server_config_keys) and "nats", "subject_prefix", "kv_bucket", "kv_create", "kv_storage",
-/// "kv_replicas", "kv_ttl_seconds", "stale_seconds",
+/// "kv_replicas", "kv_ttl_seconds", "kv_max_bytes", "stale_seconds",
 /// "gone_seconds", "max_nodes", "max_bus_state_bytes", the publisher budget's
 /// "publisher_messages_per_second", "publisher_bytes_per_second", "publisher_cpu_ms_per_second",
 /// "publisher_burst_seconds", "publisher_queue_messages", "publisher_queue_bytes" and

@@ -1,6 +1,10 @@
 // In-process: the NATS credential flags of `serve --nats` and `fleet` (nats_auth_options.hpp):
 // the secrets read from their files, every other file checked at start, and the errors naming
 // the flag and the file but never a secret.
+#include <filesystem>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "cli_test_util.hpp"
@@ -151,6 +155,57 @@ TEST(NatsAuthOptions, TheInboxPrefixIsAPlainSubjectOfAtMost128Bytes) {
   transport::NatsAuth a;
   a.inbox_prefix = "_INBOX.>";
   EXPECT_NE(transport::nats_auth_error(a).find("wildcard"), std::string::npos);
+}
+
+// SIGHUP's reloader: the files read again; the same contents ask nothing of the setter; new
+// ones are handed over once, and the setter's answer is the step (refused: failed with the
+// reason, the credentials in use kept, so the same new file is offered again next time).
+TEST(NatsAuthOptions, TheReloaderHandsNewCredentialsToTheSetterAndSaysItsAnswer) {
+  TempDir t;
+  t.write("pw", "first\n");
+  NatsAuthFlags flags;
+  flags.user = "node1";
+  flags.password_file = t.file("pw");
+  std::vector<transport::NatsAuth> given;
+  transport::NatsAuthChange answer = transport::NatsAuthChange::reconnecting;
+  auto reload = nats_auth_reloader(flags, make_nats_auth(flags),
+                                   [&](const transport::NatsAuth& a, std::string* error) {
+                                     given.push_back(a);
+                                     if (answer == transport::NatsAuthChange::refused)
+                                       *error = "the setter's reason";
+                                     return answer;
+                                   });
+  EXPECT_EQ(reload({}).result, ReloadStep::Result::unchanged);
+  EXPECT_TRUE(given.empty()) << "the same credentials were handed over";
+
+  t.write("pw", "second\n");
+  answer = transport::NatsAuthChange::refused;
+  auto step = reload({});
+  EXPECT_EQ(step.result, ReloadStep::Result::failed);
+  EXPECT_NE(step.message.find("the setter's reason"), std::string::npos) << step.message;
+  EXPECT_EQ(step.message.find("second"), std::string::npos) << "a secret in the message";
+  ASSERT_EQ(given.size(), 1u);
+  EXPECT_EQ(given[0].password, "second");
+
+  answer = transport::NatsAuthChange::reconnecting;  // refused: offered again
+  step = reload({});
+  EXPECT_EQ(step.result, ReloadStep::Result::changed);
+  EXPECT_NE(step.message.find("replaced once they connect"), std::string::npos) << step.message;
+  ASSERT_EQ(given.size(), 2u);
+  EXPECT_EQ(reload({}).result, ReloadStep::Result::unchanged);  // taken: now the ones in use
+  EXPECT_EQ(given.size(), 2u);
+
+  t.write("pw", "third\n");
+  answer = transport::NatsAuthChange::unchanged;  // the setter already had them
+  EXPECT_EQ(reload({}).result, ReloadStep::Result::unchanged);
+  EXPECT_EQ(given.size(), 3u);
+
+  std::filesystem::remove(t.file("pw"));
+  step = reload({});
+  EXPECT_EQ(step.result, ReloadStep::Result::failed);
+  EXPECT_NE(step.message.find("cannot read the NATS credentials"), std::string::npos)
+      << step.message;
+  EXPECT_EQ(given.size(), 3u);
 }
 
 }  // namespace

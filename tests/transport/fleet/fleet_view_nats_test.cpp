@@ -112,6 +112,8 @@ TEST(FleetViewNats, AMissingBucketIsCreatedWithTheViewsSettings) {
   auto o = view_options(server, "created_here");
   o.kv_storage = KvStorage::memory;
   o.kv_ttl = std::chrono::seconds(7);
+  o.kv_max_bytes = 3 << 20;
+  o.limits.max_message_bytes = 256 << 10;
   FleetView view(io.get_executor(), channel, o);
   view.start();
   ASSERT_TRUE(view.wait_for_bucket(nats::kWait));
@@ -124,6 +126,8 @@ TEST(FleetViewNats, AMissingBucketIsCreatedWithTheViewsSettings) {
   EXPECT_EQ(si->Config->MaxAge, std::chrono::nanoseconds(std::chrono::seconds(7)).count());
   EXPECT_EQ(si->Config->MaxMsgsPerSubject, 1);
   EXPECT_EQ(si->Config->Replicas, 1);
+  EXPECT_EQ(si->Config->MaxBytes, 3 << 20);
+  EXPECT_EQ(si->Config->MaxMsgSize, 256 << 10);
   jsStreamInfo_Destroy(si);
   EXPECT_EQ(logs.count("created the key-value bucket 'created_here' (memory storage"), 1U)
       << logs.text();
@@ -461,7 +465,7 @@ authorization {
   EXPECT_EQ(view.stats().kv_created, 0U);
   EXPECT_EQ(logs.count("this view cannot create it"), 1U) << logs.text();
   EXPECT_EQ(logs.count("`nats kv add denied_nodes --history 1 --ttl 7200s --storage file "
-                       "--replicas 1`"),
+                       "--replicas 1 --max-bytes 1073741824 --max-value-size 1048576`"),
             1U)
       << logs.text();
   Admin admin("nats://admin:admin@127.0.0.1:" + std::to_string(port));

@@ -3,31 +3,18 @@
 // (GPUSTREAM_HAS_NATS); then a missing nats-server FAILS these tests (scripts/deps.sh test).
 #if defined(GPUSTREAM_HAS_NATS)
 
-#include <arpa/inet.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <condition_variable>
-#include <filesystem>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
 
 #include <gtest/gtest.h>
 #include <nats/nats.h>
-#include <spdlog/sinks/ostream_sink.h>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/json.hpp>
@@ -39,124 +26,16 @@
 #include "gpustream/transport/fleet_codec.hpp"
 #include "gpustream/transport/nats_bridge.hpp"
 #include "support/temp_tree.hpp"
+#include "transport/fleet/nats_server.hpp"
 #include "transport/harness.hpp"
-
-extern char** environ;
 
 namespace gpustream::transport::test {
 namespace {
 
-constexpr std::chrono::milliseconds kWait{10000};  // only matters when a test fails
-
-std::string nats_server_path() {
-  for (const char* p : {"/usr/sbin/nats-server", "/usr/bin/nats-server"})
-    if (std::filesystem::exists(p)) return p;
-  return {};
-}
-
-unsigned short free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  unsigned short port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-    port = ntohs(a.sin_port);
-  ::close(fd);
-  return port;
-}
-
-bool accepts(unsigned short port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(port);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0;
-  ::close(fd);
-  return ok;
-}
-
-/// Polls `pred` until it holds or `timeout` passes (the pause only paces the polling).
-bool wait_for(const std::function<bool()>& pred, std::chrono::milliseconds timeout = kWait) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  return true;
-}
-
-/// A nats-server child process on 127.0.0.1:port; killed by the destructor.
-class NatsServer {
- public:
-  /// `store`: a folder for JetStream (`-js -sd store`); empty: no JetStream.
-  explicit NatsServer(unsigned short port, std::string store = {})
-      : port_(port), store_(std::move(store)) {}
-  /// With a config file (`-c config`; it names its own port, which must be `port`).
-  static NatsServer with_config(unsigned short port, std::string config) {
-    NatsServer s(port);
-    s.config_ = std::move(config);
-    return s;
-  }
-  NatsServer(NatsServer&& o) noexcept
-      : port_(o.port_),
-        store_(std::move(o.store_)),
-        config_(std::move(o.config_)),
-        pid_(std::exchange(o.pid_, -1)) {}
-  ~NatsServer() { stop(); }
-
-  /// Starts it and waits until it accepts connections. False (with a failure) otherwise.
-  bool start() {
-    const std::string path = nats_server_path();
-    if (path.empty()) {
-      ADD_FAILURE() << "nats-server not found in /usr/sbin or /usr/bin: this build has NATS "
-                       "support, so its tests need it (scripts/deps.sh test)";
-      return false;
-    }
-    const std::string port = std::to_string(port_);
-    const char* argv[] = {path.c_str(), "-a",  "127.0.0.1",    "-p",   port.c_str(),
-                          "-js",        "-sd", store_.c_str(), nullptr};
-    if (store_.empty()) argv[5] = nullptr;
-    if (!config_.empty()) {
-      argv[1] = "-c";
-      argv[2] = config_.c_str();
-      argv[3] = nullptr;
-    }
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    const int rc =
-        ::posix_spawn(&pid_, path.c_str(), &fa, nullptr, const_cast<char* const*>(argv), environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) {
-      pid_ = -1;
-      ADD_FAILURE() << "cannot start " << path;
-      return false;
-    }
-    if (!wait_for([&] { return accepts(port_); })) {
-      ADD_FAILURE() << "nats-server does not accept connections on port " << port_;
-      return false;
-    }
-    return true;
-  }
-  void stop() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
-    pid_ = -1;
-  }
-  std::string url() const { return "nats://127.0.0.1:" + std::to_string(port_); }
-
- private:
-  unsigned short port_;
-  std::string store_;
-  std::string config_;
-  pid_t pid_ = -1;
-};
+using nats::free_port;
+using nats::kWait;
+using nats::wait_for;
+using NatsServer = nats::Server;
 
 /// A libnats subscriber on `gpustream.>` that reconnects by itself.
 class Subscriber {
@@ -215,28 +94,9 @@ class Subscriber {
   BusDecoder decoder_;
 };
 
-/// Captures the log from `info` on (the "back" lines are info), restoring the level after.
-struct LogCapture {
-  LogCapture() : sink(std::make_shared<spdlog::sinks::ostream_sink_mt>(out)) {
-    logger()->sinks().push_back(sink);
-    level = logger()->level();
-    logger()->set_level(std::min(level, spdlog::level::info));
-  }
-  ~LogCapture() {
-    logger()->set_level(level);
-    auto& sinks = logger()->sinks();
-    std::erase(sinks, std::static_pointer_cast<spdlog::sinks::sink>(sink));
-  }
-  spdlog::level::level_enum level;
-  std::size_t count(const std::string& needle) const {
-    const std::string text = out.str();
-    std::size_t n = 0;
-    for (auto pos = text.find(needle); pos != std::string::npos; pos = text.find(needle, pos + 1))
-      ++n;
-    return n;
-  }
-  std::ostringstream out;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink;
+/// The log from `info` on (the "back" lines are info), readable while the bridge logs.
+struct LogCapture : nats::LogCapture {
+  LogCapture() : nats::LogCapture(spdlog::level::info) {}
 };
 
 NatsBridgeOptions options_for(const std::string& url) {
@@ -368,7 +228,7 @@ TEST(NatsBridge, NothingListeningIsLoggedOnceAndNeverBlocksTheChannel) {
   EXPECT_EQ(bridge.stats().outages, 1u);  // one, however many attempts
   EXPECT_GT(bridge.stats().disconnected_for.count(), 0);
   bridge.stop();  // returns although nothing ever answered
-  EXPECT_EQ(logs.count("cannot connect to " + o.url), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("cannot connect to " + o.url), 1u) << logs.text();
   EXPECT_FALSE(bridge.stats().connected);
 }
 
@@ -402,7 +262,7 @@ TEST(NatsBridge, ARefusedPasswordIsNamedOnceAndTheBridgeConnectsOnceItIsAccepted
                                      "\nauthorization { users = [ { user: agent, password: \"" +
                                      password + "\" } ] }\n");
   };
-  auto server = NatsServer::with_config(port, config("right-one"));
+  NatsServer server(port, {}, config("right-one"));
   ASSERT_TRUE(server.start());
   LogCapture logs;
   boost::asio::io_context io;
@@ -412,28 +272,28 @@ TEST(NatsBridge, ARefusedPasswordIsNamedOnceAndTheBridgeConnectsOnceItIsAccepted
   o.auth.password = "the-wrong-one";
   NatsBridge bridge(channel, o);
   bridge.start();
-  ASSERT_TRUE(wait_for([&] { return logs.count("Authorization Violation") > 0; }))
-      << logs.out.str();
+  ASSERT_TRUE(wait_for([&] { return logs.count("Authorization Violation") > 0; })) << logs.text();
   // Closed by libnats: publishing fails (while it retries, it would buffer instead).
   ASSERT_TRUE(wait_for([&] {
     channel.publish(make_snapshot("sim"));
     return bridge.stats().publish_errors > 0;
   }));
   EXPECT_FALSE(bridge.stats().connected);
-  EXPECT_EQ(logs.count("no server answers"), 0u) << logs.out.str();
-  EXPECT_EQ(logs.out.str().find("the-wrong-one"), std::string::npos) << "a secret in the log";
+  EXPECT_EQ(logs.count("no server answers"), 0u) << logs.text();
+  EXPECT_EQ(logs.text().find("the-wrong-one"), std::string::npos) << "a secret in the log";
 
   server.stop();
   config("the-wrong-one");  // now the right one
   ASSERT_TRUE(server.start());
-  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; })) << logs.out.str();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected; })) << logs.text();
   bridge.stop();
-  EXPECT_EQ(logs.count("Authorization Violation"), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("Authorization Violation"), 1u) << logs.text();
 }
 
-// set_auth() (a SIGHUP reload): an inconsistent auth is refused at once; credentials the server
-// refuses leave the current connection in place (publishing goes on); good ones replace it, and
-// are the ones used from then on (the server restarted without the old user: it reconnects).
+// set_auth() (a SIGHUP reload): an inconsistent auth is refused at once (with its reason); the
+// credentials in use are `unchanged`; credentials the server refuses leave the current
+// connection in place (publishing goes on); good ones replace it, and are the ones used from
+// then on (the server restarted without the old user: it reconnects).
 TEST(NatsBridge, NewCredentialsReplaceTheConnectionOnlyOnceTheyConnect) {
   gpustream::test::TempTree dir;
   const auto port = free_port();
@@ -443,7 +303,7 @@ TEST(NatsBridge, NewCredentialsReplaceTheConnectionOnlyOnceTheyConnect) {
                                      (with_old ? "{ user: old, password: old-pw }, " : "") +
                                      "{ user: new, password: new-pw } ] }\n");
   };
-  auto server = std::make_unique<NatsServer>(NatsServer::with_config(port, config(true)));
+  auto server = std::make_unique<NatsServer>(port, std::string{}, config(true));
   ASSERT_TRUE(server->start());
   const std::string sub_url = "nats://sub:sub@127.0.0.1:" + std::to_string(port);
   Subscriber sub(sub_url);
@@ -468,36 +328,38 @@ TEST(NatsBridge, NewCredentialsReplaceTheConnectionOnlyOnceTheyConnect) {
 
   NatsAuth inconsistent;
   inconsistent.user = "new";  // no password
-  EXPECT_NE(bridge.set_auth(inconsistent), "");
+  std::string error;
+  EXPECT_EQ(bridge.set_auth(inconsistent, &error), NatsAuthChange::refused);
+  EXPECT_NE(error.find("password"), std::string::npos) << error;
+  EXPECT_EQ(bridge.set_auth(o.auth), NatsAuthChange::unchanged);
 
   NatsAuth wrong;
   wrong.user = "new";
   wrong.password = "not-it";
-  EXPECT_EQ(bridge.set_auth(wrong), "");
+  EXPECT_EQ(bridge.set_auth(wrong), NatsAuthChange::reconnecting);
   ASSERT_TRUE(wait_for([&] { return logs.count("the new credentials do not connect") > 0; }))
-      << logs.out.str();
-  EXPECT_NE(logs.out.str().find("Authorization Violation"), std::string::npos) << logs.out.str();
+      << logs.text();
+  EXPECT_NE(logs.text().find("Authorization Violation"), std::string::npos) << logs.text();
   EXPECT_TRUE(bridge.stats().connected);
   EXPECT_TRUE(delivered()) << "the old connection was not kept";
 
   NatsAuth good;
   good.user = "new";
   good.password = "new-pw";
-  EXPECT_EQ(bridge.set_auth(good), "");
-  ASSERT_TRUE(wait_for([&] { return logs.count("with the new credentials") > 0; }))
-      << logs.out.str();
+  EXPECT_EQ(bridge.set_auth(good), NatsAuthChange::reconnecting);
+  EXPECT_EQ(bridge.set_auth(good), NatsAuthChange::unchanged);
+  ASSERT_TRUE(wait_for([&] { return logs.count("with the new credentials") > 0; })) << logs.text();
   EXPECT_TRUE(delivered());
 
   server->stop();  // back without the old user: only the new credentials connect
-  server = std::make_unique<NatsServer>(NatsServer::with_config(port, config(false)));
+  server = std::make_unique<NatsServer>(port, std::string{}, config(false));
   ASSERT_TRUE(server->start());
-  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected && sub.connected(); }))
-      << logs.out.str();
+  ASSERT_TRUE(wait_for([&] { return bridge.stats().connected && sub.connected(); })) << logs.text();
   ASSERT_TRUE(sub.flush());
   EXPECT_TRUE(delivered());
   bridge.stop();
   for (const char* secret : {"old-pw", "new-pw", "not-it"})
-    EXPECT_EQ(logs.out.str().find(secret), std::string::npos) << "a secret in the log";
+    EXPECT_EQ(logs.text().find(secret), std::string::npos) << "a secret in the log";
 }
 
 /// Puts `value` under `key` in `bucket` (created in memory, history 1, when missing).
@@ -586,7 +448,7 @@ TEST(NatsBridge, ItsRepliesComeToItsOwnInboxSoTheMinimalPermissionsSuffice) {
   gpustream::test::TempTree dir;
   const auto port = free_port();
   constexpr const char* kName = "perm_nodes";
-  auto server = NatsServer::with_config(port, permissions_config(dir, port, kName));
+  NatsServer server(port, {}, permissions_config(dir, port, kName));
   ASSERT_TRUE(server.start());
   const std::string admin_url = "nats://admin:admin@127.0.0.1:" + std::to_string(port);
   Bucket bucket(admin_url, kName);  // created by an admin: an agent may not
@@ -658,8 +520,8 @@ TEST(NatsBridge, NeverCreatesTheBucketAndPutsItsStateOnceItExists) {
   // At most one attempt a reconnect_wait (a slower machine makes fewer, never more).
   EXPECT_LE(errors, static_cast<std::uint64_t>(elapsed / o.reconnect_wait) + 1);
   EXPECT_EQ(bridge.stats().kv_puts, 0u);
-  EXPECT_EQ(logs.count("does not exist; an agent never creates it"), 1u) << logs.out.str();
-  EXPECT_EQ(logs.count("docs/fleet.md"), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("does not exist; an agent never creates it"), 1u) << logs.text();
+  EXPECT_EQ(logs.count("docs/fleet.md"), 1u) << logs.text();
 
   Bucket bucket(server.url(), kName);  // the fleet view (or an admin) creates it
   ASSERT_TRUE(bucket.ok());
@@ -672,9 +534,9 @@ TEST(NatsBridge, NeverCreatesTheBucketAndPutsItsStateOnceItExists) {
   EXPECT_EQ(decode_node_state(*state).size(), 1u);  // one probe: its last full message
   EXPECT_EQ(
       logs.count("in the key-value bucket '" + std::string(kName) + "' on " + o.url + " again"), 1u)
-      << logs.out.str();
+      << logs.text();
   bridge.stop();
-  EXPECT_EQ(logs.count("does not exist"), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("does not exist"), 1u) << logs.text();
 }
 
 // After the server restarts (a bucket in memory is gone with it), the agent says once that it
@@ -722,7 +584,7 @@ TEST(NatsBridge, AfterAServerRestartItSendsFullsAtOnceAndPutsItsStateWhenTheBuck
   while ((got = sub.next()) && got->snapshot.sequence != after->sequence) {}
   ASSERT_TRUE(got) << "the snapshot published after the restart never arrived";
   EXPECT_TRUE(got->full) << "a delta after a reconnect: a new consumer waits full_every for it";
-  ASSERT_TRUE(wait_for([&] { return logs.count("does not exist") > 0; })) << logs.out.str();
+  ASSERT_TRUE(wait_for([&] { return logs.count("does not exist") > 0; })) << logs.text();
   EXPECT_EQ(bridge.stats().kv_puts, puts_before);
 
   bucket = std::make_unique<Bucket>(server->url(), kName);  // recreated (by the fleet view)
@@ -736,9 +598,9 @@ TEST(NatsBridge, AfterAServerRestartItSendsFullsAtOnceAndPutsItsStateWhenTheBuck
   EXPECT_TRUE(bridge.stats().connected);
   EXPECT_EQ(bridge.stats().disconnected_for.count(), 0);
   bridge.stop();
-  EXPECT_EQ(logs.count("lost the connection to " + o.url), 1u) << logs.out.str();
-  EXPECT_EQ(logs.count("reconnected to " + o.url), 1u) << logs.out.str();
-  EXPECT_EQ(logs.count("does not exist"), 1u) << logs.out.str();
+  EXPECT_EQ(logs.count("lost the connection to " + o.url), 1u) << logs.text();
+  EXPECT_EQ(logs.count("reconnected to " + o.url), 1u) << logs.text();
+  EXPECT_EQ(logs.count("does not exist"), 1u) << logs.text();
   EXPECT_GE(bridge.stats().reconnects, 1u);
 }
 

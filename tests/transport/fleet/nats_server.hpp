@@ -1,8 +1,7 @@
-// A real nats-server for the fleet view's NATS tests (Debian `nats-server`, a child process on
-// 127.0.0.1 and a free port, killed by its destructor), with a JetStream store of the test's
-// own, and what those tests share: waiting for a condition, capturing the log.
-// (tests/transport/fleet/nats_bridge_test.cpp has its own copy of the server; the two can be
-// one once that file takes this header.)
+// A real nats-server for the NATS tests of the fleet view and the agent's bridge (Debian
+// `nats-server`, a child process on 127.0.0.1 and a free port, killed by its destructor), with
+// a JetStream store of the test's own, and what those tests share: waiting for a condition,
+// capturing the log.
 #pragma once
 
 #include <arpa/inet.h>
@@ -19,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,12 +69,12 @@ inline bool wait_for(const std::function<bool()>& pred, std::chrono::millisecond
   return true;
 }
 
-/// `nats-server -a 127.0.0.1 -p PORT -js -sd STORE [-c CONFIG]`; start() again after stop() is
-/// the same server restarted on the same port with the same store (a memory stream is lost, a
-/// file one kept).
+/// `nats-server -a 127.0.0.1 -p PORT [-js -sd STORE] [-c CONFIG]` (no JetStream when `store` is
+/// empty; a config's own `listen` must name PORT); start() again after stop() is the same server
+/// restarted on the same port with the same store (a memory stream is lost, a file one kept).
 class Server {
  public:
-  Server(unsigned short port, std::string store, std::string config = {})
+  explicit Server(unsigned short port, std::string store = {}, std::string config = {})
       : port_(port), store_(std::move(store)), config_(std::move(config)) {}
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
@@ -90,8 +90,12 @@ class Server {
       return false;
     }
     const std::string port = std::to_string(port_);
-    std::vector<const char*> argv = {path.c_str(), "-a",  "127.0.0.1", "-p",
-                                     port.c_str(), "-js", "-sd",       store_.c_str()};
+    std::vector<const char*> argv = {path.c_str(), "-a", "127.0.0.1", "-p", port.c_str()};
+    if (!store_.empty()) {
+      argv.push_back("-js");
+      argv.push_back("-sd");
+      argv.push_back(store_.c_str());
+    }
     if (!config_.empty()) {
       argv.push_back("-c");
       argv.push_back(config_.c_str());
@@ -152,10 +156,17 @@ class CaptureSink : public spdlog::sinks::base_sink<std::mutex> {
 };
 
 /// The library's log, captured while it lives. count() and text() may be called while the
-/// view's threads log (a refusal is counted before its line is written: wait for the line).
+/// library's threads log (a refusal is counted before its line is written: wait for the line).
+/// `at_least`: capture from that level on (e.g. info, where "back" lines are), lowering the
+/// logger's level while the capture lives; by default, the logger's own level.
 struct LogCapture {
-  LogCapture() : sink(std::make_shared<CaptureSink>()) { logger()->sinks().push_back(sink); }
+  explicit LogCapture(std::optional<spdlog::level::level_enum> at_least = std::nullopt)
+      : sink(std::make_shared<CaptureSink>()), level(logger()->level()) {
+    logger()->sinks().push_back(sink);
+    if (at_least) logger()->set_level(std::min(level, *at_least));
+  }
   ~LogCapture() {
+    logger()->set_level(level);
     auto& sinks = logger()->sinks();
     std::erase(sinks, std::static_pointer_cast<spdlog::sinks::sink>(sink));
   }
@@ -170,6 +181,7 @@ struct LogCapture {
   }
   std::string text() const { return sink->text(); }
   std::shared_ptr<CaptureSink> sink;
+  spdlog::level::level_enum level;
 };
 
 }  // namespace gpustream::transport::test::nats

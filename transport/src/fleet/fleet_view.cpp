@@ -5,7 +5,6 @@
 
 #include <limits>
 #include <set>
-#include <tuple>
 #include <unordered_map>
 
 #include <boost/asio/post.hpp>
@@ -417,16 +416,6 @@ FleetView::~FleetView() { stop(); }
 
 void FleetView::start() { impl_->start(); }
 
-namespace {
-bool same_identity(const NatsAuth& a, const NatsAuth& b) {
-  const auto fields = [](const NatsAuth& x) {
-    return std::tie(x.creds_file, x.nkey_seed_file, x.nkey_public, x.user, x.password, x.token,
-                    x.ca_file, x.cert_file, x.key_file, x.inbox_prefix);
-  };
-  return fields(a) == fields(b);
-}
-}  // namespace
-
 NatsAuthChange FleetView::set_auth(NatsAuth auth, std::string* error) {
   if (auto e = nats_auth_error(auth); !e.empty()) {
     if (error) *error = std::move(e);
@@ -439,8 +428,7 @@ NatsAuthChange FleetView::set_auth(NatsAuth auth, std::string* error) {
     if (error) *error = "the fleet view is not running";
     return NatsAuthChange::refused;
   }
-  if (same_identity(auth, impl_->new_auth ? *impl_->new_auth : impl_->auth))
-    return NatsAuthChange::unchanged;
+  if (auth == (impl_->new_auth ? *impl_->new_auth : impl_->auth)) return NatsAuthChange::unchanged;
   impl_->new_auth = std::move(auth);
   impl_->kv_cv.notify_all();
   return NatsAuthChange::reconnecting;

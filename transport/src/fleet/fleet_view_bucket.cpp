@@ -1,6 +1,9 @@
 // FleetView's key-value bucket, on its own thread (kv_thread): created when it is missing (at
 // start and after each reconnect: a restarted nats-server that held it in memory has none),
 // then read through the same per-publisher path as the bus (fleet_view_impl.hpp).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <optional>
 #include <utility>
 
@@ -50,9 +53,11 @@ void FleetView::Impl::run_bucket() {
 
 std::string FleetView::Impl::admin_command() const {
   const auto ttl = options.kv_ttl.count() > 0 ? options.kv_ttl : options.gone_after;
-  return fmt::format("nats kv add {} --history 1 --ttl {} --storage {} --replicas {}",
-                     options.kv_bucket, seconds_text(ttl), to_string(options.kv_storage),
-                     options.kv_replicas);
+  return fmt::format(
+      "nats kv add {} --history 1 --ttl {} --storage {} --replicas {} --max-bytes {} "
+      "--max-value-size {}",
+      options.kv_bucket, seconds_text(ttl), to_string(options.kv_storage), options.kv_replicas,
+      options.kv_max_bytes, options.limits.max_message_bytes);
 }
 
 /// A problem with the bucket, logged when it is not the one logged last (once, not once per
@@ -99,14 +104,18 @@ kvStore* FleetView::Impl::bind_bucket(jsCtx* js) {
   cfg.TTL = std::chrono::nanoseconds(ttl).count();  // libnats 3.4: the stream's max_age, in ns
   cfg.StorageType = options.kv_storage == KvStorage::memory ? js_MemoryStorage : js_FileStorage;
   cfg.Replicas = options.kv_replicas;
+  cfg.MaxBytes = options.kv_max_bytes;
+  cfg.MaxValueSize = static_cast<int32_t>(
+      std::min<std::size_t>(options.limits.max_message_bytes, std::numeric_limits<int32_t>::max()));
   s = js_CreateKeyValue(&kv, js, &cfg);
   if (s == NATS_OK) {
     ++kv_created;
     kv_problem_logged.clear();
     logger()->warn(
-        "fleet: created the key-value bucket '{}' ({} storage, {} replica(s), entries live {}) "
-        "(gpustream_fleet_kv_created_total)",
-        options.kv_bucket, to_string(options.kv_storage), options.kv_replicas, seconds_text(ttl));
+        "fleet: created the key-value bucket '{}' ({} storage, {} replica(s), entries live {}, "
+        "at most {} bytes) (gpustream_fleet_kv_created_total)",
+        options.kv_bucket, to_string(options.kv_storage), options.kv_replicas, seconds_text(ttl),
+        options.kv_max_bytes);
     return kv;
   }
   const std::string why = nats_status_text(s);

@@ -370,14 +370,20 @@ std::optional<std::string> nats_health_error(const NatsBridgeStats& s,
   return "NATS disconnected for " + secs(s.disconnected_for) + " (more than " + secs(bound) + ")";
 }
 
-std::string NatsBridge::set_auth(NatsAuth auth) {
-  if (auto err = nats_auth_error(auth); !err.empty()) return err;
-  if (auth.inbox_prefix.empty())
-    auth.inbox_prefix = std::string(kDefaultInboxRoot) + "." + options_.host;
+NatsAuthChange NatsBridge::set_auth(NatsAuth auth, std::string* error) {
+  if (auto err = nats_auth_error(auth); !err.empty()) {
+    if (error) *error = std::move(err);
+    return NatsAuthChange::refused;
+  }
+  const std::string default_inbox = std::string(kDefaultInboxRoot) + "." + options_.host;
+  if (auth.inbox_prefix.empty()) auth.inbox_prefix = default_inbox;
   std::lock_guard lock(auth_mu_);
+  NatsAuth in_use = auth_ ? *auth_ : options_.auth;
+  if (in_use.inbox_prefix.empty()) in_use.inbox_prefix = default_inbox;
+  if (in_use == auth) return NatsAuthChange::unchanged;
   auth_ = std::move(auth);
   auth_changed_ = true;  // the running thread (or the next start()) takes it
-  return {};
+  return NatsAuthChange::reconnecting;
 }
 
 std::string NatsBridge::subject_for(std::string_view probe) const {

@@ -247,6 +247,10 @@ struct FleetOptions {
   KvStorage kv_storage = KvStorage::file;  // file: the bucket survives a nats-server restart
   int kv_replicas = 1;                     // 1..5 (a JetStream cluster's)
   std::chrono::milliseconds kv_ttl{0};     // how long an entry lives; 0: gone_after
+  /// The bucket's whole size, bytes (the stream's max_bytes; a put beyond it is refused, the
+  /// agent counts a write failure), and each entry at most limits.max_message_bytes (what the
+  /// view would decode): a bucket the view creates is bounded in bytes, not only in keys.
+  std::int64_t kv_max_bytes = std::int64_t{1} << 30;
   /// Between two reconnection attempts after NATS is lost (libnats's reconnect wait).
   std::chrono::milliseconds reconnect_wait{1000};
   std::chrono::milliseconds stale_after{5000};
@@ -297,13 +301,6 @@ struct FleetStats {
   std::uint64_t nodes_up = 0;              // gauges: the node table by state
   std::uint64_t nodes_stale = 0;
   std::uint64_t nodes_gone = 0;
-};
-
-/// What FleetView::set_auth() did with a new identity.
-enum class NatsAuthChange : std::uint8_t {
-  unchanged,     // the same as the one in use (or already on its way): nothing to do
-  reconnecting,  // taken: the view connects with it on its own thread, then swaps
-  refused,       // inconsistent (nats_auth_error), or the view is not running: nothing changed
 };
 
 /// Built only with libnats (GPUSTREAM_HAS_NATS).

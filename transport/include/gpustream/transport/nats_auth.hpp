@@ -20,6 +20,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -43,6 +44,13 @@ struct NatsAuth {
 
   bool tls() const { return !ca_file.empty() || !cert_file.empty(); }
   bool operator==(const NatsAuth&) const = default;
+};
+
+/// What set_auth() (NatsBridge's, FleetView's: a SIGHUP reload) did with new credentials.
+enum class NatsAuthChange : std::uint8_t {
+  unchanged,     // the same as the ones in use (or already on their way): nothing to do
+  reconnecting,  // taken: a connection with them replaces the current one once it connects
+  refused,       // inconsistent (nats_auth_error), or not running (the view): nothing changed
 };
 
 /// What is inconsistent in `a` (two identities; a user without a password or the reverse; a

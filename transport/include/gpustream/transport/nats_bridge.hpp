@@ -135,15 +135,16 @@ class NatsBridge {
   bool running() const;
 
   /// New credentials and TLS files (a SIGHUP reload; the caller read the secret files). Checked
-  /// now: an inconsistent `auth` (nats_auth_error) is refused, the error returned and the current
-  /// credentials kept. Otherwise "" and, on the bridge's thread: while connected, a connection
-  /// with `auth` is opened (one attempt, at most about connect_timeout) and replaces the current
-  /// one once it connects (what is queued is kept; the old one flushes what it holds; the next
-  /// message of every probe is a full one); when it cannot connect, the current connection is
+  /// now: an inconsistent `auth` (nats_auth_error) is `refused`, the reason in `error`
+  /// (optional) and the current credentials kept; the ones in use (or already on their way) are
+  /// `unchanged`. Otherwise `reconnecting` and, on the bridge's thread: while connected, a
+  /// connection with `auth` is opened (one attempt, at most about connect_timeout) and replaces the
+  /// current one once it connects (what is queued is kept; the old one flushes what it holds; the
+  /// next message of every probe is a full one); when it cannot connect, the current connection is
   /// kept and the refusal logged in NATS's words. While not connected, `auth` is used from the
   /// next attempt. Also taken by a later start(). options() keeps the construction's auth. An
   /// empty inbox_prefix gets the default (_INBOX_gpustream.<node>). Thread-safe.
-  std::string set_auth(NatsAuth auth);
+  NatsAuthChange set_auth(NatsAuth auth, std::string* error = nullptr);
 
   NatsBridgeStats stats() const;
   /// "<prefix>.<host>.<probe>" for `probe`.

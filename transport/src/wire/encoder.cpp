@@ -67,6 +67,7 @@ std::string encode_snapshot_message(const GpuSnapshot& s, const Selection& sel) 
   GpuSnapshot filtered;
   if (!sel.all_devices) {
     filtered.probe = s.probe;
+    filtered.node = s.node;
     filtered.sequence = s.sequence;
     filtered.time_unix_ns = s.time_unix_ns;
     filtered.monotonic_ns = s.monotonic_ns;

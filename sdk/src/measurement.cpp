@@ -123,6 +123,7 @@ struct DeviceAcc {
   std::optional<std::int64_t> first_ns, last_ns;  // this device's snapshots in the window
   std::optional<std::int64_t> last_sample_ns;     // the last driver power sample taken
   std::optional<std::pair<std::int64_t, double>> fine_after, coarse_after;
+  bool after_taken = false;
   std::size_t ignored_samples = 0;
   std::string ignored_reason;
 
@@ -150,6 +151,20 @@ struct DeviceAcc {
   /// The driver's power samples (strictly increasing, in (previous snapshot, this one]) and the
   /// snapshot's own power reading, into the traces; bad samples are counted, never integrated.
   void add_readings(const DeviceSample& d, std::int64_t ns) {
+    take_samples(d, ns, ns);
+    if (const Reading& w = d.metrics[Metric::power_watts]) {
+      coarse.add(ns, w.value(), false);
+      if (d.power_kind != PowerKind::average) fine.add(ns, w.value(), false);
+    }
+    if (const Reading& e = d.metrics[Metric::energy_joules]) counter_period.add(ns, e.value());
+    if (!first_ns) first_ns = ns;
+    last_ns = ns;
+  }
+
+  /// The samples of a snapshot at `ns` up to `limit`, validated, into the fine trace; returns
+  /// the first good one after `limit`.
+  std::optional<std::pair<std::int64_t, double>> take_samples(const DeviceSample& d,
+                                                              std::int64_t ns, std::int64_t limit) {
     for (const PowerSample& p : d.power_samples) {
       const char* bad = nullptr;
       if (!valid_watts(p.watts))
@@ -166,30 +181,23 @@ struct DeviceAcc {
         ignore_sample(bad);
         continue;
       }
+      if (p.monotonic_ns > limit) return std::pair{p.monotonic_ns, p.watts};
       last_sample_ns = p.monotonic_ns;
       fine.add(p.monotonic_ns, p.watts, true);
     }
-    if (const Reading& w = d.metrics[Metric::power_watts]) {
-      coarse.add(ns, w.value(), false);
-      if (d.power_kind != PowerKind::average) fine.add(ns, w.value(), false);
-    }
-    if (const Reading& e = d.metrics[Metric::energy_joules]) counter_period.add(ns, e.value());
-    if (!first_ns) first_ns = ns;
-    last_ns = ns;
+    return std::nullopt;
   }
 
-  /// The first readings past an estimated end edge at `end_ns` (to interpolate at it).
+  /// The first snapshot past an estimated end edge at `end_ns`: its driver samples up to the
+  /// edge are in the window (the driver took them before it), the next reading interpolates.
   void take_after(const DeviceSample& d, std::int64_t ns, std::int64_t end_ns) {
-    if (fine_after) return;
-    for (const PowerSample& p : d.power_samples)
-      if (valid_watts(p.watts) && p.monotonic_ns > end_ns && p.monotonic_ns <= ns) {
-        fine_after = {p.monotonic_ns, p.watts};
-        break;
-      }
+    if (after_taken) return;
+    after_taken = true;
+    fine_after = take_samples(d, ns, end_ns);
     const Reading& w = d.metrics[Metric::power_watts];
     if (!w) return;
     if (!fine_after && d.power_kind != PowerKind::average) fine_after = {ns, w.value()};
-    if (!coarse_after) coarse_after = {ns, w.value()};
+    coarse_after = {ns, w.value()};
   }
 
   void add_energy(const DeviceSample& d) {

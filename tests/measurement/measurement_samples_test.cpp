@@ -230,6 +230,47 @@ TEST(WindowSamples, AnEnergyCounterThatDidNotMoveGivesWayToTheSamples) {
   EXPECT_EQ(d.driver_power_samples, 1u);  // 167 ms
 }
 
+TEST(WindowSamples, AFailedEndEdgeTakesTheSamplesTheNextSnapshotBrings) {
+  // The end edge sample at 437 ms fails: the edge is the end() call time. The next snapshot
+  // (500 ms) brings the driver's samples from 407 to 487 ms: those up to the edge are in the
+  // window, and the one after it (447 ms) interpolates the power at the edge.
+  boost::asio::io_context io;
+  SnapshotChannel ch(io.get_executor());
+  Board board;
+  std::int64_t now = 0;
+  bool fail = false;
+  MeasurementWindow w(ch, [&](const SubscriptionFilter&) {
+    EdgeSample e;
+    e.probe = "nvidia";
+    if (fail) {
+      e.error = "timeout";
+      ch.publish(board.at(500 * kMs));  // the periodic sample that lands meanwhile
+    } else {
+      e.snapshot = ch.publish(board.at(now));
+    }
+    return std::vector<EdgeSample>{e};
+  });
+  w.set_clock([&] { return now; });
+  ch.publish(board.at(0));
+  ch.publish(board.at(100 * kMs));
+  io.run();
+  now = 137 * kMs;
+  w.begin();
+  for (std::int64_t t = 200; t <= 400; t += 100) ch.publish(board.at(t * kMs));
+  now = 437 * kMs;
+  fail = true;
+  const WindowSummary s = w.end();
+  EXPECT_FALSE(s.exact_edges);
+  ASSERT_EQ(s.edge_errors.size(), 1u);
+  const auto& d = s.devices.at(0);
+  EXPECT_EQ(d.end_edge, EdgeKind::interpolated);
+  EXPECT_EQ(d.end_edge_ns, 437 * kMs);
+  EXPECT_GT(d.estimated_joules, 0);
+  EXPECT_EQ(d.driver_power_samples, 15u);  // 147 ... 427 ms, the last two from the 500 ms one
+  EXPECT_EQ(d.largest_gap_ns, 20 * kMs);   // 427 -> 447 across the edge
+  EXPECT_LT(relative_error(d, true_joules(137 * kMs, 437 * kMs)), 0.01);
+}
+
 // -- bad input: each kind of bad sample is ignored (never integrated) and counted --
 
 PowerSample good(std::int64_t ns) { return {ns, power_at(ns)}; }

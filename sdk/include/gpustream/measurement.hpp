@@ -84,10 +84,13 @@ struct DeviceWindowSummary {
   std::size_t samples = 0;  // snapshots of this probe that contained the device
   std::map<Metric, MetricSummary> metrics;
   /// Energy used over the window, joules. When the device reports an energy counter (two or
-  /// more readings in the window): the sum of the counter's increases, kind `counter` (or the
-  /// probe's own kind when it labels its cumulative value `integrated`). Otherwise, with two or
-  /// more power_watts readings: the trapezoid integral of power over monotonic_ns, kind
-  /// `integrated`. Otherwise absent. Covers the span from the first to the last sample.
+  /// more readings in the window) fine enough for the window (see energy_method): the sum of
+  /// the counter's increases, kind `counter` (or the probe's own kind when it labels its
+  /// cumulative value `integrated`). Otherwise, with power readings: the trapezoid integral of
+  /// power over monotonic_ns — of every driver power sample and instant power_watts reading
+  /// when the device has driver samples, else of the power_watts readings —, kind
+  /// `integrated`. Otherwise absent. A channel-only window covers the span from the first to
+  /// the last sample.
   std::optional<double> energy_joules;
   std::optional<EnergyKind> energy_kind;
   /// How often the energy counter went down (driver reload, wrap-around). Such an interval adds

@@ -9,9 +9,9 @@
 #include <stdexcept>
 #include <utility>
 
+#include "gpustream/detail/window_power.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/log_once.hpp"
-#include "window_power.hpp"
 
 namespace gpustream {
 namespace {
@@ -487,6 +487,7 @@ struct MeasurementWindow::Accumulators {
       d.energy_method = EnergyMethod::counter;
       d.update_period_ns = counter_period;
       if (!counter_period) d.coverage_reason = "energy counter: " + acc.counter_period.reason();
+      if (counter_period && length <= 0) d.coverage_reason = "the window has no length";
       if (counter_period && length > 0)
         d.fresh_coverage =
             std::max(0.0, 1.0 - static_cast<double>(*counter_period) / static_cast<double>(length));
@@ -505,7 +506,7 @@ struct MeasurementWindow::Accumulators {
     d.driver_power_samples = r->driver_samples;
     if (r->readings > 1 || r->begin != TraceEdge::exact) d.largest_gap_ns = r->largest_gap_ns;
     d.update_period_ns = r->period_ns;
-    d.coverage_reason = r->period_reason;
+    d.coverage_reason = r->period_ns ? r->coverage_reason : r->period_reason;
     d.fresh_coverage = r->coverage;
     if (r->period_ns)
       d.shorter_than_update_period = length < *r->period_ns;

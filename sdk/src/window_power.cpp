@@ -1,6 +1,6 @@
 // PowerTrace: trapezoid integration of one device's power readings over a window's edges, and
 // the coverage figures (see window_power.hpp).
-#include "window_power.hpp"
+#include "gpustream/detail/window_power.hpp"
 
 #include <algorithm>
 
@@ -184,6 +184,11 @@ std::optional<PowerTrace::Result> PowerTrace::finish(
   if (!r.period_ns) r.period_reason = period_reason();
   const std::int64_t b = *begin_ns_;
   const std::int64_t e = std::max(end_ns, b);
+  if (r.period_ns && coverage_lost_)
+    r.coverage_reason = "the update period was not known within the first " +
+                        std::to_string(kPendingInstants) + " readings";
+  else if (r.period_ns && e <= b)
+    r.coverage_reason = "the window has no length";
   if (r.period_ns && !coverage_lost_ && e > b) {
     const std::int64_t half = *r.period_ns / 2;
     double covered = covered_ns_;

@@ -1,6 +1,7 @@
-// Private to measurement.cpp: one device's power readings over a window, integrated with the
-// trapezoid rule and cut exactly at the window's edges, with the coverage figures of
-// DeviceWindowSummary (readings, largest gap, measured update period, fresh coverage).
+// Private to the SDK (measurement.cpp; tests/measurement/window_power_test.cpp): one device's power
+// readings over a window, integrated with the trapezoid rule and cut exactly at the window's edges,
+// with the coverage figures of DeviceWindowSummary (readings, largest gap, measured update period,
+// fresh coverage).
 //
 // Bounds: a PowerTrace holds O(1) state plus at most kPeriodIntervals interval lengths (the
 // update period is the median of the first kPeriodIntervals) and, until that period is known,
@@ -78,6 +79,7 @@ class PowerTrace {
     std::optional<std::int64_t> period_ns;
     std::string period_reason;       // why period_ns is unset
     std::optional<double> coverage;  // share of [begin, end] within period/2 of a reading
+    std::string coverage_reason;     // why coverage is unset while period_ns is set
   };
 
   /// The begin edge; call before any reading at or after it.
@@ -90,6 +92,8 @@ class PowerTrace {
   bool add(std::int64_t ns, double watts, bool driver_sample);
   bool any_driver_sample() const noexcept { return driver_seen_ > 0; }
   bool started() const noexcept { return started_; }
+  /// Reading instants held for the coverage until the period is known (<= kPendingInstants).
+  std::size_t held_instants() const noexcept { return pending_.size(); }
   /// The integral up to `end_ns` (>= every reading added); `after`: the first reading past
   /// the end edge, if known. Unset when no reading reached [begin, end].
   std::optional<Result> finish(std::int64_t end_ns,

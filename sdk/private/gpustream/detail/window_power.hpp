@@ -3,11 +3,13 @@
 // with the coverage figures of DeviceWindowSummary (readings, largest gap, measured update period,
 // fresh coverage).
 //
-// Bounds: a PowerTrace holds O(1) state plus at most kPeriodIntervals interval lengths (the
-// update period is the median of the first kPeriodIntervals) and, until that period is known,
-// at most kPendingInstants reading instants for the coverage: 64 + 1024 int64 = 8.5 KiB per
-// device and per trace, whatever the length of the window. CPU: O(1) per reading, plus one
-// partial sort of at most kPeriodIntervals values when the period is taken.
+// Bounds: a PowerTrace holds O(1) state plus at most 2 x kPeriodIntervals interval lengths
+// (driver sample intervals and change intervals; the update period is the median of the first
+// kPeriodIntervals) and, until that period is known, at most kPendingInstants reading instants
+// for the coverage: (128 + 1024) int64 = 9 KiB per trace, whatever the length of the window (a
+// window keeps two traces and a counter's ChangePeriod per device: about 19 KiB). CPU: O(1) per
+// reading, plus a copy and nth_element of at most kPeriodIntervals values when the period is
+// taken.
 #pragma once
 
 #include <cstddef>

@@ -5,6 +5,10 @@
 //   BM_ExactWindow/<probe>         Telemetry::begin_window("w"); end_window("w") — two fresh
 //                                  edge samples (Scheduler::request_sample) per window;
 //   BM_SampleNow/<probe>           Telemetry::sample_now(): one fresh sample of every probe;
+//   BM_WindowOverSnapshots/<n>    MeasurementWindow (fed through add()): begin(); 100
+//                                  snapshots of 2 GPUs, each device carrying <n> driver power
+//                                  samples (DeviceSample::power_samples; 0 or 50); end() —
+//                                  the cost of integrating every sample (read the ratio 50 / 0);
 // with <probe> 0 = the simulated probe (2 GPUs), 1 = NvidiaProbe over the fake
 // libnvidia-ml.so.1 (2 GPUs, persistent session). The periodic grid is 60 s, so it stays out
 // of the way. Counters: `caller_cpu_us` (CPU of the calling thread in begin()+end(), from
@@ -137,6 +141,47 @@ void BM_SampleNow(benchmark::State& state) {
   t->stop();
 }
 
+/// 100 snapshots 100 ms apart of 2 power-only GPUs, each with `per_device` driver samples
+/// spread over the interval before it (oldest first, as the model requires).
+std::vector<GpuSnapshot> snapshots_with_samples(int per_device) {
+  constexpr std::int64_t kInterval = 100'000'000;
+  std::vector<GpuSnapshot> out;
+  for (int i = 1; i <= 100; ++i) {
+    GpuSnapshot s;
+    s.probe = "nvidia";
+    s.monotonic_ns = i * kInterval;
+    for (int g = 0; g < 2; ++g) {
+      DeviceSample d;
+      d.id = "GPU-" + std::to_string(g);
+      d.metrics.fill_absent(Absence::unsupported);
+      d.metrics.set(Metric::power_watts, 200.0 + i % 7, Source::nvml);
+      d.power_kind = PowerKind::instant;
+      for (int k = 0; k < per_device; ++k) {
+        const std::int64_t t = s.monotonic_ns - kInterval + (k + 1) * kInterval / (per_device + 1);
+        d.power_samples.push_back({t, 200.0 + (k * 13 + i) % 50});
+      }
+      s.devices.push_back(std::move(d));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+void BM_WindowOverSnapshots(benchmark::State& state) {
+  const auto snaps = snapshots_with_samples(static_cast<int>(state.range(0)));
+  MeasurementWindow w;
+  std::size_t readings = 0;
+  for (auto _ : state) {
+    w.begin();
+    for (const auto& s : snaps) w.add(s);
+    const auto summary = w.end();
+    readings = summary.devices.at(0).power_readings;
+    benchmark::DoNotOptimize(summary);
+  }
+  state.counters["readings_per_device"] = benchmark::Counter(static_cast<double>(readings));
+}
+
+BENCHMARK(BM_WindowOverSnapshots)->Arg(0)->Arg(50)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ChannelOnlyWindow)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExactWindow)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SampleNow)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);

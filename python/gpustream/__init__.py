@@ -115,10 +115,13 @@ Telemetry.window = _window
 def _summary_to_dict(self):
     """The summary as plain dicts (metric names as in the gpustream/1 documents)."""
     return {
+        "name": self.name,
         "begin_ns": self.begin_ns,
         "end_ns": self.end_ns,
         "snapshots": self.snapshots,
         "missed_snapshots": self.missed_snapshots,
+        "exact_edges": self.exact_edges,
+        "edge_errors": list(self.edge_errors),
         "devices": [
             {
                 "device_id": d.device_id,
@@ -127,6 +130,23 @@ def _summary_to_dict(self):
                 "energy_joules": d.energy_joules,
                 "energy_kind": d.energy_kind,
                 "energy_counter_resets": d.energy_counter_resets,
+                "begin_edge": d.begin_edge,
+                "end_edge": d.end_edge,
+                "begin_edge_ns": d.begin_edge_ns,
+                "end_edge_ns": d.end_edge_ns,
+                "estimated_joules": d.estimated_joules,
+                # coverage (docs/python.md, "Coverage"): None where it cannot be known
+                "energy_method": d.energy_method,
+                "power_readings": d.power_readings,
+                "driver_power_samples": d.driver_power_samples,
+                "largest_gap_ns": d.largest_gap_ns,
+                "update_period_ns": d.update_period_ns,
+                "fresh_coverage": d.fresh_coverage,
+                "shorter_than_update_period": d.shorter_than_update_period,
+                "coverage_reason": d.coverage_reason,
+                "counter_changes": d.counter_changes,
+                "ignored_power_samples": d.ignored_power_samples,
+                "ignored_power_samples_reason": d.ignored_power_samples_reason,
                 "metrics": {
                     name: {"min": s.min, "max": s.max, "mean": s.mean, "last": s.last,
                            "count": s.count, "source": s.source}

@@ -51,7 +51,40 @@ void bind_summary(py::module_& m) {
           [](const DeviceWindowSummary& d) { return std::string(to_string(d.end_edge)); })
       .def_readonly("begin_edge_ns", &DeviceWindowSummary::begin_edge_ns)
       .def_readonly("end_edge_ns", &DeviceWindowSummary::end_edge_ns)
-      .def_readonly("estimated_joules", &DeviceWindowSummary::estimated_joules);
+      .def_readonly("estimated_joules", &DeviceWindowSummary::estimated_joules)
+      // Coverage (docs/python.md, "Coverage"): None where it cannot be known, never 0.
+      .def_property_readonly(
+          "energy_method", [](const DeviceWindowSummary& d) { return opt_name(d.energy_method); },
+          "How energy_joules was obtained: counter, integrated (from power_readings readings), "
+          "edges (the two edges only); None without energy")
+      .def_readonly("power_readings", &DeviceWindowSummary::power_readings,
+                    "Power readings integrated inside the window (0 for the counter)")
+      .def_readonly("driver_power_samples", &DeviceWindowSummary::driver_power_samples,
+                    "Of power_readings, the driver's own power samples")
+      .def_readonly("largest_gap_ns", &DeviceWindowSummary::largest_gap_ns,
+                    "Largest interval between consecutive readings integrated, ns, or None")
+      .def_readonly("update_period_ns", &DeviceWindowSummary::update_period_ns,
+                    "The source's update period measured from the stream, ns, or None")
+      .def_readonly("fresh_coverage", &DeviceWindowSummary::fresh_coverage,
+                    "Share (0..1) of the window covered by fresh readings, or None")
+      .def_readonly("shorter_than_update_period", &DeviceWindowSummary::shorter_than_update_period,
+                    "True when the window is shorter than the update period; None if unknown")
+      .def_readonly("coverage_reason", &DeviceWindowSummary::coverage_reason,
+                    "Why update_period_ns is None (empty when it is known)")
+      .def_readonly("counter_changes", &DeviceWindowSummary::counter_changes)
+      .def_readonly("ignored_power_samples", &DeviceWindowSummary::ignored_power_samples,
+                    "Driver power samples not integrated because they were bad")
+      .def_readonly("ignored_power_samples_reason",
+                    &DeviceWindowSummary::ignored_power_samples_reason)
+      .def("__repr__", [](const DeviceWindowSummary& d) {
+        std::string out = "<gpustream.DeviceWindow " + d.device_id + " (" + d.probe + ")";
+        if (d.energy_joules) out += " " + std::to_string(*d.energy_joules) + " J";
+        if (d.energy_method) out += " by " + std::string(to_string(*d.energy_method));
+        if (d.fresh_coverage)
+          out +=
+              ", " + std::to_string(static_cast<int>(*d.fresh_coverage * 100 + 0.5)) + " % fresh";
+        return out + ">";
+      });
 
   py::class_<WindowSummary::Overhead>(m, "WindowOverhead", "What the window itself cost.")
       .def_readonly("edge_samples", &WindowSummary::Overhead::edge_samples)

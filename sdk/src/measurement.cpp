@@ -3,13 +3,28 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <ctime>
 #include <limits>
 #include <stdexcept>
 #include <utility>
 
+#include "gpustream/detail/window_power.hpp"
+#include "gpustream/log.hpp"
+#include "gpustream/log_once.hpp"
+
 namespace gpustream {
 namespace {
+
+using detail::ChangePeriod;
+using detail::PowerTrace;
+using detail::TraceEdge;
+
+/// Bad driver power samples are logged once per reason for the process (then only counted).
+LogOnce& bad_sample_log() {
+  static LogOnce once;
+  return once;
+}
 
 /// CPU time of the calling thread, ns (0 where the clock is missing).
 std::int64_t thread_cpu_ns() noexcept {
@@ -23,6 +38,7 @@ struct Point {
   std::int64_t ns = 0;
   std::optional<double> counter;  // energy_joules
   std::optional<double> power;    // power_watts
+  bool power_instant = true;      // power_kind instant or unset (not the driver's average)
 };
 
 Point point_of(const DeviceSample& d, std::int64_t ns) {
@@ -30,8 +46,16 @@ Point point_of(const DeviceSample& d, std::int64_t ns) {
   p.ns = ns;
   if (const Reading& e = d.metrics[Metric::energy_joules]) p.counter = e.value();
   if (const Reading& w = d.metrics[Metric::power_watts]) p.power = w.value();
+  p.power_instant = d.power_kind != PowerKind::average;
   return p;
 }
+
+bool valid_watts(double w) { return std::isfinite(w) && w >= 0; }
+
+/// The fresh coverage from which the driver's samples are preferred to an energy counter that
+/// moved only once in the window (it may have updated once inside it: its delta is then the
+/// energy of a whole update period, not of the window).
+constexpr double kSamplesPreferred = 0.9;
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) * 1e-9; }
 
@@ -92,6 +116,89 @@ struct DeviceAcc {
   std::optional<Point> counter_prev;        // the counter reading before `last`'s
   bool begin_sampled = false;
   EdgeEstimate begin_counter, begin_power, end_counter, end_power;
+  // Coverage (window_power.hpp). `fine`: instant power_watts and every driver power sample;
+  // `coarse`: every power_watts reading, as the energy without driver samples is integrated.
+  PowerTrace fine, coarse;
+  ChangePeriod counter_period;
+  std::optional<std::int64_t> first_ns, last_ns;  // this device's snapshots in the window
+  std::optional<std::int64_t> last_sample_ns;     // the last driver power sample taken
+  std::optional<std::pair<std::int64_t, double>> fine_after, coarse_after;
+  bool after_taken = false;
+  std::size_t ignored_samples = 0;
+  std::string ignored_reason;
+
+  /// The traces' begin edge and what precedes it: a bound window's point before its begin edge.
+  void start_traces(std::int64_t begin_ns, bool hold, const std::optional<Point>& before) {
+    fine.set_begin(begin_ns, hold);
+    coarse.set_begin(begin_ns, hold);
+    if (!before || before->ns >= begin_ns) return;
+    last_ns = before->ns;  // the previous snapshot: driver samples come after it
+    if (before->power) {
+      coarse.add(before->ns, *before->power, false);
+      if (before->power_instant) fine.add(before->ns, *before->power, false);
+    }
+  }
+
+  void ignore_sample(const char* reason) {
+    if (ignored_samples++ == 0) ignored_reason = reason;
+    if (bad_sample_log().first(reason))
+      logger()->warn(
+          "measurement window: a driver power sample of {} device {} was ignored ({}); such "
+          "samples are counted in ignored_power_samples (logged once per reason)",
+          probe, device_id, reason);
+  }
+
+  /// The driver's power samples (strictly increasing, in (previous snapshot, this one]) and the
+  /// snapshot's own power reading, into the traces; bad samples are counted, never integrated.
+  void add_readings(const DeviceSample& d, std::int64_t ns) {
+    take_samples(d, ns, ns);
+    if (const Reading& w = d.metrics[Metric::power_watts]) {
+      coarse.add(ns, w.value(), false);
+      if (d.power_kind != PowerKind::average) fine.add(ns, w.value(), false);
+    }
+    if (const Reading& e = d.metrics[Metric::energy_joules]) counter_period.add(ns, e.value());
+    if (!first_ns) first_ns = ns;
+    last_ns = ns;
+  }
+
+  /// The samples of a snapshot at `ns` up to `limit`, validated, into the fine trace; returns
+  /// the first good one after `limit`.
+  std::optional<std::pair<std::int64_t, double>> take_samples(const DeviceSample& d,
+                                                              std::int64_t ns, std::int64_t limit) {
+    for (const PowerSample& p : d.power_samples) {
+      const char* bad = nullptr;
+      if (!valid_watts(p.watts))
+        bad = "bad_watts";
+      else if (p.monotonic_ns > ns)
+        bad = "after_snapshot";
+      else if (last_sample_ns && p.monotonic_ns == *last_sample_ns)
+        bad = "repeated";
+      else if (last_sample_ns && p.monotonic_ns < *last_sample_ns)
+        bad = "backwards";
+      else if (last_ns && p.monotonic_ns <= *last_ns)
+        bad = "before_interval";
+      if (bad) {
+        ignore_sample(bad);
+        continue;
+      }
+      if (p.monotonic_ns > limit) return std::pair{p.monotonic_ns, p.watts};
+      last_sample_ns = p.monotonic_ns;
+      fine.add(p.monotonic_ns, p.watts, true);
+    }
+    return std::nullopt;
+  }
+
+  /// The first snapshot past an estimated end edge at `end_ns`: its driver samples up to the
+  /// edge are in the window (the driver took them before it), the next reading interpolates.
+  void take_after(const DeviceSample& d, std::int64_t ns, std::int64_t end_ns) {
+    if (after_taken) return;
+    after_taken = true;
+    fine_after = take_samples(d, ns, end_ns);
+    const Reading& w = d.metrics[Metric::power_watts];
+    if (!w) return;
+    if (!fine_after && d.power_kind != PowerKind::average) fine_after = {ns, w.value()};
+    coarse_after = {ns, w.value()};
+  }
 
   void add_energy(const DeviceSample& d) {
     const Reading& e = d.metrics[Metric::energy_joules];
@@ -249,9 +356,12 @@ struct MeasurementWindow::Accumulators {
       const ProbeEdge e = end_edge(s.probe);
       if (s.monotonic_ns > e.ns) {
         if (e.sampled) return;
-        for (const auto& dev : s.devices)
-          if (DeviceAcc* acc = find(s.probe, dev.id); acc && !acc->after)
-            acc->after = point_of(dev, s.monotonic_ns);
+        for (const auto& dev : s.devices) {
+          DeviceAcc* acc = find(s.probe, dev.id);
+          if (!acc) continue;
+          if (!acc->after) acc->after = point_of(dev, s.monotonic_ns);
+          acc->take_after(dev, s.monotonic_ns, e.ns);
+        }
         return;
       }
     }
@@ -279,6 +389,16 @@ struct MeasurementWindow::Accumulators {
       }
       acc.add_energy(dev);
       acc.add_power(dev, s.monotonic_ns);
+      if (acc.samples == 1) {
+        if (bound) {
+          const auto it = before.find({s.probe, dev.id});
+          acc.start_traces(begin_edge(s.probe).ns, true,
+                           it != before.end() ? std::optional<Point>(it->second) : std::nullopt);
+        } else {
+          acc.start_traces(s.monotonic_ns, false, std::nullopt);
+        }
+      }
+      acc.add_readings(dev, s.monotonic_ns);
       if (bound) {
         acc.add_point(point_of(dev, s.monotonic_ns));
         if (acc.samples == 1) {
@@ -311,29 +431,134 @@ struct MeasurementWindow::Accumulators {
             m.min, m.max, m.sum / static_cast<double>(m.count), m.last, m.count, m.source};
       }
       d.energy_counter_resets = acc.counter_resets;
-      if (bound) {
-        summarize_bound(acc, d);
-        continue;
-      }
-      if (acc.counter_intervals > 0) {
-        d.energy_joules = acc.counter_joules;
-        d.energy_kind = acc.counter_kind;
-      } else if (acc.power_intervals > 0) {
-        d.energy_joules = acc.integrated_joules;
-        d.energy_kind = EnergyKind::integrated;
-      }
+      d.counter_changes = acc.counter_period.changes();
+      d.ignored_power_samples = acc.ignored_samples;
+      d.ignored_power_samples_reason = acc.ignored_reason;
+      summarize_energy(acc, d);
     }
     return out;
   }
 
-  /// Energy and edges of a bound window's device: the counter when both its edges are known,
-  /// else power integrated over the edges, else whichever has readings (edges then say
-  /// `unknown`).
-  void summarize_bound(const DeviceAcc& acc, DeviceWindowSummary& d) const {
-    const ProbeEdge b = begin_edge(acc.probe);
-    const ProbeEdge e = end_edge(acc.probe);
-    d.begin_edge_ns = acc.begin_sampled ? acc.first->ns : b.ns;
-    d.end_edge_ns = acc.end_counter.kind == EdgeKind::sampled ? acc.last->ns : e.ns;
+  /// The device's window [begin, end], ns: its edges (bound), else its first and last samples.
+  std::pair<std::int64_t, std::int64_t> span_of(const DeviceAcc& acc) const {
+    if (!bound) return {acc.first_ns.value_or(0), acc.last_ns.value_or(0)};
+    const std::int64_t b = acc.begin_sampled ? acc.first->ns : begin_edge(acc.probe).ns;
+    const std::int64_t e =
+        acc.end_counter.kind == EdgeKind::sampled ? acc.last->ns : end_edge(acc.probe).ns;
+    return {b, e};
+  }
+
+  /// Energy, its method and the coverage figures. The counter is used unless it is too coarse
+  /// for the window and power can be integrated instead: it did not move between the edges, or
+  /// its measured update period is longer than the window, or it moved only once while the
+  /// driver's samples cover at least kSamplesPreferred of the window freshly. Power is
+  /// integrated from every driver sample when the device has any, else as before from the
+  /// power_watts readings.
+  void summarize_energy(const DeviceAcc& acc, DeviceWindowSummary& d) const {
+    const auto [b, e] = span_of(acc);
+    const std::int64_t length = e - b;
+    const bool end_estimated = bound && !end_edge(acc.probe).sampled;
+    std::optional<PowerTrace::Result> fine;
+    if (acc.fine.any_driver_sample())
+      fine = acc.fine.finish(e, end_estimated ? acc.fine_after : std::nullopt);
+    const std::optional<std::int64_t> counter_period = acc.counter_period.period();
+    const std::size_t moves = acc.counter_period.changes();
+    const bool samples_cover = fine && fine->coverage && *fine->coverage >= kSamplesPreferred;
+    const bool counter_coarse =
+        moves == 0 || (counter_period && length < *counter_period) || (moves == 1 && samples_cover);
+    const bool counter_moved = moves > 0;
+    const bool power_possible = fine || (bound ? acc.first && acc.first->power &&
+                                                     acc.begin_power.kind != EdgeKind::unknown &&
+                                                     acc.end_power.kind != EdgeKind::unknown
+                                               : acc.power_intervals > 0);
+    const bool allow_counter = !(counter_coarse && power_possible);
+    if (bound) {
+      d.begin_edge_ns = b;
+      d.end_edge_ns = e;
+    }
+    bool used_counter =
+        bound ? summarize_bound(acc, d, allow_counter) : summarize_unbound(acc, d, allow_counter);
+    if (fine && (!used_counter || !allow_counter)) {
+      use_fine(acc, *fine, d);
+      used_counter = false;
+    }
+    if (!d.energy_joules) return;
+    if (used_counter) {
+      d.energy_method = EnergyMethod::counter;
+      d.update_period_ns = counter_period;
+      if (!counter_period) d.coverage_reason = "energy counter: " + acc.counter_period.reason();
+      if (counter_period && length <= 0) d.coverage_reason = "the window has no length";
+      if (counter_period && length > 0)
+        d.fresh_coverage =
+            std::max(0.0, 1.0 - static_cast<double>(*counter_period) / static_cast<double>(length));
+      if (counter_period)
+        d.shorter_than_update_period = length < *counter_period;
+      else if (!counter_moved)
+        d.shorter_than_update_period = true;
+      return;
+    }
+    const std::optional<PowerTrace::Result> r =
+        fine ? fine : acc.coarse.finish(e, end_estimated ? acc.coarse_after : std::nullopt);
+    d.energy_method = EnergyMethod::integrated;
+    if (!r) return;  // (not expected: the readings that gave the energy reached the trace)
+    d.energy_method = r->inner_readings > 0 ? EnergyMethod::integrated : EnergyMethod::edges;
+    d.power_readings = r->readings;
+    d.driver_power_samples = r->driver_samples;
+    if (r->readings > 1 || r->begin != TraceEdge::exact) d.largest_gap_ns = r->largest_gap_ns;
+    d.update_period_ns = r->period_ns;
+    d.coverage_reason = r->period_ns ? r->coverage_reason : r->period_reason;
+    d.fresh_coverage = r->coverage;
+    if (r->period_ns)
+      d.shorter_than_update_period = length < *r->period_ns;
+    else if (acc.counter_period.readings() >= 2 && !counter_moved)
+      d.shorter_than_update_period = true;
+  }
+
+  /// The energy integrated from the driver's samples, with the edges as the trace cut them.
+  void use_fine(const DeviceAcc& acc, const PowerTrace::Result& r, DeviceWindowSummary& d) const {
+    d.energy_joules = r.joules;
+    d.energy_kind = EnergyKind::integrated;
+    d.estimated_joules = 0;
+    if (!bound) return;
+    const auto edge = [](TraceEdge t, bool sampled, double joules, double& estimated) {
+      if (t == TraceEdge::none) return EdgeKind::unknown;
+      if (t == TraceEdge::held) {
+        estimated += joules;
+        return EdgeKind::held;
+      }
+      if (sampled) return EdgeKind::sampled;
+      estimated += joules;  // the edge sample failed: the edge is the call time
+      return EdgeKind::interpolated;
+    };
+    d.begin_edge = edge(r.begin, begin_edge(acc.probe).sampled && acc.begin_sampled, r.begin_joules,
+                        d.estimated_joules);
+    d.end_edge =
+        edge(r.end, acc.end_counter.kind == EdgeKind::sampled, r.end_joules, d.estimated_joules);
+  }
+
+  /// A channel-only window: the counter's increases, else power integrated between the first
+  /// and last readings. True when the counter was used.
+  bool summarize_unbound(const DeviceAcc& acc, DeviceWindowSummary& d, bool allow_counter) const {
+    if (acc.counter_intervals > 0 && allow_counter) {
+      d.energy_joules = acc.counter_joules;
+      d.energy_kind = acc.counter_kind;
+      return true;
+    }
+    if (acc.power_intervals > 0) {
+      d.energy_joules = acc.integrated_joules;
+      d.energy_kind = EnergyKind::integrated;
+    } else if (acc.counter_intervals > 0) {
+      d.energy_joules = acc.counter_joules;
+      d.energy_kind = acc.counter_kind;
+      return true;
+    }
+    return false;
+  }
+
+  /// Energy and edges of a bound window's device: the counter when both its edges are known
+  /// (and `allow_counter`), else power integrated over the edges, else whichever has readings
+  /// (edges then say `unknown`). True when the counter was used.
+  bool summarize_bound(const DeviceAcc& acc, DeviceWindowSummary& d, bool allow_counter) const {
     const auto known = [](const EdgeEstimate& x) { return x.kind != EdgeKind::unknown; };
     const bool has_counter = acc.first && acc.first->counter;
     const bool has_power = acc.first && acc.first->power;
@@ -347,18 +572,25 @@ struct MeasurementWindow::Accumulators {
       d.begin_edge = x.kind;
       d.end_edge = y.kind;
     };
-    if (counter_ok) {
+    if (counter_ok && allow_counter) {
       use(acc.counter_joules, acc.begin_counter, acc.end_counter, acc.counter_kind);
-    } else if (power_ok) {
+      return true;
+    }
+    if (power_ok) {
       use(acc.integrated_joules, acc.begin_power, acc.end_power, EnergyKind::integrated);
+    } else if (counter_ok) {
+      use(acc.counter_joules, acc.begin_counter, acc.end_counter, acc.counter_kind);
+      return true;
     } else if (acc.counter_intervals > 0) {
       use(acc.counter_joules, EdgeEstimate{}, EdgeEstimate{}, acc.counter_kind);
+      return true;
     } else if (acc.power_intervals > 0) {
       use(acc.integrated_joules, EdgeEstimate{}, EdgeEstimate{}, EnergyKind::integrated);
     } else {
       d.begin_edge = acc.begin_counter.kind;
       d.end_edge = acc.end_counter.kind;
     }
+    return false;
   }
 };
 
@@ -376,6 +608,18 @@ std::string_view to_string(EdgeKind k) noexcept {
       return "unknown";
   }
   return "unknown";
+}
+
+std::string_view to_string(EnergyMethod m) noexcept {
+  switch (m) {
+    case EnergyMethod::counter:
+      return "counter";
+    case EnergyMethod::integrated:
+      return "integrated";
+    case EnergyMethod::edges:
+      return "edges";
+  }
+  return "edges";
 }
 
 const MetricSummary* DeviceWindowSummary::find(Metric m) const {

@@ -65,3 +65,48 @@ def test_a_window_with_no_sample_inside_still_has_exact_edges(sim):
         assert d.end_edge_ns >= d.begin_edge_ns
         assert d.energy_joules is not None and d.energy_joules >= 0
         assert d.estimated_joules == 0
+
+
+COVERAGE_KEYS = ("energy_method", "power_readings", "driver_power_samples", "largest_gap_ns",
+                 "update_period_ns", "fresh_coverage", "shorter_than_update_period",
+                 "coverage_reason", "counter_changes", "ignored_power_samples",
+                 "ignored_power_samples_reason")
+
+
+def test_window_says_how_its_energy_was_obtained(sim):
+    # The simulated GPUs have an energy counter that moves at every sample: the counter is used,
+    # nothing is integrated, and what the stream cannot tell is None, never 0.
+    with sim.window("covered") as w:
+        take(sim.stream(timeout=10), 5)
+    s = w.summary
+    for d in s.devices:
+        assert d.energy_method == "counter"
+        assert d.counter_changes >= 1
+        assert d.power_readings == 0 and d.driver_power_samples == 0
+        assert d.largest_gap_ns is None
+        assert d.ignored_power_samples == 0 and d.ignored_power_samples_reason == ""
+        if d.update_period_ns is None:
+            # It changed at every reading: its period is below what the stream can see.
+            assert d.fresh_coverage is None and d.shorter_than_update_period is None
+            assert "energy counter" in d.coverage_reason
+        else:
+            assert d.update_period_ns > 0 and 0 <= d.fresh_coverage <= 1
+            assert d.coverage_reason == ""
+        assert f"by {d.energy_method}" in repr(d)
+    # The same figures in the summary's dict form (its only wire form), with the edges.
+    doc = s.to_dict()
+    assert doc["name"] == "covered" and doc["exact_edges"] == s.exact_edges
+    for d, dd in zip(s.devices, doc["devices"]):
+        for key in COVERAGE_KEYS + ("begin_edge", "end_edge", "begin_edge_ns", "end_edge_ns",
+                                    "estimated_joules"):
+            assert dd[key] == getattr(d, key), key
+
+
+def test_a_window_with_no_sample_inside_has_an_energy_method(sim):
+    with sim.window("instant") as w:
+        pass
+    for d in w.summary.devices:
+        assert d.energy_method in ("counter", "integrated", "edges")
+        # Between the two edge samples nothing else was read: power (if used) has 2 readings.
+        if d.energy_method != "counter":
+            assert d.power_readings == 2 and d.largest_gap_ns is not None

@@ -41,6 +41,16 @@ enum class EdgeKind : std::uint8_t {
 
 std::string_view to_string(EdgeKind k) noexcept;
 
+/// How a device's window energy was obtained (docs/embedding.md, "Coverage").
+enum class EnergyMethod : std::uint8_t {
+  counter,     // the difference of the device's energy counter
+  integrated,  // power integrated over time from readings inside the window (power_readings)
+  edges,       // power integrated from the readings at (or around) the two edges only: nothing
+               // was read between them
+};
+
+std::string_view to_string(EnergyMethod m) noexcept;
+
 /// One probe's answer to a request for a fresh sample (what an EdgeSampler returns).
 struct EdgeSample {
   std::string probe;
@@ -74,10 +84,13 @@ struct DeviceWindowSummary {
   std::size_t samples = 0;  // snapshots of this probe that contained the device
   std::map<Metric, MetricSummary> metrics;
   /// Energy used over the window, joules. When the device reports an energy counter (two or
-  /// more readings in the window): the sum of the counter's increases, kind `counter` (or the
-  /// probe's own kind when it labels its cumulative value `integrated`). Otherwise, with two or
-  /// more power_watts readings: the trapezoid integral of power over monotonic_ns, kind
-  /// `integrated`. Otherwise absent. Covers the span from the first to the last sample.
+  /// more readings in the window) fine enough for the window (see energy_method): the sum of
+  /// the counter's increases, kind `counter` (or the probe's own kind when it labels its
+  /// cumulative value `integrated`). Otherwise, with power readings: the trapezoid integral of
+  /// power over monotonic_ns — of every driver power sample and instant power_watts reading
+  /// when the device has driver samples, else of the power_watts readings —, kind
+  /// `integrated`. Otherwise absent. A channel-only window covers the span from the first to
+  /// the last sample.
   std::optional<double> energy_joules;
   std::optional<EnergyKind> energy_kind;
   /// How often the energy counter went down (driver reload, wrap-around). Such an interval adds
@@ -94,6 +107,42 @@ struct DeviceWindowSummary {
   std::int64_t end_edge_ns = 0;
   /// Joules of energy_joules that are estimated (the interpolated or held edge intervals).
   double estimated_joules = 0;
+
+  // -- coverage: how energy_joules was obtained and how well the window is covered --
+  // (docs/embedding.md, "Coverage"). Unset when it cannot be known; never 0 for unknown.
+  /// Set when energy_joules is. `integrated` uses every power reading in the window: the
+  /// periodic power_watts (when power_kind is instant or unset) and every driver power sample
+  /// (DeviceSample::power_samples); the counter is preferred unless it did not move between the
+  /// edges or its measured update period is longer than the window.
+  std::optional<EnergyMethod> energy_method;
+  /// Readings integrated inside [begin edge, end edge] (method integrated/edges; else 0), and
+  /// of those the driver's own power samples.
+  std::size_t power_readings = 0;
+  std::size_t driver_power_samples = 0;
+  /// The largest interval between consecutive readings the integral used, ns (the readings
+  /// just outside an edge that an interpolation used count; a held edge counts from the edge).
+  std::optional<std::int64_t> largest_gap_ns;
+  /// The update period of the source energy_method names, measured from the stream, ns: the
+  /// counter's (median interval between readings at which it changed), or the power's (median
+  /// interval between driver power samples; without them, between changes of power_watts).
+  std::optional<std::int64_t> update_period_ns;
+  /// Share (0..1) of [begin edge, end edge] covered by fresh readings: for `integrated`/`edges`,
+  /// the share within half an update period of a reading; for `counter`, 1 - period/length
+  /// (the counter's edge readings may lag by up to one period). Unset with the period.
+  std::optional<double> fresh_coverage;
+  /// The window is shorter than update_period_ns (true also when the counter did not move
+  /// between the edges). Unset when the period is unknown and the counter moved.
+  std::optional<bool> shorter_than_update_period;
+  /// Why update_period_ns (and so fresh_coverage) is unset; empty when set.
+  std::string coverage_reason;
+  /// How often the energy counter's value changed between consecutive readings in the window.
+  std::size_t counter_changes = 0;
+  /// Driver power samples not integrated because they were bad: not finite or negative watts,
+  /// later than their snapshot, not after the previous snapshot, repeated or going back in time.
+  std::size_t ignored_power_samples = 0;
+  /// The reason of the first ignored sample ("bad_watts", "after_snapshot", "before_interval",
+  /// "repeated", "backwards"); empty when none was ignored.
+  std::string ignored_power_samples_reason;
 
   const MetricSummary* find(Metric m) const;
 };

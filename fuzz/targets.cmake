@@ -9,6 +9,7 @@ set(GPUSTREAM_FUZZ_TARGETS
   sysfs_readers    # sysfs/procfs value readers (probes/toolkit/readers.cpp, pp_dpm levels)
   amd_smi          # amd-smi static/metric/process --json (probes/amd/amd_cli_parse.cpp)
   rocm_smi         # rocm-smi --json (probes/amd/amd_cli_parse.cpp)
+  gpu_metrics      # amdgpu sysfs gpu_metrics binary tables (probes/amd/amdgpu_gpu_metrics.cpp)
   nvidia_smi_csv   # nvidia-smi --format=csv (probes/nvidia/smi_csv.cpp, formats.cpp)
   macmon           # macmon pipe lines (probes/apple/macmon_parse.cpp)
   snapshot_json    # the gpustream/1 decoder (sdk/src/json_read.cpp, json_parse.cpp)
@@ -26,6 +27,7 @@ set(GPUSTREAM_FUZZ_INSTRUMENTED_SOURCES
   probes/toolkit/readers.cpp
   probes/toolkit/drm_fdinfo.cpp
   probes/amd/amd_cli_parse.cpp
+  probes/amd/amdgpu_gpu_metrics.cpp
   probes/nvidia/smi_csv.cpp
   probes/nvidia/formats.cpp
   probes/apple/macmon_parse.cpp

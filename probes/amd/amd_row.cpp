@@ -38,9 +38,9 @@ std::vector<std::int64_t> process_pids(std::string_view output) {
 /// AmdSysfsProbe::sample_card's files of one node.
 void node_inputs(std::vector<capture::SysfsInput>& out, const std::string& /*sysfs_root*/,
                  const std::string& /*node*/, const std::string& device) {
-  for (const char* f :
-       {"gpu_busy_percent", "mem_busy_percent", "mem_info_vram_total", "mem_info_vram_used",
-        "mem_info_gtt_total", "mem_info_gtt_used", "pp_dpm_sclk", "pp_dpm_mclk", "unique_id"})
+  for (const char* f : {"gpu_busy_percent", "mem_busy_percent", "mem_info_vram_total",
+                        "mem_info_vram_used", "mem_info_gtt_total", "mem_info_gtt_used",
+                        "pp_dpm_sclk", "pp_dpm_mclk", "unique_id", "gpu_metrics"})
     out.push_back({concat(device, "/", f)});
 }
 

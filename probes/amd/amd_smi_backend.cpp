@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "amd/amdgpu_gpu_metrics.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/probes/power.hpp"
 
@@ -320,7 +321,7 @@ void AmdSmiBackend::sample_device(AmdSmiDevice& dev, DeviceSample& out,
     }
   }
   if (api.gpu_metrics) {
-    read_throttle(dev, out, errors);
+    read_gpu_metrics(dev, out, errors);
   } else {
     out.throttle_reasons_absent = Absence::unsupported;  // a library without gpu_metrics
   }
@@ -332,18 +333,24 @@ void AmdSmiBackend::sample_device(AmdSmiDevice& dev, DeviceSample& out,
   }
 }
 
-void AmdSmiBackend::read_throttle(const AmdSmiDevice& dev, DeviceSample& out,
-                                  std::vector<SampleError>& errors) {
-  // The library writes its whole amdsmi_gpu_metrics_t (up to 4720 bytes in 26.5) into the
-  // buffer; only the v1.0-v1.3 head, the same in every known release, is read from it.
+void AmdSmiBackend::read_gpu_metrics(const AmdSmiDevice& dev, DeviceSample& out,
+                                     std::vector<SampleError>& errors) {
+  // The library writes its whole amdsmi_gpu_metrics_t (352 bytes in 23.4 up to 4720 in 26.5)
+  // into the buffer; only the v1.0-v1.3 head, the same in every known release, is read from it.
+  // (A library of another release never gets here: its init is refused.)
+  auto& m = out.metrics;
   metrics_buffer_.assign(amdsmi::kGpuMetricsBuffer, std::byte{0});
   const auto rc = lib_->api().gpu_metrics(dev.handle, metrics_buffer_.data());
   if (rc != amdsmi::kSuccess) {
-    out.throttle_reasons_absent = failed(dev, "amdsmi_get_gpu_metrics_info", rc, errors);
+    const auto why = failed(dev, "amdsmi_get_gpu_metrics_info", rc, errors);
+    out.throttle_reasons_absent = why;
+    m.set_absent(Metric::graphics_activity_percent, why, Source::amd_smi);
+    m.set_absent(Metric::dram_activity_percent, why, Source::amd_smi);
     return;
   }
   amdsmi::GpuMetricsHead head{};
   std::memcpy(&head, metrics_buffer_.data(), sizeof head);
+  read_activity(dev, head, out, errors);
   if (auto reasons = amdsmi::throttle_reasons(head)) {
     out.throttle_reasons = std::move(*reasons);
     if (head.content_revision >= 3 && head.indep_throttle_status != ~std::uint64_t{0}) {
@@ -358,6 +365,35 @@ void AmdSmiBackend::read_throttle(const AmdSmiDevice& dev, DeviceSample& out,
   if (log_once_.first(dev.bdf + ":throttle_table"))
     logger()->debug("amd library: GPU {}: gpu_metrics table {}.{} has no throttle status", dev.bdf,
                     unsigned{head.format_revision}, unsigned{head.content_revision});
+}
+
+void AmdSmiBackend::read_activity(const AmdSmiDevice& dev, const amdsmi::GpuMetricsHead& head,
+                                  DeviceSample& out, std::vector<SampleError>& errors) {
+  auto& m = out.metrics;
+  if (head.format_revision != 1) {
+    // An APU's 2.x/3.x table: amdsmi's 1.x fields do not hold its figures (see
+    // amdgpu_gpu_metrics.hpp for the sysfs reading of those tables).
+    m.set_absent(Metric::graphics_activity_percent, Absence::unsupported, Source::amd_smi);
+    m.set_absent(Metric::dram_activity_percent, Absence::unsupported, Source::amd_smi);
+    if (log_once_.first(dev.bdf + ":activity_table"))
+      logger()->debug(
+          "amd library: GPU {}: gpu_metrics table {}.{} is not a discrete GPU's (1.x): "
+          "no graphics or memory controller activity from it",
+          dev.bdf, unsigned{head.format_revision}, unsigned{head.content_revision});
+    return;
+  }
+  // average_gfx_activity and average_umc_activity, whole percents in every 1.x table.
+  m[Metric::graphics_activity_percent] =
+      amdgpu::activity_percent(head.average_activity[0], 1.0, Source::amd_smi);
+  m[Metric::dram_activity_percent] =
+      amdgpu::activity_percent(head.average_activity[1], 1.0, Source::amd_smi);
+  for (auto metric : {Metric::graphics_activity_percent, Metric::dram_activity_percent}) {
+    if (m[metric] || m[metric].reason() != Absence::tool_failed) continue;
+    const std::string message = "amdsmi_get_gpu_metrics_info: " + std::string(to_string(metric)) +
+                                " beyond 100 % on GPU " + dev.bdf + ": not read";
+    errors.push_back({"amdsmi_error", message, amd_device_id(dev.bdf)});
+    if (log_once_.first(message)) logger()->warn("amd library: {}", message);
+  }
 }
 
 namespace {

@@ -152,8 +152,12 @@ class AmdSmiBackend {
   std::vector<Listed> list_devices();
   void sample_device(AmdSmiDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
   void read_processes(AmdSmiDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
-  /// throttle_reasons from amdsmi_get_gpu_metrics_info (only the layout-stable head is read).
-  void read_throttle(const AmdSmiDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
+  /// throttle_reasons, graphics_activity_percent and dram_activity_percent from
+  /// amdsmi_get_gpu_metrics_info (only the layout-stable head is read).
+  void read_gpu_metrics(const AmdSmiDevice& dev, DeviceSample& out,
+                        std::vector<SampleError>& errors);
+  void read_activity(const AmdSmiDevice& dev, const amdsmi::GpuMetricsHead& head, DeviceSample& out,
+                     std::vector<SampleError>& errors);
   /// Maps a failed status to an absence; logs each new failure once; records an error for
   /// unexpected ones.
   Absence failed(const AmdSmiDevice& dev, const char* function, amdsmi::Status rc,

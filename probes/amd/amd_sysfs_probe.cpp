@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "amd/amdgpu_gpu_metrics.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/drm_client_tracker.hpp"
@@ -147,7 +148,24 @@ Detection AmdSysfsProbe::detect() {
   return d;
 }
 
-DeviceSample AmdSysfsProbe::sample_card(const Card& card) const {
+void AmdSysfsProbe::read_activity(const std::string& device_dir, DeviceSample& d,
+                                  std::vector<SampleError>& errors) {
+  // The SMU's time-filtered activities from the binary gpu_metrics table (amdgpu_gpu_metrics.hpp):
+  // only revisions of known layout are read.
+  const auto table = amdgpu::read_gpu_metrics(join_path(device_dir, "gpu_metrics"));
+  d.metrics[Metric::graphics_activity_percent] = table.graphics;
+  d.metrics[Metric::dram_activity_percent] = table.memory_controller;
+  if (table.problem.empty()) return;
+  // A refused table is reported in the snapshot (counted per sample) and logged once per card
+  // and reason; an unknown revision is a device gpustream cannot read, not an error.
+  const bool unknown = table.graphics.reason() == Absence::unsupported &&
+                       table.memory_controller.reason() == Absence::unsupported;
+  if (!unknown) errors.push_back({"gpu_metrics_invalid", table.problem, d.id});
+  if (log_once_.first(d.id + ":gpu_metrics:" + table.problem))
+    logger()->warn("amd probe: {}: {}", d.id, table.problem);
+}
+
+DeviceSample AmdSysfsProbe::sample_card(const Card& card, std::vector<SampleError>& errors) {
   DeviceSample d;
   d.id = card.info.id;
   d.vendor = Vendor::amd;
@@ -186,6 +204,7 @@ DeviceSample AmdSysfsProbe::sample_card(const Card& card) const {
       m.set(Metric::clock_memory_mhz, *mhz, Source::sysfs);
     }
   }
+  read_activity(device, d, errors);
   if (auto uid = readers::read_file(join_path(device, "unique_id"))) {
     auto v = readers::trim(*uid);
     if (!v.empty()) d.attributes["unique_id"] = std::string(v);
@@ -261,7 +280,7 @@ GpuSnapshot AmdSysfsProbe::sample() {
   GpuSnapshot snap;
   // The sample time, also the base of engine deltas and of the tracker's round robins.
   snap.monotonic_ns = options_.monotonic_clock ? options_.monotonic_clock() : steady_now_ns();
-  for (const auto& card : cards_) snap.devices.push_back(sample_card(card));
+  for (const auto& card : cards_) snap.devices.push_back(sample_card(card, snap.errors));
   if (options_.processes && !cards_.empty()) add_processes(snap.devices, snap);
   if (!options_.processes)
     for (auto& d : snap.devices) d.processes_absent = Absence::not_collected;

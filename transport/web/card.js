@@ -145,6 +145,15 @@
         (v) => (v / 1000).toFixed(1) + ' kJ' + energyUnit, 'energy_joules']]]);
       rows.push(['power avg', [['', metric(dev, 'power_average_watts'),
         (v) => v.toFixed(1) + ' W', 'power_average_watts']]]);
+      // Activity (NVML GPM; AMD gpu_metrics): only the figures the device reports, and no row
+      // when it reports none (most GPUs have a few of the eight at most).
+      const pct = (v) => v.toFixed(0) + ' %';
+      const activity = [['graphics', 'graphics_activity_percent'], ['SM', 'sm_activity_percent'],
+        ['SM occupancy', 'sm_occupancy_percent'], ['tensor', 'tensor_activity_percent'],
+        ['DRAM', 'dram_activity_percent'], ['FP64', 'fp64_activity_percent'],
+        ['FP32', 'fp32_activity_percent'], ['FP16', 'fp16_activity_percent']]
+        .map(([name, n]) => [name, metric(dev, n), pct, n]).filter(([, m]) => m.value != null);
+      if (activity.length > 0) rows.push(['activity', activity]);
       // Interconnect and health: a row only when the device reports some of it.
       const rate = (v) => fmtBytes(v) + '/s';
       const count = (v) => v.toFixed(0);

@@ -28,6 +28,8 @@
 //                               throttle_status, indep_throttle_status (gpu_metrics bits, 0x..
 //                               allowed; "na": all ones, amdsmi's not available), metrics_revision
 //                               (the driver table's format.content, default 1.5),
+//                               metrics_gfx, metrics_umc (gpu_metrics average_gfx/umc_activity,
+//                               raw uint16 %; "na": 0xFFFF; default: gfx, umc),
 //                               processes=pid:name:vram:gtt:gfx_ns:enc_ns;...,
 //                               fail.<function>=CODE
 //
@@ -128,10 +130,11 @@ struct asic_info_26x_t {  // only market_name is filled; the rest is zero
   std::uint32_t vendor_id;
   char rest[1024];
 };
-// amdsmi_gpu_metrics_t: the header and the gpu_metrics v1.0-v1.3 fields (the same in 6.2.0 and
-// 26.x), then the rest of each release's struct, which the fake leaves at 0xFF (amdsmi's "not
-// available"). Whole sizes: 424 bytes in ROCm 6.2.0 (v1.4/v1.5 fields after these), 4720 in 26.x
-// (v1.6-v1.9 fields, XCP statistics and the APU pointer too; rocm-systems 019df164, 26.5.0).
+// amdsmi_gpu_metrics_t: the header and the gpu_metrics v1.0-v1.3 fields (the same in every
+// release), then the rest of each release's struct, which the fake leaves at 0xFF (amdsmi's "not
+// available"). Whole sizes, by release: 352 bytes in 23.4 (ROCm 6.0: v1.4 fields after these),
+// 424 in 24.5/24.6 (ROCm 6.1/6.2: v1.5 fields), 1832 in 24.7 (ROCm 6.3: v1.6 and XCP
+// statistics), 4720 in 26.x (v1.7-v1.9 fields and the APU pointer too; rocm-systems 019df164).
 struct gpu_metrics_v13_t {
   std::uint16_t structure_size;
   std::uint8_t format_revision;
@@ -156,17 +159,10 @@ struct gpu_metrics_v13_t {
   std::uint16_t voltage_soc, voltage_gfx, voltage_mem;
   std::uint64_t indep_throttle_status;
 };
-struct gpu_metrics_62_t {
-  gpu_metrics_v13_t v13;
-  unsigned char later[424 - sizeof(gpu_metrics_v13_t)];
-};
-struct gpu_metrics_26x_t {
-  gpu_metrics_v13_t v13;
-  unsigned char later[4720 - sizeof(gpu_metrics_v13_t)];
-};
-static_assert(offsetof(gpu_metrics_v13_t, throttle_status) == 68 &&
-              offsetof(gpu_metrics_v13_t, indep_throttle_status) == 112);
-static_assert(sizeof(gpu_metrics_62_t) == 424 && sizeof(gpu_metrics_26x_t) == 4720);
+static_assert(offsetof(gpu_metrics_v13_t, average_gfx_activity) == 16 &&
+              offsetof(gpu_metrics_v13_t, throttle_status) == 68 &&
+              offsetof(gpu_metrics_v13_t, indep_throttle_status) == 112 &&
+              sizeof(gpu_metrics_v13_t) == 120);
 static_assert(sizeof(version_6x_t) == 24 && sizeof(version_26x_t) == 24);
 static_assert(sizeof(power_info_6x_t) == 68 && sizeof(power_info_26x_t) == 192);
 static_assert(sizeof(proc_info_6x_t) == 224 && sizeof(proc_info_26x_t) == 704);
@@ -190,6 +186,7 @@ struct Device {
   std::int64_t fan = 0, fan_rpm = 0;
   std::uint64_t throttle_status = 0, indep_throttle_status = 0;  // all ones: not available
   unsigned metrics_format = 1, metrics_content = 5;              // the driver's table: 1.5
+  std::int64_t metrics_gfx = -1, metrics_umc = -1;               // -1: gfx, umc
   std::vector<Process> processes;
   std::map<std::string, amdsmi_status_t> fail;
 };
@@ -202,6 +199,12 @@ struct Scenario {
   std::map<std::string, amdsmi_status_t> fail;
   long call_cost_ns = 0;
   bool v6() const { return v0 == 23 || v0 == 24; }
+  /// sizeof(amdsmi_gpu_metrics_t) of this release.
+  std::size_t gpu_metrics_size() const {
+    if (v0 == 23) return 352;
+    if (v0 == 24) return v1 >= 7 ? 1832 : 424;
+    return 4720;
+  }
   // ROCm 6.0.x (23.4) and 6.1.0 (24.5.0): amdsmi_get_gpu_process_list fills pids
   // (amdsmi_process_handle_t), amdsmi_get_gpu_process_info gives each one's amdsmi_proc_info_t.
   bool process_pids() const { return v0 == 23 || (v0 == 24 && (v1 < 5 || (v1 == 5 && v2 == 0))); }
@@ -277,6 +280,10 @@ void set_device(Device& d, const std::string& key, const std::string& v) {
     d.throttle_status = v == "na" ? 0xFFFFFFFFULL : std::stoull(v, nullptr, 0);
   else if (key == "indep_throttle_status")
     d.indep_throttle_status = v == "na" ? ~0ULL : std::stoull(v, nullptr, 0);
+  else if (key == "metrics_gfx")
+    d.metrics_gfx = v == "na" ? 0xFFFF : std::stoll(v);
+  else if (key == "metrics_umc")
+    d.metrics_umc = v == "na" ? 0xFFFF : std::stoll(v);
   else if (key == "metrics_revision")
     std::sscanf(v.c_str(), "%u.%u", &d.metrics_format, &d.metrics_content);
   else if (key == "processes") {
@@ -769,20 +776,16 @@ EXPORT amdsmi_status_t amdsmi_get_gpu_metrics_info(amdsmi_processor_handle h, vo
   m.format_revision = static_cast<std::uint8_t>(d->metrics_format);
   m.content_revision = static_cast<std::uint8_t>(d->metrics_content);
   m.temperature_edge = static_cast<std::uint16_t>(d->temp_edge);
-  m.average_gfx_activity = static_cast<std::uint16_t>(d->gfx);
+  m.average_gfx_activity =
+      static_cast<std::uint16_t>(d->metrics_gfx >= 0 ? d->metrics_gfx : std::int64_t{d->gfx});
+  m.average_umc_activity =
+      static_cast<std::uint16_t>(d->metrics_umc >= 0 ? d->metrics_umc : std::int64_t{d->umc});
+  m.average_mm_activity = static_cast<std::uint16_t>(d->mm);
   m.throttle_status = static_cast<std::uint32_t>(d->throttle_status);
   m.indep_throttle_status = d->indep_throttle_status;
   // The whole struct of the release, as the library writes it.
-  if (c.st.scenario.v6()) {
-    gpu_metrics_62_t full;
-    std::memset(&full, 0xFF, sizeof full);
-    full.v13 = m;
-    std::memcpy(metrics, &full, sizeof full);
-  } else {
-    gpu_metrics_26x_t full;
-    std::memset(&full, 0xFF, sizeof full);
-    full.v13 = m;
-    std::memcpy(metrics, &full, sizeof full);
-  }
+  std::vector<unsigned char> full(c.st.scenario.gpu_metrics_size(), 0xFF);
+  std::memcpy(full.data(), &m, sizeof m);
+  std::memcpy(metrics, full.data(), full.size());
   return SUCCESS;
 }

@@ -1,6 +1,6 @@
-// The AMD library backend's throttle reasons (amdsmi_get_gpu_metrics_info, of which only the
-// layout-stable v1.0-v1.3 head is read) and its power limit, whose unit changed within 6.x,
-// against the fake libamd_smi.so in both struct layouts.
+// The AMD library backend's throttle reasons and activity (amdsmi_get_gpu_metrics_info, of which
+// only the layout-stable v1.0-v1.3 head is read) and its power limit, whose unit changed
+// within 6.x, against the fake libamd_smi.so in both struct layouts.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -78,6 +78,53 @@ TEST_F(AmdSmiLib, FailingGpuMetricsLeavesThrottleAbsentWithTheReason) {
   EXPECT_EQ(s.devices[2].throttle_reasons_absent, Absence::tool_failed);
   EXPECT_TRUE(has_error(s, "amdsmi_error"));
   EXPECT_EQ(s.devices[2].metrics[Metric::utilization_percent].value(), 12);  // the rest stays
+}
+
+// average_gfx_activity and average_umc_activity of amdsmi_gpu_metrics_t, whose whole size differs
+// by release (352 bytes in 23.4 to 4720 in 26.x: the fake writes each release's).
+TEST_F(AmdSmiLib, ActivityFromGpuMetricsInEveryKnownRelease) {
+  for (const char* version : {"23.4.0", "24.5.1", "24.6.2", "24.7.1", "26.1.0"}) {
+    scenario(std::string("version=") + version +
+             "\ndevices=2\ndevice.0.gfx=12\ndevice.0.metrics_gfx=96\ndevice.0.metrics_umc=38\n"
+             "device.1.metrics_revision=1.3\ndevice.1.metrics_gfx=0\ndevice.1.metrics_umc=100\n");
+    auto probe = make(LibrarySessionMode::persistent);
+    const auto s = probe->sample_now();
+    ASSERT_EQ(s.devices.size(), 2u) << version;
+    const auto& m = s.devices[0].metrics;
+    EXPECT_DOUBLE_EQ(m[Metric::graphics_activity_percent].value(), 96.0) << version;
+    EXPECT_EQ(m[Metric::graphics_activity_percent].source(), Source::amd_smi) << version;
+    EXPECT_DOUBLE_EQ(m[Metric::dram_activity_percent].value(), 38.0) << version;
+    // amdsmi_get_gpu_activity's figure stays the utilization.
+    EXPECT_DOUBLE_EQ(m[Metric::utilization_percent].value(), 12.0) << version;
+    EXPECT_EQ(m[Metric::sm_activity_percent].reason(), Absence::unsupported) << version;
+    EXPECT_DOUBLE_EQ(s.devices[1].metrics[Metric::graphics_activity_percent].value(), 0.0);
+    EXPECT_DOUBLE_EQ(s.devices[1].metrics[Metric::dram_activity_percent].value(), 100.0);
+    EXPECT_TRUE(s.errors.empty()) << version;
+  }
+}
+
+TEST_F(AmdSmiLib, UnavailableOrImpossibleActivityIsAbsentNeverAValue) {
+  scenario(
+      "version=24.6.2\ndevices=4\n"
+      "device.0.metrics_gfx=na\ndevice.0.metrics_umc=7\n"         // not available: 0xFFFF
+      "device.1.metrics_gfx=250\ndevice.1.metrics_umc=na\n"       // beyond 100 %
+      "device.2.metrics_revision=2.1\ndevice.2.metrics_gfx=40\n"  // an APU table
+      "device.3.fail.amdsmi_get_gpu_metrics_info=NO_PERM\n");
+  auto probe = make(LibrarySessionMode::persistent);
+  const auto s = probe->sample_now();
+  ASSERT_EQ(s.devices.size(), 4u);
+  const auto gfx = [&](int i) { return s.devices[i].metrics[Metric::graphics_activity_percent]; };
+  const auto dram = [&](int i) { return s.devices[i].metrics[Metric::dram_activity_percent]; };
+  EXPECT_EQ(gfx(0).reason(), Absence::unsupported);
+  EXPECT_DOUBLE_EQ(dram(0).value(), 7.0);
+  EXPECT_EQ(gfx(1).reason(), Absence::tool_failed);
+  EXPECT_EQ(dram(1).reason(), Absence::unsupported);
+  EXPECT_TRUE(has_error(s, "amdsmi_error"));
+  EXPECT_EQ(gfx(2).reason(), Absence::unsupported);
+  EXPECT_EQ(dram(2).reason(), Absence::unsupported);
+  EXPECT_EQ(gfx(3).reason(), Absence::no_permission);
+  EXPECT_EQ(dram(3).reason(), Absence::no_permission);
+  for (int i = 0; i < 4; ++i) EXPECT_FALSE(gfx(i) && gfx(i).value() > 100.0) << i;
 }
 
 // amdsmi_power_info_t's power_limit: W up to 24.5.1 (the library divided hwmon's µW by 10^6), µW

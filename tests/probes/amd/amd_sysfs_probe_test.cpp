@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "gpu_metrics_tables.hpp"
 #include "gpustream/measurement.hpp"
 #include "gpustream/probes/amd_probe.hpp"
 #include "gpustream/probes/registry.hpp"
@@ -359,6 +360,84 @@ TEST_F(AmdSysfs, TruncatedFdinfoDoesNotFailTheSample) {
   ASSERT_EQ(r.snapshot.devices.size(), 1u);
   ASSERT_EQ(r.snapshot.devices[0].processes.size(), 1u);
   EXPECT_FALSE(r.snapshot.devices[0].processes[0].gpu_memory_bytes);
+}
+
+// Activity from the binary gpu_metrics table (amdgpu_gpu_metrics.hpp), per card.
+TEST_F(AmdSysfs, ActivityFromGpuMetricsOfADiscreteAndAnApuCard) {
+  add_card(tree_, {.index = 0, .bus = "0000:03:00.0"});
+  add_card(tree_, {.index = 1, .bus = "0000:c4:00.0"});
+  add_card(tree_, {.index = 2, .bus = "0000:05:00.0"});
+  // A Navi board's 1.3 table; a Radeon 780M-class APU's 2.1 table (1/100 %); no table at all.
+  tree_.file("sys/class/drm/card0/device/gpu_metrics",
+             test::gpu_metrics_bytes({.content = 3, .gfx = 97, .umc = 41, .media = 0}));
+  tree_.file("sys/class/drm/card1/device/gpu_metrics",
+             test::gpu_metrics_bytes({.format = 2, .content = 1, .gfx = 1250, .media = 300}));
+  tree_.dir("proc");
+  auto p = probe();
+  auto r = harness_.sample(*p);
+  ASSERT_EQ(r.snapshot.devices.size(), 3u);
+  const auto& navi = r.snapshot.devices[0].metrics;
+  EXPECT_DOUBLE_EQ(navi[Metric::graphics_activity_percent].value(), 97.0);
+  EXPECT_EQ(navi[Metric::graphics_activity_percent].source(), Source::sysfs);
+  EXPECT_DOUBLE_EQ(navi[Metric::dram_activity_percent].value(), 41.0);
+  const auto& apu = r.snapshot.devices[1].metrics;
+  EXPECT_DOUBLE_EQ(apu[Metric::graphics_activity_percent].value(), 12.5);
+  EXPECT_EQ(apu[Metric::dram_activity_percent].reason(), Absence::unsupported);
+  for (const auto& d : r.snapshot.devices) {
+    // NVIDIA-only figures are absent on every AMD card.
+    EXPECT_EQ(d.metrics[Metric::sm_activity_percent].reason(), Absence::unsupported);
+    EXPECT_EQ(d.metrics[Metric::tensor_activity_percent].reason(), Absence::unsupported);
+  }
+  const auto& none = r.snapshot.devices[2].metrics;
+  EXPECT_EQ(none[Metric::graphics_activity_percent].reason(), Absence::unsupported);
+  EXPECT_EQ(none[Metric::dram_activity_percent].reason(), Absence::unsupported);
+  EXPECT_TRUE(r.snapshot.errors.empty());
+}
+
+TEST_F(AmdSysfs, RefusedGpuMetricsTablesAreAbsentWithTheirReason) {
+  add_card(tree_, {.index = 0, .bus = "0000:03:00.0"});
+  add_card(tree_, {.index = 1, .bus = "0000:04:00.0"});
+  add_card(tree_, {.index = 2, .bus = "0000:05:00.0"});
+  // An unknown revision; a 1.3 table cut short; a 1.3 table whose gfx figure is not available.
+  tree_.file("sys/class/drm/card0/device/gpu_metrics", test::gpu_metrics_unknown(1, 9, 512));
+  tree_.file("sys/class/drm/card1/device/gpu_metrics",
+             test::gpu_metrics_bytes({.content = 3, .gfx = 50, .length = 60}));
+  tree_.file("sys/class/drm/card2/device/gpu_metrics",
+             test::gpu_metrics_bytes({.content = 3, .gfx = 0xFFFF, .umc = 7}));
+  tree_.dir("proc");
+  auto p = probe();
+  for (int round = 0; round < 2; ++round) {
+    auto r = harness_.sample(*p);
+    ASSERT_EQ(r.snapshot.devices.size(), 3u);
+    const auto& unknown = r.snapshot.devices[0].metrics;
+    EXPECT_EQ(unknown[Metric::graphics_activity_percent].reason(), Absence::unsupported);
+    EXPECT_EQ(unknown[Metric::dram_activity_percent].reason(), Absence::unsupported);
+    const auto& cut = r.snapshot.devices[1].metrics;
+    EXPECT_EQ(cut[Metric::graphics_activity_percent].reason(), Absence::tool_failed);
+    EXPECT_EQ(cut[Metric::dram_activity_percent].reason(), Absence::tool_failed);
+    const auto& sentinel = r.snapshot.devices[2].metrics;
+    EXPECT_EQ(sentinel[Metric::graphics_activity_percent].reason(), Absence::unsupported);
+    EXPECT_DOUBLE_EQ(sentinel[Metric::dram_activity_percent].value(), 7.0);
+    // The other metrics of the refused cards are unaffected.
+    EXPECT_EQ(r.snapshot.devices[1].metrics[Metric::utilization_percent].value(), 37.0);
+    // Only the malformed table is an error (each sample, the same message); the unknown
+    // revision is a device gpustream cannot read.
+    ASSERT_EQ(r.snapshot.errors.size(), 1u) << round;
+    EXPECT_EQ(r.snapshot.errors[0].code, "gpu_metrics_invalid");
+    EXPECT_EQ(r.snapshot.errors[0].device, "amd:0000:04:00.0");
+    EXPECT_EQ(r.snapshot.errors[0].message, "gpu_metrics 1.3 short read: 60 of 120 bytes");
+  }
+}
+
+TEST_F(AmdSysfs, SuspendedCardDoesNotReadGpuMetrics) {
+  add_card(tree_, {.suspended = true});
+  tree_.file("sys/class/drm/card0/device/gpu_metrics", test::gpu_metrics_bytes({.gfx = 10}));
+  tree_.dir("proc");
+  auto p = probe();
+  auto r = harness_.sample(*p);
+  ASSERT_EQ(r.snapshot.devices.size(), 1u);
+  EXPECT_EQ(r.snapshot.devices[0].metrics[Metric::graphics_activity_percent].reason(),
+            Absence::suspended);
 }
 
 TEST(AmdHelpers, DpmCurrentLevelAndDeviceId) {

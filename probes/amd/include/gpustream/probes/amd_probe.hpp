@@ -159,7 +159,10 @@ class AmdSysfsProbe final : public BlockingProbe {
   /// The name of the card at `device_dir`: product_name, else amdgpu.ids (loaded into `ids` at
   /// the first card that needs it), else "AMD GPU 0x<device id>".
   std::string card_name(const std::string& device_dir, std::optional<AmdgpuIds>& ids);
-  DeviceSample sample_card(const Card& card) const;
+  DeviceSample sample_card(const Card& card, std::vector<SampleError>& errors);
+  /// graphics_activity_percent and dram_activity_percent from the card's gpu_metrics table.
+  void read_activity(const std::string& device_dir, DeviceSample& d,
+                     std::vector<SampleError>& errors);
   void add_processes(std::vector<DeviceSample>& devices, GpuSnapshot& snap);
 
   AmdSysfsProbeOptions options_;
@@ -167,7 +170,7 @@ class AmdSysfsProbe final : public BlockingProbe {
   std::vector<Card> cards_;           // from the last detect(); guarded by mutex_
   EngineBusyTracker engines_;         // fdinfo drm-engine-* counters; guarded by mutex_
   proc::ProcessTable process_table_;  // names and host RSS of the processes, kept between samples
-  LogOnce log_once_;                  // an amdgpu.ids that exists but cannot be read is logged once
+  LogOnce log_once_;  // an unreadable amdgpu.ids, each refused gpu_metrics table: logged once
   std::unique_ptr<drm::ClientTracker> clients_;  // made at the first sample; guarded by mutex_
 };
 

@@ -3,13 +3,14 @@
 // nvmlGpmSampleAlloc/Free, nvmlGpmSampleGet and nvmlGpmMetricsGet. Not exported by the legacy
 // variant (a driver before R525).
 //
-// Every device has one counter per nvmlGpmMetricId_t that runs at the scenario's
-// device.<i>.gpm.<id> percent of the fake's time (gpustreamFakeNvmlSetTimeNs): a sample records
-// the counters and the time, and nvmlGpmMetricsGet answers (counter2 − counter1) / (t2 − t1),
-// so a test knows the exact value of any pair, including a rate changed in between. The
-// library checks what the real one does: the struct versions (gpm_version, default 1:
-// NVML_ERROR_ARGUMENT_VERSION_MISMATCH otherwise), numMetrics, that both samples were
-// allocated here and read from one device, and support (architecture >= Hopper, or gpm=0|1).
+// Every device has one counter per nvmlGpmMetricId_t (from 0 in every NVML session) that runs at
+// the scenario's device.<i>.gpm.<id> percent of the fake's time (gpustreamFakeNvmlSetTimeNs): a
+// sample records the counters and the time, and nvmlGpmMetricsGet answers (counter2 −
+// counter1) / (t2 − t1), so a test knows the exact value of any pair (a rate changed by a reload
+// counts from the last nvmlGpmSampleGet on). The library checks what the real one does: the
+// struct versions (gpm_version, default 1: NVML_ERROR_ARGUMENT_VERSION_MISMATCH otherwise),
+// numMetrics, that both samples were allocated here and read from one device in one session,
+// and support (architecture >= Hopper, or gpm=0|1).
 // Live samples are counted: gpustreamFakeNvmlCount("gpm_samples_live"); a free of something
 // not allocated here counts "gpm_bad_free", one while NVML is shut down
 // "gpm_free_after_shutdown".
@@ -29,7 +30,7 @@ using namespace fake_nvml;
 
 struct nvmlGpmSample_st {
   bool filled = false;
-  unsigned slot = 0;
+  unsigned slot = 0, generation = 0;
   long long t_ns = 0;
   std::map<unsigned, double> counters;  // metric id -> percent · ns
 };
@@ -65,6 +66,7 @@ static_assert(sizeof(nvmlGpmMetric_t) == 40 && sizeof(nvmlGpmMetricsGet_t) == 24
 
 // Under the state's lock (every entry holds a Call).
 struct DeviceCounters {
+  unsigned generation = 0;  // counters start at 0 in every session
   long long t_ns = 0;
   std::map<unsigned, double> counters;
 };
@@ -86,6 +88,7 @@ bool supports_gpm(const fake_nvml::Device& d) {
 /// Runs the device's counters up to the fake's time.
 DeviceCounters& advance(State& st, unsigned slot, const fake_nvml::Device& d) {
   auto& c = counters()[slot];
+  if (c.generation != st.generation) c = DeviceCounters{st.generation, st.time_ns, {}};
   const long long dt = st.time_ns - c.t_ns;
   if (dt > 0)
     for (const auto& [id, rate] : d.gpm_rate) c.counters[id] += rate * static_cast<double>(dt);
@@ -138,6 +141,7 @@ EXPORT nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t sample
   const auto& now = advance(c.st, c.slot, *d);
   sample->filled = true;
   sample->slot = c.slot;
+  sample->generation = c.st.generation;
   sample->t_ns = now.t_ns;
   sample->counters = now.counters;
   return kOk;
@@ -152,7 +156,7 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
   const auto* a = get->sample1;
   const auto* b = get->sample2;
   if (!live().count(get->sample1) || !live().count(get->sample2) || !a->filled || !b->filled ||
-      a->slot != b->slot || b->t_ns <= a->t_ns) {
+      a->slot != b->slot || a->generation != b->generation || b->t_ns <= a->t_ns) {
     ++c.st.counts["gpm_bad_pair"];
     return kInvalid;
   }

@@ -21,6 +21,8 @@
 #include <cmath>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "nvidia/nvml_backend.hpp"
 
 namespace gpustream::nvml {
@@ -232,9 +234,14 @@ void NvmlBackend::sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<Sam
     m.set_absent(f.metric, why, Source::nvml);
     if (!(g.failing_metrics & bit)) {
       g.failing_metrics |= bit;
-      if (log_once_.first(key()))
-        logger()->warn("nvidia probe: GPU {}: nvmlGpmMetricsGet {}: {}; {} absent", dev.uuid,
-                       f.name, problem, to_string(f.metric));
+      if (log_once_.first(key())) {
+        const auto text = fmt::format("nvidia probe: GPU {}: nvmlGpmMetricsGet {}: {}; {} absent",
+                                      dev.uuid, f.name, problem, to_string(f.metric));
+        if (why == Absence::unsupported)
+          logger()->info("{}", text);  // the device lacks it: not a problem
+        else
+          logger()->warn("{}", text);
+      }
     }
   }
 }

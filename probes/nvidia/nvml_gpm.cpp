@@ -142,10 +142,11 @@ void NvmlBackend::sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<Sam
       return unsupported(version_mismatch("nvmlGpmQueryDeviceSupport", "nvmlGpmSupport_t"));
     if (rc == nvml::kErrorNotSupported || rc == nvml::kErrorFunctionNotFound)
       return unsupported("nvmlGpmQueryDeviceSupport: " + std::string(nvml::return_code_name(rc)));
-    if (!record(dev, rc, Call::gpm_support, "nvmlGpmQueryDeviceSupport", m, {}, errors)) {
-      absent_all(dev.lost ? Absence::lost : Absence::tool_failed);  // asked again next time
+    if (rc != nvml::kSuccess) {  // asked again next time
+      absent_all(failed(dev, Call::gpm_support, rc, "nvmlGpmQueryDeviceSupport", errors));
       return;
     }
+    succeeded(dev, Call::gpm_support);
     if (!support.is_supported_device)
       return unsupported("nvmlGpmQueryDeviceSupport: the device has no GPM");
     g.support = GpmState::Support::supported;
@@ -183,7 +184,7 @@ void NvmlBackend::sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<Sam
   succeeded(dev, Call::gpm_sample);
   const auto interval = now - g.previous_at;
   const bool seeded = static_cast<bool>(g.previous);
-  // Whatever comes next, the sample just read is the older one of the next pair.
+  // The sample just read is the newer one of this pair and the older one of the next.
   swap(g.previous, g.spare);
   g.previous_at = now;
   g.generation = generation;

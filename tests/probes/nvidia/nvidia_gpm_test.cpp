@@ -173,6 +173,20 @@ TEST_F(NvmlGpmTest, ALibraryThatRejectsOurStructVersionIsUnsupported) {
   EXPECT_EQ(nvml_.count("nvmlGpmMetricsGet"), 0);
 }
 
+TEST_F(NvmlGpmTest, AFailedSupportQueryIsAskedAgain) {
+  const std::string base = std::string("devices=1\n") + kHopper;
+  auto b = backend(base + "device.0.fail.nvmlGpmQueryDeviceSupport=NO_PERMISSION\n");
+  const auto d = sample(*b).devices[0];
+  expect_all(d, absent(Absence::no_permission));
+  EXPECT_EQ(attribute(d, "gpm"), "");  // not decided
+  nvml_.reload(base);
+  advance(1000ms);
+  const auto again = sample(*b).devices[0];
+  expect_all(again, absent(Absence::not_yet_seeded));
+  EXPECT_EQ(attribute(again, "gpm"), "supported");
+  EXPECT_EQ(nvml_.count("nvmlGpmQueryDeviceSupport"), 2);
+}
+
 TEST_F(NvmlGpmTest, ALibraryWithoutGpmFunctionsIsUnsupported) {
   FakeNvml legacy(fakes::kFakeNvmlLegacy);
   legacy.scenario(std::string("devices=1\n") + kHopper);

@@ -254,8 +254,9 @@ class NvmlBackend {
   std::vector<nvidia::NvmlProcessEntry> scratch2_;
   proc::ProcessTable processes_;  // names and RSS, kept between samples
   LogOnce log_once_;
-  std::function<void()> reinit_hook_;                 // guarded by mu_
-  std::unique_ptr<nvml::GpmMetricsGet> gpm_request_;  // 13 kB, reused by every GPM computation
+  std::function<void()> reinit_hook_;  // guarded by mu_
+  // The nvmlGpmMetricsGet request (13 kB), allocated once, reused by every GPM computation.
+  std::unique_ptr<nvml::GpmMetricsGet> gpm_request_;
 };
 
 }  // namespace gpustream::nvidia_detail

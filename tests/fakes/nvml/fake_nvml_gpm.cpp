@@ -8,7 +8,8 @@
 // sample records the counters and the time, and nvmlGpmMetricsGet answers (counter2 −
 // counter1) / (t2 − t1), so a test knows the exact value of any pair (a rate changed by a reload
 // counts from the last nvmlGpmSampleGet on). The library checks what the real one does: the
-// struct versions (gpm_version, default 1: NVML_ERROR_ARGUMENT_VERSION_MISMATCH otherwise),
+// struct versions (gpm_version, gpm_metrics_version, default 1: otherwise
+// NVML_ERROR_ARGUMENT_VERSION_MISMATCH),
 // numMetrics, that both samples were allocated here and read from one device in one session,
 // and support (architecture >= Hopper, or gpm=0|1).
 // Live samples are counted: gpustreamFakeNvmlCount("gpm_samples_live"); a free of something
@@ -151,7 +152,7 @@ EXPORT nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* get) {
   Call c("nvmlGpmMetricsGet");
   if (auto rc = c.begin(); rc != kOk) return rc;
   if (!get) return kInvalid;
-  if (get->version != c.st.scenario.gpm_version) return kVersionMismatch;
+  if (get->version != c.st.scenario.gpm_metrics_version) return kVersionMismatch;
   if (get->numMetrics > kMetricMax) return kInvalid;
   const auto* a = get->sample1;
   const auto* b = get->sample2;

@@ -201,6 +201,8 @@ Scenario parse_scenario(const std::string& text, std::string* error) {
         s.rotate_on_init = v == "1" || v == "true";
       } else if (k == "gpm_version") {
         s.gpm_version = static_cast<unsigned>(std::stoul(v));
+      } else if (k == "gpm_metrics_version") {
+        s.gpm_metrics_version = static_cast<unsigned>(std::stoul(v));
       } else if (k.rfind("fail.", 0) == 0) {
         s.fail[k.substr(5)] = code_of(v);
       } else if (k.rfind("device.", 0) == 0) {

@@ -46,8 +46,9 @@
 //                              NVML_FI_DEV_POWER_INSTANT 186 / NVML_FI_DEV_POWER_AVERAGE 185 of
 //                              nvmlDeviceGetFieldValues; unset: that field answers NOT_SUPPORTED;
 //                              with a power_curve the instantaneous field follows P(t))
-//   gpm_version=N              the nvmlGpmSupport_t / nvmlGpmMetricsGet_t version the library
-//                              accepts (default 1, as nvml.h; others: ARGUMENT_VERSION_MISMATCH)
+//   gpm_version=N              the nvmlGpmSupport_t version the library accepts (default 1, as
+//                              nvml.h; others: ARGUMENT_VERSION_MISMATCH); gpm_metrics_version=N
+//                              the same for nvmlGpmMetricsGet_t
 //   device.<i>.<GPM key>       gpm=0|1 (nvmlGpmQueryDeviceSupport's isSupportedDevice; unset:
 //                              1 from architecture 9, Hopper, on), gpm.<metric id>=PERCENT (how
 //                              busy the counter of that nvmlGpmMetricId_t runs from the fake's
@@ -158,7 +159,7 @@ struct Scenario {
   std::string driver_version = "535.183.01-fake";
   std::string event_trigger;  // event_trigger=PATH (empty: none)
   std::map<std::string, int> fail;
-  unsigned gpm_version = 1;  // gpm_version=N
+  unsigned gpm_version = 1, gpm_metrics_version = 1;  // gpm_version=N, gpm_metrics_version=N
 };
 
 /// Parses a scenario document; unknown keys and bad values are reported in `error`.

@@ -187,6 +187,22 @@ TEST_F(NvmlGpmTest, AFailedSupportQueryIsAskedAgain) {
   EXPECT_EQ(nvml_.count("nvmlGpmQueryDeviceSupport"), 2);
 }
 
+TEST_F(NvmlGpmTest, AMetricsRequestVersionTheLibraryRejectsIsUnsupported) {
+  auto b = backend(std::string("devices=1\ngpm_metrics_version=2\n") + kHopper);
+  sample(*b);  // seeds: nvmlGpmMetricsGet not called yet
+  advance(1000ms);
+  for (int i = 0; i < 2; ++i) {
+    const auto d = sample(*b).devices[0];
+    expect_all(d, absent(Absence::unsupported));
+    EXPECT_NE(attribute(d, "gpm").find("nvmlGpmMetricsGet rejects nvmlGpmMetricsGet_t version 1"),
+              std::string::npos)
+        << attribute(d, "gpm");
+    advance(1000ms);
+  }
+  EXPECT_EQ(nvml_.count("nvmlGpmMetricsGet"), 1);  // never asked again
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 0);   // and its samples are freed
+}
+
 TEST_F(NvmlGpmTest, ALibraryWithoutGpmFunctionsIsUnsupported) {
   FakeNvml legacy(fakes::kFakeNvmlLegacy);
   legacy.scenario(std::string("devices=1\n") + kHopper);

@@ -18,6 +18,13 @@
 //                        (R535+): per GPU one nvmlDeviceGetFieldValues call (two fields) in
 //                        place of nvmlDeviceGetPowerUsage; main() prints its ratio to (a), the
 //                        extra cost per sample of power as the driver means it;
+//   BM_NvidiaProbeGpm    (a) with NVML GPM on every GPU (Hopper; the fake's GPM counters run at
+//                        fixed rates): per GPU one nvmlGpmSampleGet and one nvmlGpmMetricsGet
+//                        (eight metrics) per sample; (a) itself runs with GPM unsupported
+//                        (device.<i>.gpm=0: asked once per GPU, then never). Both move the
+//                        probe's clock and the fake's time on by 200 ms per sample (GPM wants
+//                        100 ms between the samples of a pair). main() prints the ratio to (a):
+//                        the extra cost per sample of the activity metrics;
 //   BM_RealProcfs        the kernel's side on a real procfs, 100 reads of this process's entry:
 //                        /0 open + read + close of status (the probe's old way), /1 pread of a
 //                        kept statm descriptor (its way now).
@@ -43,11 +50,14 @@ int main() {
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -116,7 +126,8 @@ struct World {
   }
   /// The fake NVML reads this at its next nvmlInit.
   /// power_fields: the driver answers NVML_FI_DEV_POWER_INSTANT/_AVERAGE (else NOT_SUPPORTED).
-  void scenario(long call_cost_ns, bool power_fields = false) const {
+  /// gpm: the GPUs have GPM (else device.<i>.gpm=0: unsupported, asked once).
+  void scenario(long call_cost_ns, bool power_fields = false, bool gpm = false) const {
     std::string s = "devices=" + std::to_string(kGpus) + "\nprocess_stride=32\n" +
                     "call_cost_ns=" + std::to_string(call_cost_ns) + "\n";
     for (int g = 0; g < kGpus; ++g) {
@@ -128,6 +139,12 @@ struct World {
       const auto dev = "device." + std::to_string(g) + ".";
       s += dev + "uuid=" + uuid_of(g) + "\n" + dev + "compute=" + compute + "\n" + dev +
            "process_util=" + util + "\n" + dev + "architecture=9\n";
+      if (gpm) {
+        for (int id : {1, 2, 3, 5, 10, 11, 12, 13})
+          s += dev + "gpm." + std::to_string(id) + "=" + std::to_string(10 + id + g) + "\n";
+      } else {
+        s += dev + "gpm=0\n";
+      }
       if (power_fields)
         s += dev + "power_instant_mw=" + std::to_string(300000 + g) + "\n" + dev +
              "power_average_mw=" + std::to_string(290000 + g) + "\n";
@@ -171,8 +188,12 @@ std::size_t process_count(const GpuSnapshot& s) {
   return n;
 }
 
-void run_probe(benchmark::State& state, bool power_fields) {
-  world().scenario(state.range(0), power_fields);
+void run_probe(benchmark::State& state, bool power_fields, bool gpm = false) {
+  world().scenario(state.range(0), power_fields, gpm);
+  // The probe's clock and the fake's time move on by 200 ms per sample, in every variant.
+  static auto fake = DynamicLibrary::load(fakes::kFakeNvml);
+  static auto* set_time_ns = fake.required<void(long long)>("gpustreamFakeNvmlSetTimeNs");
+  auto offset_ms = std::make_shared<std::atomic<long long>>(0);
   boost::asio::io_context io;
   boost::asio::thread_pool pool(1);
   NvidiaProbeOptions o;
@@ -180,10 +201,15 @@ void run_probe(benchmark::State& state, bool power_fields) {
   o.use = NvidiaProbeOptions::Use::nvml_only;
   o.library_session = LibrarySessionMode::persistent;
   o.paths.procfs_root = (world().root / "proc").string();
+  o.clock = [offset_ms] {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(offset_ms->load());
+  };
   auto probe = make_nvidia_probe({io.get_executor(), pool.get_executor()}, o);
   auto guard = boost::asio::make_work_guard(io);
   GpuSnapshot last;
   const auto sample = [&] {
+    *offset_ms += 200;
+    set_time_ns(*offset_ms * 1000000);
     bool done = false;
     probe->async_sample([&](boost::system::error_code, GpuSnapshot s) {
       last = std::move(s);
@@ -191,11 +217,16 @@ void run_probe(benchmark::State& state, bool power_fields) {
     });
     while (!done) io.run_one();
   };
-  sample();  // detects, enumerates, warms the buffers
+  sample();  // detects, enumerates, warms the buffers (and seeds GPM)
+  sample();
   if (last.devices.size() != kGpus || process_count(last) != kProcesses ||
       !last.devices[0].processes[0].host_rss_bytes || last.devices[0].processes[0].name.empty() ||
       !last.errors.empty()) {
     state.SkipWithError("the probe did not see 8 GPUs and 100 processes");
+    return;
+  }
+  if (last.devices[0].metrics[Metric::sm_activity_percent].has_value() != gpm) {
+    state.SkipWithError(gpm ? "no GPM activity" : "GPM activity in the plain run");
     return;
   }
   const auto kind = last.devices[0].power_kind;
@@ -215,6 +246,7 @@ void run_probe(benchmark::State& state, bool power_fields) {
 
 void BM_NvidiaProbe(benchmark::State& state) { run_probe(state, false); }
 void BM_NvidiaProbePowerFields(benchmark::State& state) { run_probe(state, true); }
+void BM_NvidiaProbeGpm(benchmark::State& state) { run_probe(state, false, true); }
 
 // The probe's own query (nvidia/smi_backend.hpp), so that the tool prints (and we parse) the same
 // columns.
@@ -427,6 +459,7 @@ void register_benchmarks() {
   };
   add("BM_NvidiaProbe", BM_NvidiaProbe)->Arg(0)->Arg(2000);
   add("BM_NvidiaProbePowerFields", BM_NvidiaProbePowerFields)->Arg(0)->Arg(2000);
+  add("BM_NvidiaProbeGpm", BM_NvidiaProbeGpm)->Arg(0)->Arg(2000);
   add("BM_NvidiaSmi", BM_NvidiaSmi);
   add("BM_NvmlFloor", BM_NvmlFloor)->Arg(0)->Arg(2000);
   add("BM_ProcReadsByHand", BM_ProcReadsByHand);
@@ -491,6 +524,12 @@ int main(int argc, char** argv) {
           "NVML call cost %s ns: power fields (nvmlDeviceGetFieldValues) %.1f us vs plain "
           "(nvmlDeviceGetPowerUsage) %.1f us per snapshot: ratio %.3f\n",
           cost, fields, probe, fields / probe);
+    const double gpm = reporter.value(std::string("BM_NvidiaProbeGpm/") + cost);
+    if (gpm > 0)
+      std::printf(
+          "NVML call cost %s ns: GPM activity (nvmlGpmSampleGet + nvmlGpmMetricsGet per GPU) "
+          "%.1f us vs plain %.1f us per snapshot: ratio %.3f\n",
+          cost, gpm, probe, gpm / probe);
   }
   return 0;
 }

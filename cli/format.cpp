@@ -61,6 +61,24 @@ std::string health_line(const MetricSet& m) {
   return out + "\n";
 }
 
+/// One indented line of the activity metrics the device has ("" when none):
+/// "activity graphics 72% sm 64% occupancy 32% tensor 41% dram 56% fp64 3% fp32 27% fp16 13%".
+std::string activity_line(const MetricSet& m) {
+  static constexpr struct {
+    Metric metric;
+    const char* label;
+  } kActivity[] = {
+      {Metric::graphics_activity_percent, "graphics"}, {Metric::sm_activity_percent, "sm"},
+      {Metric::sm_occupancy_percent, "occupancy"},     {Metric::tensor_activity_percent, "tensor"},
+      {Metric::dram_activity_percent, "dram"},         {Metric::fp64_activity_percent, "fp64"},
+      {Metric::fp32_activity_percent, "fp32"},         {Metric::fp16_activity_percent, "fp16"}};
+  std::string parts;
+  for (const auto& a : kActivity)
+    if (m[a.metric]) parts += fmt::format(" {} {:.0f}%", a.label, m[a.metric].value());
+  if (parts.empty()) return {};
+  return std::string(11, ' ') + "activity" + parts + "\n";
+}
+
 }  // namespace
 
 std::string human_bytes(double bytes) {
@@ -119,6 +137,7 @@ std::string format_table(const std::vector<const GpuSnapshot*>& snapshots) {
                          cell(m[Metric::power_watts], "{:.1f}W"), energy,
                          cell(m[Metric::clock_graphics_mhz], "{:.0f}"), d.processes.size(), source);
       out += health_line(m);
+      out += activity_line(m);
     }
     if (s->host) {
       const auto& h = *s->host;

@@ -1,6 +1,7 @@
 // The doctor's NVIDIA checks: kernel module, /dev/nvidia* nodes, NVML (loaded through the
 // probe's own function table, initialized once, versions read after init, shut down again) and
 // the nvidia-smi fallback.
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -29,6 +30,42 @@ std::string read_string(nvml::StringFn* fn) {
   if (fn(buf, sizeof buf) != nvml::kSuccess) return {};
   buf[sizeof buf - 1] = '\0';
   return machine::printable(buf, sizeof buf);
+}
+
+/// The activity metrics (NVML GPM, Hopper and newer): which GPUs have them, asked as the probe
+/// asks (architecture, then nvmlGpmQueryDeviceSupport with struct version 1). NVML initialized.
+void check_gpm(const Context& c, const nvml::Api& api, unsigned count) {
+  if (!api.gpm_missing.empty()) {
+    c.add(p, "activity", Status::info,
+          "activity metrics unsupported: " + api.gpm_missing +
+              " missing from the library (NVML GPM needs a driver from R525)");
+    return;
+  }
+  std::string detail;
+  unsigned supported = 0;
+  count = std::min(count, 64U);
+  for (unsigned i = 0; i < count; ++i) {
+    nvml::Device h = nullptr;
+    std::string why;
+    unsigned arch = nvml::kArchUnknown;
+    nvml::GpmSupport support{nvml::kGpmSupportVersion, 0};
+    if (const auto rc = api.handle_by_index(i, &h); rc != nvml::kSuccess) {
+      why = "nvmlDeviceGetHandleByIndex returned " + std::string(nvml::return_code_name(rc));
+    } else if (api.architecture && api.architecture(h, &arch) == nvml::kSuccess &&
+               arch < nvml::kArchHopper) {
+      why = "before Hopper";
+    } else if (const auto q = api.gpm_query_support(h, &support); q != nvml::kSuccess) {
+      why = "nvmlGpmQueryDeviceSupport returned " + std::string(nvml::return_code_name(q));
+    } else if (!support.is_supported_device) {
+      why = "the device has no GPM";
+    }
+    if (why.empty()) ++supported;
+    detail += (i ? "; " : "") + std::string("GPU ") + std::to_string(i) + ": " +
+              (why.empty() ? "supported" : "unsupported (" + why + ")");
+  }
+  c.add(p, "activity", supported > 0 ? Status::ok : Status::info,
+        "activity metrics (NVML GPM) on " + std::to_string(supported) + " of " +
+            std::to_string(count) + " GPU(s)" + (detail.empty() ? "" : ": " + detail));
 }
 
 NvmlResult check_nvml(const Context& c, bool hardware) {
@@ -87,6 +124,7 @@ NvmlResult check_nvml(const Context& c, bool hardware) {
       read_string(lib->optional<nvml::StringFn>("nvmlSystemGetNVMLVersion"));
   unsigned count = 0;
   const nvml::Return crc = api.device_count(&count);
+  if (crc == nvml::kSuccess) check_gpm(c, api, count);
   api.shutdown();
   std::string detail = file + (file_version.empty() ? "" : " (file version " + file_version + ")") +
                        ": NVML " + (version.empty() ? "version unknown" : version) + ", driver " +

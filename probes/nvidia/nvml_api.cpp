@@ -78,6 +78,7 @@ Api Api::load(const DynamicLibrary& lib) {
   }
   api.process_utilization = lib.optional<ProcessUtilizationFn>("nvmlDeviceGetProcessUtilization");
   api.load_mig_and_health(lib);
+  api.load_gpm(lib);
   return api;
 }
 
@@ -134,6 +135,8 @@ std::string_view return_code_name(Return rc) noexcept {
       return "NVML_ERROR_MEMORY";
     case 21:
       return "NVML_ERROR_NO_DATA";
+    case 25:
+      return "NVML_ERROR_ARGUMENT_VERSION_MISMATCH";
     case 999:
       return "NVML_ERROR_UNKNOWN";
     default:

@@ -189,6 +189,61 @@ using RemappedRowsFn = Return(Device, unsigned*, unsigned*, unsigned*, unsigned*
 using NvLinkStateFn = Return(Device, unsigned, unsigned*);  // link, nvmlEnableState_t
 using FieldValuesFn = Return(Device, int, FieldValue*);
 
+// GPM, GPU performance monitoring (R525+, Hopper and newer; nvml_gpm.cpp). Layouts from nvml.h of
+// NVML 13.3.29 (NVML_API_VERSION 13): both structs are at version 1. nvmlGpmMetricsGet_t's array
+// is NVML_GPM_METRIC_MAX entries long (98 in CUDA 12.0 headers, 333 in 13.3, with the version
+// still 1): the library reads and writes only the first numMetrics, and we allocate the 13.3
+// size so that a library built from either header stays inside our buffer.
+inline constexpr Return kErrorArgumentVersionMismatch = 25;  // NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+inline constexpr unsigned kGpmSupportVersion = 1;            // NVML_GPM_SUPPORT_VERSION
+inline constexpr unsigned kGpmMetricsGetVersion = 1;         // NVML_GPM_METRICS_GET_VERSION
+inline constexpr unsigned kGpmMetricMax = 333;               // NVML_GPM_METRIC_MAX (13.3)
+// nvmlGpmMetricId_t values gpustream reads.
+inline constexpr unsigned kGpmGraphicsUtil = 1;   // NVML_GPM_METRIC_GRAPHICS_UTIL
+inline constexpr unsigned kGpmSmUtil = 2;         // NVML_GPM_METRIC_SM_UTIL
+inline constexpr unsigned kGpmSmOccupancy = 3;    // NVML_GPM_METRIC_SM_OCCUPANCY
+inline constexpr unsigned kGpmAnyTensorUtil = 5;  // NVML_GPM_METRIC_ANY_TENSOR_UTIL
+inline constexpr unsigned kGpmDramBwUtil = 10;    // NVML_GPM_METRIC_DRAM_BW_UTIL
+inline constexpr unsigned kGpmFp64Util = 11;      // NVML_GPM_METRIC_FP64_UTIL
+inline constexpr unsigned kGpmFp32Util = 12;      // NVML_GPM_METRIC_FP32_UTIL
+inline constexpr unsigned kGpmFp16Util = 13;      // NVML_GPM_METRIC_FP16_UTIL
+
+struct GpmSampleSt;
+using GpmSample = GpmSampleSt*;  // nvmlGpmSample_t (opaque)
+
+struct GpmSupport {  // nvmlGpmSupport_t (v1), 8 bytes
+  unsigned version;
+  unsigned is_supported_device;
+};
+
+struct GpmMetric {  // nvmlGpmMetric_t, 40 bytes
+  unsigned metric_id;
+  Return nvml_return;  // this metric's own status; value valid only when kSuccess
+  double value;
+  struct {
+    char* short_name;
+    char* long_name;
+    char* unit;
+  } metric_info;
+};
+
+struct GpmMetricsGet {  // nvmlGpmMetricsGet_t (v1)
+  unsigned version;
+  unsigned num_metrics;
+  GpmSample sample1;
+  GpmSample sample2;
+  GpmMetric metrics[kGpmMetricMax];
+};
+static_assert(sizeof(GpmSupport) == 8 && sizeof(GpmMetric) == 40);
+static_assert(offsetof(GpmMetric, value) == 8 && offsetof(GpmMetricsGet, metrics) == 24);
+static_assert(sizeof(GpmMetricsGet) == 24 + 40 * kGpmMetricMax);
+
+using GpmQuerySupportFn = Return(Device, GpmSupport*);
+using GpmSampleAllocFn = Return(GpmSample*);
+using GpmSampleFreeFn = Return(GpmSample);
+using GpmSampleGetFn = Return(Device, GpmSample);
+using GpmMetricsGetFn = Return(GpmMetricsGet*);
+
 /// How the process-info functions that were found lay out one entry.
 enum class ProcessLayout : std::uint8_t {
   v1,       // nvmlProcessInfo_v1_t: 16 bytes (pid, usedGpuMemory)
@@ -244,6 +299,13 @@ struct Api {
   NvLinkStateFn* nvlink_state = nullptr;
   FieldValuesFn* field_values = nullptr;
   UintFn* architecture = nullptr;  // nvmlDeviceGetArchitecture (R470+)
+  // GPM (nvml_gpm.cpp): all five or none (gpm_missing names the first one missing).
+  GpmQuerySupportFn* gpm_query_support = nullptr;
+  GpmSampleAllocFn* gpm_sample_alloc = nullptr;
+  GpmSampleFreeFn* gpm_sample_free = nullptr;
+  GpmSampleGetFn* gpm_sample_get = nullptr;
+  GpmMetricsGetFn* gpm_metrics_get = nullptr;
+  std::string gpm_missing;
   /// The MIG functions missing from the library ("" when all are there), for the log line.
   std::string mig_missing;
 
@@ -259,6 +321,8 @@ struct Api {
 
   /// Looks the optional MIG, interconnect and health functions up (nvml_api_health.cpp).
   void load_mig_and_health(const DynamicLibrary& lib);
+  /// Looks the GPM functions up (nvml_gpm.cpp): all of them, or none.
+  void load_gpm(const DynamicLibrary& lib);
 
   /// nvmlErrorString(rc) when available, else "NVML error <rc>".
   std::string describe(Return rc) const;

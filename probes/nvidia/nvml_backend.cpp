@@ -30,11 +30,13 @@ NvmlBackend::NvmlBackend(NvmlOptions options)
 
 NvmlBackend::~NvmlBackend() {
   std::lock_guard lock(mu_);
+  release_gpm();     // GPM samples are freed while NVML is still up
   session_.reset();  // shuts NVML down (persistent mode) while the library is still loaded
 }
 
 void NvmlBackend::new_session() {
   if (session_ && reinit_hook_) reinit_hook_();  // the event watcher lets its session go
+  release_gpm();                                 // a GPM sample pair belongs to one session
   session_.reset();
   session_ = std::make_unique<LibrarySession>(
       "NVML", options_.mode,
@@ -127,6 +129,7 @@ void NvmlBackend::mark_lost(NvmlDevice& dev, nvml::Return rc, const char* functi
   dev.lost = true;
   dev.retry_at = options_.clock() + dev.retry_delay;
   dev.handle_generation = 0;
+  dev.gpm.release();
   dev.lost_message = "GPU " + dev.uuid + (dev.name.empty() ? "" : " (" + dev.name + ")") +
                      " is lost: " + function + " returned " +
                      std::string(nvml::return_code_name(rc));
@@ -276,6 +279,7 @@ NvmlSample NvmlBackend::sample() {
       const bool sampled = !dev.lost && dev.handle_generation == generation;
       if (sampled) sample_device(dev, d, snap.errors);
       if (sampled && !dev.lost) sample_health(dev, d, snap.errors);
+      if (sampled && !dev.lost) sample_gpm(dev, d, snap.errors);
       if (dev.lost) {
         d.metrics.fill_absent(Absence::lost, Source::nvml);
         d.attributes["state"] = "lost";

@@ -33,6 +33,7 @@
 #include "gpustream/probes/nvidia_probe.hpp"
 #include "gpustream/probes/process_table.hpp"
 #include "nvidia/nvml_api.hpp"
+#include "nvidia/nvml_gpm.hpp"
 
 namespace gpustream::nvidia_detail {
 
@@ -87,6 +88,10 @@ enum class Call : std::uint8_t {
   nvlink_fields,
   power_fields,  // the nvmlDeviceGetFieldValues call for power
   power_field,   // one power field's own return code (its failure logged once, apart)
+  // GPM (nvml_gpm.cpp).
+  gpm_support,  // nvmlGpmQueryDeviceSupport
+  gpm_sample,   // nvmlGpmSampleAlloc / nvmlGpmSampleGet
+  gpm_metrics,  // nvmlGpmMetricsGet
   count_
 };
 
@@ -136,6 +141,8 @@ struct NvmlDevice {
   // rates (the toolkit's counter_rate).
   rate::CounterRate nvlink_rx;
   rate::CounterRate nvlink_tx;
+  // GPM support and the previous GPM sample (nvml_gpm.cpp).
+  GpmState gpm;
 };
 
 /// What one sample produced; `failed` when it must count as a failed sample (every GPU lost).
@@ -218,6 +225,11 @@ class NvmlBackend {
   void sample_health(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
   /// power_watts, power_average_watts and power_kind (nvml_power.cpp).
   void sample_power(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
+  /// The activity metrics from NVML GPM, over the interval since the previous sample
+  /// (nvml_gpm.cpp).
+  void sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
+  /// Frees every GPU's GPM samples (before NVML is shut down).
+  void release_gpm();
   /// MIG mode of snap.devices[at] (the physical GPU `dev`); when on, appends one device per
   /// MIG instance to the snapshot (nvml_mig.cpp).
   void sample_mig(NvmlDevice& dev, std::size_t at, GpuSnapshot& snap);
@@ -243,6 +255,8 @@ class NvmlBackend {
   proc::ProcessTable processes_;  // names and RSS, kept between samples
   LogOnce log_once_;
   std::function<void()> reinit_hook_;  // guarded by mu_
+  // The nvmlGpmMetricsGet request (13 kB), allocated once, reused by every GPM computation.
+  std::unique_ptr<nvml::GpmMetricsGet> gpm_request_;
 };
 
 }  // namespace gpustream::nvidia_detail

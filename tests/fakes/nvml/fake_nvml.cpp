@@ -7,7 +7,7 @@
 //
 // Built in four variants (FAKE_NVML_VARIANT): 0 full (NVML 12.x names), 1 legacy (only the
 // unversioned v1 names; no energy, power limit, clock reasons, process utilization,
-// memory v2, MIG, interconnect/health), 2 without nvmlDeviceGetHandleByUUID (a required
+// memory v2, MIG, interconnect/health, GPM), 2 without nvmlDeviceGetHandleByUUID (a required
 // function), 3 full without the MIG functions (fake_nvml_mig.cpp; fake_nvml_health.cpp).
 //
 // Test controls (not NVML, in fake_nvml_state.cpp): gpustreamFakeNvmlCount(what),

@@ -144,7 +144,8 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
 }
 
 bool set_device(Device& d, unsigned index, const std::string& key, const std::string& v) {
-  return set_device(d, key, v) || set_mig(d, index, key, v) || set_health(d, key, v);
+  return set_device(d, key, v) || set_mig(d, index, key, v) || set_health(d, key, v) ||
+         set_gpm(d, key, v);
 }
 
 }  // namespace
@@ -159,6 +160,8 @@ double PowerCurve::energy_mj(long long t_ns) const {
   const double t = static_cast<double>(t_ns) * 1e-9;
   return base_mw * t + amplitude_mw / w * (1 - std::cos(w * t));
 }
+
+int code_of_name(const std::string& v) { return code_of(v); }
 
 Scenario parse_scenario(const std::string& text, std::string* error) {
   Scenario s;
@@ -196,6 +199,10 @@ Scenario parse_scenario(const std::string& text, std::string* error) {
         s.event_trigger = v;
       } else if (k == "rotate_on_init") {
         s.rotate_on_init = v == "1" || v == "true";
+      } else if (k == "gpm_version") {
+        s.gpm_version = static_cast<unsigned>(std::stoul(v));
+      } else if (k == "gpm_metrics_version") {
+        s.gpm_metrics_version = static_cast<unsigned>(std::stoul(v));
       } else if (k.rfind("fail.", 0) == 0) {
         s.fail[k.substr(5)] = code_of(v);
       } else if (k.rfind("device.", 0) == 0) {

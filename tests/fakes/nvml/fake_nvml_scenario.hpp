@@ -46,6 +46,15 @@
 //                              NVML_FI_DEV_POWER_INSTANT 186 / NVML_FI_DEV_POWER_AVERAGE 185 of
 //                              nvmlDeviceGetFieldValues; unset: that field answers NOT_SUPPORTED;
 //                              with a power_curve the instantaneous field follows P(t))
+//   gpm_version=N              the nvmlGpmSupport_t version the library accepts (default 1, as
+//                              nvml.h; others: ARGUMENT_VERSION_MISMATCH); gpm_metrics_version=N
+//                              the same for nvmlGpmMetricsGet_t
+//   device.<i>.<GPM key>       gpm=0|1 (nvmlGpmQueryDeviceSupport's isSupportedDevice; unset:
+//                              1 from architecture 9, Hopper, on), gpm.<metric id>=PERCENT (how
+//                              busy the counter of that nvmlGpmMetricId_t runs from the fake's
+//                              time of the last nvmlGpmSampleGet on; default 0; nan, -5, 150
+//                              pass through), gpm_fail.<metric id>=CODE (that metric's own
+//                              nvmlReturn in nvmlGpmMetricsGet) — fake_nvml_gpm.cpp
 //
 // A known power curve (power_curve): the device draws P(t) = BASE + AMPLITUDE * sin(2π t /
 // PERIOD) mW, t the fake's own time, set by the test with gpustreamFakeNvmlSetTimeNs(ns) (0
@@ -124,12 +133,21 @@ struct Device {
   unsigned max_mig = 7;
   std::vector<std::optional<MigInstance>> mig;  // by MIG device index; empty slot: NOT_FOUND
   Health health;
+  // GPM (fake_nvml_gpm.cpp): support (unset: architecture >= 9), counter rate and failure per
+  // nvmlGpmMetricId_t.
+  std::optional<bool> gpm;
+  std::map<unsigned, double> gpm_rate;  // percent
+  std::map<unsigned, int> gpm_fail;
 };
 
 /// device.<i>.mig.* and device.<i>.mig_mode / mig_pending / max_mig keys (false: not one).
 bool set_mig(Device& d, unsigned device_index, const std::string& key, const std::string& v);
 /// device.<i>.<health key> (false: not one).
 bool set_health(Device& d, const std::string& key, const std::string& v);
+/// device.<i>.gpm, gpm.<id>, gpm_fail.<id> (fake_nvml_scenario_gpm.cpp; false: not one).
+bool set_gpm(Device& d, const std::string& key, const std::string& v);
+/// CODE of a `fail.` key as a number (NOT_SUPPORTED, NVML_ERROR_UNKNOWN, 25, ...).
+int code_of_name(const std::string& v);
 
 struct Scenario {
   std::vector<Device> devices;
@@ -141,6 +159,7 @@ struct Scenario {
   std::string driver_version = "535.183.01-fake";
   std::string event_trigger;  // event_trigger=PATH (empty: none)
   std::map<std::string, int> fail;
+  unsigned gpm_version = 1, gpm_metrics_version = 1;  // gpm_version=N, gpm_metrics_version=N
 };
 
 /// Parses a scenario document; unknown keys and bad values are reported in `error`.

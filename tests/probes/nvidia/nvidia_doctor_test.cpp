@@ -28,6 +28,32 @@ TEST(Doctor, NvmlVersionsAreReadAfterInitFromTheFakeLibrary) {
   EXPECT_TRUE(r.fully_readable()) << dump(r);
 }
 
+TEST(Doctor, ActivityMetricsSayWhichGpusHaveGpm) {
+  test::FakeNvml nvml;
+  nvml.scenario(
+      "devices=3\ndevice.0.architecture=9\ndevice.1.architecture=8\n"
+      "device.2.architecture=10\ndevice.2.gpm=0\n");
+  Machine m;
+  m.options.probes = {"nvidia"};
+  m.options.probe_settings.set("nvidia", "library", fakes::kFakeNvml);
+  const auto r = m.run();
+  const auto* f = find(r, "nvidia", "activity", Status::ok);
+  ASSERT_NE(f, nullptr) << dump(r);
+  EXPECT_EQ(f->detail,
+            "activity metrics (NVML GPM) on 1 of 3 GPU(s): GPU 0: supported; GPU 1: unsupported "
+            "(before Hopper); GPU 2: unsupported (the device has no GPM)");
+  EXPECT_EQ(nvml.count("init"), nvml.count("shutdown"));
+
+  test::FakeNvml legacy(fakes::kFakeNvmlLegacy);
+  legacy.scenario("devices=1\n");
+  m.options.probe_settings.set("nvidia", "library", fakes::kFakeNvmlLegacy);
+  const auto old = m.run();
+  const auto* g = find(old, "nvidia", "activity", Status::info);
+  ASSERT_NE(g, nullptr) << dump(old);
+  EXPECT_NE(g->detail.find("nvmlGpmQueryDeviceSupport missing"), std::string::npos) << g->detail;
+  EXPECT_TRUE(old.fully_readable()) << dump(old);
+}
+
 TEST(Doctor, NvmlInitFailureWithTheDriverPresentIsABlockerWithItsFix) {
   test::FakeNvml nvml;
   nvml.scenario("devices=1\ninit_fail=DRIVER_NOT_LOADED\n");

@@ -1,0 +1,307 @@
+// Activity that means work, from NVML's GPM API, over the fake libnvidia-ml.so.1: every GPM
+// counter runs at a rate the test sets (device.<i>.gpm.<metric id> percent) on the fake's own
+// time, so the value of any pair of samples is known. The backend is driven directly (its clock
+// and the fake's time move together), one sample per step.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "gpustream/dynamic_library.hpp"
+#include "gpustream/probes/nvidia_probe.hpp"
+#include "nvidia/nvml_backend.hpp"
+#include "nvidia_fakes.hpp"
+
+namespace gpustream {
+namespace {
+
+using namespace std::chrono_literals;
+using nvidia_detail::NvmlBackend;
+using nvidia_detail::NvmlOptions;
+using test::DrivenClock;
+using test::FakeNvml;
+using test::TempTree;
+
+constexpr Metric kActivity[] = {Metric::graphics_activity_percent, Metric::sm_activity_percent,
+                                Metric::sm_occupancy_percent,      Metric::tensor_activity_percent,
+                                Metric::dram_activity_percent,     Metric::fp64_activity_percent,
+                                Metric::fp32_activity_percent,     Metric::fp16_activity_percent};
+
+// An H100 whose GPM counters run at these rates: graphics 1, SM 2, occupancy 3, any tensor 5,
+// DRAM 10, FP64 11, FP32 12, FP16 13 (nvmlGpmMetricId_t); DMMA (8) is not one we read.
+constexpr const char* kHopper =
+    "device.0.name=NVIDIA H100 80GB HBM3\ndevice.0.architecture=9\n"
+    "device.0.gpm.1=71.5\ndevice.0.gpm.2=64\ndevice.0.gpm.3=32.25\ndevice.0.gpm.5=41\n"
+    "device.0.gpm.8=99\ndevice.0.gpm.10=55.5\ndevice.0.gpm.11=3\ndevice.0.gpm.12=27\n"
+    "device.0.gpm.13=12.5\n";
+constexpr double kHopperValues[] = {71.5, 64, 32.25, 41, 55.5, 3, 27, 12.5};
+
+Reading nvml(double v) { return Reading::of(v, Source::nvml); }
+Reading absent(Absence why) { return Reading::missing(why, Source::nvml); }
+
+class NvmlGpmTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    set_time_ = lib_.required<void(long long)>("gpustreamFakeNvmlSetTimeNs");
+    set_time_(0);
+  }
+  void TearDown() override { set_time_(0); }
+
+  std::unique_ptr<NvmlBackend> backend(const std::string& scenario,
+                                       LibrarySessionMode mode = LibrarySessionMode::persistent) {
+    nvml_.scenario(scenario);
+    NvmlOptions o;
+    o.library = nvml_.path();
+    o.mode = mode;
+    o.paths.procfs_root = proc_.path();
+    o.clock = clock_.function();
+    return std::make_unique<NvmlBackend>(std::move(o));
+  }
+  /// Moves the backend's clock and the fake's time on together.
+  void advance(std::chrono::milliseconds d) {
+    clock_.advance(d);
+    now_ms_ += d.count();
+    set_time_(now_ms_ * 1000000);
+  }
+  static GpuSnapshot sample(NvmlBackend& b) {
+    auto s = b.sample();
+    EXPECT_FALSE(s.failed);
+    return std::move(s.snapshot);
+  }
+  static void expect_all(const DeviceSample& d, Reading r) {
+    for (auto m : kActivity) EXPECT_EQ(d.metrics[m], r) << to_string(m);
+  }
+  static std::string attribute(const DeviceSample& d, const std::string& key) {
+    auto it = d.attributes.find(key);
+    return it == d.attributes.end() ? "" : it->second;
+  }
+
+  FakeNvml nvml_;
+  DynamicLibrary lib_ = DynamicLibrary::load(fakes::kFakeNvml);
+  void (*set_time_)(long long) = nullptr;
+  TempTree proc_;
+  DrivenClock clock_;
+  long long now_ms_ = 0;
+};
+
+TEST_F(NvmlGpmTest, HopperReportsAllEightFromTheSecondSampleOn) {
+  auto b = backend(std::string("devices=1\n") + kHopper);
+  const auto first = sample(*b);
+  ASSERT_EQ(first.devices.size(), 1u);
+  expect_all(first.devices[0], absent(Absence::not_yet_seeded));
+  EXPECT_EQ(attribute(first.devices[0], "gpm"), "supported");
+
+  advance(1000ms);
+  const auto second = sample(*b);
+  ASSERT_EQ(second.devices.size(), 1u);
+  const auto& d = second.devices[0];
+  for (std::size_t i = 0; i < std::size(kActivity); ++i)
+    EXPECT_EQ(d.metrics[kActivity[i]], nvml(kHopperValues[i])) << to_string(kActivity[i]);
+  EXPECT_EQ(attribute(d, "gpm_interval_ms"), "1000");
+  // Support was asked once; two samples, one metrics computation, two buffers held.
+  EXPECT_EQ(nvml_.count("nvmlGpmQueryDeviceSupport"), 1);
+  EXPECT_EQ(nvml_.count("nvmlGpmSampleGet"), 2);
+  EXPECT_EQ(nvml_.count("nvmlGpmMetricsGet"), 1);
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 2);
+
+  // New rates: the next pair reports them (the older sample of the pair is the last one).
+  nvml_.reload(std::string("devices=1\n") + kHopper + "device.0.gpm.2=12\ndevice.0.gpm.13=0\n");
+  advance(500ms);
+  const auto third = sample(*b);
+  EXPECT_EQ(third.devices[0].metrics[Metric::sm_activity_percent], nvml(12));
+  EXPECT_EQ(third.devices[0].metrics[Metric::fp16_activity_percent], nvml(0));
+  EXPECT_EQ(attribute(third.devices[0], "gpm_interval_ms"), "500");
+  EXPECT_EQ(nvml_.count("nvmlGpmSampleAlloc"), 2);  // buffers are reused
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 2);
+}
+
+TEST_F(NvmlGpmTest, ASampleSoonerThan100MsKeepsTheOlderSampleOfThePair) {
+  auto b = backend(std::string("devices=1\n") + kHopper);
+  sample(*b);
+  advance(60ms);
+  expect_all(sample(*b).devices[0], absent(Absence::not_yet_seeded));
+  EXPECT_EQ(nvml_.count("nvmlGpmSampleGet"), 1);
+  advance(60ms);
+  const auto d = sample(*b).devices[0];
+  EXPECT_EQ(d.metrics[Metric::sm_activity_percent], nvml(64));
+  EXPECT_EQ(attribute(d, "gpm_interval_ms"), "120");
+}
+
+TEST_F(NvmlGpmTest, AdaAndVoltaAreUnsupportedWithoutAskingTheDriver) {
+  auto b = backend(
+      "devices=2\ndevice.0.name=NVIDIA L40S\ndevice.0.architecture=8\n"
+      "device.1.name=Tesla V100-SXM2-32GB\ndevice.1.architecture=5\n"
+      "device.0.gpm.2=50\ndevice.1.gpm.2=50\n");
+  for (int i = 0; i < 2; ++i) {
+    const auto s = sample(*b);
+    ASSERT_EQ(s.devices.size(), 2u);
+    expect_all(s.devices[0], absent(Absence::unsupported));
+    expect_all(s.devices[1], absent(Absence::unsupported));
+    EXPECT_EQ(attribute(s.devices[0], "gpm"), "unsupported: Ada GPU: GPM needs Hopper or newer");
+    EXPECT_EQ(attribute(s.devices[1], "gpm"), "unsupported: Volta GPU: GPM needs Hopper or newer");
+    advance(1000ms);
+  }
+  EXPECT_EQ(nvml_.count("nvmlGpmQueryDeviceSupport"), 0);
+  EXPECT_EQ(nvml_.count("nvmlGpmSampleAlloc"), 0);
+}
+
+TEST_F(NvmlGpmTest, ADeviceWithoutGpmIsUnsupportedAndAskedOnce) {
+  // No architecture from the driver: the support query decides.
+  auto b = backend("devices=1\ndevice.0.gpm=0\n");
+  for (int i = 0; i < 3; ++i) {
+    const auto d = sample(*b).devices[0];
+    expect_all(d, absent(Absence::unsupported));
+    EXPECT_EQ(attribute(d, "gpm"), "unsupported: nvmlGpmQueryDeviceSupport: the device has no GPM");
+    advance(1000ms);
+  }
+  EXPECT_EQ(nvml_.count("nvmlGpmQueryDeviceSupport"), 1);
+  EXPECT_EQ(nvml_.count("nvmlGpmSampleGet"), 0);
+}
+
+TEST_F(NvmlGpmTest, ALibraryThatRejectsOurStructVersionIsUnsupported) {
+  auto b = backend(std::string("devices=1\ngpm_version=2\n") + kHopper);
+  for (int i = 0; i < 2; ++i) {
+    const auto d = sample(*b).devices[0];
+    expect_all(d, absent(Absence::unsupported));
+    EXPECT_NE(attribute(d, "gpm").find("NVML_ERROR_ARGUMENT_VERSION_MISMATCH"), std::string::npos)
+        << attribute(d, "gpm");
+    advance(1000ms);
+  }
+  EXPECT_EQ(nvml_.count("nvmlGpmQueryDeviceSupport"), 1);
+  EXPECT_EQ(nvml_.count("nvmlGpmSampleAlloc"), 0);
+  EXPECT_EQ(nvml_.count("nvmlGpmMetricsGet"), 0);
+}
+
+TEST_F(NvmlGpmTest, AFailedSupportQueryIsAskedAgain) {
+  const std::string base = std::string("devices=1\n") + kHopper;
+  auto b = backend(base + "device.0.fail.nvmlGpmQueryDeviceSupport=NO_PERMISSION\n");
+  const auto d = sample(*b).devices[0];
+  expect_all(d, absent(Absence::no_permission));
+  EXPECT_EQ(attribute(d, "gpm"), "");  // not decided
+  nvml_.reload(base);
+  advance(1000ms);
+  const auto again = sample(*b).devices[0];
+  expect_all(again, absent(Absence::not_yet_seeded));
+  EXPECT_EQ(attribute(again, "gpm"), "supported");
+  EXPECT_EQ(nvml_.count("nvmlGpmQueryDeviceSupport"), 2);
+}
+
+TEST_F(NvmlGpmTest, AMetricsRequestVersionTheLibraryRejectsIsUnsupported) {
+  auto b = backend(std::string("devices=1\ngpm_metrics_version=2\n") + kHopper);
+  sample(*b);  // seeds: nvmlGpmMetricsGet not called yet
+  advance(1000ms);
+  for (int i = 0; i < 2; ++i) {
+    const auto d = sample(*b).devices[0];
+    expect_all(d, absent(Absence::unsupported));
+    EXPECT_NE(attribute(d, "gpm").find("nvmlGpmMetricsGet rejects nvmlGpmMetricsGet_t version 1"),
+              std::string::npos)
+        << attribute(d, "gpm");
+    advance(1000ms);
+  }
+  EXPECT_EQ(nvml_.count("nvmlGpmMetricsGet"), 1);  // never asked again
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 0);   // and its samples are freed
+}
+
+TEST_F(NvmlGpmTest, ALibraryWithoutGpmFunctionsIsUnsupported) {
+  FakeNvml legacy(fakes::kFakeNvmlLegacy);
+  legacy.scenario(std::string("devices=1\n") + kHopper);
+  NvmlOptions o;
+  o.library = legacy.path();
+  o.paths.procfs_root = proc_.path();
+  o.clock = clock_.function();
+  NvmlBackend b(std::move(o));
+  const auto d = sample(b).devices[0];
+  expect_all(d, absent(Absence::unsupported));
+  EXPECT_NE(attribute(d, "gpm").find("nvmlGpmQueryDeviceSupport missing from"), std::string::npos)
+      << attribute(d, "gpm");
+}
+
+TEST_F(NvmlGpmTest, LazySessionsAreUnsupported) {
+  auto b = backend(std::string("devices=1\n") + kHopper, LibrarySessionMode::lazy);
+  const auto d = sample(*b).devices[0];
+  expect_all(d, absent(Absence::unsupported));
+  EXPECT_NE(attribute(d, "gpm").find("persistent"), std::string::npos) << attribute(d, "gpm");
+  EXPECT_EQ(nvml_.count("nvmlGpmSampleAlloc"), 0);
+}
+
+TEST_F(NvmlGpmTest, ASampleGetFailureBetweenTwoSamplesIsThatSamplesAbsenceAndReseeds) {
+  const std::string base = std::string("devices=1\n") + kHopper;
+  auto b = backend(base);
+  sample(*b);
+  advance(1000ms);
+  nvml_.reload(base + "device.0.fail.nvmlGpmSampleGet=UNKNOWN\n");
+  const auto failed = sample(*b);
+  expect_all(failed.devices[0], absent(Absence::tool_failed));
+  const auto* e = test::find_error(failed, "nvml_error");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->message.find("nvmlGpmSampleGet"), std::string::npos) << e->message;
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 1);  // the previous sample was dropped
+
+  nvml_.reload(base);
+  advance(1000ms);
+  expect_all(sample(*b).devices[0], absent(Absence::not_yet_seeded));  // seeded again
+  advance(1000ms);
+  EXPECT_EQ(sample(*b).devices[0].metrics[Metric::dram_activity_percent], nvml(55.5));
+}
+
+TEST_F(NvmlGpmTest, AMetricsGetFailureKeepsTheNewerSampleForTheNextPair) {
+  const std::string base = std::string("devices=1\n") + kHopper;
+  auto b = backend(base);
+  sample(*b);
+  advance(1000ms);
+  nvml_.reload(base + "fail.nvmlGpmMetricsGet=UNKNOWN\n");
+  expect_all(sample(*b).devices[0], absent(Absence::tool_failed));
+  nvml_.reload(base);
+  advance(1000ms);
+  const auto d = sample(*b).devices[0];
+  EXPECT_EQ(d.metrics[Metric::graphics_activity_percent], nvml(71.5));
+  EXPECT_EQ(attribute(d, "gpm_interval_ms"), "1000");
+}
+
+TEST_F(NvmlGpmTest, AFailedOrOutOfRangeMetricIsAbsentOnItsOwn) {
+  auto b = backend(std::string("devices=1\n") + kHopper +
+                   "device.0.gpm_fail.10=NOT_SUPPORTED\ndevice.0.gpm_fail.13=UNKNOWN\n"
+                   "device.0.gpm.3=nan\ndevice.0.gpm.5=-5\ndevice.0.gpm.11=150\n");
+  sample(*b);
+  advance(1000ms);
+  const auto d = sample(*b).devices[0];
+  EXPECT_EQ(d.metrics[Metric::dram_activity_percent], absent(Absence::unsupported));
+  EXPECT_EQ(d.metrics[Metric::fp16_activity_percent], absent(Absence::tool_failed));
+  EXPECT_EQ(d.metrics[Metric::sm_occupancy_percent], absent(Absence::tool_failed));     // NaN
+  EXPECT_EQ(d.metrics[Metric::tensor_activity_percent], absent(Absence::tool_failed));  // < 0
+  EXPECT_EQ(d.metrics[Metric::fp64_activity_percent], absent(Absence::tool_failed));    // > 100
+  EXPECT_EQ(d.metrics[Metric::graphics_activity_percent], nvml(71.5));
+  EXPECT_EQ(d.metrics[Metric::sm_activity_percent], nvml(64));
+  EXPECT_EQ(d.metrics[Metric::fp32_activity_percent], nvml(27));
+}
+
+TEST_F(NvmlGpmTest, ALostGpuFreesItsSamples) {
+  const std::string base = std::string("devices=2\n") + kHopper + "device.1.architecture=9\n";
+  auto b = backend(base);
+  sample(*b);
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 2);  // one seeded sample and no spare, per GPU
+  advance(1000ms);
+  nvml_.reload(base + "device.0.fail.nvmlGpmSampleGet=GPU_IS_LOST\n");
+  const auto s = sample(*b);
+  expect_all(s.devices[0], absent(Absence::lost));
+  EXPECT_EQ(s.devices[1].metrics[Metric::sm_activity_percent], nvml(0));  // the other goes on
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 2);  // only GPU 1's pair is left
+  EXPECT_EQ(nvml_.count("gpm_bad_free"), 0);
+}
+
+TEST_F(NvmlGpmTest, ShutdownFreesEverySampleBeforeNvmlShutdown) {
+  auto b = backend(std::string("devices=2\n") + kHopper + "device.1.architecture=9\n");
+  sample(*b);
+  advance(1000ms);
+  sample(*b);
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 4);
+  b.reset();
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 0);
+  EXPECT_EQ(nvml_.count("gpm_bad_free"), 0);
+  EXPECT_EQ(nvml_.count("nvmlShutdown"), 1);
+  EXPECT_EQ(nvml_.count("gpm_free_after_shutdown"), 0);  // every free came before it
+}
+
+}  // namespace
+}  // namespace gpustream

@@ -136,16 +136,28 @@ class JsonWriter {
     end_ = out_.data() + out_.size();
   }
 
-  /// Precondition: `s` is valid UTF-8.
+  /// Precondition: `s` is valid UTF-8. Beyond what JSON requires (control characters, '"',
+  /// '\\'), DEL (U+007F) and the C1 controls (U+0080..U+009F, e.g. U+009B, a terminal's CSI)
+  /// are written as \u00XX too: a JSON line printed to a terminal cannot drive it.
   void escaped(std::string_view s) {
     static constexpr char kHex[] = "0123456789abcdef";
     reserve(s.size() * 6 + 2);  // worst case: every byte as \u00XX
     *p_++ = '"';
-    for (const char ch : s) {
-      const auto c = static_cast<unsigned char>(ch);
-      if (c >= 0x20 && c != '"' && c != '\\') {
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      const char ch = s[i];
+      auto c = static_cast<unsigned char>(ch);
+      if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f && c != 0xc2) {
         *p_++ = ch;
         continue;
+      }
+      if (c == 0xc2) {  // U+0080..U+00FF: C1 controls escaped, the rest kept
+        const auto next = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+        if (next < 0x80 || next > 0x9f) {
+          *p_++ = ch;
+          continue;
+        }
+        c = next;
+        ++i;
       }
       *p_++ = '\\';
       switch (c) {

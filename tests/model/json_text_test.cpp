@@ -42,6 +42,18 @@ TEST(JsonText, EscapesAndRepairsStringsAndKeys) {
   EXPECT_EQ(text_of(o), "{\"k\\\"\\\\\\n\\u0001\":\"tab\\there \xef\xbf\xbd( \xe2\x82\xac /\"}");
 }
 
+// DEL and the C1 controls (U+0080..U+009F: U+009B is a terminal's CSI) are escaped, so a JSON
+// line on a terminal cannot drive it; the rest of U+0080..U+00FF and longer sequences are kept,
+// and the text decodes to the same string.
+TEST(JsonText, EscapesDelAndC1ControlsAndKeepsOtherCharacters) {
+  const std::string raw =
+      "a\x7f b\xc2\x9b[31m c\xc2\x80\xc2\x9f d\xc2\xa0\xc2\xbf \xc3\xa9\xe2\x82\xac";
+  const std::string text = text_of(json::value(raw));
+  EXPECT_EQ(text,
+            "\"a\\u007f b\\u009b[31m c\\u0080\\u009f d\xc2\xa0\xc2\xbf \xc3\xa9\xe2\x82\xac\"");
+  EXPECT_EQ(json::parse(text).as_string(), raw);
+}
+
 TEST(JsonText, KeepsMemberOrderAndNesting) {
   const json::object o{{"z", json::array{1, nullptr, true, false, "s"}}, {"a", json::object{}}};
   EXPECT_EQ(text_of(o), R"({"z":[1,null,true,false,"s"],"a":{}})");

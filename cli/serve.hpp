@@ -13,6 +13,7 @@
 
 #include "gpustream/config.hpp"
 #include "nats_auth_options.hpp"
+#include "otlp_options.hpp"
 #include "reload.hpp"
 #include "server_options.hpp"
 
@@ -32,6 +33,7 @@ struct ServeOptions {
   /// --health ADDR: a headless agent's listener answering only /healthz and /metrics.
   std::string health;
   NatsAuthFlags nats_auth;  // --nats-creds, --nats-user ... (nats_auth_options.hpp)
+  OtlpFlags otlp;           // --otlp, --otlp-header ... (otlp_options.hpp)
 };
 
 /// Registers the serve flags on `sub`: the server options, then the bus flags (the common
@@ -85,9 +87,10 @@ int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload);
 /// The config file's "serve" object: the shared server keys (server_config_keys) and "nats",
 /// "node", "nats_prefix", "nats_encoding", "nats_full_every", "nats_kv_bucket",
 /// "nats_kv_ttl_seconds" and the credential keys (nats_auth_flag_table: "nats_creds",
-/// "nats_user", "nats_password_file" ...), each checked like its flag; a flag given on the command
-/// line wins. Throws ConfigError for an unknown key or a bad value. Call after `sub` has parsed;
-/// the values land in the ServeOptions that add_serve_options bound to `sub`.
+/// "nats_user", "nats_password_file" ...) and the OTLP keys (otlp_flag_table: "otlp",
+/// "otlp_headers", "otlp_interval_seconds" ...), each checked like its flag; a flag given on the
+/// command line wins. Throws ConfigError for an unknown key or a bad value. Call after `sub` has
+/// parsed; the values land in the ServeOptions that add_serve_options bound to `sub`.
 void apply_serve_config(const Config& config, CLI::App& sub);
 
 /// Runs until SIGINT/SIGTERM (with --listen off, no --tcp and --nats: a headless agent that only

@@ -4,8 +4,6 @@
 #include <memory>
 #include <utility>
 
-#include <unistd.h>
-
 #include <boost/asio/io_context.hpp>
 
 #include "commands.hpp"
@@ -43,13 +41,6 @@ void check_nats_url(const std::string& url) {
 }
 
 namespace {
-
-/// The machine's host name (the OTLP resource's host.name), as the system says it.
-std::string this_host_name() {
-  char name[256] = {};
-  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown";
-  return name;
-}
 
 /// serve's own flags beyond the server options: the NATS bridge.
 const std::vector<FlagRow<ServeOptions>>& serve_flag_table() {

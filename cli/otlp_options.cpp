@@ -60,6 +60,12 @@ std::optional<transport::OtlpOptions> make_otlp_options(const OtlpFlags& f,
   return o;
 }
 
+std::string this_host_name() {
+  char name[256] = {};
+  if (::gethostname(name, sizeof(name) - 1) != 0 || name[0] == '\0') return "unknown";
+  return name;
+}
+
 std::string otlp_start_line(const transport::OtlpOptions& o) {
   std::array<char, 32> seconds{};
   const auto r = std::to_chars(seconds.data(), seconds.data() + seconds.size(),

@@ -30,6 +30,9 @@ const std::vector<FlagRow<OtlpFlags>>& otlp_flag_table();
 std::optional<transport::OtlpOptions> make_otlp_options(const OtlpFlags& flags,
                                                         const std::string& host_name);
 
+/// The machine's host name as the system says it (the OTLP resource's host.name); "unknown".
+std::string this_host_name();
+
 /// What the exporter says at start: the URL (credentials redacted), the interval and the header
 /// names, never their values.
 std::string otlp_start_line(const transport::OtlpOptions& options);

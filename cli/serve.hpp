@@ -67,6 +67,7 @@ struct FleetCliOptions {
   std::size_t publisher_queue_messages = 64;
   std::size_t publisher_queue_bytes = std::size_t{8} << 20;
   std::size_t decode_queue_bytes = std::size_t{256} << 20;
+  OtlpFlags otlp;  // --otlp, --otlp-header ... (otlp_options.hpp): every node's devices
 };
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 /// The config file's "fleet" object (docs/configuration.md): the shared server keys
@@ -75,8 +76,8 @@ void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 /// "gone_seconds", "max_nodes", "max_bus_state_bytes", the publisher budget's
 /// "publisher_messages_per_second", "publisher_bytes_per_second", "publisher_cpu_ms_per_second",
 /// "publisher_burst_seconds", "publisher_queue_messages", "publisher_queue_bytes" and
-/// "decode_queue_bytes", the credential keys (nats_auth_flag_table) — each the flag of the
-/// same meaning,
+/// "decode_queue_bytes", the credential keys (nats_auth_flag_table), the OTLP keys
+/// (otlp_flag_table) — each the flag of the same meaning,
 /// checked like it; a flag on the command line wins. Throws ConfigError (bad file, unknown key,
 /// bad value).
 void apply_fleet_config(const Config& config, CLI::App& sub);

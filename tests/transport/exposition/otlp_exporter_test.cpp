@@ -272,7 +272,7 @@ TEST_F(OtlpExport, OtherAnswersAreDroppedNotRetried) {
 TEST_F(OtlpExport, A503StormKeepsTheQueueWithinItsBytes) {
   auto o = options();
   o.gzip = false;
-  o.queue_bytes = 256 * 1024;
+  o.queue_bytes = 400 * 1024;  // two exports of this size
   o.queue_exports = 1000;
   make(o);
   receiver->fallback = {Receiver::Mode::answer, 503, {}};
@@ -283,7 +283,7 @@ TEST_F(OtlpExport, A503StormKeepsTheQueueWithinItsBytes) {
     auto s = make_snapshot("sim", 64);
     for (auto& d : s.devices) {
       d.name.clear();
-      for (int k = 0; k < 200; ++k) d.name += static_cast<char>('a' + rng() % 26);
+      for (int k = 0; k < 100; ++k) d.name += static_cast<char>('a' + rng() % 26);
     }
     channel.publish(std::move(s));
     exporter->export_now();
@@ -308,6 +308,20 @@ TEST_F(OtlpExport, A503StormKeepsTheQueueWithinItsBytes) {
   ASSERT_TRUE(run_until([&] { return stats().queue_exports == 0; }));
   EXPECT_EQ(stats().exports_ok, queued);
   EXPECT_EQ(stats().queue_bytes, 0u);
+}
+
+TEST_F(OtlpExport, AnExportLargerThanTheQueueIsDroppedAndCounted) {
+  auto o = options();
+  o.queue_bytes = 1024;
+  make(o);
+  channel.publish(make_snapshot("sim", 8));
+  exporter->export_now();
+  ASSERT_TRUE(run_until([&] { return stats().exports_dropped == 1; }));
+  EXPECT_GT(stats().dropped_bytes, 1024u);
+  EXPECT_EQ(stats().queue_bytes, 0u);
+  io.restart();
+  io.run_for(20ms);
+  EXPECT_TRUE(receiver->requests.empty());
 }
 
 TEST_F(OtlpExport, AHangingReceiverTimesOutWithoutStallingOtherWork) {

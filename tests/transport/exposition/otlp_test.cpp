@@ -156,7 +156,7 @@ TEST(OtlpJson, EnergyIsAMonotonicCumulativeSumWithAStartTime) {
     EXPECT_EQ(sum.at("isMonotonic").as_bool(), true);
     EXPECT_EQ(sum.at("aggregationTemporality").as_int64(), 2);
     const auto& p = sum.at("dataPoints").as_array().at(0).as_object();
-    EXPECT_DOUBLE_EQ(p.at("asDouble").as_double(), joules);
+    EXPECT_DOUBLE_EQ(p.at("asDouble").to_number<double>(), joules);  // 100 is written "100"
     EXPECT_EQ(p.at("timeUnixNano").as_string(), std::to_string(t));
     return std::stoll(std::string(p.at("startTimeUnixNano").as_string()));
   };

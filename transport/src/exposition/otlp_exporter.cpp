@@ -243,6 +243,10 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
     encoded_.fetch_add(1);
     // The bound counts the export in flight too; it is never dropped mid-request, so when it
     // alone leaves no room the new export is the one dropped.
+    if (body.size() > queue_bytes_limit_) {
+      drop(body.size(), "one export is larger than --otlp-queue-bytes");
+      return;
+    }
     std::size_t bytes = bytes_;
     while (!queue_.empty() && (bytes + body.size() > queue_bytes_limit_ ||
                                queue_.size() + 1 + (in_flight_ ? 1 : 0) > options_.queue_exports)) {

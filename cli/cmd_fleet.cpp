@@ -12,6 +12,7 @@
 #include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/address.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
+#include "gpustream/transport/otlp.hpp"
 #if defined(GPUSTREAM_HAS_NATS)
 #include "gpustream/transport/fleet.hpp"
 #endif
@@ -159,14 +160,16 @@ const std::vector<FlagRow<FleetCliOptions>>& fleet_flag_table() {
 void apply_fleet_config(const Config& config, CLI::App& sub) {
   static const std::vector<ConfigKey> fleet_keys = config_keys_of(fleet_flag_table());
   static const std::vector<ConfigKey> auth_keys = config_keys_of(nats_auth_flag_table());
+  static const std::vector<ConfigKey> otlp_keys = config_keys_of(otlp_flag_table());
   apply_config_section(config, sub, kFleetSection,
-                       {&server_config_keys(), &fleet_keys, &auth_keys});
+                       {&server_config_keys(), &fleet_keys, &auth_keys, &otlp_keys});
 }
 
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o) {
   add_server_options(sub, o.server);
   add_flag_rows(sub, o, fleet_flag_table());
   add_flag_rows(sub, o.nats_auth, nats_auth_flag_table());
+  add_flag_rows(sub, o.otlp, otlp_flag_table());
 }
 
 int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
@@ -178,10 +181,12 @@ int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
 #else
   transport::ServerOptions so;
   transport::NatsAuth auth;
+  std::optional<transport::OtlpOptions> otlp_options;
   try {
     check_nats_url(o.nats);
     auth = make_nats_auth(o.nats_auth);
     so = make_server_options(o.server);
+    otlp_options = make_otlp_options(o.otlp, this_host_name());
     if (!so.http && !so.tcp) throw ConfigError("nothing to serve: --listen off and no --tcp");
     if (o.gone_seconds < o.stale_seconds)
       throw ConfigError(
@@ -228,6 +233,15 @@ int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
   so.extra_routes = fleet->routes();
   so.extra_metrics = with_reload_metrics(fleet->metrics(), reload);
   so.fit_source = fleet->fit_source();
+  // The OTLP push (--otlp): every node's devices, each node a resource of its own; made before
+  // the server whose /metrics reads its counters, destroyed after it.
+  std::unique_ptr<transport::OtlpExporter> otlp;
+  if (otlp_options) {
+    otlp = std::make_unique<transport::OtlpExporter>(io.get_executor(), channel, *otlp_options);
+    so.extra_metrics = [exporter = otlp.get(), before = std::move(so.extra_metrics)] {
+      return (before ? before() : std::string()) + transport::otlp_metrics(exporter->stats());
+    };
+  }
   transport::Server server(io.get_executor(), channel, so);
   try {
     fleet->start();
@@ -243,6 +257,10 @@ int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
                     : " (the key-value bucket '" + fo.kv_bucket + "' is read in the background)")
             << "; stale after " << o.stale_seconds << " s, gone after " << o.gone_seconds << " s\n";
   announce_listening(server, !so.token.empty(), {"fleet dashboard", "/fleet", ""});
+  if (otlp) {
+    otlp->start();
+    std::cerr << "gpustream: " << otlp_start_line(otlp->options()) << "\n";
+  }
 
   SignalStop signal_stop(io);
   reload.add("token", {}, token_reloader(server, o.server.token_file, so.token));
@@ -258,6 +276,7 @@ int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload) {
         server.stop([&] { io.stop(); });
       },
       [&] { server.stop([&] { io.stop(); }); }, [&reload] { reload.reload(); });
+  if (otlp) otlp->stop();
   fleet->stop();
   return kExitOk;
 #endif

@@ -17,6 +17,7 @@
 #include "gpustream/transport/nats_bridge.hpp"
 #endif
 #include "gpustream/terminal_text.hpp"
+#include "gpustream/transport/otlp.hpp"
 #include "gpustream/transport/prometheus.hpp"
 #include "gpustream/transport/server.hpp"
 #include "options.hpp"
@@ -104,24 +105,28 @@ void add_serve_options(CLI::App& sub, ServeOptions& o) {
   add_server_options(sub, o.server);
   add_flag_rows(sub, o, serve_flag_table());
   add_flag_rows(sub, o.nats_auth, nats_auth_flag_table());
+  add_flag_rows(sub, o.otlp, otlp_flag_table());
 }
 
 void apply_serve_config(const Config& config, CLI::App& sub) {
   static const std::vector<ConfigKey> serve_keys = config_keys_of(serve_flag_table());
   static const std::vector<ConfigKey> auth_keys = config_keys_of(nats_auth_flag_table());
+  static const std::vector<ConfigKey> otlp_keys = config_keys_of(otlp_flag_table());
   apply_config_section(config, sub, kServeSection,
-                       {&server_config_keys(), &serve_keys, &auth_keys});
+                       {&server_config_keys(), &serve_keys, &auth_keys, &otlp_keys});
 }
 
 int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
   transport::ServerOptions so;
   transport::NatsAuth nats_auth;
+  std::optional<transport::OtlpOptions> otlp_options;
   try {
     so = make_server_options(o.server);
     check_bus_flags(o);
     nats_auth = make_nats_auth(o.nats_auth);
-    if (!so.http && !so.tcp && o.nats.empty())
-      throw ConfigError("nothing to serve: --listen off, no --tcp and no --nats");
+    otlp_options = make_otlp_options(o.otlp, o.node.empty() ? this_host_name() : o.node);
+    if (!so.http && !so.tcp && o.nats.empty() && !otlp_options)
+      throw ConfigError("nothing to serve: --listen off, no --tcp, no --nats and no --otlp");
     if (!o.health.empty() && o.health != "off") {
       if (so.http || so.tcp)
         throw ConfigError(
@@ -190,6 +195,21 @@ int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
     };
   }
 #endif
+  // The OTLP push (--otlp): on the io_context, made before the server whose /metrics and
+  // /api/v1/stats read its counters, destroyed after it.
+  std::unique_ptr<transport::OtlpExporter> otlp;
+  if (otlp_options) {
+    otlp = std::make_unique<transport::OtlpExporter>(io.get_executor(), telemetry.channel(),
+                                                     *otlp_options);
+    const transport::OtlpExporter* exporter = otlp.get();
+    so.extra_metrics = [exporter, before = std::move(so.extra_metrics)] {
+      return (before ? before() : std::string()) + transport::otlp_metrics(exporter->stats());
+    };
+    so.extra_stats = [exporter, before = std::move(so.extra_stats)] {
+      return (before ? before() + "," : std::string()) + "\"otlp\":{" +
+             transport::otlp_stats_json(exporter->stats()) + "}";
+    };
+  }
   std::unique_ptr<transport::Server> server;  // none for a headless agent (--listen off, --nats)
   if (so.http || so.tcp) {
     server = std::make_unique<transport::Server>(io.get_executor(), telemetry.channel(), so,
@@ -210,6 +230,10 @@ int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
   }
 #endif
 
+  if (otlp) {
+    otlp->start();
+    std::cerr << "gpustream: " << otlp_start_line(otlp->options()) << "\n";
+  }
   telemetry.start();
   for (const auto& e : telemetry.setup_errors())
     std::cerr << "gpustream: " << terminal_safe(e) << "\n";
@@ -237,6 +261,7 @@ int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
 #if defined(GPUSTREAM_HAS_NATS)
   if (nats) nats->stop();  // publishes what is queued, flushes (bounded)
 #endif
+  if (otlp) otlp->stop();
   telemetry.stop();
   return kExitOk;
 }

@@ -13,6 +13,7 @@
 
 #include "gpustream/config.hpp"
 #include "nats_auth_options.hpp"
+#include "otlp_options.hpp"
 #include "reload.hpp"
 #include "server_options.hpp"
 
@@ -32,6 +33,7 @@ struct ServeOptions {
   /// --health ADDR: a headless agent's listener answering only /healthz and /metrics.
   std::string health;
   NatsAuthFlags nats_auth;  // --nats-creds, --nats-user ... (nats_auth_options.hpp)
+  OtlpFlags otlp;           // --otlp, --otlp-header ... (otlp_options.hpp)
 };
 
 /// Registers the serve flags on `sub`: the server options, then the bus flags (the common
@@ -66,6 +68,7 @@ struct FleetCliOptions {
   std::size_t publisher_queue_messages = 64;
   std::size_t publisher_queue_bytes = std::size_t{8} << 20;
   std::size_t decode_queue_bytes = std::size_t{256} << 20;
+  OtlpFlags otlp;  // --otlp, --otlp-header ... (otlp_options.hpp): every node's devices
 };
 void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 /// The config file's "fleet" object (docs/configuration.md): the shared server keys
@@ -74,8 +77,8 @@ void add_fleet_options(CLI::App& sub, FleetCliOptions& o);
 /// "gone_seconds", "max_nodes", "max_bus_state_bytes", the publisher budget's
 /// "publisher_messages_per_second", "publisher_bytes_per_second", "publisher_cpu_ms_per_second",
 /// "publisher_burst_seconds", "publisher_queue_messages", "publisher_queue_bytes" and
-/// "decode_queue_bytes", the credential keys (nats_auth_flag_table) — each the flag of the
-/// same meaning,
+/// "decode_queue_bytes", the credential keys (nats_auth_flag_table), the OTLP keys
+/// (otlp_flag_table) — each the flag of the same meaning,
 /// checked like it; a flag on the command line wins. Throws ConfigError (bad file, unknown key,
 /// bad value).
 void apply_fleet_config(const Config& config, CLI::App& sub);
@@ -86,9 +89,10 @@ int run_fleet(const FleetCliOptions& o, ReloadRegistry& reload);
 /// The config file's "serve" object: the shared server keys (server_config_keys) and "nats",
 /// "node", "nats_prefix", "nats_encoding", "nats_full_every", "nats_kv_bucket",
 /// "nats_kv_ttl_seconds" and the credential keys (nats_auth_flag_table: "nats_creds",
-/// "nats_user", "nats_password_file" ...), each checked like its flag; a flag given on the command
-/// line wins. Throws ConfigError for an unknown key or a bad value. Call after `sub` has parsed;
-/// the values land in the ServeOptions that add_serve_options bound to `sub`.
+/// "nats_user", "nats_password_file" ...) and the OTLP keys (otlp_flag_table: "otlp",
+/// "otlp_headers", "otlp_interval_seconds" ...), each checked like its flag; a flag given on the
+/// command line wins. Throws ConfigError for an unknown key or a bad value. Call after `sub` has
+/// parsed; the values land in the ServeOptions that add_serve_options bound to `sub`.
 void apply_serve_config(const Config& config, CLI::App& sub);
 
 /// Runs until SIGINT/SIGTERM (with --listen off, no --tcp and --nats: a headless agent that only

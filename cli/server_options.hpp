@@ -87,7 +87,8 @@ struct FlagRow {
   std::string_view flag;
   std::string_view key;
   std::string_view help;
-  std::variant<std::string Opts::*, std::uint32_t Opts::*, std::size_t Opts::*, double Opts::*>
+  std::variant<std::string Opts::*, std::uint32_t Opts::*, std::size_t Opts::*, double Opts::*,
+               std::vector<std::string> Opts::*>
       target;
   std::optional<CLI::Validator> check;
 };

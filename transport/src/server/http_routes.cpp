@@ -11,6 +11,7 @@
 #include "gpustream/transport/prometheus_events.hpp"
 #include "gpustream/transport/protocol_event.hpp"
 #include "server/http_session.hpp"
+#include "wire/gzip.hpp"
 #include "wire/request_target.hpp"
 
 namespace gpustream::transport {
@@ -170,6 +171,72 @@ std::string api_stats(ServerCore& core) {
   return to_compact_json(o) + "\n";
 }
 
+/// Whether `req` accepts a gzip body (Accept-Encoding; identity otherwise).
+bool gzip_accepted(const HttpRequest& req) {
+  const auto it = req.find(http::field::accept_encoding);
+  return it != req.end() && accepts_gzip(sv(it->value()));
+}
+
+/// A /metrics or /api/v1/* answer as the client accepts it: every such answer says it varies
+/// with Accept-Encoding; a 200 whose client accepts gzip gets its body compressed
+/// (kGzipLevel). A shared body is compressed once per generation and shared in turn
+/// (ServerCore::shared_body under the key "<key> gzip").
+HttpResponse negotiated(ServerCore& core, const HttpRequest& req, HttpResponse res,
+                        std::shared_ptr<const std::string>* shared, const std::string& key) {
+  res.set(http::field::vary, "Accept-Encoding");
+  if (res.result() != http::status::ok || !gzip_accepted(req)) return res;
+  if (shared && *shared) {
+    const auto identity = *shared;
+    *shared = core.shared_body(key + " gzip", [&] { return gzip_compress(*identity); });
+  } else {
+    res.body() = gzip_compress(res.body());
+  }
+  res.set(http::field::content_encoding, "gzip");
+  return res;
+}
+
+/// The /api/v1/* answers and the extra routes (a fleet's pages and API); a body shared by every
+/// client of a generation leaves its key in `shared_key`.
+HttpResponse routed(ServerCore& core, const HttpRequest& req, std::string_view target,
+                    std::string_view path, std::shared_ptr<const std::string>* shared,
+                    std::string& shared_key) {
+  if (path == "/api/v1/events")
+    return text_response(req, http::status::ok, api_events(core), kJson);
+  // The big answers, the same for every client of a generation: built once and shared by
+  // every response that sends them (issue 27: one copy per slow reader).
+  if (path == "/api/v1/snapshot" || path == "/api/v1/devices") {
+    const bool snapshot = path == "/api/v1/snapshot";
+    const auto build = [&] { return snapshot ? api_snapshot(core, target) : api_devices(core); };
+    if (!shared) return text_response(req, http::status::ok, build(), kJson);
+    // Keyed by what makes the body (the node filter), not by the whole target: other query
+    // parameters cannot make the server hold more distinct bodies.
+    std::string key(path);
+    if (const auto node = query_parameter(target, "node"); snapshot && node)
+      key += "?node=" + *node;
+    *shared = core.shared_body(key, build);
+    shared_key = std::move(key);
+    return text_response(req, http::status::ok, {}, kJson);
+  }
+  if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(core), kJson);
+  if (path == "/api/v1/fit") {
+    // The `fit` message's planner (a fleet's fit source, or this machine's devices), every
+    // device that fits: the same entries as fit_result, without its limit.
+    const auto bytes = fit_bytes_parameter(target);
+    if (!bytes)
+      return text_response(req, http::status::bad_request, std::string(kFitBytesError), kJson);
+    return text_response(req, http::status::ok, fit_json(core.fits(*bytes), *bytes), kJson);
+  }
+  if (const auto& extra = core.options().extra_routes) {
+    if (auto r = extra(path, target)) {
+      auto res = text_response(req, static_cast<http::status>(r->status), std::move(r->body),
+                               r->content_type);
+      if (r->content_type.starts_with("text/html")) res.set("X-Frame-Options", "DENY");
+      return res;
+    }
+  }
+  return text_response(req, http::status::not_found, "not found\n");
+}
+
 }  // namespace
 
 HttpResponse text_response(const HttpRequest& req, http::status status, std::string body,
@@ -250,44 +317,17 @@ HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
                 render_event_metrics(core.channel().events().totals(), &counters) +
                 gpu_count_metrics(core);
     if (const auto& extra = core.options().extra_metrics) text += extra();
-    return text_response(req, http::status::ok, std::move(text), kPrometheusContentType);
-  }
-  if (path == "/api/v1/events")
-    return text_response(req, http::status::ok, api_events(core), kJson);
-  // The big answers, the same for every client of a generation: built once and shared by
-  // every response that sends them (issue 27: one copy per slow reader).
-  if (path == "/api/v1/snapshot" || path == "/api/v1/devices") {
-    const bool snapshot = path == "/api/v1/snapshot";
-    const auto build = [&] { return snapshot ? api_snapshot(core, target) : api_devices(core); };
-    if (!shared) return text_response(req, http::status::ok, build(), kJson);
-    // Keyed by what makes the body (the node filter), not by the whole target: other query
-    // parameters cannot make the server hold more distinct bodies.
-    std::string key(path);
-    if (const auto node = query_parameter(target, "node"); snapshot && node)
-      key += "?node=" + *node;
-    *shared = core.shared_body(key, build);
-    return text_response(req, http::status::ok, {}, kJson);
-  }
-  if (path == "/api/v1/stats") return text_response(req, http::status::ok, api_stats(core), kJson);
-  if (path == "/api/v1/fit") {
-    // The `fit` message's planner (a fleet's fit source, or this machine's devices), every
-    // device that fits: the same entries as fit_result, without its limit.
-    const auto bytes = fit_bytes_parameter(target);
-    if (!bytes)
-      return text_response(req, http::status::bad_request, std::string(kFitBytesError), kJson);
-    return text_response(req, http::status::ok, fit_json(core.fits(*bytes), *bytes), kJson);
+    return negotiated(core, req,
+                      text_response(req, http::status::ok, std::move(text), kPrometheusContentType),
+                      nullptr, {});
   }
   if (path == "/ws")
     return text_response(req, http::status::upgrade_required, "use a WebSocket client\n");
-  if (const auto& extra = core.options().extra_routes) {
-    if (auto r = extra(path, target)) {
-      auto res = text_response(req, static_cast<http::status>(r->status), std::move(r->body),
-                               r->content_type);
-      if (r->content_type.starts_with("text/html")) res.set("X-Frame-Options", "DENY");
-      return res;
-    }
-  }
-  return text_response(req, http::status::not_found, "not found\n");
+  std::string shared_key;
+  auto res = routed(core, req, target, path, shared, shared_key);
+  if (path.starts_with("/api/v1/"))
+    return negotiated(core, req, std::move(res), shared, shared_key);
+  return res;
 }
 
 }  // namespace gpustream::transport

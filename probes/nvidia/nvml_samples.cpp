@@ -103,7 +103,11 @@ HostClocks HostClocks::now() {
   HostClocks h;
   const auto before = steady_now_ns();
   const auto real = read_clock(CLOCK_REALTIME);
+#ifdef CLOCK_BOOTTIME
   const auto boot = read_clock(CLOCK_BOOTTIME);
+#else
+  const auto boot = read_clock(CLOCK_MONOTONIC);  // no such clock (not Linux)
+#endif
   const auto mono = read_clock(CLOCK_MONOTONIC);
   const auto after = steady_now_ns();
   h.steady_ns = before + (after - before) / 2;

@@ -25,6 +25,13 @@
 //                        probe's clock and the fake's time on by 200 ms per sample (GPM wants
 //                        100 ms between the samples of a pair). main() prints the ratio to (a):
 //                        the extra cost per sample of the activity metrics;
+//   BM_NvidiaProbePowerRing  (a) on a driver whose power sample ring (nvmlDeviceGetSamples,
+//                        NVML_TOTAL_POWER_SAMPLES) takes a reading every 5 µs of wall time: per
+//                        GPU two calls (count, then the entries newer than the last seen, at
+//                        most 120) and their conversion to the snapshot's clock; counter
+//                        `ring_samples` is the readings per GPU and snapshot. (a) itself has no
+//                        ring (the driver answers NOT_SUPPORTED, asked once); main() prints the
+//                        ratio, the extra cost per sample of every driver reading;
 //   BM_RealProcfs        the kernel's side on a real procfs, 100 reads of this process's entry:
 //                        /0 open + read + close of status (the probe's old way), /1 pread of a
 //                        kept statm descriptor (its way now).
@@ -108,8 +115,9 @@ struct World {
       char line[512];
       std::snprintf(line, sizeof line,
                     "%d, %s, NVIDIA H100 80GB HBM3, 00000000:%02X:00.0, 81559, %d, %d, %d, %d, "
-                    "%.2f, 700.00, 1755, 1755, 2619, [N/A], 0x0000000000000000\n",
-                    g, uuid_of(g).c_str(), 0x18 + g, 1000 + g, 50 + g, 20 + g, 40 + g, 300.0 + g);
+                    "%.2f, %.2f, 700.00, 1755, 1755, 2619, [N/A], 0x0000000000000000\n",
+                    g, uuid_of(g).c_str(), 0x18 + g, 1000 + g, 50 + g, 20 + g, 40 + g, 300.0 + g,
+                    290.0 + g);
       gpu_csv += line;
     }
     for (int k = 0; k < kProcesses; ++k)
@@ -127,9 +135,13 @@ struct World {
   /// The fake NVML reads this at its next nvmlInit.
   /// power_fields: the driver answers NVML_FI_DEV_POWER_INSTANT/_AVERAGE (else NOT_SUPPORTED).
   /// gpm: the GPUs have GPM (else device.<i>.gpm=0: unsupported, asked once).
-  void scenario(long call_cost_ns, bool power_fields = false, bool gpm = false) const {
+  /// ring_step_us: the driver's power sample ring takes a reading every so many µs (0: the
+  /// driver has no ring, nvmlDeviceGetSamples answers NOT_SUPPORTED).
+  void scenario(long call_cost_ns, bool power_fields = false, bool gpm = false,
+                int ring_step_us = 0) const {
     std::string s = "devices=" + std::to_string(kGpus) + "\nprocess_stride=32\n" +
                     "call_cost_ns=" + std::to_string(call_cost_ns) + "\n";
+    if (ring_step_us == 0) s += "fail.nvmlDeviceGetSamples=NOT_SUPPORTED\n";
     for (int g = 0; g < kGpus; ++g) {
       std::string compute, util;
       for (int k = g; k < kProcesses; k += kGpus) {
@@ -148,6 +160,9 @@ struct World {
       if (power_fields)
         s += dev + "power_instant_mw=" + std::to_string(300000 + g) + "\n" + dev +
              "power_average_mw=" + std::to_string(290000 + g) + "\n";
+      if (ring_step_us > 0)
+        s += dev + "power_mw=" + std::to_string(250000 + g) + "\n" + dev +
+             "power_samples_live=" + std::to_string(ring_step_us) + "\n";
     }
     write(root / "scenario.txt", s);
   }
@@ -188,8 +203,8 @@ std::size_t process_count(const GpuSnapshot& s) {
   return n;
 }
 
-void run_probe(benchmark::State& state, bool power_fields, bool gpm = false) {
-  world().scenario(state.range(0), power_fields, gpm);
+void run_probe(benchmark::State& state, bool power_fields, bool gpm = false, int ring_step_us = 0) {
+  world().scenario(state.range(0), power_fields, gpm, ring_step_us);
   // The probe's clock and the fake's time move on by 200 ms per sample, in every variant.
   static auto fake = DynamicLibrary::load(fakes::kFakeNvml);
   static auto* set_time_ns = fake.required<void(long long)>("gpustreamFakeNvmlSetTimeNs");
@@ -234,12 +249,21 @@ void run_probe(benchmark::State& state, bool power_fields, bool gpm = false) {
     state.SkipWithError("power did not come from the expected NVML call");
     return;
   }
+  if (ring_step_us > 0 && last.devices[0].power_samples.empty()) {
+    state.SkipWithError("the driver's power sample ring gave nothing");
+    return;
+  }
+  std::size_t ring_samples = 0;
   CpuClock cpu;
   for (auto _ : state) {
     sample();
+    for (const auto& d : last.devices) ring_samples += d.power_samples.size();
     benchmark::DoNotOptimize(last);
   }
   cpu.report(state);
+  if (ring_step_us > 0)
+    state.counters["ring_samples"] =
+        static_cast<double>(ring_samples) / static_cast<double>(state.iterations()) / kGpus;
   guard.reset();
   pool.join();
 }
@@ -247,6 +271,7 @@ void run_probe(benchmark::State& state, bool power_fields, bool gpm = false) {
 void BM_NvidiaProbe(benchmark::State& state) { run_probe(state, false); }
 void BM_NvidiaProbePowerFields(benchmark::State& state) { run_probe(state, true); }
 void BM_NvidiaProbeGpm(benchmark::State& state) { run_probe(state, false, true); }
+void BM_NvidiaProbePowerRing(benchmark::State& state) { run_probe(state, false, false, 5); }
 
 // The probe's own query (nvidia/smi_backend.hpp), so that the tool prints (and we parse) the same
 // columns.
@@ -460,6 +485,7 @@ void register_benchmarks() {
   add("BM_NvidiaProbe", BM_NvidiaProbe)->Arg(0)->Arg(2000);
   add("BM_NvidiaProbePowerFields", BM_NvidiaProbePowerFields)->Arg(0)->Arg(2000);
   add("BM_NvidiaProbeGpm", BM_NvidiaProbeGpm)->Arg(0)->Arg(2000);
+  add("BM_NvidiaProbePowerRing", BM_NvidiaProbePowerRing)->Arg(0)->Arg(2000);
   add("BM_NvidiaSmi", BM_NvidiaSmi);
   add("BM_NvmlFloor", BM_NvmlFloor)->Arg(0)->Arg(2000);
   add("BM_ProcReadsByHand", BM_ProcReadsByHand);
@@ -478,7 +504,7 @@ class RatioReporter : public benchmark::ConsoleReporter {
       auto name = r.run_name.function_name;
       if (!r.run_name.args.empty()) name += "/" + r.run_name.args;
       if (plain && medians_.count(name)) continue;
-      for (const char* counter : {"cpu_us", "proc_cpu_us"})
+      for (const char* counter : {"cpu_us", "proc_cpu_us", "ring_samples"})
         if (auto it = r.counters.find(counter); it != r.counters.end())
           (plain ? cpu_ : medians_)[name + ":" + counter] = it->second.value;
     }
@@ -530,6 +556,13 @@ int main(int argc, char** argv) {
           "NVML call cost %s ns: GPM activity (nvmlGpmSampleGet + nvmlGpmMetricsGet per GPU) "
           "%.1f us vs plain %.1f us per snapshot: ratio %.3f\n",
           cost, gpm, probe, gpm / probe);
+    const double ring = reporter.value(std::string("BM_NvidiaProbePowerRing/") + cost);
+    if (ring > 0)
+      std::printf(
+          "NVML call cost %s ns: power sample ring (nvmlDeviceGetSamples, %.0f readings per GPU) "
+          "%.1f us vs no ring %.1f us per snapshot: ratio %.3f\n",
+          cost, reporter.value(std::string("BM_NvidiaProbePowerRing/") + cost, "ring_samples"),
+          ring, probe, ring / probe);
   }
   return 0;
 }

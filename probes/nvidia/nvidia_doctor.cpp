@@ -137,8 +137,10 @@ NvmlResult check_nvml(const Context& c, bool hardware) {
   }
   res.usable = true;
   res.devices = count;
+  // An optional function whose absence changes what a user gets (issue #29).
+  const std::string ring = api.samples ? "" : "; no nvmlDeviceGetSamples: power_samples stay empty";
   c.add(p, "nvml", count > 0 ? Status::ok : Status::info,
-        detail + "; " + std::to_string(count) + " GPU(s)");
+        detail + "; " + std::to_string(count) + " GPU(s)" + ring);
   return res;
 }
 

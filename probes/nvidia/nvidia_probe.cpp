@@ -144,7 +144,7 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
     boost::system::error_code ec;
     try {
       std::string unused;
-      auto result = self->nvml_backend(&unused)->sample();
+      auto result = self->nvml_backend(&unused)->sample(t0);
       snap = std::move(result.snapshot);
       if (result.failed) ec = errc::sample_failed;
     } catch (const std::exception& e) {

@@ -63,8 +63,9 @@ capture::Recorded record_scenario(const std::string& library) {
 
 void capture_sources(capture::Sources& s, const Config& config) {
   const auto options = nvidia_options_from_config(config);
-  // The nvidia-smi fallback (smi_backend.cpp): the full query, the basic one for drivers that
-  // reject a field, and the compute apps.
+  // The nvidia-smi fallback (smi_backend.cpp): the full query, the smaller ones for drivers
+  // that reject a field (power.draw before R535, without compute_cap, basic), and the compute
+  // apps.
   using namespace nvidia_detail;
   const auto without_program = [](std::vector<std::string> argv) {
     argv.erase(argv.begin());
@@ -73,6 +74,9 @@ void capture_sources(capture::Sources& s, const Config& config) {
   const std::string tool = "nvidia-smi";
   const std::string setting = "nvidia.nvidia_smi";
   s.tools.push_back({tool, setting, without_program(smi_gpu_argv("x", kSmiGpuFields))});
+  s.tools.push_back({tool, setting, without_program(smi_gpu_argv("x", kSmiPowerDrawGpuFields))});
+  s.tools.push_back(
+      {tool, setting, without_program(smi_gpu_argv("x", kSmiPowerDrawNoCapGpuFields))});
   s.tools.push_back({tool, setting, without_program(smi_gpu_argv("x", kSmiBasicGpuFields))});
   capture::ToolCommand apps{tool, setting, without_program(smi_apps_argv("x"))};
   apps.pids = &compute_app_pids;

@@ -179,6 +179,18 @@ struct FieldValue {  // nvmlFieldValue_t, 40 bytes
 static_assert(sizeof(Value) == 8 && sizeof(FieldValue) == 40);
 static_assert(offsetof(FieldValue, value_type) == 24 && offsetof(FieldValue, value) == 32);
 
+// The driver's sample ring (nvmlDeviceGetSamples, Kepler+): a sample's time stamp is a "CPU
+// Timestamp in microseconds" (nvml.h says no more: which host clock is found per device,
+// nvml_samples.cpp). Power samples are milliwatts, NVML_VALUE_TYPE_UNSIGNED_INT.
+inline constexpr unsigned kTotalPowerSamples = 0;  // NVML_TOTAL_POWER_SAMPLES (nvmlSamplingType_t)
+struct Sample {                                    // nvmlSample_t, 16 bytes
+  unsigned long long time_stamp;                   // CPU time stamp, microseconds
+  Value value;                                     // nvmlValue_t of the call's nvmlValueType_t
+};
+static_assert(sizeof(Sample) == 16 && offsetof(Sample, value) == 8);
+// device, nvmlSamplingType_t, lastSeenTimeStamp, nvmlValueType_t*, sampleCount*, samples
+using SamplesFn = Return(Device, unsigned, unsigned long long, int*, unsigned*, Sample*);
+
 using MigModeFn = Return(Device, unsigned*, unsigned*);  // current, pending
 using MigHandleByIndexFn = Return(Device, unsigned, Device*);
 using MigParentFn = Return(Device, Device*);
@@ -306,6 +318,7 @@ struct Api {
   GpmSampleGetFn* gpm_sample_get = nullptr;
   GpmMetricsGetFn* gpm_metrics_get = nullptr;
   std::string gpm_missing;
+  SamplesFn* samples = nullptr;  // nvmlDeviceGetSamples (the power sample ring)
   /// The MIG functions missing from the library ("" when all are there), for the log line.
   std::string mig_missing;
 

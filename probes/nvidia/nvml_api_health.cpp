@@ -29,6 +29,7 @@ void Api::load_mig_and_health(const DynamicLibrary& lib) {
   nvlink_state = lib.optional<NvLinkStateFn>("nvmlDeviceGetNvLinkState");
   field_values = lib.optional<FieldValuesFn>("nvmlDeviceGetFieldValues");
   architecture = lib.optional<UintFn>("nvmlDeviceGetArchitecture");
+  samples = lib.optional<SamplesFn>("nvmlDeviceGetSamples");
 }
 
 }  // namespace gpustream::nvml

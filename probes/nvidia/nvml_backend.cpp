@@ -217,6 +217,7 @@ void NvmlBackend::enumerate() {
         dev.architecture = arch;
     }
     dev.power_fields_unsupported = false;
+    dev.power_ring.unsupported = false;
     if (api_.memory_v2) {
       nvml::MemoryV2 m{};
       m.version = nvml::kMemoryV2Version;
@@ -262,7 +263,7 @@ bool NvmlBackend::retry_due() const {
                      [&](const auto& d) { return d.lost && now >= d.retry_at; });
 }
 
-NvmlSample NvmlBackend::sample() {
+NvmlSample NvmlBackend::sample(std::int64_t monotonic_ns) {
   std::lock_guard lock(mu_);
   NvmlSample out;
   auto& snap = out.snapshot;
@@ -274,12 +275,15 @@ NvmlSample NvmlBackend::sample() {
     resolve_handles(snap.errors);
     snap.devices.reserve(devices_.size());
     const auto generation = generation_.load();
+    // One offset per sample from the host clocks to the steady clock (the power sample ring).
+    const auto clocks = api_.samples ? HostClocks::now() : HostClocks{};
     for (auto& dev : devices_) {
       DeviceSample d = device_base(dev);
       const bool sampled = !dev.lost && dev.handle_generation == generation;
       if (sampled) sample_device(dev, d, snap.errors);
       if (sampled && !dev.lost) sample_health(dev, d, snap.errors);
       if (sampled && !dev.lost) sample_gpm(dev, d, snap.errors);
+      if (sampled && !dev.lost) sample_power_ring(dev, d, clocks, monotonic_ns, snap.errors);
       if (dev.lost) {
         d.metrics.fill_absent(Absence::lost, Source::nvml);
         d.attributes["state"] = "lost";

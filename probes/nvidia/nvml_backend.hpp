@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,9 +90,10 @@ enum class Call : std::uint8_t {
   power_fields,  // the nvmlDeviceGetFieldValues call for power
   power_field,   // one power field's own return code (its failure logged once, apart)
   // GPM (nvml_gpm.cpp).
-  gpm_support,  // nvmlGpmQueryDeviceSupport
-  gpm_sample,   // nvmlGpmSampleAlloc / nvmlGpmSampleGet
-  gpm_metrics,  // nvmlGpmMetricsGet
+  gpm_support,    // nvmlGpmQueryDeviceSupport
+  gpm_sample,     // nvmlGpmSampleAlloc / nvmlGpmSampleGet
+  gpm_metrics,    // nvmlGpmMetricsGet
+  power_samples,  // nvmlDeviceGetSamples(NVML_TOTAL_POWER_SAMPLES) (nvml_samples.cpp)
   count_
 };
 
@@ -100,6 +102,29 @@ enum class Call : std::uint8_t {
 /// (or an Ampere board's PCI device id is: 0).
 std::optional<PowerKind> nvml_power_usage_kind(std::optional<unsigned> architecture,
                                                unsigned pci_device_id);
+
+/// The host clocks a driver's sample time stamps may be on, and the one measured offset per
+/// snapshot from each to the steady clock of GpuSnapshot::monotonic_ns (nvml_samples.cpp).
+struct HostClocks {
+  enum Clock : std::uint8_t { realtime, boottime, monotonic, count_ };
+  std::int64_t steady_ns = 0;                    // when they were read (steady clock)
+  std::array<std::int64_t, count_> offset_ns{};  // clock - steady, at steady_ns
+  /// Reads every clock once, bracketed by two steady readings.
+  static HostClocks now();
+};
+
+/// The driver's power sample ring of one device, between snapshots (nvml_samples.cpp).
+struct PowerRing {
+  /// At most this many samples per device and snapshot: the driver's ring holds about 120.
+  /// 128 × 16 bytes (PowerSample) = 2 KiB per device and snapshot, and the same again for the
+  /// reused read buffer of nvmlSample_t.
+  static constexpr unsigned kMaxSamples = 128;
+  unsigned long long last_seen_us = 0;  // the newest time stamp taken (lastSeenTimeStamp)
+  std::int64_t last_ns = std::numeric_limits<std::int64_t>::min();  // its monotonic_ns
+  std::optional<HostClocks::Clock> clock;  // the host clock the time stamps are on, once found
+  bool unsupported = false;  // the driver answered NOT_SUPPORTED: not asked again this session
+  std::vector<nvml::Sample> buffer;
+};
 
 /// One GPU as NVML showed it at enumeration, plus what the backend carries between samples.
 struct NvmlDevice {
@@ -143,6 +168,7 @@ struct NvmlDevice {
   rate::CounterRate nvlink_tx;
   // GPM support and the previous GPM sample (nvml_gpm.cpp).
   GpmState gpm;
+  PowerRing power_ring;
 };
 
 /// What one sample produced; `failed` when it must count as a failed sample (every GPU lost).
@@ -164,9 +190,11 @@ class NvmlBackend {
   /// Enumerates the GPUs (in a fresh session when the previous one had trouble or a GPU was
   /// lost). Never throws.
   Detection detect();
-  /// One snapshot of every GPU. Throws std::runtime_error when NVML cannot be initialized;
-  /// per-device problems go to the snapshot's errors.
-  NvmlSample sample();
+  /// One snapshot of every GPU, taken at `monotonic_ns` (the snapshot's steady time: the
+  /// driver's power samples after it wait for the next snapshot). Throws std::runtime_error when
+  /// NVML cannot be initialized; per-device problems go to the snapshot's errors.
+  NvmlSample sample(std::int64_t monotonic_ns);
+  NvmlSample sample() { return sample(steady_now_ns()); }
   /// GPU memory of `pid` on every device, with the device's totals. Throws like sample().
   std::vector<ProcessDeviceUsage> process_usage(std::int64_t pid, std::vector<SampleError>& errors);
 
@@ -230,6 +258,13 @@ class NvmlBackend {
   void sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
   /// Frees every GPU's GPM samples (before NVML is shut down).
   void release_gpm();
+  /// power_samples: the driver's ring entries newer than the last seen, up to `monotonic_ns`
+  /// (nvml_samples.cpp).
+  void sample_power_ring(NvmlDevice& dev, DeviceSample& out, const HostClocks& clocks,
+                         std::int64_t monotonic_ns, std::vector<SampleError>& errors);
+  /// A ring problem of `kind` on `dev`: logged once, an error in the snapshot.
+  void ring_error(NvmlDevice& dev, const std::string& kind, const std::string& message,
+                  std::vector<SampleError>& errors);
   /// MIG mode of snap.devices[at] (the physical GPU `dev`); when on, appends one device per
   /// MIG instance to the snapshot (nvml_mig.cpp).
   void sample_mig(NvmlDevice& dev, std::size_t at, GpuSnapshot& snap);

@@ -55,6 +55,36 @@ std::string join_fields(std::span<const std::string_view> fields) {
 
 }  // namespace
 
+std::span<const std::string_view> smi_field_list(SmiFieldList list) noexcept {
+  switch (list) {
+    case SmiFieldList::power_fields:
+      return kSmiGpuFields;
+    case SmiFieldList::power_draw:
+      return kSmiPowerDrawGpuFields;
+    case SmiFieldList::power_draw_no_cap:
+      return kSmiPowerDrawNoCapGpuFields;
+    case SmiFieldList::basic:
+      break;
+  }
+  return kSmiBasicGpuFields;
+}
+
+std::optional<SmiFieldList> smi_next_field_list(SmiFieldList from,
+                                                std::string_view rejected) noexcept {
+  const bool power_field = rejected == "power.draw.instant" || rejected == "power.draw.average";
+  switch (from) {
+    case SmiFieldList::power_fields:
+      return power_field ? SmiFieldList::power_draw : SmiFieldList::basic;
+    case SmiFieldList::power_draw:
+      return rejected == "compute_cap" ? SmiFieldList::power_draw_no_cap : SmiFieldList::basic;
+    case SmiFieldList::power_draw_no_cap:
+      return SmiFieldList::basic;
+    case SmiFieldList::basic:
+      break;
+  }
+  return std::nullopt;
+}
+
 std::vector<std::string> smi_gpu_argv(const std::string& tool,
                                       std::span<const std::string_view> fields) {
   return {tool, "--query-gpu=" + join_fields(fields), "--format=csv,noheader,nounits"};
@@ -115,8 +145,7 @@ SmiBackend::SmiBackend(ProbeExecutors executors, SmiOptions options)
       processes_(options_.paths.procfs_root, options_.clock) {}
 
 std::span<const std::string_view> SmiBackend::fields() const noexcept {
-  if (basic_fields_) return kSmiBasicGpuFields;
-  return kSmiGpuFields;
+  return smi_field_list(field_list_.load());
 }
 
 RunOptions SmiBackend::run_options(std::vector<std::string> argv) const {
@@ -126,10 +155,22 @@ RunOptions SmiBackend::run_options(std::vector<std::string> argv) const {
   return o;
 }
 
-bool SmiBackend::rejected_field(const RunResult& r) noexcept {
+bool SmiBackend::rejected_field(const RunResult& r, std::string* name) {
   constexpr std::string_view kNeedle = "is not a valid field";
-  return r.output.find(kNeedle) != std::string::npos ||
-         r.stderr_tail.find(kNeedle) != std::string::npos;
+  for (const std::string* text : {&r.output, &r.stderr_tail}) {
+    const auto at = text->find(kNeedle);
+    if (at == std::string::npos) continue;
+    // 'Field "power.draw.instant" is not a valid field to query.'
+    const std::string_view before(text->data(), at);
+    const auto close = before.rfind('"');
+    const auto open = close == std::string_view::npos || close == 0 ? std::string_view::npos
+                                                                    : before.rfind('"', close - 1);
+    name->clear();
+    if (open != std::string_view::npos)
+      *name = std::string(before.substr(open + 1, close - open - 1));
+    return true;
+  }
+  return false;
 }
 
 void SmiBackend::finish(SampleHandler handler, boost::system::error_code ec, GpuSnapshot snap) {
@@ -139,57 +180,61 @@ void SmiBackend::finish(SampleHandler handler, boost::system::error_code ec, Gpu
 }
 
 void SmiBackend::run_gpu_query(
-    bool retried, std::function<void(boost::system::error_code, std::string, std::string)> done) {
+    std::function<void(boost::system::error_code, std::string, std::string)> done) {
   auto self = shared_from_this();
   async_run(strand_, run_options(smi_gpu_argv(options_.tool, fields())),
-            boost::asio::bind_cancellation_slot(
-                cancel_.slot(), [self, retried, done = std::move(done)](
-                                    boost::system::error_code ec, RunResult r) mutable {
-                  const auto& tool = self->options_.tool;
-                  if (ec == boost::asio::error::operation_aborted)
-                    return done(ec, {}, "nvidia-smi was cancelled");
-                  if (ec == errc::timeout)
-                    return done(ec, {},
-                                "nvidia-smi --query-gpu did not finish within " +
-                                    std::to_string(self->options_.timeout.count()) +
-                                    " ms and was killed");
-                  if (ec)
-                    return done(make_error_code(errc::tool_failed), {},
-                                "cannot run " + tool + ": " + ec.message());
-                  if (!r.success()) {
-                    if (!retried && !self->basic_fields_ && rejected_field(r)) {
-                      logger()->info(
-                          "nvidia probe: {} rejects a query field ({}); using the "
-                          "basic field list",
-                          tool, first_line(r.output + r.stderr_tail));
-                      self->basic_fields_ = true;
-                      return self->run_gpu_query(true, std::move(done));
-                    }
-                    return done(make_error_code(errc::tool_failed), {},
-                                tool + " --query-gpu: " + describe(r));
+            boost::asio::bind_cancellation_slot(cancel_.slot(), [self, done = std::move(done)](
+                                                                    boost::system::error_code ec,
+                                                                    RunResult r) mutable {
+              const auto& tool = self->options_.tool;
+              if (ec == boost::asio::error::operation_aborted)
+                return done(ec, {}, "nvidia-smi was cancelled");
+              if (ec == errc::timeout)
+                return done(ec, {},
+                            "nvidia-smi --query-gpu did not finish within " +
+                                std::to_string(self->options_.timeout.count()) +
+                                " ms and was killed");
+              if (ec)
+                return done(make_error_code(errc::tool_failed), {},
+                            "cannot run " + tool + ": " + ec.message());
+              if (!r.success()) {
+                // Each retry asks a strictly smaller list: at most three retries.
+                std::string field;
+                if (rejected_field(r, &field)) {
+                  const auto from = self->field_list_.load();
+                  if (const auto next = smi_next_field_list(from, field)) {
+                    logger()->info("nvidia probe: {} rejects the query field '{}' ({}); asking {}",
+                                   tool, field, first_line(r.output + r.stderr_tail),
+                                   *next == SmiFieldList::basic ? "the basic field list"
+                                                                : "power.draw instead");
+                    self->field_list_ = *next;
+                    return self->run_gpu_query(std::move(done));
                   }
-                  done({}, std::move(r.output), {});
-                }));
+                }
+                return done(make_error_code(errc::tool_failed), {},
+                            tool + " --query-gpu: " + describe(r));
+              }
+              done({}, std::move(r.output), {});
+            }));
 }
 
 void SmiBackend::async_detect(std::function<void(Detection)> handler) {
   boost::asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
-    self->run_gpu_query(
-        false, [self, h = std::move(h)](boost::system::error_code ec, const std::string& out,
-                                        std::string why) mutable {
-          Detection d;
-          if (ec) {
-            d.reason = std::move(why);
-          } else {
-            for (auto& dev : nvidia::smi_devices_from_csv(out, self->fields()))
-              d.devices.push_back({dev.id, Vendor::nvidia, dev.index, dev.name, dev.pci_bus_id});
-            d.available = !d.devices.empty();
-            if (!d.available)
-              d.reason = self->options_.tool + " lists no GPU ('" + first_line(out) + "')";
-          }
-          boost::asio::post(self->executors_.io,
-                            [h = std::move(h), d = std::move(d)]() mutable { h(std::move(d)); });
-        });
+    self->run_gpu_query([self, h = std::move(h)](boost::system::error_code ec,
+                                                 const std::string& out, std::string why) mutable {
+      Detection d;
+      if (ec) {
+        d.reason = std::move(why);
+      } else {
+        for (auto& dev : nvidia::smi_devices_from_csv(out, self->fields()))
+          d.devices.push_back({dev.id, Vendor::nvidia, dev.index, dev.name, dev.pci_bus_id});
+        d.available = !d.devices.empty();
+        if (!d.available)
+          d.reason = self->options_.tool + " lists no GPU ('" + first_line(out) + "')";
+      }
+      boost::asio::post(self->executors_.io,
+                        [h = std::move(h), d = std::move(d)]() mutable { h(std::move(d)); });
+    });
   });
 }
 
@@ -197,9 +242,9 @@ void SmiBackend::async_sample(SampleHandler handler) {
   boost::asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
     const auto t0 = steady_now_ns();
     const auto wall = wall_now_ns();
-    self->run_gpu_query(false, [self, h = std::move(h), t0, wall](boost::system::error_code ec,
-                                                                  std::string gpu_out,
-                                                                  std::string why) mutable {
+    self->run_gpu_query([self, h = std::move(h), t0, wall](boost::system::error_code ec,
+                                                           std::string gpu_out,
+                                                           std::string why) mutable {
       if (ec) {
         GpuSnapshot s;
         s.probe = "nvidia";

@@ -6,8 +6,11 @@
 // timeout after which the child's process group is killed. Parsing and the /proc reads for
 // process names and RSS run on the work executor; completions are posted to the io executor.
 // An old driver that rejects a field ("is not a valid field to query") is asked again with a
-// basic field list, which is then kept. Every sample runs the tool: how often samples come is
-// the Scheduler's business (NvidiaProbe::min_interval() says 1 s once this backend is in use).
+// smaller field list, which is then kept: without `power.draw.instant`/`.average` (before R535)
+// `power.draw` labelled by `compute_cap`, then without `compute_cap`, then (any other field
+// rejected) a basic list; see smi_next_field_list. Every sample runs the tool: how often samples
+// come is the Scheduler's business (NvidiaProbe::min_interval() says 1 s once this backend is in
+// use).
 //
 // Thread safety: async operations are serialized on a private strand; one sample or detection
 // in flight at a time (the Scheduler's guarantee). cancel() may be called from any thread.
@@ -38,7 +41,8 @@
 
 namespace gpustream::nvidia_detail {
 
-/// What the fallback asks for, in this order.
+/// What the fallback asks for, in this order: power as the driver means it
+/// (`power.draw.instant`, `power.draw.average`: drivers since R535).
 inline constexpr std::string_view kSmiGpuFields[] = {"index",
                                                      "uuid",
                                                      "name",
@@ -48,14 +52,52 @@ inline constexpr std::string_view kSmiGpuFields[] = {"index",
                                                      "utilization.gpu",
                                                      "utilization.memory",
                                                      "temperature.gpu",
-                                                     "power.draw",
+                                                     "power.draw.instant",
+                                                     "power.draw.average",
                                                      "power.limit",
                                                      "clocks.gr",
                                                      "clocks.sm",
                                                      "clocks.mem",
                                                      "fan.speed",
                                                      "clocks_throttle_reasons.active"};
-/// For drivers that reject one of the above.
+/// For drivers before R535, which reject `power.draw.instant`: `power.draw` (a 1 s average on
+/// Ampere and newer except GA100, instantaneous before) labelled by `compute_cap`.
+inline constexpr std::string_view kSmiPowerDrawGpuFields[] = {"index",
+                                                              "uuid",
+                                                              "name",
+                                                              "pci.bus_id",
+                                                              "memory.total",
+                                                              "memory.used",
+                                                              "utilization.gpu",
+                                                              "utilization.memory",
+                                                              "temperature.gpu",
+                                                              "power.draw",
+                                                              "compute_cap",
+                                                              "power.limit",
+                                                              "clocks.gr",
+                                                              "clocks.sm",
+                                                              "clocks.mem",
+                                                              "fan.speed",
+                                                              "clocks_throttle_reasons.active"};
+/// For drivers that reject `compute_cap` too: `power.draw` with power_kind unset.
+inline constexpr std::string_view kSmiPowerDrawNoCapGpuFields[] = {
+    "index",
+    "uuid",
+    "name",
+    "pci.bus_id",
+    "memory.total",
+    "memory.used",
+    "utilization.gpu",
+    "utilization.memory",
+    "temperature.gpu",
+    "power.draw",
+    "power.limit",
+    "clocks.gr",
+    "clocks.sm",
+    "clocks.mem",
+    "fan.speed",
+    "clocks_throttle_reasons.active"};
+/// For drivers that reject any other field of the above.
 inline constexpr std::string_view kSmiBasicGpuFields[] = {"index",
                                                           "uuid",
                                                           "name",
@@ -65,6 +107,14 @@ inline constexpr std::string_view kSmiBasicGpuFields[] = {"index",
                                                           "utilization.gpu",
                                                           "temperature.gpu",
                                                           "power.draw"};
+/// The field lists in the order the fallback tries them (SmiBackend::fields()).
+enum class SmiFieldList : int { power_fields, power_draw, power_draw_no_cap, basic };
+std::span<const std::string_view> smi_field_list(SmiFieldList list) noexcept;
+/// The list to ask next when the tool rejected `rejected` (the name between the quotes of
+/// 'Field "x" is not a valid field to query.'; empty when none was named) while asking `from`;
+/// nothing when there is no smaller list left.
+std::optional<SmiFieldList> smi_next_field_list(SmiFieldList from,
+                                                std::string_view rejected) noexcept;
 inline constexpr std::string_view kSmiAppFields[] = {"gpu_uuid", "pid", "used_gpu_memory",
                                                      "process_name"};
 
@@ -106,18 +156,18 @@ class SmiBackend : public std::enable_shared_from_this<SmiBackend> {
 
   std::span<const std::string_view> fields() const noexcept;
   RunOptions run_options(std::vector<std::string> argv) const;
-  /// Runs the gpu query (retrying once with the basic fields when a field is rejected).
-  void run_gpu_query(bool retried,
-                     std::function<void(boost::system::error_code, std::string, std::string)> done);
+  /// Runs the gpu query (retrying with a smaller field list when a field is rejected).
+  void run_gpu_query(std::function<void(boost::system::error_code, std::string, std::string)> done);
   void finish(SampleHandler handler, boost::system::error_code ec, GpuSnapshot snap);
-  static bool rejected_field(const RunResult& r) noexcept;
+  /// Whether the tool rejected a field; `name` gets the field it named (empty when none).
+  static bool rejected_field(const RunResult& r, std::string* name);
 
   ProbeExecutors executors_;
   SmiOptions options_;
   boost::asio::strand<boost::asio::any_io_executor> strand_;
-  boost::asio::cancellation_signal cancel_;  // used on strand_ only
-  std::atomic<bool> basic_fields_{false};    // set once, on strand_
-  proc::ProcessTable processes_;             // names and RSS, kept between samples
+  boost::asio::cancellation_signal cancel_;                           // used on strand_ only
+  std::atomic<SmiFieldList> field_list_{SmiFieldList::power_fields};  // only shrinks, on strand_
+  proc::ProcessTable processes_;  // names and RSS, kept between samples
 };
 
 }  // namespace gpustream::nvidia_detail

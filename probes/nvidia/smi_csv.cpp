@@ -42,9 +42,6 @@ constexpr MetricField kMetricFields[] = {
     {"utilization.gpu", Metric::utilization_percent, 1},
     {"utilization.memory", Metric::memory_utilization_percent, 1},
     {"temperature.gpu", Metric::temperature_celsius, 1},
-    {"power.draw", Metric::power_watts, 1},
-    {"power.draw.instant", Metric::power_watts, 1},
-    {"power.draw.average", Metric::power_average_watts, 1},
     {"power.limit", Metric::power_limit_watts, 1},
     {"enforced.power.limit", Metric::power_limit_watts, 1},
     {"clocks.gr", Metric::clock_graphics_mhz, 1},
@@ -110,6 +107,64 @@ const std::string* cell_of(const SmiTable& t, const std::vector<std::string>& ro
 
 void add_error(std::vector<SampleError>* errors, std::string message) {
   if (errors) errors->push_back({"parse_error", std::move(message), {}});
+}
+
+/// What `power.draw` means on a board of compute capability `cap` ("8.9"), as nvidia-smi's own
+/// help says: averaged over 1 s on Ampere and newer, instantaneous before; GA100 (compute
+/// capability 8.0, the only Ampere chip of 8.0) is instantaneous. Nothing for an unparsable cell.
+std::optional<PowerKind> power_draw_kind(std::string_view cap) {
+  unsigned major = 0, minor = 0;
+  const auto* end = cap.data() + cap.size();
+  auto [p, ec] = std::from_chars(cap.data(), end, major);
+  if (ec != std::errc{} || p == end || *p != '.') return std::nullopt;
+  auto [q, ec2] = std::from_chars(p + 1, end, minor);
+  if (ec2 != std::errc{} || q != end) return std::nullopt;
+  if (major < 8 || (major == 8 && minor == 0)) return PowerKind::instant;
+  return PowerKind::average;
+}
+
+/// power_watts, power_average_watts and power_kind of one row (docs/probes.md, "Fallback:
+/// nvidia-smi"): `power.draw.instant` where the driver has it (R535+), else `power.draw`
+/// labelled by `compute_cap` where the row has it; `power.draw.average` as is.
+void smi_power(const SmiTable& t, const std::vector<std::string>& row, DeviceSample& d,
+               std::vector<SampleError>* errors) {
+  auto& m = d.metrics;
+  const auto cell = [&](std::string_view field) -> std::optional<SmiValue> {
+    const auto* c = cell_of(t, row, field);
+    if (!c) return std::nullopt;
+    auto v = parse_smi_value(*c);
+    if (v.value && *v.value < 0) v = SmiValue{std::nullopt, Absence::tool_failed};
+    if (!v.value && v.absence == Absence::tool_failed)
+      add_error(errors,
+                "nvidia-smi: cannot parse " + std::string(field) + " '" + *c + "' of GPU " + d.id);
+    return v;
+  };
+  const auto instant = cell("power.draw.instant");
+  const auto average = cell("power.draw.average");
+  const auto draw = cell("power.draw");
+  if (average) {
+    if (average->value)
+      m.set(Metric::power_average_watts, *average->value, Source::nvidia_smi);
+    else
+      m.set_absent(Metric::power_average_watts, average->absence, Source::nvidia_smi);
+  }
+  if (instant && instant->value) {
+    m.set(Metric::power_watts, *instant->value, Source::nvidia_smi);
+    d.power_kind = PowerKind::instant;
+    return;
+  }
+  if (draw && draw->value) {
+    m.set(Metric::power_watts, *draw->value, Source::nvidia_smi);
+    const auto* cap = cell_of(t, row, "compute_cap");
+    d.power_kind = cap ? power_draw_kind(trim(*cap)) : std::nullopt;
+    // power.draw on a board that averages is the driver's average (as with NVML).
+    if (d.power_kind == PowerKind::average && !m[Metric::power_average_watts].has_value())
+      m.set(Metric::power_average_watts, *draw->value, Source::nvidia_smi);
+    return;
+  }
+  // No figure: the instantaneous field's reason where it was asked, else power.draw's.
+  if (const auto& why = instant ? instant : draw)
+    m.set_absent(Metric::power_watts, why->absence, Source::nvidia_smi);
 }
 
 }  // namespace
@@ -231,6 +286,7 @@ std::vector<DeviceSample> smi_devices_from_csv(std::string_view text,
                                 "' of GPU " + d.id);
       }
     }
+    smi_power(t, row, d, errors);
     if (auto* c = cell_of(t, row, "clocks_throttle_reasons.active")) {
       auto hex = trim(*c);
       if (hex.starts_with("0x") || hex.starts_with("0X")) hex.remove_prefix(2);

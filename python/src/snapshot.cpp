@@ -160,7 +160,7 @@ void bind_snapshot(py::module_& m) {
   // parent: None for a physical device; throttle_reasons_absent is not in the Python API.
   def_fields_of<DeviceSample>(
       device, [](const PyDevice& d) -> const DeviceSample& { return *d.d; },
-      {.skip = {"parent", "throttle_reasons_absent"},
+      {.skip = {"parent", "throttle_reasons_absent", "power_samples"},
        .docs = {{"mig",
                  "A MigInstance (gpu_instance_id, compute_instance_id, profile) for a MIG "
                  "instance; None when the device is not one."},
@@ -176,6 +176,17 @@ void bind_snapshot(py::module_& m) {
           },
           "For a partition (a MIG instance): the id of its physical device, in the same "
           "snapshot. None for a physical device.")
+      .def_property_readonly(
+          "power_samples",
+          [](const PyDevice& d) {
+            py::list out;
+            for (const auto& p : d.d->power_samples)
+              out.append(py::make_tuple(p.monotonic_ns, p.watts));
+            return out;
+          },
+          "The driver's own power readings since the probe's previous snapshot of the device, "
+          "as (monotonic_ns, watts) tuples, oldest first, on the clock of Snapshot.monotonic_ns "
+          "(NVML's power sample ring); [] when the source keeps no such record.")
       .def_property_readonly(
           "metrics", [](const PyDevice& d) { return present_metrics(*d.d); },
           "{metric: value} of the metrics that have a value (an absent one is not there: "

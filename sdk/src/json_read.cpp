@@ -184,6 +184,7 @@ template <typename T>
 void read(const json::value& v, const Path& at, std::optional<T>& out);
 template <typename T>
 void read(const json::value& v, const Path& at, std::vector<T>& out);
+void read(const json::value& v, const Path& at, std::vector<PowerSample>& out);
 void read(const json::value& v, const Path& at, std::map<std::string, std::string>& out);
 void read(const json::value& v, const Path& at, std::map<std::string, double>& out);
 template <typename S>
@@ -316,6 +317,26 @@ void read(const json::value& v, const Path& at, std::vector<T>& out) {
   }
 }
 
+/// [[monotonic_ns, watts], ...]: at most kMaxPowerSamplesPerDevice, strictly increasing
+/// monotonic_ns, watts finite and not negative.
+void read(const json::value& v, const Path& at, std::vector<PowerSample>& out) {
+  const auto& a = as_array(v, at);
+  if (a.size() > kMaxPowerSamplesPerDevice)
+    fail(at, "more than " + std::to_string(kMaxPowerSamplesPerDevice) + " power samples (" +
+                 std::to_string(a.size()) + ")");
+  out.reserve(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const Path p = at[i];
+    const auto& pair = as_array(a[i], p);
+    if (pair.size() != 2) fail(p, "expected [monotonic_ns, watts]");
+    PowerSample s{as_int64(pair[0], p[0]), as_double(pair[1], p[1])};
+    if (s.watts < 0) fail(p[1], "negative power");
+    if (!out.empty() && s.monotonic_ns <= out.back().monotonic_ns)
+      fail(p[0], "power samples must be in strictly increasing monotonic_ns");
+    out.push_back(s);
+  }
+}
+
 void read(const json::value& v, const Path& at, std::map<std::string, std::string>& out) {
   for (const auto& kv : as_object(v, at)) {
     const std::string_view key(kv.key().data(), kv.key().size());
@@ -347,6 +368,12 @@ GpuSnapshot snapshot_from_json(const json::value& v) {
                             "\" (this decoder reads \"" + std::string(kSchema) + "\")");
   GpuSnapshot s;
   read_members(o, at, s);
+  for (std::size_t i = 0; i < s.devices.size(); ++i) {
+    const auto& ps = s.devices[i].power_samples;
+    if (!ps.empty() && ps.back().monotonic_ns > s.monotonic_ns)
+      fail((at / "devices")[i] / "power_samples",
+           "a power sample after the snapshot's monotonic_ns");
+  }
   return s;
 }
 

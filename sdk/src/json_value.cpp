@@ -66,6 +66,7 @@ template <typename T>
 json::value value(const std::optional<T>& v, std::string_view where);
 template <typename T>
 json::value value(const std::vector<T>& v, std::string_view where);
+json::value value(const std::vector<PowerSample>& v, std::string_view where);
 json::value value(const std::map<std::string, std::string>& m, std::string_view where);
 json::value value(const std::map<std::string, double>& m, std::string_view where);
 template <typename S>
@@ -160,6 +161,24 @@ json::value value(const std::vector<T>& v, std::string_view where) {
   json::array a;
   a.reserve(v.size());
   for (const auto& e : v) a.emplace_back(value(e, where));
+  return a;
+}
+
+/// Power samples as [monotonic_ns, watts] pairs; one whose watts JSON cannot carry is left out.
+json::value value(const std::vector<PowerSample>& v, std::string_view where) {
+  json::array a;
+  a.reserve(v.size());
+  for (const auto& p : v) {
+    if (!std::isfinite(p.watts)) {
+      note_lossy("non-finite power sample", where);
+      continue;
+    }
+    json::array pair;
+    pair.reserve(2);
+    pair.emplace_back(p.monotonic_ns);
+    pair.emplace_back(p.watts);
+    a.emplace_back(std::move(pair));
+  }
   return a;
 }
 

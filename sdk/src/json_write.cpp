@@ -48,6 +48,7 @@ template <typename T>
 void value(Ctx& c, const std::optional<T>& v, std::string_view where);
 template <typename T>
 void value(Ctx& c, const std::vector<T>& v, std::string_view where);
+void value(Ctx& c, const std::vector<PowerSample>& v, std::string_view where);
 void value(Ctx& c, const std::map<std::string, std::string>& m, std::string_view where);
 void value(Ctx& c, const std::map<std::string, double>& m, std::string_view where);
 template <typename S>
@@ -184,6 +185,26 @@ void value(Ctx& c, const std::vector<T>& v, std::string_view where) {
   c.w.raw(']');
 }
 
+/// Power samples as [monotonic_ns, watts] pairs; one whose watts JSON cannot carry is left out.
+void value(Ctx& c, const std::vector<PowerSample>& v, std::string_view where) {
+  c.w.raw('[');
+  bool first = true;
+  for (const auto& p : v) {
+    if (!std::isfinite(p.watts)) {
+      note_lossy("non-finite power sample", where);
+      continue;
+    }
+    if (!first) c.w.raw(',');
+    first = false;
+    c.w.raw('[');
+    c.w.integer(p.monotonic_ns);
+    c.w.raw(',');
+    c.w.number(p.watts);
+    c.w.raw(']');
+  }
+  c.w.raw(']');
+}
+
 /// A map's members; `skip(value)` leaves one out. Under a projection, a key that two keys not
 /// UTF-8 repair to is written once, as the document form holds it.
 template <typename V, typename Skip, typename Write>
@@ -234,7 +255,8 @@ void value(Ctx& c, const S& s, std::string_view) {
 
 std::size_t size_hint(const GpuSnapshot& s) {
   std::size_t n = 256 + s.errors.size() * 128;
-  for (const auto& d : s.devices) n += 1200 + d.processes.size() * 220 + d.engines.size() * 80;
+  for (const auto& d : s.devices)
+    n += 1200 + d.processes.size() * 220 + d.engines.size() * 80 + d.power_samples.size() * 32;
   if (s.host) n += 400 + s.host->processes.size() * 80;
   return n;
 }

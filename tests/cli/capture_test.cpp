@@ -412,10 +412,10 @@ TEST(Capture, LegacyNvmlRoundTrips) {
 /// macmon; every tool replayed by its generated script.
 TEST(Capture, ToolMachineRoundTrips) {
   Machine m;
-  m.write(
-      "smi/query-gpu.csv",
-      "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 00000000:18:00.0, "
-      "81559, 40960, 87, 33, 64, 312.45, 700.00, 1755, 1755, 2619, [N/A], 0x0000000000000001\n");
+  m.write("smi/query-gpu.csv",
+          "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 00000000:18:00.0, "
+          "81559, 40960, 87, 33, 64, 312.45, 298.10, 700.00, 1755, 1755, 2619, [N/A], "
+          "0x0000000000000001\n");
   m.write("smi/query-compute-apps.csv",
           "GPU-11111111-2222-3333-4444-555555555555, 4343, 40000, /usr/bin/python3\n");
   m.write("proc/4343/comm", "python3\n");

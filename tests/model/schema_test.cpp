@@ -53,6 +53,7 @@ DeviceSample full_device() {
   d.throttle_reasons.clear();
   d.throttle_reasons_absent = Absence::no_permission;
   d.processes_absent = Absence::unsupported;
+  d.power_samples = {{1'000, 250.5}, {2'000, 251.0}};
   return d;
 }
 

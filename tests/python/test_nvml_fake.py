@@ -1,6 +1,7 @@
 """The module over a real vendor path: the NVIDIA probe against the fake libnvidia-ml.so.1
 (tests/fakes/nvml), driven by a scenario file the test writes and rewrites."""
 import os
+import time
 
 import pytest
 
@@ -55,3 +56,24 @@ def test_best_device_follows_changes(nvml):
     other = t.latest()[0].devices[1].id
     wait_for(t, lambda: t.best_device(4 * GiB).device_id == other, "the planner to move")
     assert [f.device_id for f in t.fits(4 * GiB)] == [other]
+
+
+def test_power_samples_from_the_driver_ring(tmp_path, monkeypatch):
+    # The fake driver's power sample ring (wall-clock µs, as the test chooses): the samples come
+    # as (monotonic_ns, watts) tuples on the snapshot's clock, the driver's spacing kept.
+    now_us = time.time_ns() // 1000
+    ring = ",".join(f"{now_us - 300_000 + k * 25_000}:{200_000 + k * 1000}" for k in range(6))
+    path = tmp_path / "scenario.txt"
+    path.write_text(f"devices=1\ndevice.0.power_samples={ring}\n")
+    monkeypatch.setenv("GPUSTREAM_FAKE_NVML_SCENARIO", str(path))
+    config = {"nvidia": {"library": env_path("GPUSTREAM_FAKE_NVML")}}
+    # A long interval: the first snapshot, which takes every entry, stays the latest.
+    with gpustream.Telemetry(probes=["nvidia"], interval=30, config=config) as t:
+        assert t.wait_for_first_samples(10)
+        snap = t.latest("nvidia")[0]
+    samples = snap.devices[0].power_samples
+    assert [w for _, w in samples] == [200.0 + k for k in range(6)]
+    assert all(isinstance(ns, int) for ns, _ in samples)
+    assert [b[0] - a[0] for a, b in zip(samples, samples[1:])] == [25_000_000] * 5
+    assert samples[-1][0] <= snap.monotonic_ns <= time.monotonic_ns()
+    assert snap.to_dict()["devices"][0]["power_samples"] == [list(s) for s in samples]

@@ -81,3 +81,27 @@ def test_process_gtt_memory_bytes_is_known_or_none(sim):
     back = snap.to_dict()["devices"][0]["processes"]
     assert [p.get("gtt_memory_bytes") for p in back] == [23068672, 0, None]
     assert "gtt_memory_bytes" not in back[2]
+
+
+def test_power_samples_are_monotonic_ns_watts_tuples(sim):
+    # The driver's own power readings: [monotonic_ns, watts] pairs in the document, (ns, W)
+    # tuples in Python, the key left out when there are none; a reader refuses a list out of
+    # order or after the snapshot.
+    doc = sim.latest()[0].to_dict()
+    assert "power_samples" not in doc["devices"][0]
+    assert sim.latest()[0].devices[0].power_samples == []
+    t = doc["monotonic_ns"]
+    doc["devices"][0]["power_samples"] = [[t - 40_000_000, 250.5], [t - 20_000_000, 301]]
+    snap = gpustream.snapshot_from_json(json.dumps(doc))
+    assert snap.devices[0].power_samples == [(t - 40_000_000, 250.5), (t - 20_000_000, 301.0)]
+    assert isinstance(snap.devices[0].power_samples[0][0], int)
+    assert snap.to_dict()["devices"][0]["power_samples"] == [[t - 40_000_000, 250.5],
+                                                             [t - 20_000_000, 301.0]]
+    assert json.loads(snap.to_json()) == snap.to_dict()
+    for bad, why in (([[t - 1, 1.0], [t - 2, 1.0]], "strictly increasing"),
+                     ([[t + 1, 1.0]], "after the snapshot"),
+                     ([[t - 1, -1.0]], "negative"),
+                     ([[t - 1]], r"\[monotonic_ns, watts\]")):
+        doc["devices"][0]["power_samples"] = bad
+        with pytest.raises(gpustream.JsonError, match=why):
+            gpustream.snapshot_from_json(json.dumps(doc))

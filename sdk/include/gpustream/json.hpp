@@ -32,6 +32,12 @@ namespace gpustream {
 
 inline constexpr std::string_view kSchema = "gpustream/1";
 
+/// The most `power_samples` a reader accepts for one device (a producer gives one snapshot's
+/// driver readings: NVML's ring holds about 120, the probe takes at most 128 per snapshot). In
+/// memory 16 bytes each, 64 KiB per device; in text at most 46 bytes each
+/// (`[-9223372036854775808,-1.7976931348623157e+308]`), about 184 KiB. A longer list is refused.
+inline constexpr std::size_t kMaxPowerSamplesPerDevice = 4096;
+
 /// Malformed or invalid JSON. what() names the place, e.g.
 /// "$.devices[0].metrics.power_watts: expected a number, got string".
 class JsonError : public std::runtime_error {

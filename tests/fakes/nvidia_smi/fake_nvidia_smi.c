@@ -4,6 +4,13 @@
  *
  *   query-gpu.csv           printed for --query-gpu=...  (missing: "No devices were found",
  *                           exit 6, as nvidia-smi does without a GPU)
+ *   gpus.csv                instead of query-gpu.csv: a table whose first line names the
+ *                           fields this driver knows ("index, power.draw.instant, ..."), one
+ *                           line per GPU after it. --query-gpu prints the requested columns, in
+ *                           the requested order, one line per GPU; a field the table does not
+ *                           name is rejected as nvidia-smi does ('Field "x" is not a valid
+ *                           field to query.', exit 2): a table without power.draw.instant is
+ *                           a driver before R535. At most 64 columns and 64 GPUs.
  *   query-compute-apps.csv  printed for --query-compute-apps=...  (missing: nothing, exit 0)
  *   reject                  a field name: a query naming it fails like an old driver
  *                           ('Field "x" is not a valid field to query.', exit 2)
@@ -57,6 +64,71 @@ static long print_recording(int apps, size_t limit) {
   fake_put(1, text, n < limit ? n : limit);
   free(text);
   return (long)n;
+}
+
+#define MAX_CELLS 64
+
+/* Splits line at commas (cells trimmed of spaces) into at most MAX_CELLS cells, in place. */
+static int split_cells(char* line, char** cells) {
+  int n = 0;
+  for (char* p = line; n < MAX_CELLS;) {
+    while (*p == ' ') ++p;
+    cells[n++] = p;
+    char* comma = strchr(p, ',');
+    char* end = comma ? comma : p + strlen(p);
+    while (end > p && (end[-1] == ' ' || end[-1] == '\r')) --end;
+    if (!comma) {
+      *end = '\0';
+      break;
+    }
+    *end = '\0';
+    p = comma + 1;
+  }
+  return n;
+}
+
+/* Prints the columns of gpus.csv that `query` names; -1 when there is no gpus.csv, otherwise
+ * the exit code. */
+static int print_table(const char* query) {
+  char* text = folder_file("gpus.csv", NULL);
+  if (!text) return -1;
+  char* lines[MAX_CELLS + 1];
+  int nlines = 0;
+  for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && nlines <= MAX_CELLS;
+       l = strtok_r(NULL, "\n", &save))
+    lines[nlines++] = l;
+  char* header[MAX_CELLS];
+  const int columns = nlines > 0 ? split_cells(lines[0], header) : 0;
+  char* wanted = strdup(query);
+  int pick[MAX_CELLS];
+  int npick = 0;
+  for (char *save = NULL, *f = strtok_r(wanted, ",", &save); f && npick < MAX_CELLS;
+       f = strtok_r(NULL, ",", &save)) {
+    int found = -1;
+    for (int c = 0; c < columns; ++c)
+      if (strcmp(header[c], f) == 0) found = c;
+    if (found < 0) {
+      char msg[512];
+      int n = snprintf(msg, sizeof msg, "Field \"%s\" is not a valid field to query.\n\n", f);
+      fake_put(1, msg, (size_t)n);
+      free(wanted);
+      free(text);
+      return 2;
+    }
+    pick[npick++] = found;
+  }
+  for (int r = 1; r < nlines; ++r) {
+    char* cells[MAX_CELLS];
+    const int n = split_cells(lines[r], cells);
+    for (int k = 0; k < npick; ++k) {
+      if (k) fake_put_str(1, ", ");
+      if (pick[k] < n) fake_put_str(1, cells[pick[k]]);
+    }
+    fake_put(1, "\n", 1);
+  }
+  free(wanted);
+  free(text);
+  return 0;
 }
 
 int main(int argc, char** argv) {
@@ -134,6 +206,10 @@ int main(int argc, char** argv) {
     free(reject);
   }
 
+  if (!apps) {
+    const int rc = print_table(query);
+    if (rc >= 0) return rc;
+  }
   if (print_recording(apps, (size_t)-1) < 0) {
     if (apps) return 0;
     fake_put_str(1, "No devices were found\n");

@@ -145,7 +145,7 @@ bool set_device(Device& d, const std::string& key, const std::string& v) {
 
 bool set_device(Device& d, unsigned index, const std::string& key, const std::string& v) {
   return set_device(d, key, v) || set_mig(d, index, key, v) || set_health(d, key, v) ||
-         set_gpm(d, key, v);
+         set_gpm(d, key, v) || set_power_samples(d, key, v);
 }
 
 }  // namespace

@@ -56,6 +56,18 @@
 //                              pass through), gpm_fail.<metric id>=CODE (that metric's own
 //                              nvmlReturn in nvmlGpmMetricsGet) — fake_nvml_gpm.cpp
 //
+//   device.<i>.power_samples=TS:MW,...   the driver's power sample ring (nvmlDeviceGetSamples,
+//                              NVML_TOTAL_POWER_SAMPLES; fake_nvml_samples.cpp): entries of
+//                              time stamp (µs, the test's choice of host clock) and value, in
+//                              the order the driver answers them; the call returns those newer
+//                              than lastSeenTimeStamp (none: NVML_ERROR_NOT_FOUND)
+//   device.<i>.power_samples_type=N     the nvmlValueType_t it answers (default 1, unsigned int)
+//   device.<i>.power_samples_lose=1     the call that reads announces the entries, then returns
+//                              none (count 0)
+//   device.<i>.power_samples_live=STEP  a ring as a driver keeps it: at every call, the 120
+//                              multiples of STEP µs of CLOCK_REALTIME up to now, of power_mw
+//                              (the benchmark's ring; power_samples is then ignored)
+//
 // A known power curve (power_curve): the device draws P(t) = BASE + AMPLITUDE * sin(2π t /
 // PERIOD) mW, t the fake's own time, set by the test with gpustreamFakeNvmlSetTimeNs(ns) (0
 // until then); nvmlDeviceGetPowerUsage answers P(t) and nvmlDeviceGetTotalEnergyConsumption
@@ -114,6 +126,14 @@ struct Health {
   unsigned long long nvlink_rx_kib = 0, nvlink_tx_kib = 0;  // cumulative, per active link
 };
 
+/// The driver's power sample ring of a device (fake_nvml_samples.cpp).
+struct SampleRing {
+  std::vector<std::pair<unsigned long long, unsigned long long>> entries;  // µs, value
+  int type = 1;                         // nvmlValueType_t: NVML_VALUE_TYPE_UNSIGNED_INT
+  bool lose = false;                    // the reading call returns no entry
+  unsigned long long live_step_us = 0;  // power_samples_live
+};
+
 struct Device {
   std::string uuid, name, pci;
   unsigned long long memory_total = 0, memory_used = 0, memory_reserved = 0;
@@ -138,10 +158,13 @@ struct Device {
   std::optional<bool> gpm;
   std::map<unsigned, double> gpm_rate;  // percent
   std::map<unsigned, int> gpm_fail;
+  SampleRing power_samples;
 };
 
 /// device.<i>.mig.* and device.<i>.mig_mode / mig_pending / max_mig keys (false: not one).
 bool set_mig(Device& d, unsigned device_index, const std::string& key, const std::string& v);
+/// device.<i>.power_samples* keys (false: not one; fake_nvml_samples.cpp).
+bool set_power_samples(Device& d, const std::string& key, const std::string& v);
 /// device.<i>.<health key> (false: not one).
 bool set_health(Device& d, const std::string& key, const std::string& v);
 /// device.<i>.gpm, gpm.<id>, gpm_fail.<id> (fake_nvml_scenario_gpm.cpp; false: not one).

@@ -30,9 +30,10 @@ using test::TempTree;
 // What a current driver prints for the probe's query (fields in kSmiGpuFields order).
 constexpr const char* kTwoGpus =
     "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 00000000:18:00.0, "
-    "81559, 40960, 87, 33, 64, 312.45, 700.00, 1755, 1755, 2619, [N/A], 0x0000000000000001\n"
+    "81559, 40960, 87, 33, 64, 312.45, 298.10, 700.00, 1755, 1755, 2619, [N/A], "
+    "0x0000000000000001\n"
     "1, GPU-66666666-7777-8888-9999-000000000000, NVIDIA H100 80GB HBM3, 00000000:2A:00.0, "
-    "81559, 1, 0, 0, 31, 69.10, 700.00, 345, 345, 2619, [N/A], 0x0000000000000000\n";
+    "81559, 1, 0, 0, 31, 69.10, 70.05, 700.00, 345, 345, 2619, [N/A], 0x0000000000000000\n";
 constexpr const char* kApps =
     "GPU-11111111-2222-3333-4444-555555555555, 4242, 40000, /usr/bin/python3\n"
     "GPU-11111111-2222-3333-4444-555555555555, 4343, [N/A], worker\n";
@@ -85,7 +86,9 @@ TEST_F(SmiProbeTest, DetectsAndSamplesWithTwoRunsPerSample) {
   EXPECT_EQ(d0.metrics[Metric::utilization_percent], smi(87));
   EXPECT_EQ(d0.metrics[Metric::memory_utilization_percent], smi(33));
   EXPECT_EQ(d0.metrics[Metric::temperature_celsius], smi(64));
-  EXPECT_EQ(d0.metrics[Metric::power_watts], smi(312.45));
+  EXPECT_EQ(d0.metrics[Metric::power_watts], smi(312.45));  // power.draw.instant
+  EXPECT_EQ(d0.power_kind, PowerKind::instant);
+  EXPECT_EQ(d0.metrics[Metric::power_average_watts], smi(298.10));
   EXPECT_EQ(d0.metrics[Metric::power_limit_watts], smi(700));
   EXPECT_EQ(d0.metrics[Metric::clock_graphics_mhz], smi(1755));
   EXPECT_EQ(d0.metrics[Metric::clock_memory_mhz], smi(2619));
@@ -108,8 +111,9 @@ TEST_F(SmiProbeTest, DetectsAndSamplesWithTwoRunsPerSample) {
   ASSERT_EQ(calls.size(), 3u);  // detection, then one run for all GPUs and one for processes
   EXPECT_EQ(calls[1],
             "--query-gpu=index,uuid,name,pci.bus_id,memory.total,memory.used,utilization.gpu,"
-            "utilization.memory,temperature.gpu,power.draw,power.limit,clocks.gr,clocks.sm,"
-            "clocks.mem,fan.speed,clocks_throttle_reasons.active --format=csv,noheader,nounits");
+            "utilization.memory,temperature.gpu,power.draw.instant,power.draw.average,power.limit,"
+            "clocks.gr,clocks.sm,clocks.mem,fan.speed,clocks_throttle_reasons.active "
+            "--format=csv,noheader,nounits");
   EXPECT_EQ(calls[2],
             "--query-compute-apps=gpu_uuid,pid,used_gpu_memory,process_name "
             "--format=csv,noheader,nounits");

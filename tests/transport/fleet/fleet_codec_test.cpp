@@ -109,6 +109,28 @@ TEST(BusCodec, RoundTripEveryMessageFullAndDelta) {
   EXPECT_EQ(enc.last_fulls().size(), 1U);
 }
 
+TEST(BusCodec, PowerSamplesTravelOnTheProducersClock) {
+  // The driver's power readings arrive as the node took them, full and delta alike: their
+  // monotonic_ns keep their offset from the snapshot's (the node's own clock), and a list that
+  // grows, shrinks or empties between snapshots is carried whole.
+  BusEncoder enc("node-1", {}, {.full_every = 3});
+  BusDecoder dec;
+  for (int t = 0; t < 7; ++t) {
+    auto s = sample(t, 2);
+    for (int k = 0; k < (t * 5) % 7; ++k)
+      s.devices[1].power_samples.push_back(
+          {s.monotonic_ns - 900'000'000 + k * 20'000'017LL, 250.0 + 0.125 * k + t});
+    const auto d = dec.decode(enc.encode(s));
+    ASSERT_TRUE(d) << t;
+    EXPECT_EQ(d->snapshot, with_node(s, "node-1")) << t;
+    const auto& got = d->snapshot.devices[1].power_samples;
+    for (std::size_t k = 0; k < got.size(); ++k)
+      EXPECT_EQ(got[k].monotonic_ns - d->snapshot.monotonic_ns,
+                -900'000'000 + static_cast<std::int64_t>(k) * 20'000'017LL);
+    EXPECT_TRUE(d->snapshot.devices[0].power_samples.empty());
+  }
+}
+
 TEST(BusCodec, UncompressedFormRoundTrips) {
   BusEncoder enc("n", {}, {.full_every = 2, .compress = false});
   BusDecoder dec;

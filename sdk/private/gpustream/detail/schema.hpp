@@ -144,6 +144,8 @@ struct Schema<DeviceSample> {
       field_if_set("mig", &DeviceSample::mig),
       field_if_set("partitioned", &DeviceSample::partitioned),
       field("metrics", &DeviceSample::metrics),  // + sources, absent, absent_sources
+      // [[monotonic_ns, watts], ...]: pairs, not objects (the codecs' PowerSample overloads).
+      field_if_set("power_samples", &DeviceSample::power_samples),
       field_optional("throttle_reasons", &DeviceSample::throttle_reasons),
       Field<DeviceSample, std::optional<Absence>>{
           "throttle_reasons_absent", &DeviceSample::throttle_reasons_absent, Emit::if_set,

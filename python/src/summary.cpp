@@ -1,4 +1,6 @@
 // Window summaries, my_process() and the planner's answers as Python objects.
+#include <cmath>
+
 #include <pybind11/stl.h>
 
 #include "common.hpp"
@@ -81,8 +83,7 @@ void bind_summary(py::module_& m) {
         if (d.energy_joules) out += " " + std::to_string(*d.energy_joules) + " J";
         if (d.energy_method) out += " by " + std::string(to_string(*d.energy_method));
         if (d.fresh_coverage)
-          out +=
-              ", " + std::to_string(static_cast<int>(*d.fresh_coverage * 100 + 0.5)) + " % fresh";
+          out += ", " + std::to_string(std::lround(*d.fresh_coverage * 100)) + " % fresh";
         return out + ">";
       });
 

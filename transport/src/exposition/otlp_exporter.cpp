@@ -55,7 +55,7 @@ std::optional<std::chrono::milliseconds> retry_after(std::string_view v) {
 
 class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
  public:
-  Impl(asio::any_io_executor ex, const SnapshotChannel& channel, OtlpOptions options)
+  Impl(const asio::any_io_executor& ex, const SnapshotChannel& channel, OtlpOptions options)
       : strand_(asio::make_strand(ex)),
         channel_(channel),
         options_(std::move(options)),

@@ -114,7 +114,8 @@ std::string otlp_metrics(const OtlpStats& s) {
                                   {"dropped", s.exports_dropped}})
     out += std::string("gpustream_otlp_exports_total{result=\"") + result + "\"} " +
            std::to_string(v) + "\n";
-  const auto one = [&](const char* name, const char* type, const char* help, std::string value) {
+  const auto one = [&](const char* name, const char* type, const char* help,
+                       const std::string& value) {
     out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " " + type + "\n" +
            name + " " + value + "\n";
   };

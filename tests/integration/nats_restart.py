@@ -114,7 +114,7 @@ def one_round(gpustream, agent_gpustream, storage):
         if filled - back > AGENT_PUT_BOUND_S:
             fail(f"the agents put their state in the bucket {filled - back:.2f} s after NATS was "
                  f"back: more than {AGENT_PUT_BOUND_S} s (do they put it again at once after "
-                 "reconnecting?)")
+                 "reconnecting?); the view's log:\n" + "".join(old.stderr))
         new_start = time.monotonic()
         new = Server(fleet_cmd, "--nats", url, "--listen", "127.0.0.1:0", "--stale", "2",
                      "--gone", "30", "--kv-storage", storage)

@@ -71,22 +71,26 @@ std::optional<bool> weight_positive(std::string_view params) {
 
 }  // namespace
 
-std::string gzip_compress(std::string_view data, int level) {
+void deflate_into(std::string& out, std::string_view in, int level) {
   zlib::deflate_stream ds;
-  // Raw DEFLATE (Beast writes no zlib wrapper): the gzip framing is ours.
   ds.reset(std::clamp(level, 0, 9), 15, 8, zlib::Strategy::normal);
-  std::string out(reinterpret_cast<const char*>(kHeader.data()), kHeader.size());
   const std::size_t start = out.size();
-  out.resize(start + ds.upper_bound(data.size()) + 16);
+  out.resize(start + ds.upper_bound(in.size()) + 16);
   zlib::z_params zs;
-  zs.next_in = data.data();
-  zs.avail_in = data.size();
+  zs.next_in = in.data();
+  zs.avail_in = in.size();
   zs.next_out = out.data() + start;
   zs.avail_out = out.size() - start;
   boost::system::error_code ec;
   ds.write(zs, zlib::Flush::finish, ec);
   if (ec && ec != zlib::error::end_of_stream) throw std::runtime_error("deflate: " + ec.message());
   out.resize(start + zs.total_out);
+}
+
+std::string gzip_compress(std::string_view data, int level) {
+  // Raw DEFLATE (Beast writes no zlib wrapper): the gzip framing is ours.
+  std::string out(reinterpret_cast<const char*>(kHeader.data()), kHeader.size());
+  deflate_into(out, data, level);
   put_le32(out, crc32_of(data));
   put_le32(out, static_cast<std::uint32_t>(data.size() & 0xffffffffu));
   return out;

@@ -65,24 +65,6 @@ def test_snapshot_from_json_round_trip_and_errors(sim):
         gpustream.snapshot_from_json('{"schema": "gpustream/1", "probe": 3}')
 
 
-def test_process_gtt_memory_bytes_is_known_or_none(sim):
-    # AMD GTT per process: an int when the source says (0 included), None when it does not, and
-    # the document carries the key only when it is known.
-    doc = sim.latest()[0].to_dict()
-    proc = {"pid": 7, "name": "train", "gpu_memory_bytes": 4096, "gpu_utilization_percent": None,
-            "host_rss_bytes": None, "per_process_exact": True, "engines": []}
-    doc["devices"][0]["processes"] = [dict(proc, gtt_memory_bytes=23068672),
-                                      dict(proc, pid=8, gtt_memory_bytes=0),
-                                      dict(proc, pid=9)]
-    snap = gpustream.snapshot_from_json(json.dumps(doc))
-    procs = snap.devices[0].processes
-    assert [p.gtt_memory_bytes for p in procs] == [23068672, 0, None]
-    assert isinstance(procs[0].gtt_memory_bytes, int)
-    back = snap.to_dict()["devices"][0]["processes"]
-    assert [p.get("gtt_memory_bytes") for p in back] == [23068672, 0, None]
-    assert "gtt_memory_bytes" not in back[2]
-
-
 def test_process_slurm_job_is_an_object_or_none(sim):
     # The Slurm job of a process: a SlurmJob with the known parts, None outside Slurm, and
     # slurm_absent "unrecognized" for a cgroup with Slurm's mark in an unknown shape.
@@ -109,3 +91,22 @@ def test_process_slurm_job_is_an_object_or_none(sim):
     assert back[0]["slurm"] == job
     assert back[1]["slurm"] == {"job_id": "9"}
     assert "slurm" not in back[3] and "slurm_absent" not in back[3]
+
+
+def test_process_gtt_memory_bytes_is_known_or_none(sim):
+    # AMD GTT per process: an int when the source says (0 included), None when it does not, and
+    # the document carries the key only when it is known.
+    doc = sim.latest()[0].to_dict()
+    proc = {"pid": 7, "name": "train", "gpu_memory_bytes": 4096, "gpu_utilization_percent": None,
+            "host_rss_bytes": None, "per_process_exact": True, "engines": []}
+    doc["devices"][0]["processes"] = [dict(proc, gtt_memory_bytes=23068672),
+                                      dict(proc, pid=8, gtt_memory_bytes=0),
+                                      dict(proc, pid=9)]
+    snap = gpustream.snapshot_from_json(json.dumps(doc))
+    procs = snap.devices[0].processes
+    assert [p.gtt_memory_bytes for p in procs] == [23068672, 0, None]
+    assert isinstance(procs[0].gtt_memory_bytes, int)
+    back = snap.to_dict()["devices"][0]["processes"]
+    assert [p.get("gtt_memory_bytes") for p in back] == [23068672, 0, None]
+    assert "gtt_memory_bytes" not in back[2]
+

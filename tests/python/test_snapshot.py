@@ -109,4 +109,3 @@ def test_process_gtt_memory_bytes_is_known_or_none(sim):
     back = snap.to_dict()["devices"][0]["processes"]
     assert [p.get("gtt_memory_bytes") for p in back] == [23068672, 0, None]
     assert "gtt_memory_bytes" not in back[2]
-

@@ -1,15 +1,19 @@
 #include "gpustream/probes/process_table.hpp"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstring>
 #include <utility>
 
+#include "gpustream/log.hpp"
 #include "gpustream/model.hpp"
 #include "gpustream/probes/container.hpp"
+#include "gpustream/probes/slurm.hpp"
 
 namespace gpustream::proc {
 namespace {
@@ -39,6 +43,18 @@ ssize_t read_at_start(int fd, char* buf, std::size_t size) {
     n = ::pread(fd, buf, size, 0);
   } while (n < 0 && errno == EINTR);
   return n;
+}
+
+/// Up to `size` bytes of "<pid>/<file>" from offset 0; empty when it cannot be read.
+std::string_view read_small(int dir, std::int64_t pid, const char* file, char* buf,
+                            std::size_t size) {
+  char path[48];
+  if (dir < 0 || !pid_path(path, pid, file)) return {};
+  const int fd = open_at(dir, path);
+  if (fd < 0) return {};
+  const auto n = read_at_start(fd, buf, size);
+  ::close(fd);
+  return n > 0 ? std::string_view(buf, static_cast<std::size_t>(n)) : std::string_view{};
 }
 
 const char* skip_spaces(const char* p, const char* end) {
@@ -144,6 +160,9 @@ void ProcessTable::read_name(std::int64_t pid, Entry& e,
 void ProcessTable::read_container(std::int64_t pid, Entry& e) {
   e.info.container.reset();
   e.info.container_absent = ContainerAbsent::not_collected;
+  e.info.slurm.reset();
+  const SlurmAbsent slurm_before = e.info.slurm_absent;
+  e.info.slurm_absent = SlurmAbsent::none;
   char path[48];
   if (!pid_path(path, pid, "cgroup")) return;
   const int fd = open_at(dir_, path);
@@ -165,6 +184,115 @@ void ProcessTable::read_container(std::int64_t pid, Entry& e) {
   auto result = probes::parse_cgroup(text);
   e.info.container = std::move(result.container);
   e.info.container_absent = e.info.container ? ContainerAbsent::not_collected : result.absent;
+  e.info.slurm_absent = slurm_before;  // read_slurm counts a process newly unrecognized once
+  read_slurm(pid, e, text);
+}
+
+void ProcessTable::read_slurm(std::int64_t pid, Entry& e, std::string_view cgroup_text) {
+  auto r = probes::parse_slurm_cgroup(cgroup_text);
+  if (!r.job) {
+    if (r.absent == SlurmAbsent::unrecognized && e.info.slurm_absent != r.absent) {
+      ++slurm_counters_.unrecognized;
+      if (log_once_.first("slurm-unrecognized"))
+        logger()->warn(
+            "process table: the cgroup of pid {} has Slurm's mark in a shape gpustream does not "
+            "know, its job is left out (slurm_absent: unrecognized): {}",
+            pid, cgroup_text.substr(0, 512));
+    }
+    e.info.slurm_absent = r.absent;
+    e.slurm.reset();
+    return;
+  }
+  e.info.slurm_absent = SlurmAbsent::none;
+  SlurmJob job = std::move(*r.job);
+  char stat[1024];
+  const auto start =
+      probes::parse_stat_start_time(read_small(dir_, pid, "stat", stat, sizeof stat));
+  if (!e.slurm || e.slurm->start_time != start || e.slurm->job_id != job.job_id) {
+    e.slurm = SlurmCache{.start_time = start, .job_id = job.job_id};
+    fill_slurm_cache(pid, *e.slurm);
+  }
+  const SlurmCache& c = *e.slurm;
+  if (!c.env_job_id.empty()) {
+    job.array_job_id = c.array_job_id;
+    job.array_task_id = c.array_task_id;
+    job.user = c.user;
+  }
+  if (!job.uid) job.uid = c.status_uid;
+  if (job.user.empty() && job.uid) job.user = user_name(*job.uid);
+  e.info.slurm = std::move(job);
+}
+
+void ProcessTable::fill_slurm_cache(std::int64_t pid, SlurmCache& c) {
+  char status[kStatusReadMax];
+  c.status_uid = probes::parse_status_uid(read_small(dir_, pid, "status", status, sizeof status));
+  ++slurm_counters_.environ_reads;
+  char path[48];
+  int fd = -1;
+  if (pid_path(path, pid, "environ")) fd = open_at(dir_, path);
+  if (fd < 0) {
+    ++slurm_counters_.environ_unreadable;
+    return;
+  }
+  environ_buf_.resize(kEnvironChunk);
+  probes::SlurmEnvironScanner scanner;
+  std::size_t total = 0;
+  bool eof = false;
+  bool failed = false;
+  while (total < kEnvironReadMax && !scanner.complete()) {
+    ssize_t n = -1;
+    do {
+      n = ::pread(fd, environ_buf_.data(), std::min(kEnvironChunk, kEnvironReadMax - total),
+                  static_cast<off_t>(total));
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) failed = true;
+    if (n <= 0) {
+      eof = true;
+      break;
+    }
+    scanner.feed({environ_buf_.data(), static_cast<std::size_t>(n)});
+    total += static_cast<std::size_t>(n);
+  }
+  ::close(fd);
+  if (failed && total == 0) {
+    ++slurm_counters_.environ_unreadable;
+    return;
+  }
+  if (!eof && !scanner.complete()) ++slurm_counters_.environ_bounded;
+  auto env = scanner.finish();
+  if (env.job_id.empty()) return;  // not in the environment: the cgroup's job alone
+  if (env.job_id != c.job_id) {
+    ++slurm_counters_.environ_other_job;
+    if (log_once_.first("slurm-other-job"))
+      logger()->info(
+          "process table: pid {} runs in Slurm job {} (its cgroup) but its SLURM_JOB_ID says {}: "
+          "the environment is ignored",
+          pid, c.job_id, env.job_id);
+    return;
+  }
+  c.env_job_id = std::move(env.job_id);
+  c.array_job_id = std::move(env.array_job_id);
+  c.array_task_id = std::move(env.array_task_id);
+  c.user = std::move(env.user);
+}
+
+std::string ProcessTable::user_name(std::uint32_t uid) {
+  if (auto it = user_names_.find(uid); it != user_names_.end()) return it->second;
+  if (user_names_.size() >= kMaxUserNames) user_names_.clear();
+  std::string name;
+  passwd pw{};
+  passwd* found = nullptr;
+  std::vector<char> buf(16 * 1024);  // getpwuid_r's strings; a larger entry stays unnamed
+  if (::getpwuid_r(static_cast<uid_t>(uid), &pw, buf.data(), buf.size(), &found) == 0 && found &&
+      found->pw_name)
+    name = found->pw_name;
+  user_names_.emplace(uid, name);  // an unknown uid is remembered too: NSS is asked once
+  return name;
+}
+
+SlurmCounters ProcessTable::slurm_counters() {
+  std::lock_guard lock(mu_);
+  return slurm_counters_;
 }
 
 void ProcessTable::refresh(std::int64_t pid, Entry& e, std::chrono::steady_clock::time_point now) {
@@ -228,6 +356,8 @@ void ProcessTable::fill(std::span<DeviceSample> devices) {
       p.host_rss_bytes = info.rss_bytes;
       p.container = info.container;
       p.container_absent = info.container_absent;
+      p.slurm = info.slurm;
+      p.slurm_absent = info.slurm_absent;
     }
   }
 }

@@ -35,6 +35,7 @@ from ._gpustream import (  # noqa: F401  (re-exported)
     Reading,
     RemoteClient,
     SampleError,
+    SlurmJob,
     Snapshot,
     Stream,
     Subscription,
@@ -49,8 +50,8 @@ __all__ = [
     "AbsentMetricError", "ConfigError", "Device", "DeviceFit", "DeviceWindow", "Engine", "Event",
     "EventStream", "Gap", "Host", "HostProcess", "JsonError", "MetricSummary", "MigInstance",
     "MyDeviceUsage", "MyProcess", "Process",
-    "Reading", "RemoteClient", "SampleError", "Snapshot", "Stream", "Subscription", "Telemetry",
-    "Window", "WindowSummary", "connect", "known_probes", "snapshot_from_json",
+    "Reading", "RemoteClient", "SampleError", "SlurmJob", "Snapshot", "Stream", "Subscription",
+    "Telemetry", "Window", "WindowSummary", "connect", "known_probes", "snapshot_from_json",
 ]
 
 

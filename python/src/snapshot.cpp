@@ -124,6 +124,15 @@ void bind_snapshot(py::module_& m) {
     return "<gpustream.Container " + c.runtime + " " + c.id.substr(0, 12) + ">";
   });
 
+  py::class_<SlurmJob> slurm(m, "SlurmJob", "The Slurm job a process runs in.");
+  def_fields<SlurmJob>(slurm, {.docs = {{"step",
+                                         "\"0\", \"batch\", \"extern\", \"interactive\"; "
+                                         "\"\" when the cgroup names the job only"},
+                                        {"uid", "The job's user id; None when unknown."}}});
+  slurm.def("__repr__", [](const SlurmJob& j) {
+    return "<gpustream.SlurmJob " + j.job_id + (j.step.empty() ? "" : "." + j.step) + ">";
+  });
+
   py::class_<ProcessSample> process(m, "Process", "A process using a device.");
   def_fields<ProcessSample>(
       process,
@@ -132,7 +141,11 @@ void bind_snapshot(py::module_& m) {
                  "source does not say."},
                 {"container_absent",
                  "Why `container` is None: host, unrecognized, malformed, no_permission; None "
-                 "when there is a container or the probe did not look."}}});
+                 "when there is a container or the probe did not look."},
+                {"slurm", "The Slurm job (SlurmJob) the process runs in; None outside Slurm."},
+                {"slurm_absent",
+                 "\"unrecognized\" when the cgroup has Slurm's mark in a shape not known; else "
+                 "None."}}});
   process.def("__repr__", [](const ProcessSample& p) {
     return "<gpustream.Process " + std::to_string(p.pid) + " '" + p.name + "'>";
   });

@@ -287,6 +287,8 @@ std::optional<E> enum_from_string(std::string_view s) noexcept {
   // A reason added by a newer producer reads as "not collected", as unknown metrics do.
   if constexpr (std::is_same_v<E, ContainerAbsent>)
     return container_absent_from_string(s).value_or(ContainerAbsent::not_collected);
+  if constexpr (std::is_same_v<E, SlurmAbsent>)
+    return slurm_absent_from_string(s).value_or(SlurmAbsent::none);
 }
 
 template <typename E>

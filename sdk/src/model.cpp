@@ -79,6 +79,8 @@ constexpr std::array<std::string_view, 5> kContainerAbsents{"not_collected", "ho
                                                             "malformed", "no_permission"};
 static_assert(kContainerAbsents.size() ==
               static_cast<std::size_t>(ContainerAbsent::no_permission) + 1);
+constexpr std::array<std::string_view, 2> kSlurmAbsents{"none", "unrecognized"};
+static_assert(kSlurmAbsents.size() == static_cast<std::size_t>(SlurmAbsent::unrecognized) + 1);
 
 static_assert(kAbsences.size() == static_cast<std::size_t>(Absence::not_collected) + 1);
 static_assert(kVendors.size() == static_cast<std::size_t>(Vendor::simulated) + 1);
@@ -93,6 +95,7 @@ std::string_view to_string(EnergyKind k) noexcept { return name_of(k, kEnergyKin
 std::string_view to_string(PowerState p) noexcept { return name_of(p, kPowerStates); }
 std::string_view to_string(PowerKind k) noexcept { return name_of(k, kPowerKinds); }
 std::string_view to_string(ContainerAbsent a) noexcept { return name_of(a, kContainerAbsents); }
+std::string_view to_string(SlurmAbsent a) noexcept { return name_of(a, kSlurmAbsents); }
 
 std::optional<Vendor> vendor_from_string(std::string_view s) noexcept {
   return parse_of<Vendor>(s, kVendors);
@@ -117,6 +120,9 @@ std::optional<PowerKind> power_kind_from_string(std::string_view s) noexcept {
 }
 std::optional<ContainerAbsent> container_absent_from_string(std::string_view s) noexcept {
   return parse_of<ContainerAbsent>(s, kContainerAbsents);
+}
+std::optional<SlurmAbsent> slurm_absent_from_string(std::string_view s) noexcept {
+  return parse_of<SlurmAbsent>(s, kSlurmAbsents);
 }
 
 BadReadingAccess::BadReadingAccess(Absence reason, Source source)
@@ -177,6 +183,9 @@ std::size_t heap_of(const ProcessSample& p) noexcept {
   if (p.container)
     n += heap_of(p.container->runtime) + heap_of(p.container->id) + heap_of(p.container->pod_uid) +
          heap_of(p.container->qos);
+  if (p.slurm)
+    n += heap_of(p.slurm->job_id) + heap_of(p.slurm->step) + heap_of(p.slurm->user) +
+         heap_of(p.slurm->array_job_id) + heap_of(p.slurm->array_task_id);
   return n;
 }
 

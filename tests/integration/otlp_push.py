@@ -209,9 +209,13 @@ def main():
                              f"{previous[hw_id]} then {(start, t, joules)}")
             previous = energy
         print("every export has the documented OTLP shape; hw.energy is monotonic", flush=True)
-        text = metrics_text(server)
-        if counter(text, 'gpustream_otlp_exports_total{result="ok"}') < 4:
-            fail("gpustream_otlp_exports_total{result=\"ok\"} does not count the deliveries")
+        # The receiver holds an export once it has read it; the server counts it once it has read
+        # the answer: wait for the count (a scrape right away may come between the two).
+        ok = 'gpustream_otlp_exports_total{result="ok"}'
+        delivered = len(accepted)
+        text = server.wait_until(f"{ok} to count the {delivered} deliveries",
+                                 lambda: (lambda t: t if counter(t, ok) >= delivered else None)(
+                                     metrics_text(server)), timeout=10)
         if counter(text, 'gpustream_otlp_exports_total{result="retried"}') < 1:
             fail("the 429 was not counted as a retry")
         if counter(text, "gpustream_otlp_queue_bytes_limit") <= 0:

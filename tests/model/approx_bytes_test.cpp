@@ -89,6 +89,12 @@ GpuSnapshot big_snapshot(int devices, int processes) {
       ps.gpu_memory_bytes = 1u << 30;
       ps.container = ProcessContainer{"containerd", long_string(64, 'f'),
                                       "6f1c2a3b-0000-4c6a-9d9e-1234567890ab", "burstable"};
+      ps.slurm = SlurmJob{.job_id = "4294967295",
+                          .step = "interactive-step-name-longer-than-sso",
+                          .uid = 1000u,
+                          .user = "a-user-name-longer-than-the-small-buffer",
+                          .array_job_id = "array-job-id-longer-than-the-buffer",
+                          .array_task_id = "array-task-id-longer-than-the-buffer"};
       ps.engines.push_back(EngineSample{"compute-engine-with-a-long-name", Reading{}});
       dev.processes.push_back(std::move(ps));
     }

@@ -334,5 +334,59 @@ TEST(Utf8, Validation) {
   EXPECT_EQ(to_valid_utf8("\xe2\x82\xac"), "\xe2\x82\xac");
 }
 
+TEST(JsonRoundTrip, ProcessSlurmJobAndWhyItIsAbsent) {
+  GpuSnapshot s;
+  DeviceSample d;
+  d.id = "GPU-0";
+  ProcessSample in_job;
+  in_job.pid = 1;
+  in_job.slurm = SlurmJob{.job_id = "1235",
+                          .step = "batch",
+                          .uid = 4000000000u,
+                          .user = "alice",
+                          .array_job_id = "1230",
+                          .array_task_id = "5"};
+  ProcessSample job_only;
+  job_only.pid = 2;
+  job_only.slurm = SlurmJob{.job_id = "7"};
+  ProcessSample odd;
+  odd.pid = 3;
+  odd.slurm_absent = SlurmAbsent::unrecognized;
+  ProcessSample outside;
+  outside.pid = 4;
+  d.processes = {in_job, job_only, odd, outside};
+  s.devices.push_back(d);
+  const std::string text = to_json_string(s);
+  EXPECT_NE(text.find(R"("slurm":{"job_id":"1235","step":"batch","uid":4000000000,"user":"alice",)"
+                      R"("array_job_id":"1230","array_task_id":"5"})"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"("slurm":{"job_id":"7"})"), std::string::npos) << "unknown parts left out";
+  const json::value doc = parse_json(text);
+  const auto& procs = doc.at("devices").at(0).at("processes").as_array();
+  EXPECT_FALSE(procs[0].as_object().contains("slurm_absent"));
+  EXPECT_EQ(procs[2].at("slurm_absent"), "unrecognized");
+  EXPECT_FALSE(procs[3].as_object().contains("slurm")) << "outside Slurm: nothing written";
+  EXPECT_FALSE(procs[3].as_object().contains("slurm_absent"));
+  EXPECT_EQ(doc, to_json(s)) << "text and document encoders agree";
+  EXPECT_EQ(through_text(s), s);
+  EXPECT_EQ(snapshot_from_json(to_json(s)), s);
+}
+
+TEST(JsonDecode, SlurmStringsAreBoundedAndNewReasonsReadAsNone) {
+  json::value doc = to_json(test::rich_snapshot());
+  auto& p0 = doc.at("devices").at(0).at("processes").at(0).as_object();
+  p0["slurm"] = json::object{{"job_id", "12"}, {"user", std::string(256, 'u')}};
+  EXPECT_EQ(snapshot_from_json(doc).devices[0].processes[0].slurm->user.size(), 256u);
+  p0["slurm"].as_object()["user"] = std::string(257, 'u');
+  EXPECT_THROW(snapshot_from_json(doc), JsonError);
+  EXPECT_THROW(snapshot_from_json_string(json::serialize(doc)), JsonError);
+  p0["slurm"] = json::object{{"step", "0"}};  // job_id is required inside the object
+  EXPECT_THROW(snapshot_from_json(doc), JsonError);
+  p0.erase("slurm");
+  p0["slurm_absent"] = "a_reason_from_a_newer_producer";
+  EXPECT_EQ(snapshot_from_json(doc).devices[0].processes[0].slurm_absent, SlurmAbsent::none);
+}
+
 }  // namespace
 }  // namespace gpustream

@@ -65,6 +65,34 @@ def test_snapshot_from_json_round_trip_and_errors(sim):
         gpustream.snapshot_from_json('{"schema": "gpustream/1", "probe": 3}')
 
 
+def test_process_slurm_job_is_an_object_or_none(sim):
+    # The Slurm job of a process: a SlurmJob with the known parts, None outside Slurm, and
+    # slurm_absent "unrecognized" for a cgroup with Slurm's mark in an unknown shape.
+    doc = sim.latest()[0].to_dict()
+    proc = {"pid": 7, "name": "train", "gpu_memory_bytes": 4096, "gpu_utilization_percent": None,
+            "host_rss_bytes": None, "per_process_exact": True, "engines": []}
+    job = {"job_id": "1235", "step": "batch", "uid": 1000, "user": "alice",
+           "array_job_id": "1230", "array_task_id": "5"}
+    doc["devices"][0]["processes"] = [dict(proc, slurm=job),
+                                      dict(proc, pid=8, slurm={"job_id": "9"}),
+                                      dict(proc, pid=9, slurm_absent="unrecognized"),
+                                      dict(proc, pid=10)]
+    snap = gpustream.snapshot_from_json(json.dumps(doc))
+    procs = snap.devices[0].processes
+    s = procs[0].slurm
+    assert isinstance(s, gpustream.SlurmJob)
+    assert (s.job_id, s.step, s.uid, s.user, s.array_job_id, s.array_task_id) == (
+        "1235", "batch", 1000, "alice", "1230", "5")
+    assert repr(s) == "<gpustream.SlurmJob 1235.batch>"
+    assert (procs[1].slurm.job_id, procs[1].slurm.step, procs[1].slurm.uid) == ("9", "", None)
+    assert procs[2].slurm is None and procs[2].slurm_absent == "unrecognized"
+    assert procs[3].slurm is None and procs[3].slurm_absent is None
+    back = snap.to_dict()["devices"][0]["processes"]
+    assert back[0]["slurm"] == job
+    assert back[1]["slurm"] == {"job_id": "9"}
+    assert "slurm" not in back[3] and "slurm_absent" not in back[3]
+
+
 def test_process_gtt_memory_bytes_is_known_or_none(sim):
     # AMD GTT per process: an int when the source says (0 included), None when it does not, and
     # the document carries the key only when it is known.

@@ -244,6 +244,29 @@ enum class ContainerAbsent : std::uint8_t {
 std::string_view to_string(ContainerAbsent a) noexcept;
 std::optional<ContainerAbsent> container_absent_from_string(std::string_view s) noexcept;
 
+/// The Slurm job a process runs in, from its /proc/<pid>/cgroup (the cgroup paths of Slurm's
+/// cgroup/v1 and cgroup/v2 plugins) and, where readable, its SLURM_* environment
+/// (docs/operations.md, "Slurm"). Empty strings are unknown parts.
+struct SlurmJob {
+  std::string job_id;  // decimal, as the cgroup names it ("job_<id>"): the job's own id
+  std::string step;    // "0", "1", ..., "batch", "extern", "interactive"; empty at job level
+  /// The job's user: the v1 path's uid_<n>, else the process's real uid (/proc/<pid>/status).
+  std::optional<std::uint32_t> uid;
+  std::string user;           // SLURM_JOB_USER, else the uid's name in the password database
+  std::string array_job_id;   // SLURM_ARRAY_JOB_ID of an array job's task
+  std::string array_task_id;  // SLURM_ARRAY_TASK_ID of an array job's task
+  friend bool operator==(const SlurmJob&, const SlurmJob&) = default;
+};
+
+/// Why ProcessSample::slurm is unset (the `slurm_absent` wire values). Only `unrecognized` is
+/// written: a process outside Slurm (or one the probe did not look at) says nothing.
+enum class SlurmAbsent : std::uint8_t {
+  none,          // not in a Slurm job's cgroup, or not looked at
+  unrecognized,  // a cgroup path with Slurm's mark that no known shape matched
+};
+std::string_view to_string(SlurmAbsent a) noexcept;
+std::optional<SlurmAbsent> slurm_absent_from_string(std::string_view s) noexcept;
+
 struct ProcessSample {
   std::int64_t pid = 0;
   std::string name;
@@ -258,6 +281,9 @@ struct ProcessSample {
   /// The process's container; unset with `container_absent` saying why.
   std::optional<ProcessContainer> container;
   ContainerAbsent container_absent = ContainerAbsent::not_collected;
+  /// The Slurm job the process runs in; unset with `slurm_absent` saying why.
+  std::optional<SlurmJob> slurm;
+  SlurmAbsent slurm_absent = SlurmAbsent::none;
   std::vector<EngineSample> engines;
   friend bool operator==(const ProcessSample&, const ProcessSample&) = default;
 };

@@ -175,3 +175,143 @@ TEST_F(ProcessTableContainerTest, AHugeCgroupFileIsReadUpToTheBound) {
 
 }  // namespace
 }  // namespace gpustream
+
+namespace gpustream {
+namespace {
+
+// Slurm jobs on generated procfs trees: the cgroup layouts of Slurm's cgroup/v1 and cgroup/v2
+// plugins (gpustream/probes/slurm.hpp), environ read once per process lifetime and bounded.
+class ProcessTableSlurmTest : public ::testing::Test {
+ protected:
+  void process(int pid, const std::string& cgroup, std::uint32_t uid = 4000000000u,
+               std::uint64_t start_time = 1000) {
+    const std::string dir = "proc/" + std::to_string(pid) + "/";
+    tree_.file(dir + "comm", "trainer\n");
+    tree_.file(dir + "statm", "900 25 1 1 0 1 0\n");
+    tree_.file(dir + "cgroup", cgroup);
+    tree_.file(dir + "status", "Name:\ttrainer\nUmask:\t0022\nState:\tR (running)\nUid:\t" +
+                                   std::to_string(uid) + "\t" + std::to_string(uid) + "\t" +
+                                   std::to_string(uid) + "\t" + std::to_string(uid) + "\n");
+    stat(pid, start_time);
+  }
+  void stat(int pid, std::uint64_t start_time) {
+    tree_.file("proc/" + std::to_string(pid) + "/stat",
+               std::to_string(pid) + " (trainer) R 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 " +
+                   std::to_string(start_time) + " 1000 25 0\n");
+  }
+  void environ(int pid, const std::string& text) {
+    tree_.file("proc/" + std::to_string(pid) + "/environ", text);
+  }
+  std::vector<ProcessSample> fill(std::initializer_list<int> pids) {
+    std::vector<DeviceSample> devices(1);
+    for (int pid : pids) devices[0].processes.push_back({.pid = pid});
+    table_.fill(devices);
+    return devices[0].processes;
+  }
+  test::TempTree tree_;
+  std::chrono::steady_clock::time_point now_{};
+  proc::ProcessTable table_{tree_.path("proc"), [this] { return now_; }};
+};
+
+using namespace std::string_literals;
+
+TEST_F(ProcessTableSlurmTest, BothLayoutsGiveTheJobAndTheEnvironExtendsIt) {
+  process(10,
+          "11:memory:/slurm/uid_0/job_4242/step_0/task_0\n9:freezer:/slurm/uid_0/job_4242/"
+          "step_0\n");  // v1; no environ: the user is uid 0's name
+  process(11, "0::/system.slice/slurmstepd.scope/job_1235/step_batch/user/task_0\n", 1000);
+  environ(11,
+          "HOME=/home/alice\0SLURM_JOB_ID=1235\0SLURM_ARRAY_JOB_ID=1230\0"
+          "SLURM_ARRAY_TASK_ID=5\0SLURM_JOB_USER=alice\0"s);
+  process(12, "0::/system.slice/node3_slurmstepd.scope/job_77/step_extern/user/task_special\n");
+  process(13, "0::/user.slice/user-1000.slice/session-4.scope\n");
+  const auto p = fill({10, 11, 12, 13});
+  ASSERT_TRUE(p[0].slurm.has_value());
+  EXPECT_EQ(*p[0].slurm, (SlurmJob{.job_id = "4242", .step = "0", .uid = 0u, .user = "root"}));
+  ASSERT_TRUE(p[1].slurm.has_value());
+  EXPECT_EQ(*p[1].slurm, (SlurmJob{.job_id = "1235",
+                                   .step = "batch",
+                                   .uid = 1000u,  // v2: the process's own, from status
+                                   .user = "alice",
+                                   .array_job_id = "1230",
+                                   .array_task_id = "5"}));
+  ASSERT_TRUE(p[2].slurm.has_value());  // a uid without a name: no user, no guess
+  EXPECT_EQ(*p[2].slurm, (SlurmJob{.job_id = "77", .step = "extern", .uid = 4000000000u}));
+  EXPECT_FALSE(p[3].slurm.has_value());  // not Slurm: unset, no error
+  EXPECT_EQ(p[3].slurm_absent, SlurmAbsent::none);
+  const auto c = table_.slurm_counters();
+  EXPECT_EQ(c.environ_reads, 3u);
+  EXPECT_EQ(c.environ_unreadable, 2u);  // 10 and 12 have no environ file
+  EXPECT_EQ(c.unrecognized, 0u);
+}
+
+TEST_F(ProcessTableSlurmTest, AnUnknownShapeIsUnrecognizedAndCountedOncePerProcess) {
+  process(20, "0::/system.slice/slurmstepd.scope/job_12/step_0+1/user/task_0\n");
+  auto p = fill({20});
+  EXPECT_FALSE(p[0].slurm.has_value());
+  EXPECT_EQ(p[0].slurm_absent, SlurmAbsent::unrecognized);
+  now_ += proc::ProcessTable::kDefaultNameRefresh;  // the cgroup is read again: not a new one
+  p = fill({20});
+  EXPECT_EQ(p[0].slurm_absent, SlurmAbsent::unrecognized);
+  EXPECT_EQ(table_.slurm_counters().unrecognized, 1u);
+  EXPECT_EQ(table_.slurm_counters().environ_reads, 0u);  // no job: the environ is not read
+}
+
+TEST_F(ProcessTableSlurmTest, EnvironIsReadOncePerProcessLifetime) {
+  process(30, "0::/system.slice/slurmstepd.scope/job_50/step_0/user/task_0\n", 0, 1000);
+  environ(30, "SLURM_JOB_ID=50\0SLURM_ARRAY_JOB_ID=49\0SLURM_ARRAY_TASK_ID=1\0"s);
+  EXPECT_EQ(fill({30})[0].slurm->array_task_id, "1");
+  // Later ticks, and a name refresh that reads the cgroup again: environ is not read again.
+  environ(30, "SLURM_JOB_ID=50\0SLURM_ARRAY_JOB_ID=49\0SLURM_ARRAY_TASK_ID=2\0"s);
+  EXPECT_EQ(fill({30})[0].slurm->array_task_id, "1");
+  now_ += proc::ProcessTable::kDefaultNameRefresh;
+  EXPECT_EQ(fill({30})[0].slurm->array_task_id, "1");
+  EXPECT_EQ(table_.slurm_counters().environ_reads, 1u);
+  // Another process under the same pid (another start time): its own environ.
+  stat(30, 2000);
+  now_ += proc::ProcessTable::kDefaultNameRefresh;
+  EXPECT_EQ(fill({30})[0].slurm->array_task_id, "2");
+  EXPECT_EQ(table_.slurm_counters().environ_reads, 2u);
+}
+
+TEST_F(ProcessTableSlurmTest, AnEnvironOfAnotherJobIsIgnored) {
+  process(40, "4:memory:/slurm/uid_0/job_60/step_0/task_0\n");
+  environ(40, "SLURM_JOB_ID=61\0SLURM_JOB_USER=mallory\0SLURM_ARRAY_JOB_ID=1\0"s);
+  const auto p = fill({40});
+  ASSERT_TRUE(p[0].slurm.has_value());
+  EXPECT_EQ(*p[0].slurm, (SlurmJob{.job_id = "60", .step = "0", .uid = 0u, .user = "root"}));
+  EXPECT_EQ(table_.slurm_counters().environ_other_job, 1u);
+}
+
+TEST_F(ProcessTableSlurmTest, AHugeEnvironIsReadUpToTheBound) {
+  // The worst case: 16 MiB of environment. Keys within the first 1 MiB are found; keys past it
+  // are never read, and the read stops at the bound.
+  const std::string filler = "FILLER=" + std::string(16u << 20, 'x') + '\0';
+  process(50, "0::/system.slice/slurmstepd.scope/job_70/step_0/user/task_0\n");
+  environ(50, "SLURM_JOB_ID=70\0SLURM_JOB_USER=carol\0"s + filler);
+  process(51, "0::/system.slice/slurmstepd.scope/job_71/step_0/user/task_0\n");
+  environ(51, filler + "SLURM_JOB_ID=71\0SLURM_JOB_USER=dave\0"s);
+  process(52, "0::/system.slice/slurmstepd.scope/job_72/step_0/user/task_0\n");
+  environ(52, std::string(16u << 20, 'y'));  // one entry, no NUL at all
+  const auto p = fill({50, 51, 52});
+  EXPECT_EQ(p[0].slurm->user, "carol");
+  EXPECT_EQ(p[1].slurm->user, "");  // past the bound: the cgroup's job alone
+  EXPECT_EQ(p[1].slurm->job_id, "71");
+  EXPECT_EQ(p[2].slurm->user, "");
+  EXPECT_EQ(table_.slurm_counters().environ_bounded, 3u);
+}
+
+TEST_F(ProcessTableSlurmTest, AnUnreadableEnvironLeavesTheCgroupsJob) {
+  process(60, "0::/system.slice/slurmstepd.scope/job_80/step_1/user/task_0\n", 0);
+  if (!tree_.unreadable_file("proc/60/environ", "SLURM_JOB_ID=80\0SLURM_JOB_USER=eve\0"s))
+    GTEST_SKIP() << test::kRunsUnprivileged;
+  const auto p = fill({60});
+  ASSERT_TRUE(p[0].slurm.has_value());
+  EXPECT_EQ(p[0].slurm->job_id, "80");
+  EXPECT_EQ(p[0].slurm->step, "1");
+  EXPECT_EQ(p[0].slurm->user, "root");  // uid 0 from status, its name from the password database
+  EXPECT_EQ(table_.slurm_counters().environ_unreadable, 1u);
+}
+
+}  // namespace
+}  // namespace gpustream

@@ -225,6 +225,44 @@ TEST(TransportPrometheus, ProcessSeriesCarryPidNameAndContainer) {
   expect_promtool_clean(text);
 }
 
+TEST(TransportPrometheus, ProcessSeriesCarryTheSlurmJobAndStep) {
+  GpuSnapshot s;
+  s.probe = "nvidia";
+  s.devices.resize(1);
+  s.devices[0].id = "GPU-1";
+  s.devices[0].vendor = Vendor::nvidia;
+  s.devices[0].name = "H100";
+  ProcessSample in_step;
+  in_step.pid = 10;
+  in_step.name = "python";
+  in_step.gpu_memory_bytes = 100;
+  in_step.slurm = SlurmJob{.job_id = "4242", .step = "batch", .uid = 1000u, .user = "alice"};
+  ProcessSample job_level;
+  job_level.pid = 11;
+  job_level.name = "odd\"name";
+  job_level.gpu_memory_bytes = 200;
+  job_level.slurm = SlurmJob{.job_id = "7"};
+  ProcessSample outside;
+  outside.pid = 12;
+  outside.name = "xorg";
+  outside.gpu_memory_bytes = 300;
+  outside.slurm_absent = SlurmAbsent::unrecognized;
+  s.devices[0].processes = {in_step, job_level, outside};
+  const auto text =
+      render_prometheus({std::make_shared<const GpuSnapshot>(std::move(s))}, {}, nullptr, {100});
+  EXPECT_NE(text.find("gpustream_gpu_process_memory_bytes{device=\"GPU-1\",vendor=\"nvidia\","
+                      "probe=\"nvidia\",name=\"H100\",pid=\"10\",process=\"python\","
+                      "slurm_job=\"4242\",slurm_step=\"batch\"} 100\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid=\"11\",process=\"odd\\\"name\",slurm_job=\"7\"} 200\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid=\"12\",process=\"xorg\"} 300\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("job=\""), text.find("slurm_job=\"") + 6) << "no bare `job` label";
+  expect_promtool_clean(text);
+}
+
 TEST(TransportPrometheus, ProcessSeriesAreBoundedAndTheRestCounted) {
   // Four samples exist (memory x3, utilization x1); a bound of 2 writes 2 and counts 2.
   const auto text = render_prometheus(snapshot_with_processes(), {}, nullptr, {2});

@@ -361,9 +361,9 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
       encoded_{0}, encode_ns_{0}, queue_bytes_{0}, queue_exports_{0};
 };
 
-OtlpExporter::OtlpExporter(asio::any_io_executor ex, const SnapshotChannel& channel,
+OtlpExporter::OtlpExporter(const asio::any_io_executor& ex, const SnapshotChannel& channel,
                            OtlpOptions options)
-    : impl_(std::make_shared<Impl>(std::move(ex), channel, std::move(options))) {}
+    : impl_(std::make_shared<Impl>(ex, channel, std::move(options))) {}
 
 OtlpExporter::~OtlpExporter() { impl_->stop(); }
 void OtlpExporter::start() { impl_->start(); }

@@ -302,6 +302,12 @@ void processes(Exposition& e, const std::vector<SnapshotPtr>& latest, std::size_
                  {"process", p.name}};
         if (!s->node.empty()) l.emplace_back("node", s->node);
         if (auto c = container_label(p); !c.empty()) l.emplace_back("container", std::move(c));
+        // Not `job`: Prometheus gives every scraped series the target's `job` label, and an
+        // exposed one would be renamed `exported_job` (or, with honor_labels, replace it).
+        if (p.slurm) {
+          l.emplace_back("slurm_job", p.slurm->job_id);
+          if (!p.slurm->step.empty()) l.emplace_back("slurm_step", p.slurm->step);
+        }
         if (p.gpu_memory_bytes) put(memory, l, static_cast<double>(*p.gpu_memory_bytes));
         if (p.gpu_utilization_percent) put(util, l, *p.gpu_utilization_percent / 100);
       }

@@ -13,13 +13,13 @@
 #include <stdexcept>
 #include <vector>
 
-#include <boost/beast/zlib/deflate_stream.hpp>
 #include <boost/beast/zlib/error.hpp>
 #include <boost/beast/zlib/inflate_stream.hpp>
 #include <boost/json.hpp>
 
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
+#include "wire/gzip.hpp"
 
 namespace gpustream::transport {
 namespace json = boost::json;
@@ -47,22 +47,6 @@ std::uint64_t random_epoch() {
   std::random_device rd;
   const std::uint64_t e = (static_cast<std::uint64_t>(rd()) << 32) ^ rd();
   return e == 0 ? 1 : e;
-}
-
-void deflate_into(std::string& out, std::string_view in, int level) {
-  zlib::deflate_stream ds;
-  ds.reset(level, 15, 8, zlib::Strategy::normal);
-  const std::size_t start = out.size();
-  out.resize(start + ds.upper_bound(in.size()) + 16);
-  zlib::z_params zs;
-  zs.next_in = in.data();
-  zs.avail_in = in.size();
-  zs.next_out = out.data() + start;
-  zs.avail_out = out.size() - start;
-  boost::system::error_code ec;
-  ds.write(zs, zlib::Flush::finish, ec);
-  if (ec && ec != zlib::error::end_of_stream) throw std::runtime_error("deflate: " + ec.message());
-  out.resize(start + zs.total_out);
 }
 
 /// Inflates `in`, expecting exactly `expected` bytes (<= the limits, the inflation ratio's

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <stdexcept>
 
+#include <boost/beast/core/string.hpp>
 #include <boost/beast/zlib/deflate_stream.hpp>
 #include <boost/beast/zlib/error.hpp>
 #include <boost/beast/zlib/inflate_stream.hpp>
@@ -36,13 +37,6 @@ std::uint32_t get_le32(std::string_view s) {
   return v;
 }
 
-char lower(char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; }
-
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(),
-                                            [](char x, char y) { return lower(x) == lower(y); });
-}
-
 std::string_view trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
@@ -59,7 +53,8 @@ std::optional<bool> weight_positive(std::string_view params) {
     params = semi == std::string_view::npos ? std::string_view{} : params.substr(semi + 1);
     if (p.empty()) continue;
     const auto eq = p.find('=');
-    if (eq == std::string_view::npos || !iequals(trim(p.substr(0, eq)), "q")) continue;
+    if (eq == std::string_view::npos || !boost::beast::iequals(trim(p.substr(0, eq)), "q"))
+      continue;
     const auto v = trim(p.substr(eq + 1));
     if (v.empty() || (v[0] != '0' && v[0] != '1')) return std::nullopt;
     if (v.size() > 1 && (v[1] != '.' || v.size() > 5)) return std::nullopt;
@@ -76,22 +71,26 @@ std::optional<bool> weight_positive(std::string_view params) {
 
 }  // namespace
 
-std::string gzip_compress(std::string_view data, int level) {
+void deflate_into(std::string& out, std::string_view in, int level) {
   zlib::deflate_stream ds;
-  // Raw DEFLATE (Beast writes no zlib wrapper): the gzip framing is ours.
   ds.reset(std::clamp(level, 0, 9), 15, 8, zlib::Strategy::normal);
-  std::string out(reinterpret_cast<const char*>(kHeader.data()), kHeader.size());
   const std::size_t start = out.size();
-  out.resize(start + ds.upper_bound(data.size()) + 16);
+  out.resize(start + ds.upper_bound(in.size()) + 16);
   zlib::z_params zs;
-  zs.next_in = data.data();
-  zs.avail_in = data.size();
+  zs.next_in = in.data();
+  zs.avail_in = in.size();
   zs.next_out = out.data() + start;
   zs.avail_out = out.size() - start;
   boost::system::error_code ec;
   ds.write(zs, zlib::Flush::finish, ec);
   if (ec && ec != zlib::error::end_of_stream) throw std::runtime_error("deflate: " + ec.message());
   out.resize(start + zs.total_out);
+}
+
+std::string gzip_compress(std::string_view data, int level) {
+  // Raw DEFLATE (Beast writes no zlib wrapper): the gzip framing is ours.
+  std::string out(reinterpret_cast<const char*>(kHeader.data()), kHeader.size());
+  deflate_into(out, data, level);
   put_le32(out, crc32_of(data));
   put_le32(out, static_cast<std::uint32_t>(data.size() & 0xffffffffu));
   return out;
@@ -169,7 +168,7 @@ bool accepts_gzip(std::string_view accept_encoding) {
     const auto w = weight_positive(semi == std::string_view::npos ? std::string_view{}
                                                                   : element.substr(semi + 1));
     const bool ok = w.value_or(false);
-    if (iequals(coding, "gzip") || iequals(coding, "x-gzip"))
+    if (boost::beast::iequals(coding, "gzip") || boost::beast::iequals(coding, "x-gzip"))
       gzip = gzip.value_or(true) && ok;  // listed twice: both must accept
     else if (coding == "*")
       any = ok;

@@ -18,6 +18,11 @@ namespace gpustream::transport {
 /// (docs/benchmarks.md, "gzip").
 inline constexpr int kGzipLevel = 1;
 
+/// Appends `in` to `out` as raw DEFLATE (RFC 1951, no wrapper) at `level` 0..9: the fleet bus's
+/// compressed bodies and the stream inside a gzip member. O(in); throws std::runtime_error when
+/// the deflater fails.
+void deflate_into(std::string& out, std::string_view in, int level);
+
 /// `data` as one gzip member (header, DEFLATE at `level` 0..9, CRC-32 and size trailer).
 /// O(data); allocates the output and the deflater's state (about 256 KiB) once.
 std::string gzip_compress(std::string_view data, int level = kGzipLevel);

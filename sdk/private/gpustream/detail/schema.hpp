@@ -13,6 +13,7 @@
 // and an engine's Reading is "utilization_percent", "source" and "absent". Not installed.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -100,6 +101,28 @@ struct Schema<ProcessContainer> {
   static std::string_view where(const ProcessContainer& c) { return c.id; }
 };
 
+/// The longest string a reader takes in a `slurm` object, bytes (a job id is at most 10 digits,
+/// a user name at most LOGIN_NAME_MAX = 256): a longer one refuses the document.
+inline constexpr std::size_t kMaxSlurmString = 256;
+
+template <>
+struct Schema<SlurmJob> {
+  static constexpr auto fields = std::tuple{
+      field("job_id", &SlurmJob::job_id),
+      field_if_set("step", &SlurmJob::step),
+      field_if_set("uid", &SlurmJob::uid),
+      field_if_set("user", &SlurmJob::user),
+      field_if_set("array_job_id", &SlurmJob::array_job_id),
+      field_if_set("array_task_id", &SlurmJob::array_task_id),
+  };
+  static std::string_view where(const SlurmJob& j) { return j.job_id; }
+  static bool too_long(const SlurmJob& j) {
+    for (const auto* s : {&j.job_id, &j.step, &j.user, &j.array_job_id, &j.array_task_id})
+      if (s->size() > kMaxSlurmString) return true;
+    return false;
+  }
+};
+
 template <>
 struct Schema<ProcessSample> {
   static constexpr auto fields = std::tuple{
@@ -114,6 +137,13 @@ struct Schema<ProcessSample> {
       Field<ProcessSample, ContainerAbsent>{
           "container_absent", &ProcessSample::container_absent, Emit::if_set, Need::optional,
           [](const ProcessSample& p) { return p.container.has_value(); }},
+      Field<ProcessSample, std::optional<SlurmJob>>{
+          "slurm", &ProcessSample::slurm, Emit::if_set, Need::optional, nullptr,
+          [](const ProcessSample& p) { return p.slurm && Schema<SlurmJob>::too_long(*p.slurm); },
+          "a slurm string longer than 256 bytes"},
+      Field<ProcessSample, SlurmAbsent>{"slurm_absent", &ProcessSample::slurm_absent, Emit::if_set,
+                                        Need::optional,
+                                        [](const ProcessSample& p) { return p.slurm.has_value(); }},
       field_optional("engines", &ProcessSample::engines),
   };
   static std::string_view where(const ProcessSample& p) { return p.name; }

@@ -112,7 +112,7 @@ struct OtlpStats {
 class OtlpExporter {
  public:
   /// Throws std::invalid_argument for a bad URL (parse_otlp_url).
-  OtlpExporter(boost::asio::any_io_executor ex, const SnapshotChannel& channel,
+  OtlpExporter(const boost::asio::any_io_executor& ex, const SnapshotChannel& channel,
                OtlpOptions options);
   ~OtlpExporter();
   OtlpExporter(const OtlpExporter&) = delete;

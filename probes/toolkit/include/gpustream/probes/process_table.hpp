@@ -16,6 +16,15 @@
 // Containers come from <procfs_root>/<pid>/cgroup (gpustream/probes/container.hpp), read with
 // the name (first sight, a replaced process, every name_refresh): at most 8 KiB of it.
 //
+// Slurm jobs come from the same cgroup text (gpustream/probes/slurm.hpp). For a process in a job,
+// <procfs_root>/<pid>/environ is read once per process lifetime (the cache is keyed by pid, the
+// start time in <pid>/stat and the job id, one entry per tracked pid): at most 1 MiB of it, in
+// 16 KiB pieces through one reused buffer, stopping early once every SLURM_* key is seen; only
+// SLURM_JOB_ID, SLURM_ARRAY_JOB_ID, SLURM_ARRAY_TASK_ID and SLURM_JOB_USER are kept (each at
+// most 256 bytes), nothing else of the environment. A v2 path has no uid: the process's real uid
+// comes from <pid>/status (at most 4 KiB read). User names not in the environ come from
+// getpwuid_r, cached per uid (at most 1024 names; the cache is emptied when full).
+//
 // Names come from <procfs_root>/<pid>/comm (the kernel's command name, up to 15 characters, as
 // status's "Name:"). They are read when a pid is first seen or its process was replaced, and
 // again once `name_refresh` has passed: exec and prctl(PR_SET_NAME) rename a process without
@@ -39,6 +48,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpustream/log_once.hpp"
 #include "gpustream/model.hpp"
 
 namespace gpustream::proc {
@@ -50,6 +60,18 @@ struct ProcInfo {
   /// reason in container_absent.
   std::optional<ProcessContainer> container;
   ContainerAbsent container_absent = ContainerAbsent::not_collected;
+  /// The Slurm job, from <pid>/cgroup and <pid>/environ (gpustream/probes/slurm.hpp).
+  std::optional<SlurmJob> slurm;
+  SlurmAbsent slurm_absent = SlurmAbsent::none;
+};
+
+/// What the table met of Slurm, since it was made.
+struct SlurmCounters {
+  std::uint64_t unrecognized = 0;        // processes whose cgroup has Slurm's mark, shape unknown
+  std::uint64_t environ_reads = 0;       // environ files read (once per process lifetime)
+  std::uint64_t environ_unreadable = 0;  // environ files that could not be opened or read
+  std::uint64_t environ_bounded = 0;     // environ files cut at the 1 MiB bound
+  std::uint64_t environ_other_job = 0;   // SLURM_JOB_ID naming another job than the cgroup
 };
 
 /// RSS in bytes from the text of a statm file; absent when unparsable or when the process has
@@ -84,10 +106,27 @@ class ProcessTable {
   /// is read and not kept.
   ProcInfo read_one(std::int64_t pid);
 
+  /// The Slurm counters (one lock).
+  SlurmCounters slurm_counters();
+
+  static constexpr std::size_t kEnvironReadMax = 1 << 20;  // bytes of one environ read, at most
+  static constexpr std::size_t kEnvironChunk = 16 * 1024;  // bytes of one pread of environ
+  static constexpr std::size_t kStatusReadMax = 4096;      // bytes of <pid>/status read
+  static constexpr std::size_t kMaxUserNames = 1024;       // uids whose names are cached
+
  private:
+  /// What a process's environ and status said, for its lifetime (pid, start time, job id).
+  struct SlurmCache {
+    std::optional<std::uint64_t> start_time;
+    std::string job_id;
+    std::string env_job_id;  // SLURM_JOB_ID when it names `job_id`'s job, else empty
+    std::string array_job_id, array_task_id, user;
+    std::optional<std::uint32_t> status_uid;
+  };
   struct Entry {
     int fd = -1;  // statm, kept open (or -1 past max_open)
     ProcInfo info;
+    std::optional<SlurmCache> slurm;
     bool name_known = false;
     std::chrono::steady_clock::time_point name_read_at{};
     std::uint64_t batch = 0;  // the last batch that asked for this pid
@@ -101,6 +140,13 @@ class ProcessTable {
   Found read_rss(std::int64_t pid, Entry& e);
   void read_name(std::int64_t pid, Entry& e, std::chrono::steady_clock::time_point now);
   void read_container(std::int64_t pid, Entry& e);
+  void read_slurm(std::int64_t pid, Entry& e, std::string_view cgroup_text);
+  void fill_slurm_cache(std::int64_t pid, SlurmCache& c);
+  std::string user_name(std::uint32_t uid);
+  std::string environ_buf_;  // reused by fill_slurm_cache
+  std::unordered_map<std::uint32_t, std::string> user_names_;
+  SlurmCounters slurm_counters_;
+  LogOnce log_once_;
   static constexpr std::size_t kCgroupReadMax = 8192;
   std::string cgroup_buf_;  // reused by read_container
   void refresh(std::int64_t pid, Entry& e, std::chrono::steady_clock::time_point now);

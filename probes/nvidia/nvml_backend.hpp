@@ -267,6 +267,17 @@ class NvmlBackend {
   /// The activity metrics from NVML GPM, over the interval since the previous sample
   /// (nvml_gpm.cpp).
   void sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
+  /// A MIG instance's activity: its GPU instance's samples (nvmlGpmMigSampleGet on `gpu`'s
+  /// handle), once sample_gpm ran on `gpu`. `gpu_instance_id`: from nvmlDeviceGetGpuInstanceId
+  /// on the instance's handle (nullopt: unknown).
+  void sample_gpm_mig(NvmlDevice& gpu, NvmlDevice& inst, std::optional<unsigned> gpu_instance_id,
+                      DeviceSample& out, std::vector<SampleError>& errors);
+  /// The pair of `dev` (a GPU, or with `gpu` a MIG instance of it), once support is known.
+  void sample_gpm_pair(NvmlDevice& dev, const NvmlDevice* gpu, unsigned gpu_instance_id,
+                       DeviceSample& out, std::vector<SampleError>& errors);
+  /// The activity metrics of `dev` absent `unsupported` for `reason` (its `gpm` attribute),
+  /// its samples freed; logged (info) when the reason is new and `log`.
+  void gpm_unsupported(NvmlDevice& dev, DeviceSample& out, std::string reason, bool log);
   /// Frees every GPU's GPM samples (before NVML is shut down).
   void release_gpm();
   /// power_samples: the driver's ring entries newer than the last seen, up to `monotonic_ns`

@@ -21,7 +21,9 @@
 //   fail.<function>=CODE       that function answers CODE on every device
 //   device.<i>.mig_mode=0|1    MIG mode (unset: the GPU has no MIG); mig_pending=0|1, max_mig=N
 //   device.<i>.mig.<k>.<key>   MIG instance at MIG device index k: gi, ci, profile, uuid,
-//                              memory_total, memory_used, compute=pid:bytes,...
+//                              memory_total, memory_used, compute=pid:bytes,...,
+//                              gpm.<metric id>=PERCENT (its GPU instance's GPM counters, read by
+//                              nvmlGpmMigSampleGet; the first instance of a gi sets them)
 //   device.<i>.<health key>    pcie_rx_kb, pcie_tx_kb, pcie_gen, pcie_gen_max, pcie_width,
 //                              pcie_width_max, ecc_corrected_volatile, ecc_uncorrected_volatile,
 //                              ecc_corrected_aggregate, ecc_uncorrected_aggregate,
@@ -110,6 +112,8 @@ struct MigInstance {
   unsigned gi = 0, ci = 0;
   unsigned long long memory_total = 10ULL << 30, memory_used = 0;
   std::vector<Process> compute;
+  std::map<unsigned, double>
+      gpm_rate;  // its GPU instance's GPM counters, percent (mig.<k>.gpm.<id>)
 };
 
 /// Interconnect and health counters of a device (fake_nvml_health.cpp).

@@ -106,8 +106,18 @@ def panels_of(dashboard):
 
 
 def regex_escape(value):
-    """Grafana's escape of one value of a multi-value variable in a Prometheus regex."""
-    return re.sub(r"[$^*{}\[\]'+?.()|\\]", lambda m: "\\\\" + m.group(0), value)
+    """Grafana's escape of one value of a multi-value variable (prometheusSpecialRegexEscape):
+    a backslash doubled twice, a regex metacharacter preceded by an escaped backslash (the query
+    is a PromQL string, where \\\\ is one backslash of the regex)."""
+    value = value.replace("\\", "\\\\\\\\")
+    return re.sub(r"[$^*{}\[\]'+?.()|]", lambda m: "\\\\" + m.group(0), value)
+
+
+def multi_value(values):
+    """A multi-value variable's text: one value as itself, several as (a|b) (Grafana's
+    interpolateQueryExpr), each escaped."""
+    escaped = [regex_escape(v) for v in values]
+    return escaped[0] if len(escaped) == 1 else "(" + "|".join(escaped) + ")"
 
 
 def resolve_variables(dashboard, prom):
@@ -149,10 +159,9 @@ def resolve_variables(dashboard, prom):
         current = (v.get("current") or {}).get("value")
         if v.get("includeAll") and (not current or current == "$__all" or current == ["$__all"]):
             # "All": allValue when set, else every option as a regex alternation.
-            values[name] = v.get("allValue") or "(" + "|".join(map(regex_escape, opts)) + ")"
+            values[name] = v.get("allValue") or multi_value(opts)
         elif v.get("multi") and current:
-            sel = current if isinstance(current, list) else [current]
-            values[name] = "(" + "|".join(map(regex_escape, sel)) + ")"
+            values[name] = multi_value(current if isinstance(current, list) else [current])
         else:
             values[name] = current if isinstance(current, str) and current else opts[0]
         print(f"${name} = {values[name]}  (options: {opts})", flush=True)

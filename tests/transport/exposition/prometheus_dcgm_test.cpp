@@ -268,8 +268,7 @@ TEST(PrometheusDcgm, LabelValuesAreEscaped) {
 }
 
 /// Every field set on one device: exactly kDcgmFieldsPerDevice samples (the stated bound), and
-/// promtool parses the text (its only complaints are dcgm-exporter's own naming: upper case,
-/// counters without _total).
+/// promtool parses the text (its only complaints are dcgm-exporter's own naming).
 TEST(PrometheusDcgm, EveryFieldOnceAndPromtoolParsesIt) {
   auto d = nvidia_gpu(0);
   for (std::size_t i = 0; i < kMetricCount; ++i)
@@ -282,6 +281,9 @@ TEST(PrometheusDcgm, EveryFieldOnceAndPromtoolParsesIt) {
   for (std::string line; std::getline(in, line);)
     if (!line.starts_with("#")) ++samples;
   EXPECT_EQ(samples, kDcgmFieldsPerDevice) << text;
+  // The size docs/operations.md states for a fully reported GPU (its labels as above).
+  EXPECT_LT(text.size(), 16U * 1024) << text.size() << " bytes";
+  std::printf("one fully reported GPU: %zu samples, %zu bytes\n", samples, text.size());
 
   gpustream::test::TempTree tmp;
   const auto file = tmp.file("metrics.txt", text);
@@ -298,8 +300,11 @@ TEST(PrometheusDcgm, EveryFieldOnceAndPromtoolParsesIt) {
   ASSERT_TRUE(WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3)
       << "exit " << WEXITSTATUS(status) << " (install Debian's prometheus for promtool):\n"
       << out;
+  // dcgm-exporter's own names: upper-case metric names, camelCase labels (modelName, UUID,
+  // Hostname), counters without _total.
   const std::regex naming(
-      R"(^DCGM_\w+ (counter metrics should have "_total" suffix|metric names should be written in 'snake_case' not 'camelCase')$)");
+      R"(^DCGM_\w+ ((metric|label) names should be written in 'snake_case' not 'camelCase'|)"
+      R"(counter metrics should have "_total" suffix)$)");
   std::istringstream lint(out);
   for (std::string line; std::getline(lint, line);)
     EXPECT_TRUE(std::regex_match(line, naming)) << line;

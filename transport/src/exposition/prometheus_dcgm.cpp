@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "gpustream/transport/prometheus.hpp"
@@ -222,7 +223,8 @@ Labels labels_of(const DeviceSample& d, const DeviceSample* parent, const std::s
   Labels l;
   l.emplace_back("gpu", std::to_string(gpu.index));
   auto uuid = attribute(gpu, "uuid");
-  l.emplace_back("UUID", uuid.empty() ? gpu.id : std::move(uuid));
+  if (uuid.empty()) uuid = gpu.id;
+  l.emplace_back("UUID", std::move(uuid));
   if (!gpu.pci_bus_id.empty())
     l.emplace_back("pci_bus_id",
                    gpu.vendor == Vendor::nvidia ? nvml_bus_id(gpu.pci_bus_id) : gpu.pci_bus_id);

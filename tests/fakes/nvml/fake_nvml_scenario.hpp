@@ -48,6 +48,9 @@
 //                              NVML_FI_DEV_POWER_INSTANT 186 / NVML_FI_DEV_POWER_AVERAGE 185 of
 //                              nvmlDeviceGetFieldValues; unset: that field answers NOT_SUPPORTED;
 //                              with a power_curve the instantaneous field follows P(t))
+//   real_clock=1               the fake's time (power curves, GPM counters) follows the steady
+//                              clock at every call instead of gpustreamFakeNvmlSetTimeNs: for a
+//                              whole `gpustream serve` whose time no test drives
 //   gpm_version=N              the nvmlGpmSupport_t version the library accepts (default 1, as
 //                              nvml.h; others: ARGUMENT_VERSION_MISMATCH); gpm_metrics_version=N
 //                              the same for nvmlGpmMetricsGet_t
@@ -187,6 +190,7 @@ struct Scenario {
   std::string event_trigger;  // event_trigger=PATH (empty: none)
   std::map<std::string, int> fail;
   unsigned gpm_version = 1, gpm_metrics_version = 1;  // gpm_version=N, gpm_metrics_version=N
+  bool real_clock = false;                            // real_clock=1
 };
 
 /// Parses a scenario document; unknown keys and bad values are reported in `error`.

@@ -635,12 +635,15 @@ std::vector<WindowSummary> Telemetry::end_windows(const std::vector<std::string>
   std::vector<const SubscriptionFilter*> filters;
   filters.reserve(taken.size());
   for (const auto& w : taken) filters.push_back(&w.filter);
+  const auto t0 = steady_now_ns();
   const auto edges = request_samples(union_of(filters));  // one shared edge sample
+  const auto latency_ns = steady_now_ns() - t0;
   std::vector<WindowSummary> out;
   out.reserve(taken.size());
   for (std::size_t i = 0; i < taken.size(); ++i) {
     out.push_back(taken[i].window->end(edges));
     out.back().name = names[i];
+    out.back().overhead.end_latency_ns = latency_ns;  // what end_windows waited for its edges
   }
   return out;
 }
@@ -659,10 +662,13 @@ WindowSummary Telemetry::next_window(const std::string& name) {
     next = w.get();
     it->second = Impl::NamedWindow{old.filter, std::move(w)};
   }
+  const auto t0 = steady_now_ns();
   const auto edges = request_samples(old.filter);  // the boundary: one sample for both
+  const auto latency_ns = steady_now_ns() - t0;
   auto summary = old.window->end(edges);
   summary.name = name;
-  next->begin(edges);
+  summary.overhead.end_latency_ns = latency_ns;
+  next->begin(edges);  // its begin_latency_ns: the same sample's (the slowest edge's latency)
   return summary;
 }
 

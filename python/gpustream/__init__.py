@@ -94,10 +94,9 @@ class Window:
         return self
 
     def __exit__(self, exc_type: Optional[Type[BaseException]], exc: Optional[BaseException],
-                 tb: Optional[TracebackType]) -> bool:
+                 tb: Optional[TracebackType]) -> None:
         """Closes it (the end edge) and keeps its WindowSummary in ``summary``."""
         self.summary = self._telemetry._end_window(self.name)
-        return False
 
     def _summary(self) -> WindowSummary:
         if self.summary is None:

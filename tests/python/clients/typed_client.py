@@ -31,8 +31,8 @@ def show(snap: gpustream.Snapshot) -> None:
             job = p.slurm.job_id if p.slurm is not None else None
             ctr = p.container.runtime if p.container is not None else p.container_absent
             print(p.pid, p.name, mem, job, ctr, [e.name for e in p.engines])
-        for e in dev.engines:
-            print(e.name, e.utilization_percent, e.utilization.value)
+        for engine in dev.engines:
+            print(engine.name, engine.utilization_percent, engine.utilization.value)
     if snap.host is not None:
         print(snap.host.memory_total_bytes, [hp.rss_bytes for hp in snap.host.processes])
     for err in snap.errors:

@@ -82,6 +82,7 @@ class Window:
 
     def __init__(self, telemetry: Telemetry, name: str, probes: _Names = None,
                  devices: _Names = None) -> None:
+        """A window `name` of `telemetry` over `probes` and `devices` (None: all); not open yet."""
         self._telemetry = telemetry
         self.name = name
         self._probes = probes

@@ -6,6 +6,8 @@
 // takes it only to run the callback.
 #include "delivery.hpp"
 
+#include <pybind11/stl.h>  // Stream.gaps: a list of Gap
+
 #include <chrono>
 
 namespace gpustream::python {

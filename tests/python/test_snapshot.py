@@ -96,6 +96,7 @@ def test_byte_counts_and_counts_are_ints_everywhere(sim):
                                          "pcie_rx_bytes_per_second": "nvml"})
     for k in ("ecc_corrected_volatile", "pcie_link_width", "pcie_rx_bytes_per_second"):
         doc["devices"][0]["absent"].pop(k, None)
+        doc["devices"][0].get("absent_sources", {}).pop(k, None)
     d = gpustream.snapshot_from_json(json.dumps(doc)).devices[0]
     assert d["ecc_corrected_volatile"] == 3 and isinstance(d["ecc_corrected_volatile"], int)
     assert isinstance(d.reading("pcie_link_width").value, int)

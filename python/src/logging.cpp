@@ -27,7 +27,9 @@ constexpr std::size_t kMaxBytes = std::size_t{1} << 20;  // 1 MiB of message tex
 class LogPump {
  public:
   static LogPump& instance() {
-    static auto* pump = new LogPump();  // never destroyed: its thread is stopped at exit
+    // Never destroyed: its thread is stopped at exit (the atexit hook), before finalization.
+    // NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
+    static auto* pump = new LogPump();
     return *pump;
   }
 

@@ -153,7 +153,9 @@ void bind_snapshot(py::module_& m) {
       unknown_bases.ptr(), nullptr);
   if (g_unknown_metric.ptr() == nullptr) throw py::error_already_set();
   m.attr("UnknownMetricError") = g_unknown_metric;
-  // Reading::value() on an absent reading (C++ code called from the module).
+  // Reading::value() on an absent reading (C++ code called from the module). pybind11's
+  // translator type takes the exception_ptr by value.
+  // NOLINTNEXTLINE(performance-unnecessary-value-param)
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);

@@ -220,7 +220,7 @@ std::shared_ptr<PySubscription> subscribe_on(Hub& hub, const py::object& callbac
   auto options = make_options(policy, capacity, make_filter(probes, devices));
   hub.ensure_open("subscribe");
   auto sub =
-      std::make_shared<PySubscription>(hub.channel().subscribe_queue(std::move(options)),
+      std::make_shared<PySubscription>(hub.channel().subscribe_queue(options),
                                        py::reinterpret_borrow<py::function>(callback), on_gap);
   hub.track(sub);
   return sub;
@@ -232,7 +232,7 @@ std::shared_ptr<PyStream> stream_on(Hub& hub, const py::object& probes, const py
   const auto t = timeout_arg(timeout);
   auto options = make_options(policy, capacity, make_filter(probes, devices));
   hub.ensure_open("stream");
-  auto stream = std::make_shared<PyStream>(hub.channel().subscribe_queue(std::move(options)), t);
+  auto stream = std::make_shared<PyStream>(hub.channel().subscribe_queue(options), t);
   hub.track(stream);
   return stream;
 }

@@ -10,6 +10,7 @@
 #                              libFuzzer (scripts/fuzz.sh), libdrm-common (amdgpu.ids: the AMD
 #                              names test reads the real table), clang-format + clang-tidy
 #                              (scripts/lint.sh), python3-pytest (the Python module's tests),
+#                              mypy (mypy --strict on a client of the Python module's stubs),
 #                              dpkg-dev + file (cpack's dpkg-shlibdeps) and systemd
 #                              (systemd-analyze verify) for the .deb test, openssl (the NATS
 #                              TLS test's CA, the listeners' TLS test) and curl (tls_listen)
@@ -24,7 +25,7 @@ build_pkgs=(cmake ninja-build g++ pkg-config ccache
   libspdlog-dev libfmt-dev libcli11-dev libnats-dev pybind11-dev python3-dev libssl-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server
-  clang libfuzzer-14-dev libdrm-common clang-format clang-tidy python3-pytest
+  clang libfuzzer-14-dev libdrm-common clang-format clang-tidy python3-pytest mypy
   dpkg-dev file systemd openssl curl)
 bench_pkgs=(rocm-smi)
 

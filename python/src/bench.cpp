@@ -81,8 +81,8 @@ void bind_bench(py::module_& m) {
       .def("close", &BenchChannel::shutdown)
       .def(
           "subscribe",
-          [](BenchChannel& b, const py::object& callback, const std::string& policy,
-             const py::object& probes, const py::object& devices, long long capacity,
+          [](BenchChannel& b, const py::object& callback, const py::object& policy,
+             const py::object& probes, const py::object& devices, const py::object& capacity,
              const py::object& on_gap) {
             return subscribe_on(b, callback, policy, probes, devices, capacity, on_gap);
           },
@@ -90,7 +90,7 @@ void bind_bench(py::module_& m) {
       .def(
           "stream",
           [](BenchChannel& b, const py::object& probes, const py::object& devices,
-             const py::object& timeout, const std::string& policy, long long capacity) {
+             const py::object& timeout, const py::object& policy, const py::object& capacity) {
             return stream_on(b, probes, devices, timeout, policy, capacity);
           },
           GPUSTREAM_PY_STREAM_ARGS);

@@ -105,12 +105,26 @@ auto next_from_queue(Queue& queue, std::optional<double> timeout, Take take) ->
   }
 }
 
+/// Arguments checked by hand, so that a wrong type is a TypeError naming the argument and what it
+/// takes ("interval must be a number of seconds, not str 'fast'"), never pybind11's
+/// "Unable to cast Python instance" RuntimeError. A bool is not taken for a number.
+/// A float or an int (not a bool).
+double number_arg(const py::object& o, const char* what, const char* expected);
+/// An int (not a bool, not a float).
+long long int_arg(const py::object& o, const char* what, const char* expected);
+/// A str.
+std::string str_arg(const py::object& o, const char* what);
+/// timeout=: None (no limit) or a number of seconds >= 0 (ValueError below 0).
+std::optional<double> timeout_arg(const py::object& o, const char* what = "timeout");
+/// "str 'fast'": the type and repr of a refused argument, for the messages above.
+std::string describe_arg(const py::object& o);
+
 /// probes/devices arguments: None, "a,b" or a list of strings.
 std::vector<std::string> string_list(const py::object& o, const char* what);
 /// A SubscriptionFilter from the probes/devices arguments.
 SubscriptionFilter make_filter(const py::object& probes, const py::object& devices);
 /// SubscribeOptions from policy/capacity/filter; ValueError naming the allowed values.
-SubscribeOptions make_options(const std::string& policy, long long capacity,
+SubscribeOptions make_options(const py::object& policy, const py::object& capacity,
                               SubscriptionFilter filter);
 
 /// Something a Hub closes when it stops: a subscription or a stream. close_nogil() is called
@@ -159,5 +173,8 @@ void bind_telemetry(py::module_& m);
 void bind_remote(py::module_& m);
 void bind_bench(py::module_& m);
 void bind_summary(py::module_& m);
+void bind_logging(py::module_& m);
+/// Stops the log handler's thread (lines go to stderr again); the atexit hook. GIL held.
+void stop_log_handler();
 
 }  // namespace gpustream::python

@@ -6,6 +6,8 @@
 // takes it only to run the callback.
 #include "delivery.hpp"
 
+#include <pybind11/stl.h>  // Stream.gaps: a list of Gap
+
 #include <chrono>
 
 namespace gpustream::python {
@@ -146,8 +148,11 @@ void bind_delivery(py::module_& m) {
       m, "Subscription",
       "A live callback subscription. close() (or leaving its `with` block) unsubscribes; once "
       "it returns no callback runs any more (unless called from inside the callback itself).")
-      .def("close", &PySubscription::close)
-      .def_property_readonly("active", &PySubscription::active)
+      .def("close", &PySubscription::close,
+           "close(self)\n--\n\nUnsubscribes: once it returns no callback runs any more (from "
+           "inside the callback: after that callback). Idempotent.")
+      .def_property_readonly("active", &PySubscription::active,
+                             "True until close() or until the source stops.")
       .def_property_readonly("dropped", &PySubscription::dropped,
                              "latest/drop_oldest: snapshots replaced or dropped while behind.")
       .def_property_readonly("lost", &PySubscription::lost,
@@ -157,29 +162,48 @@ void bind_delivery(py::module_& m) {
       .def_property_readonly("gaps", &PySubscription::gaps, "Gaps received.")
       .def_property_readonly("errors", &PySubscription::errors,
                              "Calls of a callback that raised (each is reported as unraisable).")
-      .def("__enter__", [](const std::shared_ptr<PySubscription>& s) { return s; })
-      .def("__exit__", [](PySubscription& s, const py::args&) {
-        s.close();
-        return false;
-      });
+      .def(
+          "__enter__", [](const std::shared_ptr<PySubscription>& s) { return s; },
+          "__enter__(self)\n--\n\nReturns the subscription itself.")
+      .def(
+          "__exit__",
+          [](PySubscription& s, const py::args&) {
+            s.close();
+            return false;
+          },
+          "__exit__(self, *args)\n--\n\nclose().");
 
   py::class_<PyStream, std::shared_ptr<PyStream>>(
       m, "Stream",
       "Iterator over snapshots. Ends when the source stops, on close(), or after `timeout` "
       "seconds without a snapshot.")
-      .def("__iter__", [](const std::shared_ptr<PyStream>& s) { return s; })
-      .def("__next__", &PyStream::next)
-      .def("close", [](PyStream& s) { s.close_nogil(); })
+      .def(
+          "__iter__", [](const std::shared_ptr<PyStream>& s) { return s; },
+          "__iter__(self)\n--\n\nReturns the stream itself.")
+      .def("__next__", &PyStream::next,
+           "__next__(self)\n--\n\nThe next snapshot; StopIteration when the stream ends.")
+      .def(
+          "close", [](PyStream& s) { s.close_nogil(); },
+          "close(self)\n--\n\nEnds the stream (iteration stops). Idempotent.")
       .def_property_readonly(
           "gaps", [](const PyStream& s) { return s.gaps(); },
           "Gaps met so far (snapshots the policy dropped).")
-      .def_property_readonly("dropped", [](const PyStream& s) { return s.queue().dropped(); })
-      .def_property_readonly("lost", [](const PyStream& s) { return s.queue().lost(); })
-      .def("__enter__", [](const std::shared_ptr<PyStream>& s) { return s; })
-      .def("__exit__", [](PyStream& s, const py::args&) {
-        s.close_nogil();
-        return false;
-      });
+      .def_property_readonly(
+          "dropped", [](const PyStream& s) { return s.queue().dropped(); },
+          "latest/drop_oldest: snapshots replaced or dropped while the consumer was behind.")
+      .def_property_readonly(
+          "lost", [](const PyStream& s) { return s.queue().lost(); },
+          "lossless: snapshots lost beyond the capacity.")
+      .def(
+          "__enter__", [](const std::shared_ptr<PyStream>& s) { return s; },
+          "__enter__(self)\n--\n\nReturns the stream itself.")
+      .def(
+          "__exit__",
+          [](PyStream& s, const py::args&) {
+            s.close_nogil();
+            return false;
+          },
+          "__exit__(self, *args)\n--\n\nclose().");
 }
 
 }  // namespace gpustream::python
@@ -187,8 +211,8 @@ void bind_delivery(py::module_& m) {
 namespace gpustream::python {
 
 std::shared_ptr<PySubscription> subscribe_on(Hub& hub, const py::object& callback,
-                                             const std::string& policy, const py::object& probes,
-                                             const py::object& devices, long long capacity,
+                                             const py::object& policy, const py::object& probes,
+                                             const py::object& devices, const py::object& capacity,
                                              const py::object& on_gap) {
   if (!PyCallable_Check(callback.ptr())) throw py::type_error("callback must be callable");
   if (!on_gap.is_none() && !PyCallable_Check(on_gap.ptr()))
@@ -196,23 +220,19 @@ std::shared_ptr<PySubscription> subscribe_on(Hub& hub, const py::object& callbac
   auto options = make_options(policy, capacity, make_filter(probes, devices));
   hub.ensure_open("subscribe");
   auto sub =
-      std::make_shared<PySubscription>(hub.channel().subscribe_queue(std::move(options)),
+      std::make_shared<PySubscription>(hub.channel().subscribe_queue(options),
                                        py::reinterpret_borrow<py::function>(callback), on_gap);
   hub.track(sub);
   return sub;
 }
 
 std::shared_ptr<PyStream> stream_on(Hub& hub, const py::object& probes, const py::object& devices,
-                                    const py::object& timeout, const std::string& policy,
-                                    long long capacity) {
-  std::optional<double> t;
-  if (!timeout.is_none()) {
-    t = timeout.cast<double>();
-    if (!(*t >= 0)) throw py::value_error("timeout must be None or a number of seconds >= 0");
-  }
+                                    const py::object& timeout, const py::object& policy,
+                                    const py::object& capacity) {
+  const auto t = timeout_arg(timeout);
   auto options = make_options(policy, capacity, make_filter(probes, devices));
   hub.ensure_open("stream");
-  auto stream = std::make_shared<PyStream>(hub.channel().subscribe_queue(std::move(options)), t);
+  auto stream = std::make_shared<PyStream>(hub.channel().subscribe_queue(options), t);
   hub.track(stream);
   return stream;
 }

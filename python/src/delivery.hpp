@@ -61,13 +61,15 @@ namespace gpustream::python {
 
 /// hub.subscribe(...) and hub.stream(...) as the bindings expose them (GIL held).
 std::shared_ptr<PySubscription> subscribe_on(Hub& hub, const py::object& callback,
-                                             const std::string& policy, const py::object& probes,
-                                             const py::object& devices, long long capacity,
+                                             const py::object& policy, const py::object& probes,
+                                             const py::object& devices, const py::object& capacity,
                                              const py::object& on_gap);
 std::shared_ptr<PyStream> stream_on(Hub& hub, const py::object& probes, const py::object& devices,
-                                    const py::object& timeout, const std::string& policy,
-                                    long long capacity);
-/// The keyword arguments both take, for the bindings.
+                                    const py::object& timeout, const py::object& policy,
+                                    const py::object& capacity);
+/// The keyword arguments both take, for the bindings, and their text signatures (the first line
+/// of a docstring, which inspect.signature() reads; python/gpustream/_gpustream.pyi has the
+/// types).
 #define GPUSTREAM_PY_SUBSCRIBE_ARGS                                                       \
   py::arg("callback"), py::arg("policy") = "drop_oldest", py::arg("probes") = py::none(), \
                        py::arg("devices") = py::none(), py::arg("capacity") = 64,         \
@@ -75,5 +77,19 @@ std::shared_ptr<PyStream> stream_on(Hub& hub, const py::object& probes, const py
 #define GPUSTREAM_PY_STREAM_ARGS                                   \
   py::arg("probes") = py::none(), py::arg("devices") = py::none(), \
   py::arg("timeout") = py::none(), py::arg("policy") = "drop_oldest", py::arg("capacity") = 64
+inline constexpr const char* kSubscribeDoc =
+    "subscribe(self, callback, policy='drop_oldest', probes=None, devices=None, capacity=64, "
+    "on_gap=None)\n--\n\n"
+    "Calls callback(snapshot) on a thread of the module for every snapshot published from now "
+    "on that matches `probes` and `devices`, through a queue of `capacity` snapshots with "
+    "`policy` ('latest', 'drop_oldest' or 'lossless'; docs/python.md, \"Subscriptions\"). "
+    "on_gap(Gap) is called where snapshots were dropped or lost. Returns a Subscription (a "
+    "context manager).";
+inline constexpr const char* kStreamDoc =
+    "stream(self, probes=None, devices=None, timeout=None, policy='drop_oldest', capacity=64)"
+    "\n--\n\n"
+    "An iterator (Stream) over the snapshots published from now on that match `probes` and "
+    "`devices`. It ends when the source stops, on close(), or after `timeout` seconds without "
+    "a snapshot (None: no limit). The wait releases the GIL; Ctrl-C interrupts it.";
 
 }  // namespace gpustream::python

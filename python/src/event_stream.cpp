@@ -39,11 +39,7 @@ PyEvent PyEventStream::next() {
 
 std::shared_ptr<PyEventStream> events_on(Hub& hub, const py::object& probes,
                                          const py::object& devices, const py::object& timeout) {
-  std::optional<double> t;
-  if (!timeout.is_none()) {
-    t = timeout.cast<double>();
-    if (!(*t >= 0)) throw py::value_error("timeout must be None or a number of seconds >= 0");
-  }
+  const auto t = timeout_arg(timeout);
   EventSubscribeOptions o;
   o.probes = string_list(probes, "probes");
   o.devices = string_list(devices, "devices");
@@ -68,11 +64,15 @@ void bind_events(py::module_& m) {
           "sequence", [](const PyEvent& e) { return e.e->sequence; },
           "1, 2, 3, ... in the events' own sequence space (not the "
           "snapshots'); a hole: events dropped for this consumer.")
-      .def_property_readonly("time_unix_ns", [](const PyEvent& e) { return e.e->time_unix_ns; })
+      .def_property_readonly(
+          "time_unix_ns", [](const PyEvent& e) { return e.e->time_unix_ns; },
+          "When the probe received it: nanoseconds since the Unix epoch.")
       .def_property_readonly(
           "time", [](const PyEvent& e) { return static_cast<double>(e.e->time_unix_ns) / 1e9; },
           "When the probe received it: seconds since the Unix epoch (as time.time()).")
-      .def_property_readonly("probe", [](const PyEvent& e) { return e.e->probe; })
+      .def_property_readonly(
+          "probe", [](const PyEvent& e) { return e.e->probe; },
+          "The probe that reported it (\"nvidia\", ...).")
       .def_property_readonly(
           "device", [](const PyEvent& e) { return e.e->device_id; },
           "The device's id, as in snapshots (NVIDIA: the UUID).")
@@ -93,25 +93,36 @@ void bind_events(py::module_& m) {
       .def(
           "to_dict",
           [](const PyEvent& e) { return json_to_python(transport::event_to_json(*e.e)); },
-          "The event as the wire's `event` message has it (without \"type\"): sequence, "
-          "time_unix_ns, probe, device, kind and data (left out when there is none).")
+          "to_dict(self)\n--\n\nThe event as the wire's `event` message has it (without "
+          "\"type\"): sequence, time_unix_ns, probe, device, kind and data (left out when there is "
+          "none).")
       .def("__repr__", [](const PyEvent& e) { return event_repr(*e.e); });
 
   py::class_<PyEventStream, std::shared_ptr<PyEventStream>>(
       m, "EventStream",
       "Iterator over GPU events. Ends when the source stops, on close(), or after `timeout` "
       "seconds without an event.")
-      .def("__iter__", [](const std::shared_ptr<PyEventStream>& s) { return s; })
-      .def("__next__", &PyEventStream::next)
-      .def("close", [](PyEventStream& s) { s.close_nogil(); })
+      .def(
+          "__iter__", [](const std::shared_ptr<PyEventStream>& s) { return s; },
+          "__iter__(self)\n--\n\nReturns the stream itself.")
+      .def("__next__", &PyEventStream::next,
+           "__next__(self)\n--\n\nThe next event; StopIteration when the stream ends.")
+      .def(
+          "close", [](PyEventStream& s) { s.close_nogil(); },
+          "close(self)\n--\n\nEnds the stream (iteration stops). Idempotent.")
       .def_property_readonly(
           "dropped", [](const PyEventStream& s) { return s.queue().dropped(); },
           "Events dropped because this stream fell behind (the oldest go first).")
-      .def("__enter__", [](const std::shared_ptr<PyEventStream>& s) { return s; })
-      .def("__exit__", [](PyEventStream& s, const py::args&) {
-        s.close_nogil();
-        return false;
-      });
+      .def(
+          "__enter__", [](const std::shared_ptr<PyEventStream>& s) { return s; },
+          "__enter__(self)\n--\n\nReturns the stream itself.")
+      .def(
+          "__exit__",
+          [](PyEventStream& s, const py::args&) {
+            s.close_nogil();
+            return false;
+          },
+          "__exit__(self, *args)\n--\n\nclose().");
 }
 
 }  // namespace gpustream::python

@@ -33,12 +33,14 @@ std::vector<PyEvent> recent_events_on(Hub& hub);
 #define GPUSTREAM_PY_EVENTS_ARGS \
   py::arg("probes") = py::none(), py::arg("devices") = py::none(), py::arg("timeout") = py::none()
 inline constexpr const char* kEventsDoc =
+    "events(self, probes=None, devices=None, timeout=None)\n--\n\n"
     "Iterator over the GPU events (Xid errors, ECC errors, clock-event and power-source "
     "changes) published from now on, matching `probes` and `devices`. Ends when the source "
     "stops, on close(), or after `timeout` seconds without an event. Bounded like every event "
     "subscriber (1024 events, 1 MiB): when it falls behind, the oldest are dropped (counted "
     "in `dropped`; a hole in `sequence` shows where).";
 inline constexpr const char* kRecentEventsDoc =
+    "recent_events(self)\n--\n\n"
     "The newest events kept (at most 256, 256 KiB), oldest first.";
 
 }  // namespace gpustream::python

@@ -5,6 +5,45 @@
 
 namespace gpustream::python {
 
+std::string describe_arg(const py::object& o) {
+  auto text = py::repr(o).cast<std::string>();
+  constexpr std::size_t kMaxRepr = 60;  // a message stays one line
+  if (text.size() > kMaxRepr) text = text.substr(0, kMaxRepr) + "...";
+  return py::type::handle_of(o).attr("__name__").cast<std::string>() + " " + text;
+}
+
+double number_arg(const py::object& o, const char* what, const char* expected) {
+  if (PyBool_Check(o.ptr()) || !(PyFloat_Check(o.ptr()) || PyLong_Check(o.ptr())))
+    throw py::type_error(std::string(what) + " must be " + expected + ", not " + describe_arg(o));
+  return o.cast<double>();
+}
+
+long long int_arg(const py::object& o, const char* what, const char* expected) {
+  if (PyBool_Check(o.ptr()) || !PyLong_Check(o.ptr()))
+    throw py::type_error(std::string(what) + " must be " + expected + ", not " + describe_arg(o));
+  const long long v = PyLong_AsLongLong(o.ptr());
+  if (v == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    throw py::value_error(std::string(what) + " is out of range (got " + describe_arg(o) + ")");
+  }
+  return v;
+}
+
+std::optional<double> timeout_arg(const py::object& o, const char* what) {
+  if (o.is_none()) return std::nullopt;
+  const double t = number_arg(o, what, "None or a number of seconds");
+  if (!(t >= 0))
+    throw py::value_error(std::string(what) + " must be None or a number of seconds >= 0 (got " +
+                          describe_arg(o) + ")");
+  return t;
+}
+
+std::string str_arg(const py::object& o, const char* what) {
+  if (!py::isinstance<py::str>(o))
+    throw py::type_error(std::string(what) + " must be a str, not " + describe_arg(o));
+  return o.cast<std::string>();
+}
+
 std::vector<std::string> string_list(const py::object& o, const char* what) {
   std::vector<std::string> out;
   if (o.is_none()) return out;
@@ -28,8 +67,10 @@ SubscriptionFilter make_filter(const py::object& probes, const py::object& devic
   return f;
 }
 
-SubscribeOptions make_options(const std::string& policy, long long capacity,
+SubscribeOptions make_options(const py::object& policy_arg, const py::object& capacity_arg,
                               SubscriptionFilter filter) {
+  const auto policy = str_arg(policy_arg, "policy");
+  const auto capacity = int_arg(capacity_arg, "capacity", "an int (snapshots)");
   SubscribeOptions o;
   const auto p = backpressure_from_string(policy);
   if (!p)

@@ -167,18 +167,33 @@ void bind_remote(py::module_& m) {
       m, "RemoteClient",
       "Snapshots from a running `gpustream serve` (see gpustream.connect). A context manager; "
       "close() ends the connection and every subscription and stream.")
-      .def("close", &PyRemote::close)
-      .def("__enter__", [](const std::shared_ptr<PyRemote>& r) { return r; })
-      .def("__exit__",
-           [](PyRemote& r, const py::args&) {
-             r.close();
-             return false;
-           })
-      .def_property_readonly("closed", &PyRemote::closed)
-      .def("wait_connected", &PyRemote::wait_connected, py::arg("timeout") = 5.0,
-           "True once connected; False after `timeout` seconds or when closed.")
-      .def_property_readonly("status", &PyRemote::status)
+      .def("close", &PyRemote::close,
+           "close(self)\n--\n\nEnds the connection (the WebSocket close handshake, at most "
+           "2 s) and every subscription and stream. Idempotent.")
+      .def(
+          "__enter__", [](const std::shared_ptr<PyRemote>& r) { return r; },
+          "__enter__(self)\n--\n\nReturns the client itself.")
+      .def(
+          "__exit__",
+          [](PyRemote& r, const py::args&) {
+            r.close();
+            return false;
+          },
+          "__exit__(self, *args)\n--\n\nclose().")
+      .def_property_readonly("closed", &PyRemote::closed, "True once close() was called.")
+      .def(
+          "wait_connected",
+          [](PyRemote& r, const py::object& timeout) {
+            return r.wait_connected(number_arg(timeout, "timeout", "a number of seconds"));
+          },
+          py::arg("timeout") = 5.0,
+          "wait_connected(self, timeout=5.0)\n--\n\nTrue once connected; False after "
+          "`timeout` seconds or when closed.")
+      .def_property_readonly("status", &PyRemote::status,
+                             "{'state', 'reason', 'attempts', 'connections', 'snapshots', "
+                             "'server_gaps'}: the connection now.")
       .def("fit", &PyRemote::fit, py::arg("bytes"), py::arg("limit") = 16, py::arg("timeout") = 5.0,
+           "fit(self, bytes, limit=16, timeout=5.0)\n--\n\n"
            "Where `bytes` of device memory fit now, asked of the server (the protocol's `fit`): "
            "{'bytes','total','truncated','fits':[{'node','device','name','probe','vendor',"
            "'free_bytes','source','state','age_seconds'}]}, most free first. `gpustream fleet` "
@@ -191,22 +206,22 @@ void bind_remote(py::module_& m) {
             for (auto& s : r.channel().latest()) out.push_back({std::move(s)});
             return out;
           },
-          "The newest snapshot received of each probe.")
+          "latest(self)\n--\n\nThe newest snapshot received of each probe.")
       .def(
           "subscribe",
-          [](PyRemote& r, const py::object& callback, const std::string& policy,
-             const py::object& probes, const py::object& devices, long long capacity,
+          [](PyRemote& r, const py::object& callback, const py::object& policy,
+             const py::object& probes, const py::object& devices, const py::object& capacity,
              const py::object& on_gap) {
             return subscribe_on(r, callback, policy, probes, devices, capacity, on_gap);
           },
-          GPUSTREAM_PY_SUBSCRIBE_ARGS)
+          GPUSTREAM_PY_SUBSCRIBE_ARGS, kSubscribeDoc)
       .def(
           "stream",
           [](PyRemote& r, const py::object& probes, const py::object& devices,
-             const py::object& timeout, const std::string& policy, long long capacity) {
+             const py::object& timeout, const py::object& policy, const py::object& capacity) {
             return stream_on(r, probes, devices, timeout, policy, capacity);
           },
-          GPUSTREAM_PY_STREAM_ARGS)
+          GPUSTREAM_PY_STREAM_ARGS, kStreamDoc)
       .def(
           "events",
           [](PyRemote& r, const py::object& probes, const py::object& devices,
@@ -214,16 +229,17 @@ void bind_remote(py::module_& m) {
           GPUSTREAM_PY_EVENTS_ARGS, kEventsDoc)
       .def(
           "recent_events", [](PyRemote& r) { return recent_events_on(r); },
-          "The newest events received (at most 256, 256 KiB), oldest first.");
+          "recent_events(self)\n--\n\nThe newest events received (at most 256, 256 KiB), "
+          "oldest first.");
 
   m.def(
       "connect",
-      [](const std::string& url, const py::object& token, const py::object& probes,
+      [](const py::object& url_arg, const py::object& token, const py::object& probes,
          const py::object& devices, const py::object& ca, const py::object& cert,
          const py::object& key) {
         RemoteSubscriberOptions o;
-        o.url = url;
-        if (!token.is_none()) o.token = token.cast<std::string>();
+        o.url = str_arg(url_arg, "url");
+        if (!token.is_none()) o.token = str_arg(token, "token");
         if (!ca.is_none()) o.tls_ca_file = py::str(ca).cast<std::string>();
         if (!cert.is_none()) o.tls_cert_file = py::str(cert).cast<std::string>();
         if (!key.is_none()) o.tls_key_file = py::str(key).cast<std::string>();
@@ -237,7 +253,8 @@ void bind_remote(py::module_& m) {
       py::arg("url"), py::arg("token") = py::none(), py::arg("probes") = py::none(),
       py::arg("devices") = py::none(), py::kw_only(), py::arg("ca") = py::none(),
       py::arg("cert") = py::none(), py::arg("key") = py::none(),
-      "Connects to `gpustream serve` at ws://HOST:PORT[/PATH] or tcp://HOST:PORT (over TLS: "
+      "connect(url, token=None, probes=None, devices=None, *, ca=None, cert=None, key=None)\n"
+      "--\n\nConnects to `gpustream serve` at ws://HOST:PORT[/PATH] or tcp://HOST:PORT (over TLS: "
       "wss://HOST[:PORT][/PATH] or tls://HOST:PORT, the server's certificate verified against "
       "`ca`, a PEM file, else the system's CAs, and its host name; `cert` and `key`: a client "
       "certificate for mutual TLS); reconnects and resumes by itself until close().");

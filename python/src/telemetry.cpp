@@ -58,11 +58,15 @@ Config make_config(const py::object& probes, const py::object& interval, const p
         throw ConfigError("probes: unknown probe '" + name + "' (known: " + known_probe_list() +
                           ")");
   }
-  if (!interval.is_none()) c.interval = seconds_arg(interval.cast<double>(), "interval");
+  if (!interval.is_none())
+    c.interval =
+        seconds_arg(number_arg(interval, "interval", "None or a number of seconds"), "interval");
   if (py::isinstance<py::bool_>(simulate)) {
     c.simulate = simulate.cast<bool>() ? 2 : 0;
   } else if (!simulate.is_none()) {
-    const auto n = simulate.cast<long long>();
+    const auto n =
+        int_arg(simulate, "simulate",
+                ("True, False, None or an int 0.." + std::to_string(kMaxSimulatedGpus)).c_str());
     if (n < 0 || n > kMaxSimulatedGpus)
       throw ConfigError("simulate must be True, False or 0.." + std::to_string(kMaxSimulatedGpus) +
                         " (got " + std::to_string(n) + ")");
@@ -88,8 +92,11 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
 
   void start() {
     ensure_open("start");
-    py::gil_scoped_release release;
-    telemetry_->start();
+    {
+      py::gil_scoped_release release;
+      telemetry_->start();
+    }
+    started_ = true;
   }
 
   void stop() {
@@ -106,14 +113,15 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
   std::vector<PySnapshot> latest(const py::object& probe) {
     std::vector<PySnapshot> out;
     if (!probe.is_none()) {
-      if (auto s = channel().latest(probe.cast<std::string>())) out.push_back({std::move(s)});
+      if (auto s = channel().latest(str_arg(probe, "probe"))) out.push_back({std::move(s)});
       return out;
     }
     for (auto& s : channel().latest()) out.push_back({std::move(s)});
     return out;
   }
 
-  std::vector<PySnapshot> wait_for_first_samples(double timeout) {
+  std::vector<PySnapshot> wait_for_first_samples(const py::object& timeout_arg) {
+    const double timeout = number_arg(timeout_arg, "timeout", "a number of seconds");
     if (!(timeout >= 0)) throw py::value_error("timeout must be a number of seconds >= 0");
     auto got = without_gil([&] {
       return telemetry_->wait_for_first_samples(
@@ -124,9 +132,16 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
     return out;
   }
 
-  void begin_window(const std::string& name, const py::object& probes, const py::object& devices) {
+  void begin_window(const py::object& name_arg, const py::object& probes,
+                    const py::object& devices) {
+    const auto name = str_arg(name_arg, "name");
     auto filter = make_filter(probes, devices);
     ensure_open("window");
+    // A Telemetry that never sampled has no edges to take: the window would be empty.
+    if (!started_)
+      throw std::runtime_error("window '" + name +
+                               "': this Telemetry was never started (use `with "
+                               "gpustream.Telemetry(...) as t:` or call t.start() first)");
     py::gil_scoped_release release;
     windows_.begin_window(*telemetry_, name, std::move(filter));
   }
@@ -140,13 +155,19 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
     py::gil_scoped_release release;
     return telemetry_->my_process();
   }
-  std::vector<DeviceFit> fits(long long bytes) {
-    if (bytes < 0) throw py::value_error("bytes must be >= 0");
-    return telemetry_->fits(static_cast<std::uint64_t>(bytes));
+  std::vector<DeviceFit> fits(const py::object& bytes) {
+    return telemetry_->fits(bytes_arg(bytes));
   }
-  std::optional<DeviceFit> best_device(long long bytes) {
-    if (bytes < 0) throw py::value_error("bytes must be >= 0");
-    return telemetry_->best_device(static_cast<std::uint64_t>(bytes));
+  std::optional<DeviceFit> best_device(const py::object& bytes) {
+    return telemetry_->best_device(bytes_arg(bytes));
+  }
+  /// {probe: seconds} each probe samples at: the requested interval (or the probe's own from
+  /// probe_intervals_seconds) raised to the probe's minimum; {} before start().
+  py::dict effective_intervals() const {
+    py::dict out;
+    for (const auto& st : telemetry_->stats())
+      out[py::str(st.probe)] = static_cast<double>(st.interval.count()) / 1000.0;
+    return out;
   }
   /// bench/python_bench.py's baseline: n windows opened and closed from C++ (no Python in
   /// between), seconds in all.
@@ -162,7 +183,14 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
   Telemetry& sdk() { return *telemetry_; }
 
  private:
+  static std::uint64_t bytes_arg(const py::object& bytes) {
+    const auto n = int_arg(bytes, "bytes", "an int (bytes)");
+    if (n < 0) throw py::value_error("bytes must be >= 0 (got " + std::to_string(n) + ")");
+    return static_cast<std::uint64_t>(n);
+  }
+
   std::unique_ptr<Telemetry> telemetry_;
+  bool started_ = false;   // start() succeeded once (GIL held when read or written)
   WindowAdapter windows_;  // after telemetry_: destroyed first (its windows use the channel)
 };
 
@@ -179,40 +207,54 @@ void bind_telemetry(py::module_& m) {
              return t;
            }),
            py::arg("probes") = py::none(), py::arg("interval") = py::none(),
-           py::arg("simulate") = py::none(), py::arg("config") = py::none())
-      .def("start", &PyTelemetry::start, "Builds the probes and starts sampling (idempotent).")
+           py::arg("simulate") = py::none(), py::arg("config") = py::none(),
+           "__init__(self, probes=None, interval=None, simulate=None, config=None)\n--\n\n"
+           "Builds (does not start) a Telemetry: `probes` (None: the registry's default, a list "
+           "or \"a,b\"), `interval` (seconds), `simulate` (True, False or 0..64 simulated GPUs), "
+           "`config` (a dict in the form of a config file, or a path to one). ConfigError for a "
+           "bad value, TypeError for a wrong type.")
+      .def("start", &PyTelemetry::start,
+           "start(self)\n--\n\nBuilds the probes and starts sampling (idempotent; a stopped "
+           "Telemetry does not start again).")
       .def("stop", &PyTelemetry::stop,
-           "Stops sampling and closes every subscription and stream (idempotent).")
-      .def("__enter__",
-           [](const std::shared_ptr<PyTelemetry>& t) {
-             t->start();
-             return t;
-           })
-      .def("__exit__",
-           [](PyTelemetry& t, const py::args&) {
-             t.stop();
-             return false;
-           })
-      .def_property_readonly("stopped", &PyTelemetry::closed)
+           "stop(self)\n--\n\nStops sampling and closes every subscription and stream "
+           "(idempotent). latest() keeps the last snapshots.")
+      .def(
+          "__enter__",
+          [](const std::shared_ptr<PyTelemetry>& t) {
+            t->start();
+            return t;
+          },
+          "__enter__(self)\n--\n\nstart(), and returns the Telemetry.")
+      .def(
+          "__exit__",
+          [](PyTelemetry& t, const py::args&) {
+            t.stop();
+            return false;
+          },
+          "__exit__(self, *args)\n--\n\nstop().")
+      .def_property_readonly("stopped", &PyTelemetry::closed, "True once stop() was called.")
       .def("latest", &PyTelemetry::latest, py::arg("probe") = py::none(),
-           "The newest snapshot of each probe (or of `probe`).")
+           "latest(self, probe=None)\n--\n\nThe newest snapshot of each probe (or a list with "
+           "`probe`'s, or []). Kept after stop().")
       .def("wait_for_first_samples", &PyTelemetry::wait_for_first_samples, py::arg("timeout") = 5.0,
-           "Waits until every probe has published once or is unavailable; returns latest().")
+           "wait_for_first_samples(self, timeout=5.0)\n--\n\nWaits at most `timeout` seconds "
+           "until every probe has published once or is unavailable; returns latest().")
       .def(
           "subscribe",
-          [](PyTelemetry& t, const py::object& callback, const std::string& policy,
-             const py::object& probes, const py::object& devices, long long capacity,
+          [](PyTelemetry& t, const py::object& callback, const py::object& policy,
+             const py::object& probes, const py::object& devices, const py::object& capacity,
              const py::object& on_gap) {
             return subscribe_on(t, callback, policy, probes, devices, capacity, on_gap);
           },
-          GPUSTREAM_PY_SUBSCRIBE_ARGS)
+          GPUSTREAM_PY_SUBSCRIBE_ARGS, kSubscribeDoc)
       .def(
           "stream",
           [](PyTelemetry& t, const py::object& probes, const py::object& devices,
-             const py::object& timeout, const std::string& policy, long long capacity) {
+             const py::object& timeout, const py::object& policy, const py::object& capacity) {
             return stream_on(t, probes, devices, timeout, policy, capacity);
           },
-          GPUSTREAM_PY_STREAM_ARGS)
+          GPUSTREAM_PY_STREAM_ARGS, kStreamDoc)
       .def(
           "events",
           [](PyTelemetry& t, const py::object& probes, const py::object& devices,
@@ -221,15 +263,24 @@ void bind_telemetry(py::module_& m) {
       .def(
           "recent_events", [](PyTelemetry& t) { return recent_events_on(t); }, kRecentEventsDoc)
       .def("_begin_window", &PyTelemetry::begin_window, py::arg("name"),
-           py::arg("probes") = py::none(), py::arg("devices") = py::none())
-      .def("_end_window", &PyTelemetry::end_window, py::arg("name"))
-      .def("_bench_windows", &PyTelemetry::bench_windows, py::arg("n"))
+           py::arg("probes") = py::none(), py::arg("devices") = py::none(),
+           "_begin_window(self, name, probes=None, devices=None)\n--\n\nOpens window `name` "
+           "(gpustream.Window's __enter__).")
+      .def("_end_window", &PyTelemetry::end_window, py::arg("name"),
+           "_end_window(self, name)\n--\n\nCloses window `name` and returns its WindowSummary "
+           "(gpustream.Window's __exit__).")
+      .def("_bench_windows", &PyTelemetry::bench_windows, py::arg("n"),
+           "_bench_windows(self, n)\n--\n\nbench/python_bench.py's baseline: `n` windows "
+           "opened and closed from C++; seconds in all.")
       .def("my_process", &PyTelemetry::my_process,
-           "This process's host RSS and its GPU memory on every device.")
+           "my_process(self)\n--\n\nThis process's host RSS and its GPU memory on every "
+           "device (MyProcess).")
       .def("fits", &PyTelemetry::fits, py::arg("bytes"),
-           "Every device with at least `bytes` free, most free first.")
+           "fits(self, bytes)\n--\n\nEvery device (DeviceFit) with at least `bytes` free, most "
+           "free first.")
       .def("best_device", &PyTelemetry::best_device, py::arg("bytes"),
-           "The device with the most free memory if `bytes` fit there, else None.")
+           "best_device(self, bytes)\n--\n\nThe device (DeviceFit) with the most free memory if "
+           "`bytes` fit there, else None.")
       .def(
           "stats",
           [](PyTelemetry& t) {
@@ -237,19 +288,36 @@ void bind_telemetry(py::module_& m) {
             for (const auto& st : t.sdk().stats()) out.append(json_to_python(to_json(st)));
             return out;
           },
-          "Per-probe statistics (samples, failures, latency percentiles...) as dicts, in the "
-          "SDK's JSON form.")
-      .def_property_readonly("probe_names", [](PyTelemetry& t) { return t.sdk().probe_names(); })
-      .def_property_readonly("setup_errors", [](PyTelemetry& t) { return t.sdk().setup_errors(); })
-      .def_property_readonly("interval", [](PyTelemetry& t) {
-        return static_cast<double>(t.sdk().config().interval.count()) / 1000.0;
-      });
+          "stats(self)\n--\n\nPer-probe statistics (samples, failures, latency percentiles...) "
+          "as dicts, in the SDK's JSON form.")
+      .def_property_readonly(
+          "probe_names", [](PyTelemetry& t) { return t.sdk().probe_names(); },
+          "The probes built (after start()).")
+      .def_property_readonly(
+          "setup_errors", [](PyTelemetry& t) { return t.sdk().setup_errors(); },
+          "What the no-GPU fallback could not build, one line each.")
+      .def_property_readonly(
+          "interval",
+          [](PyTelemetry& t) {
+            return static_cast<double>(t.sdk().config().interval.count()) / 1000.0;
+          },
+          "The requested interval in seconds (the interval argument or the config's "
+          "interval_seconds). Each probe samples at least its own minimum apart: see "
+          "effective_intervals.")
+      .def_property_readonly(
+          "effective_intervals", &PyTelemetry::effective_intervals,
+          "{probe: seconds} each probe really samples at: the requested interval (or the "
+          "probe's probe_intervals_seconds) raised to the probe's minimum interval; {} before "
+          "start().");
 
-  m.def("known_probes", [] {
-    std::vector<std::string> out;
-    for (auto n : known_probe_names()) out.emplace_back(n);
-    return out;
-  });
+  m.def(
+      "known_probes",
+      [] {
+        std::vector<std::string> out;
+        for (auto n : known_probe_names()) out.emplace_back(n);
+        return out;
+      },
+      "known_probes()\n--\n\nThe names of the probes this build has, in the registry's order.");
 }
 
 }  // namespace gpustream::python

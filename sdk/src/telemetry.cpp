@@ -456,7 +456,12 @@ void Telemetry::request_sample(SubscriptionFilter filter, std::chrono::milliseco
   }
   std::vector<std::string> names;
   if (sched) {
-    for (auto& name : sched->probe_names()) {
+    // A probe whose detection said its source is not there is no edge (it has no devices): it is
+    // not asked, so a window lists no error for it and exact_edges speaks of real edges only.
+    // One still detecting is asked (the request waits for its detection).
+    for (auto& st : sched->stats()) {
+      if (st.state == ProbeState::unavailable) continue;
+      auto& name = st.probe;
       if (!filter.probes.empty() &&
           std::find(filter.probes.begin(), filter.probes.end(), name) == filter.probes.end())
         continue;

@@ -14,6 +14,9 @@ def test_installed_module_imports_from_the_prefix(tmp_path):
                    capture_output=True, timeout=300)
     site = prefix / "lib" / "python3" / "dist-packages"
     assert (site / "gpustream" / "__init__.py").is_file()
+    # Typed (PEP 561) and versioned: the stubs, the marker and the version go with the package.
+    for name in ("_gpustream.pyi", "py.typed", "_version.py"):
+        assert (site / "gpustream" / name).is_file(), name
     (ext,) = (site / "gpustream").glob("_gpustream*.so")
     assert ext.stat().st_size < 30 << 20, "installed with its debug information (not stripped)"
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}

@@ -57,6 +57,52 @@ def test_unknown_metric_is_a_clear_value_error(sim):
         dev.reading("power")
 
 
+def test_metric_errors_are_key_errors_with_the_metric_and_the_reason(sim):
+    dev = sim.latest()[0].devices[0]
+    # An unknown name: UnknownMetricError, both a KeyError (dev[name] is a mapping) and a
+    # ValueError (what reading() raised before), from dev[name] and reading() alike.
+    assert issubclass(gpustream.UnknownMetricError, KeyError)
+    assert issubclass(gpustream.UnknownMetricError, ValueError)
+    for call in (lambda: dev["power"], lambda: dev.reading("power")):
+        with pytest.raises(gpustream.UnknownMetricError, match="unknown metric 'power'") as e:
+            call()
+        assert e.value.metric == "power" and e.value.reason is None
+    # An absent metric: AbsentMetricError, a KeyError (old code catching KeyError still works).
+    assert issubclass(gpustream.AbsentMetricError, KeyError)
+    name, reason = next(iter(dev.absent.items()))
+    with pytest.raises(gpustream.AbsentMetricError, match=f"metric '{name}' is absent") as e:
+        dev[name]
+    assert (e.value.metric, e.value.reason) == (name, reason)
+    assert gpustream.known_metrics()[:3] == ["utilization_percent", "memory_utilization_percent",
+                                             "memory_used_bytes"]
+    assert set(dev.metrics) | set(dev.absent) == set(gpustream.known_metrics())
+
+
+def test_byte_counts_and_counts_are_ints_everywhere(sim):
+    dev = sim.latest()[0].devices[0]
+    for name in ("memory_total_bytes", "memory_used_bytes"):
+        assert isinstance(dev.reading(name).value, int), name
+        assert isinstance(dev.reading(name).value_or(None), int), name
+        assert isinstance(dev[name], int), name
+        assert isinstance(dev.metrics[name], int), name
+    assert isinstance(dev.reading("power_watts").value, float)
+    assert isinstance(dev["power_watts"], float)
+    # Counts (ECC errors, the PCIe link's width...) too, as a document can carry them.
+    doc = sim.latest()[0].to_dict()
+    doc["devices"][0]["metrics"].update({"ecc_corrected_volatile": 3.0, "pcie_link_width": 16,
+                                         "pcie_rx_bytes_per_second": 1000.0})
+    doc["devices"][0]["sources"].update({"ecc_corrected_volatile": "nvml",
+                                         "pcie_link_width": "nvml",
+                                         "pcie_rx_bytes_per_second": "nvml"})
+    for k in ("ecc_corrected_volatile", "pcie_link_width", "pcie_rx_bytes_per_second"):
+        doc["devices"][0]["absent"].pop(k, None)
+        doc["devices"][0].get("absent_sources", {}).pop(k, None)
+    d = gpustream.snapshot_from_json(json.dumps(doc)).devices[0]
+    assert d["ecc_corrected_volatile"] == 3 and isinstance(d["ecc_corrected_volatile"], int)
+    assert isinstance(d.reading("pcie_link_width").value, int)
+    assert isinstance(d["pcie_rx_bytes_per_second"], float)  # a rate stays a float
+
+
 def test_snapshot_from_json_round_trip_and_errors(sim):
     snap = sim.latest()[0]
     again = gpustream.snapshot_from_json(snap.to_json())

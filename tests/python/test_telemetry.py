@@ -224,3 +224,56 @@ def test_stats_say_what_sampling_costs(sim):
     assert stats["probe"] == "simulated"
     assert stats["samples"] >= 2 and stats["failures"] == 0
     assert stats["devices"] == 2
+
+
+def _sim_telemetry():
+    return gpustream.Telemetry(probes=["simulated"], simulate=1, interval=0.02)
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda: gpustream.Telemetry(interval="fast"), "interval"),
+    (lambda: gpustream.Telemetry(interval=[1]), "interval"),
+    (lambda: gpustream.Telemetry(simulate=2.5), "simulate"),
+    (lambda: gpustream.Telemetry(simulate="2"), "simulate"),
+    (lambda: _sim_telemetry().stream(timeout="5"), "timeout"),
+    (lambda: _sim_telemetry().events(timeout="5"), "timeout"),
+    (lambda: _sim_telemetry().wait_for_first_samples(timeout="5"), "timeout"),
+    (lambda: _sim_telemetry().subscribe(print, capacity="64"), "capacity"),
+    (lambda: _sim_telemetry().subscribe(print, policy=1), "policy"),
+    (lambda: _sim_telemetry().stream(capacity=2.0), "capacity"),
+    (lambda: _sim_telemetry().latest(probe=1), "probe"),
+    (lambda: _sim_telemetry().fits("1G"), "bytes"),
+    (lambda: _sim_telemetry().best_device(1.5), "bytes"),
+    (lambda: _sim_telemetry().window(name=3).__enter__(), "name"),
+    (lambda: gpustream.connect(5), "url"),
+    (lambda: gpustream.connect("ws://127.0.0.1:1", token=5), "token"),
+    (lambda: gpustream.snapshot_from_json(b"{}"), "text"),
+    (lambda: gpustream.set_log_level(3), "level"),
+])
+def test_wrong_argument_types_are_type_errors_naming_the_argument(call, argument):
+    # Not pybind11's "RuntimeError: Unable to cast Python instance to C++ type".
+    with pytest.raises(TypeError, match=rf"^{argument} must be .*, not "):
+        call()
+
+
+def test_latest_keeps_the_last_snapshots_after_stop():
+    t = _sim_telemetry()
+    with t:
+        assert t.wait_for_first_samples(10)
+        take(t.stream(timeout=10), 2)
+        before = [(s.probe, s.sequence) for s in t.latest()]
+    assert t.stopped
+    after = t.latest()
+    assert [(s.probe, s.sequence) for s in after] == before
+    assert [s.probe for s in t.latest("simulated")] == ["simulated"]
+
+
+def test_effective_intervals_say_what_each_probe_samples_at():
+    # The host probe's minimum is 100 ms: a faster request is raised to it; the simulated probe
+    # has none.
+    t = gpustream.Telemetry(probes=["simulated", "host"], simulate=1, interval=0.02)
+    assert t.effective_intervals == {}  # before start()
+    with t:
+        assert t.wait_for_first_samples(10)
+        assert t.interval == 0.02
+        assert t.effective_intervals == {"simulated": 0.02, "host": 0.1}

@@ -1,6 +1,8 @@
 """telemetry.window(name): summaries with energy per device and min/max/mean per metric."""
 import pytest
 
+import gpustream
+
 from conftest import take
 
 
@@ -112,3 +114,44 @@ def test_a_window_with_no_sample_inside_has_an_energy_method(sim):
         # Between the two edge samples nothing else was read: power (if used) has 2 readings.
         if d.energy_method != "counter":
             assert d.power_readings == 2 and d.largest_gap_ns is not None
+
+
+def test_a_window_on_a_telemetry_never_started_is_an_error():
+    t = gpustream.Telemetry(probes=["simulated"], simulate=1)
+    with pytest.raises(RuntimeError, match="never started"):
+        with t.window("w"):
+            pass
+    t.stop()
+
+
+def test_unavailable_probes_are_no_edges():
+    # The default probes on a machine without their hardware: nvidia, amd, intel and apple are
+    # unavailable. They are not edges: no edge error for them, and the edges that exist are exact.
+    with gpustream.Telemetry(simulate=2, interval=0.05) as t:
+        t.wait_for_first_samples(10)
+        states = {s["probe"]: s["state"] for s in t.stats()}
+        unavailable = [p for p, state in states.items() if state == "unavailable"]
+        assert "apple" in unavailable  # never there off macOS: the case this test is about
+        with t.window("default") as w:
+            pass
+    s = w.summary
+    assert s.edge_errors == [], s.edge_errors
+    assert s.overhead.failed_edge_samples == 0
+    assert s.overhead.edge_samples == 2 * (len(states) - len(unavailable))
+    assert s.exact_edges
+    assert {d.probe for d in s.devices} >= {"simulated"}
+    assert not {d.probe for d in s.devices} & set(unavailable)
+
+
+def test_to_dict_has_every_attribute_of_the_summary(sim):
+    with sim.window("whole") as w:
+        take(sim.stream(timeout=10), 2)
+    s = w.summary
+    doc = s.to_dict()
+    for key in ("name", "begin_ns", "end_ns", "duration", "snapshots", "missed_snapshots",
+                "exact_edges", "edge_errors"):
+        assert doc[key] == getattr(s, key), key
+    assert doc["overhead"] == {k: getattr(s.overhead, k) for k in (
+        "edge_samples", "failed_edge_samples", "begin_latency_ns", "end_latency_ns",
+        "max_sample_latency_ns", "caller_cpu_ns")}
+    assert doc["duration"] > 0 and doc["overhead"]["edge_samples"] >= 2

@@ -13,6 +13,7 @@
 
 #include "gpustream/probes/simulated_probe.hpp"
 #include "gpustream/telemetry.hpp"
+#include "support/test_probe.hpp"
 
 namespace gpustream {
 namespace {
@@ -195,6 +196,38 @@ TEST_F(TelemetryWindowTest, AfterStopEdgesAreEstimatedAndSaySo) {
   EXPECT_EQ(s.edge_errors[0].rfind("simulated: end: stopped", 0), 0u) << s.edge_errors[0];
   EXPECT_EQ(s.overhead.failed_edge_samples, 1u);
   EXPECT_TRUE(telemetry_->sample_now().empty());
+}
+
+// A probe whose detection found no source (no such hardware here: the default probes on most
+// machines) has no devices and is no edge: it is not asked for an edge sample, so a window lists
+// no error for it and its edges are exact. Before, each such probe added an edge error per edge
+// while exact_edges stayed true.
+TEST(TelemetryWindowUnavailableTest, AProbeFoundUnavailableIsNoEdge) {
+  Config c;
+  c.interval = std::chrono::milliseconds{60000};
+  c.sample_timeout = std::chrono::milliseconds{10000};
+  Telemetry telemetry(c, [](const Config&, const ProbeExecutors& ex, std::vector<std::string>&) {
+    auto absent = std::make_shared<test::TestProbe>("absent", ex.io);
+    absent->script_detect([](std::uint64_t) { return test::TestProbe::unavailable("no driver"); });
+    SimulatedProbeOptions o;
+    o.devices = 1;
+    return std::vector<ProbePtr>{absent, make_simulated_probe(ex, o)};
+  });
+  telemetry.start();
+  ASSERT_EQ(telemetry.wait_for_first_samples(10s).size(), 1u);
+  const auto edges = telemetry.request_samples();
+  ASSERT_EQ(edges.size(), 1u);
+  EXPECT_EQ(edges[0].probe, "simulated");
+  EXPECT_TRUE(edges[0].ok());
+
+  telemetry.begin_window("w");
+  const auto s = telemetry.end_window("w");
+  EXPECT_TRUE(s.exact_edges);
+  EXPECT_TRUE(s.edge_errors.empty()) << s.edge_errors.front();
+  EXPECT_EQ(s.overhead.edge_samples, 2u);
+  EXPECT_EQ(s.overhead.failed_edge_samples, 0u);
+  ASSERT_EQ(s.devices.size(), 1u);
+  telemetry.stop();
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ from ._gpustream import (  # noqa: F401  (re-exported)
     MigInstance,
     MyDeviceUsage,
     MyProcess,
+    Pod,
     Process,
     Reading,
     RemoteClient,
@@ -49,7 +50,7 @@ from ._gpustream import (  # noqa: F401  (re-exported)
 __all__ = [
     "AbsentMetricError", "ConfigError", "Device", "DeviceFit", "DeviceWindow", "Engine", "Event",
     "EventStream", "Gap", "Host", "HostProcess", "JsonError", "MetricSummary", "MigInstance",
-    "MyDeviceUsage", "MyProcess", "Process",
+    "MyDeviceUsage", "MyProcess", "Pod", "Process",
     "Reading", "RemoteClient", "SampleError", "SlurmJob", "Snapshot", "Stream", "Subscription",
     "Telemetry", "Window", "WindowSummary", "connect", "known_probes", "snapshot_from_json",
 ]

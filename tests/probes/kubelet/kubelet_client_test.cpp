@@ -76,7 +76,8 @@ class GarbageService final : public grpc::CallbackGenericService {
           Finish(grpc::Status::OK);
           return;
         }
-        const std::string junk = "\x00\xff\xff\xff\xff\x0f garbage";
+        static constexpr char kJunk[] = "\x00\xff\xff\xff\xff\x0f garbage";
+        const std::string junk(kJunk, sizeof kJunk - 1);  // field number 0: no message
         grpc::Slice slice(junk);
         reply_ = grpc::ByteBuffer(&slice, 1);
         StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstring>
 #include <limits>
+#include <system_error>
 #include <utility>
 
 #include <grpcpp/grpcpp.h>
@@ -47,7 +47,8 @@ class GrpcKubeletLister final : public KubeletLister {
     const bool found = ::stat(o_.socket.c_str(), &st) == 0;
     if (!found || !S_ISSOCK(st.st_mode)) {
       r.error = "socket_missing";
-      r.message = o_.socket + ": " + (found ? "not a socket" : std::strerror(errno));
+      r.message = o_.socket + ": " +
+                  (found ? std::string("not a socket") : std::generic_category().message(errno));
       return r;
     }
     if (!stub_) {

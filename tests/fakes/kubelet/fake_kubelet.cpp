@@ -73,6 +73,8 @@ class Service final : public v1::PodResourcesLister::Service {
   std::string file_;
 };
 
+// Set by the signal handlers, read by main.
+// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
 volatile std::sig_atomic_t g_stop = 0;
 
 }  // namespace

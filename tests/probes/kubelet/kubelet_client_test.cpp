@@ -194,7 +194,8 @@ TEST_F(KubeletClientTest, ASocketNobodyListensOnIsUnavailable) {
   ASSERT_GE(fd, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket_.c_str(), sizeof(addr.sun_path) - 1);
+  ASSERT_LT(socket_.size(), sizeof(addr.sun_path));
+  socket_.copy(addr.sun_path, socket_.size());
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
   ::close(fd);
   const auto got = make_kubelet_lister(options())->list();

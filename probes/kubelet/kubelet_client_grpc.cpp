@@ -22,8 +22,8 @@ std::string one_line(std::string_view s) {
   return out;
 }
 
-std::string reason_of(grpc::StatusCode code) {
-  switch (code) {
+std::string reason_of(const grpc::Status& status) {
+  switch (status.error_code()) {
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return "deadline";
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
@@ -32,6 +32,11 @@ std::string reason_of(grpc::StatusCode code) {
       return "unavailable";
     case grpc::StatusCode::INTERNAL:  // among others: an answer that does not parse
       return "malformed";
+    case grpc::StatusCode::UNIMPLEMENTED:
+      // gRPC's blocking unary call says so of an answer whose bytes did not parse (the message
+      // is dropped, then found missing); a kubelet without the v1 API says it with other words.
+      return status.error_message().find("No message returned") != std::string::npos ? "malformed"
+                                                                                     : "failed";
     default:
       return "failed";
   }
@@ -68,7 +73,7 @@ class GrpcKubeletLister final : public KubeletLister {
     v1::ListPodResourcesResponse response;
     const grpc::Status status = stub_->List(&ctx, request, &response);
     if (!status.ok()) {
-      r.error = reason_of(status.error_code());
+      r.error = reason_of(status);
       r.message = "List: gRPC status " + std::to_string(static_cast<int>(status.error_code())) +
                   " " + one_line(status.error_message());
       return r;

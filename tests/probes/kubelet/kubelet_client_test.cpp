@@ -131,6 +131,7 @@ void add_pod(v1::ListPodResourcesResponse& r, const std::string& name, const std
 
 class KubeletClientTest : public ::testing::Test {
  protected:
+  test::TempTree tree_;  // before socket_, which names a file in it
   std::string socket_ = tree_.path("kubelet.sock");
   KubeletClientOptions options() {
     KubeletClientOptions o;
@@ -138,7 +139,6 @@ class KubeletClientTest : public ::testing::Test {
     o.timeout = milliseconds(5000);
     return o;
   }
-  test::TempTree tree_;
 };
 
 TEST_F(KubeletClientTest, ListMapsEachGpuToItsPodNamespaceAndContainer) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <stdexcept>
 
@@ -50,6 +51,30 @@ std::unique_ptr<probes::KubeletWatcher> make_kubelet_watcher(const KubeletFlags&
   wo.backoff_max = std::max(wo.backoff_max, wo.refresh);
   note = "reading pod names from the kubelet at " + socket;
   return std::make_unique<probes::KubeletWatcher>(probes::make_kubelet_lister(std::move(co)), wo);
+}
+
+void add_kubelet_socket_flag(CLI::App& sub, std::string& socket) {
+  sub.add_option("--kubelet-socket", socket,
+                 "The kubelet's PodResources socket: pod, namespace and container of each GPU "
+                 "and of the processes in pods (default: the kubelet's own socket when it "
+                 "exists; 'off': never; docs/operations.md, \"Kubernetes\")");
+}
+
+std::unique_ptr<probes::KubeletWatcher> attach_kubelet(Telemetry& telemetry,
+                                                       const std::string& socket,
+                                                       bool keep_asking) {
+  std::string note;
+  auto w = make_kubelet_watcher(KubeletFlags{.socket = socket}, note);
+  if (!w) {
+    if (!note.empty()) std::cerr << "gpustream: " << note << "\n";
+    return nullptr;
+  }
+  telemetry.set_annotator([p = w.get()](GpuSnapshot& s) { p->annotate(s); });
+  if (keep_asking)
+    w->start();  // asks at once, on its own thread
+  else
+    w->refresh_once();  // the one answer, before the first sample
+  return w;
 }
 
 std::string kubelet_metrics(const probes::KubeletStats& s) {

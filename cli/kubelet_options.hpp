@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gpustream/probes/pod_resources.hpp"
+#include "gpustream/telemetry.hpp"
 #include "server_options.hpp"
 
 namespace gpustream::cli {
@@ -26,6 +27,15 @@ const std::vector<FlagRow<KubeletFlags>>& kubelet_flag_table();
 /// build has no kubelet client. `note`: one line saying what was chosen, for the log.
 std::unique_ptr<probes::KubeletWatcher> make_kubelet_watcher(const KubeletFlags& flags,
                                                              std::string& note);
+
+/// --kubelet-socket of the commands that run the local probes once or for a while (snapshot,
+/// watch, record): registered on `sub`, bound to `socket`.
+void add_kubelet_socket_flag(CLI::App& sub, std::string& socket);
+/// For those commands: the watcher the flag asks for (null when none), its first answer asked
+/// for now (at most the List deadline) and joined into every snapshot `telemetry` publishes;
+/// `keep_asking` starts its refresh thread. Throws ConfigError like make_kubelet_watcher.
+std::unique_ptr<probes::KubeletWatcher> attach_kubelet(Telemetry& telemetry,
+                                                       const std::string& socket, bool keep_asking);
 
 /// The kubelet's counters in the Prometheus text format (gpustream_kubelet_*), and as the
 /// members of /api/v1/stats' "kubelet" object.

@@ -1,14 +1,67 @@
 // gpustream doctor — for each probe: what it looked for, what it found, what blocks it, the fix.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <iostream>
 #include <variant>
 
 #include "commands.hpp"
 #include "gpustream/probes/doctor.hpp"
+#include "gpustream/probes/kubelet_client.hpp"
 #include "gpustream/terminal_text.hpp"
 #include "options.hpp"
 
 namespace gpustream::cli {
+
+namespace {
+
+/// The kubelet's PodResources socket, as serve would use it (serve.kubelet_socket, else the
+/// default path): a "kubelet" group with one finding when there is one to speak of — a socket
+/// named in the config, or the default one present. Nothing on a machine outside Kubernetes.
+void check_kubelet(const Config& config, doctor::Report& report) {
+  std::string socket(probes::kDefaultKubeletSocket);
+  bool named = false;
+  if (const auto* v = config.probe_settings.get(kServeSection, "kubelet_socket"))
+    if (const auto* s = std::get_if<std::string>(&v->value()); s && !s->empty()) {
+      if (*s == "off") return;
+      socket = *s;
+      named = true;
+    }
+  struct stat st {};
+  const bool present = ::stat(socket.c_str(), &st) == 0;
+  if (!present && !named) return;
+  doctor::Finding f{.probe = "kubelet", .check = "kubelet_pod_resources"};
+  if (!probes::kubelet_client_built()) {
+    f.status = doctor::Status::warn;
+    f.detail = socket + (present ? " is there" : " is named") + " but " + probes::kKubeletNotBuilt +
+               ": processes and devices carry no pod names";
+    f.fix =
+        "apt-get install libgrpc++-dev libprotobuf-dev protobuf-compiler "
+        "protobuf-compiler-grpc, then rebuild gpustream";
+  } else {
+    probes::KubeletClientOptions co;
+    co.socket = socket;
+    auto r = probes::make_kubelet_lister(co)->list();
+    if (r.map) {
+      f.status = doctor::Status::ok;
+      f.detail = "the kubelet at " + socket + " answers: " + std::to_string(r.map->pods()) +
+                 " pod(s), " + std::to_string(r.map->devices()) + " GPU(s) held by a container";
+    } else {
+      f.status = doctor::Status::warn;
+      f.detail = "the kubelet at " + socket + " did not answer (" + r.error + ": " + r.message +
+                 "): processes in pods will say pod_absent kubelet_unavailable";
+      f.fix = r.error == "socket_missing"
+                  ? "mount /var/lib/kubelet/pod-resources into gpustream's pod (hostPath), or "
+                    "set serve.kubelet_socket"
+                  : "check that the kubelet runs and that gpustream may connect to its socket "
+                    "(root in the pod)";
+    }
+  }
+  report.probes.push_back("kubelet");
+  report.findings.push_back(std::move(f));
+}
+
+}  // namespace
 
 int run_doctor(const Config& config, const DoctorOptions& o) {
   auto options = doctor::options_from_config(config);
@@ -27,6 +80,7 @@ int run_doctor(const Config& config, const DoctorOptions& o) {
   for (const auto& r : detect_probes(config, timeout))
     if (r.detection.available && r.name != "host") gpus += r.detection.devices.size();
   report.gpus_readable = gpus;
+  check_kubelet(config, report);
   report.gpus_expected = o.expect_gpus;
   // Without --expect-gpus, the service's own expectation (serve.expect_gpus of --config).
   if (!o.expect_gpus_given) {

@@ -106,25 +106,30 @@ void add_serve_options(CLI::App& sub, ServeOptions& o) {
   add_flag_rows(sub, o, serve_flag_table());
   add_flag_rows(sub, o.nats_auth, nats_auth_flag_table());
   add_flag_rows(sub, o.otlp, otlp_flag_table());
+  add_flag_rows(sub, o.kubelet, kubelet_flag_table());
 }
 
 void apply_serve_config(const Config& config, CLI::App& sub) {
   static const std::vector<ConfigKey> serve_keys = config_keys_of(serve_flag_table());
   static const std::vector<ConfigKey> auth_keys = config_keys_of(nats_auth_flag_table());
   static const std::vector<ConfigKey> otlp_keys = config_keys_of(otlp_flag_table());
+  static const std::vector<ConfigKey> kubelet_keys = config_keys_of(kubelet_flag_table());
   apply_config_section(config, sub, kServeSection,
-                       {&server_config_keys(), &serve_keys, &auth_keys, &otlp_keys});
+                       {&server_config_keys(), &serve_keys, &auth_keys, &otlp_keys, &kubelet_keys});
 }
 
 int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
   transport::ServerOptions so;
   transport::NatsAuth nats_auth;
   std::optional<transport::OtlpOptions> otlp_options;
+  std::unique_ptr<probes::KubeletWatcher> kubelet;  // --kubelet-socket: pods of GPUs, processes
+  std::string kubelet_note;
   try {
     so = make_server_options(o.server);
     check_bus_flags(o);
     nats_auth = make_nats_auth(o.nats_auth);
     otlp_options = make_otlp_options(o.otlp, o.node.empty() ? this_host_name() : o.node);
+    kubelet = make_kubelet_watcher(o.kubelet, kubelet_note);
     if (!so.http && !so.tcp && o.nats.empty() && !otlp_options)
       throw ConfigError("nothing to serve: --listen off, no --tcp, no --nats and no --otlp");
     if (!o.health.empty() && o.health != "off") {
@@ -210,6 +215,19 @@ int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
              transport::otlp_stats_json(exporter->stats()) + "}";
     };
   }
+  if (kubelet) {
+    // The join runs on the io thread with the latest answer; the kubelet is asked on the
+    // watcher's own thread.
+    telemetry.set_annotator([w = kubelet.get()](GpuSnapshot& s) { w->annotate(s); });
+    const probes::KubeletWatcher* watcher = kubelet.get();
+    so.extra_metrics = [watcher, before = std::move(so.extra_metrics)] {
+      return (before ? before() : std::string()) + kubelet_metrics(watcher->stats());
+    };
+    so.extra_stats = [watcher, before = std::move(so.extra_stats)] {
+      return (before ? before() + "," : std::string()) + "\"kubelet\":{" +
+             kubelet_stats_json(watcher->stats()) + "}";
+    };
+  }
   std::unique_ptr<transport::Server> server;  // none for a headless agent (--listen off, --nats)
   if (so.http || so.tcp) {
     server = std::make_unique<transport::Server>(io.get_executor(), telemetry.channel(), so,
@@ -234,6 +252,8 @@ int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
     otlp->start();
     std::cerr << "gpustream: " << otlp_start_line(otlp->options()) << "\n";
   }
+  if (!kubelet_note.empty()) std::cerr << "gpustream: " << kubelet_note << "\n";
+  if (kubelet) kubelet->start();
   telemetry.start();
   for (const auto& e : telemetry.setup_errors())
     std::cerr << "gpustream: " << terminal_safe(e) << "\n";
@@ -263,6 +283,7 @@ int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
 #endif
   if (otlp) otlp->stop();
   telemetry.stop();
+  if (kubelet) kubelet->stop();  // returns within the List deadline
   return kExitOk;
 }
 

@@ -12,11 +12,20 @@
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
 #include "gpustream/terminal_text.hpp"
+#include "kubelet_options.hpp"
+#include "options.hpp"
 
 namespace gpustream::cli {
 
 int run_snapshot(Config config, const SnapshotOptions& o) {
   Telemetry t(std::move(config), probe_factory());
+  std::unique_ptr<probes::KubeletWatcher> kubelet;  // pod names (--kubelet-socket)
+  try {
+    kubelet = attach_kubelet(t, o.kubelet_socket, false);
+  } catch (const ConfigError& e) {
+    std::cerr << "gpustream: " << e.what() << "\n";
+    return kExitUsage;
+  }
   t.start();
   const auto timeout = std::chrono::milliseconds(static_cast<long>(o.timeout_seconds * 1000));
   const auto snaps = t.wait_for_first_samples(timeout);
@@ -84,6 +93,7 @@ Command snapshot_command() {
                            "fake libnvidia-ml.so.1 (give --nvml-library PATH, or copy it to "
                            "DIR/nvml/)")
                 ->check(CLI::ExistingDirectory);
+            add_kubelet_socket_flag(sub, s->o.kubelet_socket);
             return [s, &context] {
               if (!s->replay_capture.empty())
                 prepare_replay_capture(context.common, s->replay_capture);

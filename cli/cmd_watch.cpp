@@ -23,6 +23,7 @@
 #include "gpustream/telemetry.hpp"
 #include "gpustream/terminal_text.hpp"
 #include "gpustream/transport/remote_subscriber.hpp"
+#include "kubelet_options.hpp"
 #include "options.hpp"
 #include "output.hpp"
 #include "remote_watch.hpp"
@@ -134,6 +135,13 @@ int run_watch(Config config, const WatchOptions& o) {
   Printer printer(json, !json && ::isatty(out.fd()) != 0, o.container);
 
   Telemetry t(config, probe_factory());
+  std::unique_ptr<probes::KubeletWatcher> kubelet;  // pod names (--kubelet-socket)
+  try {
+    kubelet = attach_kubelet(t, o.kubelet_socket, true);
+  } catch (const ConfigError& e) {
+    std::cerr << "gpustream: " << e.what() << "\n";
+    return kExitUsage;
+  }
   SubscribeOptions so;
   so.policy = Backpressure::lossless;
   so.capacity = 4096;
@@ -204,6 +212,7 @@ Command watch_command() {
               return v.size() >= 4 ? std::string{}
                                    : std::string("give at least 4 characters of the id");
             });
+        add_kubelet_socket_flag(sub, o->kubelet_socket);
         return [o, &context] { return run_watch(make_config(context.common), *o); };
       }};
 }
@@ -218,6 +227,7 @@ Command record_command() {
         sub.add_option("--count", o->count, "Stop after N snapshots")->check(CLI::PositiveNumber);
         sub.add_option("--duration", o->duration_seconds, "Stop after this many seconds")
             ->check(CLI::PositiveNumber);
+        add_kubelet_socket_flag(sub, o->kubelet_socket);
         return [o, &context] { return run_watch(make_config(context.common), *o); };
       }};
 }

@@ -67,10 +67,12 @@ struct ListOptions {
 struct SnapshotOptions {
   bool json = false;
   double timeout_seconds = 10.0;
+  std::string kubelet_socket;  // --kubelet-socket: "" the default socket when there, or off
 };
 struct WatchOptions {
   bool json = false;
-  long count = 0;  // 0: until interrupted
+  std::string kubelet_socket;  // --kubelet-socket (local probes only): as serve's
+  long count = 0;              // 0: until interrupted
   double duration_seconds = 0;
   std::string output_file;  // record: JSON lines into this file
   std::string connect;      // watch --connect tcp:// | tls://HOST:PORT, ws:// | wss://HOST:PORT/ws

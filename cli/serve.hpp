@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "gpustream/config.hpp"
+#include "kubelet_options.hpp"
 #include "nats_auth_options.hpp"
 #include "otlp_options.hpp"
 #include "reload.hpp"
@@ -34,6 +35,7 @@ struct ServeOptions {
   std::string health;
   NatsAuthFlags nats_auth;  // --nats-creds, --nats-user ... (nats_auth_options.hpp)
   OtlpFlags otlp;           // --otlp, --otlp-header ... (otlp_options.hpp)
+  KubeletFlags kubelet;     // --kubelet-socket, --kubelet-refresh (kubelet_options.hpp)
 };
 
 /// Registers the serve flags on `sub`: the server options, then the bus flags (the common

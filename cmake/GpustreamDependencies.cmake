@@ -63,3 +63,26 @@ if(GPUSTREAM_BUILD_PYTHON)
     message(STATUS "gpustream: Python module disabled (install pybind11-dev and python3-dev)")
   endif()
 endif()
+
+# The kubelet's PodResources API (gpustream serve --kubelet-socket: pod, namespace and container
+# of each GPU, docs/operations.md "Kubernetes"): gRPC over a unix socket, built whenever Debian's
+# libgrpc++-dev, libprotobuf-dev, protobuf-compiler and protobuf-compiler-grpc are there. Without
+# them everything else builds the same and the feature says it is not built.
+option(GPUSTREAM_KUBELET
+  "Build the kubelet PodResources client when gRPC and protobuf are found" ON)
+set(GPUSTREAM_HAS_KUBELET OFF)
+if(GPUSTREAM_KUBELET)
+  find_package(PkgConfig QUIET)
+  if(PkgConfig_FOUND)
+    pkg_check_modules(GPUSTREAM_GRPC QUIET IMPORTED_TARGET grpc++ protobuf)
+  endif()
+  find_program(GPUSTREAM_PROTOC protoc)
+  find_program(GPUSTREAM_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+  if(GPUSTREAM_GRPC_FOUND AND GPUSTREAM_PROTOC AND GPUSTREAM_GRPC_CPP_PLUGIN)
+    set(GPUSTREAM_HAS_KUBELET ON)
+    message(STATUS "gpustream: kubelet PodResources client enabled (gRPC ${GPUSTREAM_GRPC_grpc++_VERSION})")
+  else()
+    message(STATUS "gpustream: kubelet PodResources client disabled (install libgrpc++-dev, "
+      "libprotobuf-dev, protobuf-compiler and protobuf-compiler-grpc)")
+  endif()
+endif()

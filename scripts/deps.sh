@@ -13,7 +13,11 @@
 #                              mypy (mypy --strict on a client of the Python module's stubs),
 #                              dpkg-dev + file (cpack's dpkg-shlibdeps) and systemd
 #                              (systemd-analyze verify) for the .deb test, openssl (the NATS
-#                              TLS test's CA, the listeners' TLS test) and curl (tls_listen)
+#                              TLS test's CA, the listeners' TLS test) and curl (tls_listen),
+#                              and gRPC + protobuf (libgrpc++-dev, libprotobuf-dev,
+#                              protobuf-compiler, protobuf-compiler-grpc: the kubelet
+#                              PodResources client and its fake kubelet; a build without them
+#                              leaves the feature out and says so)
 #   scripts/deps.sh bench    — test + what the benchmarks compare against (rocm-smi, websocketpp)
 # As root it runs apt-get; otherwise it prints the one line to run and exits 1.
 # Idempotent: when everything is there it only says so.
@@ -26,7 +30,8 @@ build_pkgs=(cmake ninja-build g++ pkg-config ccache
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server
   clang libfuzzer-14-dev libdrm-common clang-format clang-tidy python3-pytest mypy
-  dpkg-dev file systemd openssl curl)
+  dpkg-dev file systemd openssl curl
+  libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc)
 bench_pkgs=(rocm-smi)
 
 case "$profile" in

@@ -36,6 +36,7 @@ from ._gpustream import (  # noqa: F401  (re-exported)
     MigInstance,
     MyDeviceUsage,
     MyProcess,
+    Pod,
     Process,
     Reading,
     RemoteClient,
@@ -61,7 +62,7 @@ from ._version import __version__
 __all__ = [
     "AbsentMetricError", "ConfigError", "Container", "Device", "DeviceFit", "DeviceWindow",
     "Engine", "Event", "EventStream", "Gap", "Host", "HostProcess", "JsonError", "MetricSummary",
-    "MigInstance", "MyDeviceUsage", "MyProcess", "Process", "Reading", "RemoteClient",
+    "MigInstance", "MyDeviceUsage", "MyProcess", "Pod", "Process", "Reading", "RemoteClient",
     "SampleError", "SlurmJob", "Snapshot", "Stream", "Subscription", "Telemetry",
     "UnknownMetricError", "Window", "WindowOverhead", "WindowSummary", "__version__", "connect",
     "known_metrics", "known_probes", "log_level", "log_to_logging", "set_log_handler",

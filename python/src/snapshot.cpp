@@ -258,6 +258,17 @@ void bind_snapshot(py::module_& m) {
     return "<gpustream.SlurmJob " + j.job_id + (j.step.empty() ? "" : "." + j.step) + ">";
   });
 
+  py::class_<KubernetesPod> pod(m, "Pod",
+                                "The Kubernetes pod and container holding a GPU (the kubelet's "
+                                "PodResources API).");
+  def_fields<KubernetesPod>(
+      pod, {.docs = {{"name", "The pod's name."},
+                     {"namespace", "The pod's namespace."},
+                     {"container", "The name of the pod's container that holds the GPU."}}});
+  pod.def("__repr__", [](const KubernetesPod& k) {
+    return "<gpustream.Pod " + k.namespace_name + "/" + k.name + " " + k.container + ">";
+  });
+
   py::class_<ProcessSample> process(m, "Process", "A process using a device.");
   def_fields<ProcessSample>(
       process,
@@ -280,7 +291,13 @@ void bind_snapshot(py::module_& m) {
                 {"slurm_absent",
                  "\"unrecognized\" when the cgroup has Slurm's mark in a shape not known; else "
                  "None."},
-                {"engines", "Per engine (Engine) use by this process; [] when unknown."}}});
+                {"engines", "Per engine (Engine) use by this process; [] when unknown."},
+                {"pod",
+                 "The Kubernetes pod and container (Pod: name, namespace, container) the process "
+                 "runs in, from the kubelet; None outside a pod or when unknown."},
+                {"pod_absent",
+                 "Why `pod` is None for a process in a pod: kubelet_unavailable, not_assigned, "
+                 "ambiguous; None otherwise."}}});
   process.def("__repr__", [](const ProcessSample& p) {
     return "<gpustream.Process " + std::to_string(p.pid) + " '" + p.name + "'>";
   });
@@ -341,6 +358,9 @@ void bind_snapshot(py::module_& m) {
                 {"mig",
                  "A MigInstance (gpu_instance_id, compute_instance_id, profile) for a MIG "
                  "instance; None when the device is not one."},
+                {"pods",
+                 "The Kubernetes pods and containers (Pod) the kubelet says hold the device; "
+                 "empty when none does or the kubelet is not read."},
                 {"partitioned",
                  "True for a physical device in MIG mode: work goes to its instances (the "
                  "devices whose parent it is); its own metrics stay device-wide."},

@@ -289,6 +289,8 @@ std::optional<E> enum_from_string(std::string_view s) noexcept {
     return container_absent_from_string(s).value_or(ContainerAbsent::not_collected);
   if constexpr (std::is_same_v<E, SlurmAbsent>)
     return slurm_absent_from_string(s).value_or(SlurmAbsent::none);
+  if constexpr (std::is_same_v<E, PodAbsent>)
+    return pod_absent_from_string(s).value_or(PodAbsent::none);
 }
 
 template <typename E>

@@ -81,6 +81,9 @@ static_assert(kContainerAbsents.size() ==
               static_cast<std::size_t>(ContainerAbsent::no_permission) + 1);
 constexpr std::array<std::string_view, 2> kSlurmAbsents{"none", "unrecognized"};
 static_assert(kSlurmAbsents.size() == static_cast<std::size_t>(SlurmAbsent::unrecognized) + 1);
+constexpr std::array<std::string_view, 4> kPodAbsents{"none", "kubelet_unavailable", "not_assigned",
+                                                      "ambiguous"};
+static_assert(kPodAbsents.size() == static_cast<std::size_t>(PodAbsent::ambiguous) + 1);
 
 static_assert(kAbsences.size() == static_cast<std::size_t>(Absence::not_collected) + 1);
 static_assert(kVendors.size() == static_cast<std::size_t>(Vendor::simulated) + 1);
@@ -96,6 +99,7 @@ std::string_view to_string(PowerState p) noexcept { return name_of(p, kPowerStat
 std::string_view to_string(PowerKind k) noexcept { return name_of(k, kPowerKinds); }
 std::string_view to_string(ContainerAbsent a) noexcept { return name_of(a, kContainerAbsents); }
 std::string_view to_string(SlurmAbsent a) noexcept { return name_of(a, kSlurmAbsents); }
+std::string_view to_string(PodAbsent a) noexcept { return name_of(a, kPodAbsents); }
 
 std::optional<Vendor> vendor_from_string(std::string_view s) noexcept {
   return parse_of<Vendor>(s, kVendors);
@@ -123,6 +127,9 @@ std::optional<ContainerAbsent> container_absent_from_string(std::string_view s) 
 }
 std::optional<SlurmAbsent> slurm_absent_from_string(std::string_view s) noexcept {
   return parse_of<SlurmAbsent>(s, kSlurmAbsents);
+}
+std::optional<PodAbsent> pod_absent_from_string(std::string_view s) noexcept {
+  return parse_of<PodAbsent>(s, kPodAbsents);
 }
 
 BadReadingAccess::BadReadingAccess(Absence reason, Source source)
@@ -178,6 +185,10 @@ std::size_t heap_of(const std::vector<EngineSample>& engines) noexcept {
   return n;
 }
 
+std::size_t heap_of(const KubernetesPod& k) noexcept {
+  return heap_of(k.name) + heap_of(k.namespace_name) + heap_of(k.container);
+}
+
 std::size_t heap_of(const ProcessSample& p) noexcept {
   std::size_t n = heap_of(p.name) + heap_of(p.engines);
   if (p.container)
@@ -186,6 +197,7 @@ std::size_t heap_of(const ProcessSample& p) noexcept {
   if (p.slurm)
     n += heap_of(p.slurm->job_id) + heap_of(p.slurm->step) + heap_of(p.slurm->user) +
          heap_of(p.slurm->array_job_id) + heap_of(p.slurm->array_task_id);
+  if (p.pod) n += heap_of(*p.pod);
   return n;
 }
 
@@ -196,6 +208,8 @@ std::size_t heap_of(const DeviceSample& d) noexcept {
   n += heap_of(d.parent) + (d.mig ? heap_of(d.mig->profile) : 0);
   for (const auto& t : d.throttle_reasons) n += heap_of(t);
   for (const auto& p : d.processes) n += heap_of(p);
+  n += buffer_of(d.pods);
+  for (const auto& k : d.pods) n += heap_of(k);
   return n;
 }
 

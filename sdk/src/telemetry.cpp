@@ -49,6 +49,7 @@ struct Telemetry::Impl {
   SnapshotChannel channel;
   std::unique_ptr<Scheduler> scheduler;
   std::vector<ProbePtr> probes;
+  std::function<void(GpuSnapshot&)> annotate;  // set before start(), then read-only
 
   mutable std::mutex mu;
   std::condition_variable changed;  // with mu: a probe published or answered a detection
@@ -342,9 +343,10 @@ void Telemetry::start() {
 
     im.scheduler = std::make_unique<Scheduler>(
         im.io, Scheduler::PublishShared{},
-        [ch = &im.channel](GpuSnapshot s) {
+        [ch = &im.channel, annotate = im.annotate](GpuSnapshot s) {
           for (auto& d : s.devices)
             derive_metrics(d);  // free memory where only total/used is known
+          if (annotate) annotate(s);
           return ch->publish(std::move(s));
         },
         [impl = &im](const ProbeStats& s) { impl->on_stats(s); });
@@ -394,6 +396,11 @@ void Telemetry::stop(std::chrono::milliseconds deadline) {
     return;
   }
   im.finish(deadline);
+}
+
+void Telemetry::set_annotator(std::function<void(GpuSnapshot&)> annotate) {
+  std::lock_guard lock(impl_->mu);
+  if (!impl_->started) impl_->annotate = std::move(annotate);
 }
 
 SnapshotChannel& Telemetry::channel() noexcept { return impl_->channel; }

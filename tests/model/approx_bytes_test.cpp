@@ -82,6 +82,7 @@ GpuSnapshot big_snapshot(int devices, int processes) {
     dev.attributes["uuid"] = dev.id;
     dev.parent = "GPU-" + long_string(36, 'p');
     dev.mig = MigIdentity{1, 0, "a-profile-name-longer-than-sso-1g.5gb"};
+    dev.pods = {KubernetesPod{long_string(253, 'p'), long_string(63, 'n'), long_string(63, 'c')}};
     for (int p = 0; p < processes; ++p) {
       ProcessSample ps;
       ps.pid = 1000 + p;
@@ -95,6 +96,7 @@ GpuSnapshot big_snapshot(int devices, int processes) {
                           .user = "a-user-name-longer-than-the-small-buffer",
                           .array_job_id = "array-job-id-longer-than-the-buffer",
                           .array_task_id = "array-task-id-longer-than-the-buffer"};
+      ps.pod = KubernetesPod{long_string(253, 'p'), long_string(63, 'n'), long_string(63, 'c')};
       ps.engines.push_back(EngineSample{"compute-engine-with-a-long-name", Reading{}});
       dev.processes.push_back(std::move(ps));
     }

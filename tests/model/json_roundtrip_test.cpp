@@ -388,5 +388,64 @@ TEST(JsonDecode, SlurmStringsAreBoundedAndNewReasonsReadAsNone) {
   EXPECT_EQ(snapshot_from_json(doc).devices[0].processes[0].slurm_absent, SlurmAbsent::none);
 }
 
+TEST(JsonRoundTrip, ProcessPodAndDevicePods) {
+  GpuSnapshot s;
+  DeviceSample d;
+  d.id = "GPU-0";
+  d.pods = {KubernetesPod{"train-0", "ml", "trainer"}, KubernetesPod{"infer-1", "ml", "server"}};
+  ProcessSample in_pod;
+  in_pod.pid = 1;
+  in_pod.pod = KubernetesPod{"train-0", "ml", "trainer"};
+  ProcessSample shared;
+  shared.pid = 2;
+  shared.pod_absent = PodAbsent::ambiguous;
+  ProcessSample host;
+  host.pid = 3;
+  d.processes = {in_pod, shared, host};
+  s.devices.push_back(d);
+  DeviceSample free_device;
+  free_device.id = "GPU-1";
+  s.devices.push_back(free_device);
+  const std::string text = to_json_string(s);
+  EXPECT_NE(text.find(R"("pod":{"name":"train-0","namespace":"ml","container":"trainer"})"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find(R"("pods":[{"name":"train-0","namespace":"ml","container":"trainer"},)"
+                      R"({"name":"infer-1","namespace":"ml","container":"server"}])"),
+            std::string::npos)
+      << text;
+  const json::value doc = parse_json(text);
+  const auto& procs = doc.at("devices").at(0).at("processes").as_array();
+  EXPECT_FALSE(procs[0].as_object().contains("pod_absent"));
+  EXPECT_EQ(procs[1].at("pod_absent"), "ambiguous");
+  EXPECT_FALSE(procs[2].as_object().contains("pod")) << "outside a pod: nothing written";
+  EXPECT_FALSE(procs[2].as_object().contains("pod_absent"));
+  EXPECT_FALSE(doc.at("devices").at(1).as_object().contains("pods")) << "held by nobody";
+  EXPECT_EQ(doc, to_json(s)) << "text and document encoders agree";
+  EXPECT_EQ(through_text(s), s);
+  EXPECT_EQ(snapshot_from_json(to_json(s)), s);
+}
+
+TEST(JsonDecode, PodStringsAreBoundedAndNewReasonsReadAsNone) {
+  json::value doc = to_json(test::rich_snapshot());
+  auto& d0 = doc.at("devices").at(0).as_object();
+  auto& p0 = d0.at("processes").at(0).as_object();
+  p0["pod"] =
+      json::object{{"name", std::string(253, 'p')}, {"namespace", "ns"}, {"container", "c"}};
+  EXPECT_EQ(snapshot_from_json(doc).devices[0].processes[0].pod->name.size(), 253u);
+  p0["pod"].as_object()["name"] = std::string(254, 'p');
+  EXPECT_THROW(snapshot_from_json(doc), JsonError);
+  EXPECT_THROW(snapshot_from_json_string(json::serialize(doc)), JsonError);
+  p0["pod"] = json::object{{"name", "p"}, {"namespace", "ns"}};  // container is required
+  EXPECT_THROW(snapshot_from_json(doc), JsonError);
+  p0.erase("pod");
+  d0["pods"] = json::array{
+      json::object{{"name", "p"}, {"namespace", std::string(254, 'n')}, {"container", "c"}}};
+  EXPECT_THROW(snapshot_from_json(doc), JsonError);
+  d0.erase("pods");
+  p0["pod_absent"] = "a_reason_from_a_newer_producer";
+  EXPECT_EQ(snapshot_from_json(doc).devices[0].processes[0].pod_absent, PodAbsent::none);
+}
+
 }  // namespace
 }  // namespace gpustream

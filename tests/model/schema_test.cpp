@@ -54,6 +54,7 @@ DeviceSample full_device() {
   d.throttle_reasons_absent = Absence::no_permission;
   d.processes_absent = Absence::unsupported;
   d.power_samples = {{1'000, 250.5}, {2'000, 251.0}};
+  d.pods = {KubernetesPod{"train-0", "ml", "trainer"}};
   return d;
 }
 

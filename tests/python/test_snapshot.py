@@ -139,6 +139,38 @@ def test_process_slurm_job_is_an_object_or_none(sim):
     assert "slurm" not in back[3] and "slurm_absent" not in back[3]
 
 
+def test_process_pod_and_device_pods_from_the_kubelet(sim):
+    # The kubelet's names: Process.pod a Pod (name, namespace, container) or None with
+    # pod_absent saying why; Device.pods the containers holding the device.
+    doc = sim.latest()[0].to_dict()
+    proc = {"pid": 7, "name": "train", "gpu_memory_bytes": 4096, "gpu_utilization_percent": None,
+            "host_rss_bytes": None, "per_process_exact": True, "engines": []}
+    who = {"name": "train-0", "namespace": "ml", "container": "trainer"}
+    other = {"name": "infer-1", "namespace": "ml", "container": "server"}
+    doc["devices"][0]["processes"] = [dict(proc, pod=who),
+                                      dict(proc, pid=8, pod_absent="ambiguous"),
+                                      dict(proc, pid=9)]
+    doc["devices"][0]["pods"] = [who, other]
+    snap = gpustream.snapshot_from_json(json.dumps(doc))
+    dev = snap.devices[0]
+    procs = dev.processes
+    p = procs[0].pod
+    assert isinstance(p, gpustream.Pod)
+    assert (p.name, p.namespace, p.container) == ("train-0", "ml", "trainer")
+    assert repr(p) == "<gpustream.Pod ml/train-0 trainer>"
+    assert procs[0].pod_absent is None
+    assert procs[1].pod is None and procs[1].pod_absent == "ambiguous"
+    assert procs[2].pod is None and procs[2].pod_absent is None
+    assert [(k.name, k.container) for k in dev.pods] == [("train-0", "trainer"),
+                                                         ("infer-1", "server")]
+    assert snap.devices[1].pods == []
+    back = snap.to_dict()["devices"]
+    assert back[0]["processes"][0]["pod"] == who
+    assert back[0]["pods"] == [who, other]
+    assert "pods" not in back[1]
+    assert "pod" not in back[0]["processes"][2] and "pod_absent" not in back[0]["processes"][2]
+
+
 def test_process_gtt_memory_bytes_is_known_or_none(sim):
     # AMD GTT per process: an int when the source says (0 included), None when it does not, and
     # the document carries the key only when it is known.

@@ -267,6 +267,27 @@ enum class SlurmAbsent : std::uint8_t {
 std::string_view to_string(SlurmAbsent a) noexcept;
 std::optional<SlurmAbsent> slurm_absent_from_string(std::string_view s) noexcept;
 
+/// The Kubernetes pod and container holding a GPU, as the kubelet's PodResources API says
+/// (docs/operations.md, "Kubernetes"). Names as Kubernetes limits them: a pod name at most 253
+/// bytes, a namespace and a container name at most 63.
+struct KubernetesPod {
+  std::string name;            // the pod's name
+  std::string namespace_name;  // its namespace (the wire's "namespace")
+  std::string container;       // the container's name in the pod
+  friend bool operator==(const KubernetesPod&, const KubernetesPod&) = default;
+};
+
+/// Why ProcessSample::pod is unset (the `pod_absent` wire values). Only said of a process in a
+/// Kubernetes pod's cgroup (ProcessContainer::pod_uid set): any other process says nothing.
+enum class PodAbsent : std::uint8_t {
+  none,                 // not in a pod, or nobody asked the kubelet (no --kubelet-socket)
+  kubelet_unavailable,  // the kubelet could not be asked (no socket, no answer in time, garbage)
+  not_assigned,         // the kubelet answered: no container holds the process's device
+  ambiguous,            // several containers hold the device (a shared or time-sliced GPU)
+};
+std::string_view to_string(PodAbsent a) noexcept;
+std::optional<PodAbsent> pod_absent_from_string(std::string_view s) noexcept;
+
 struct ProcessSample {
   std::int64_t pid = 0;
   std::string name;
@@ -284,6 +305,10 @@ struct ProcessSample {
   /// The Slurm job the process runs in; unset with `slurm_absent` saying why.
   std::optional<SlurmJob> slurm;
   SlurmAbsent slurm_absent = SlurmAbsent::none;
+  /// The pod and container the process runs in, from the kubelet (its device's holder, for a
+  /// process whose cgroup is a pod's); unset with `pod_absent` saying why.
+  std::optional<KubernetesPod> pod;
+  PodAbsent pod_absent = PodAbsent::none;
   std::vector<EngineSample> engines;
   friend bool operator==(const ProcessSample&, const ProcessSample&) = default;
 };
@@ -348,6 +373,9 @@ struct DeviceSample {
   /// instances (the devices naming it as `parent`), never on the device itself. Its own metrics
   /// stay device-wide.
   bool partitioned = false;
+  /// The Kubernetes containers the kubelet says hold this device (its PodResources API; more
+  /// than one for a shared or time-sliced GPU), sorted; empty when none does or nobody asked.
+  std::vector<KubernetesPod> pods;
   friend bool operator==(const DeviceSample&, const DeviceSample&) = default;
 };
 

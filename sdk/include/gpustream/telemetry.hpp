@@ -98,6 +98,12 @@ class Telemetry {
   /// thread (from a callback), it stops sampling and returns without joining (see above).
   void stop(std::chrono::milliseconds deadline = std::chrono::milliseconds{2000});
 
+  /// Adds what another source knows to every snapshot before it is published (after
+  /// derive_metrics), e.g. the kubelet's pods (gpustream serve --kubelet-socket). Called on the
+  /// io thread, once per snapshot: it must be quick and never block. Set before start();
+  /// ignored after.
+  void set_annotator(std::function<void(GpuSnapshot&)> annotate);
+
   SnapshotChannel& channel() noexcept;
   /// The probes' events (Xid, ECC, ...): channel().events(). Probes report to it from start()
   /// until stop(); see gpustream/events.hpp and docs/embedding.md ("Events").

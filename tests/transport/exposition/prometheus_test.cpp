@@ -263,6 +263,40 @@ TEST(TransportPrometheus, ProcessSeriesCarryTheSlurmJobAndStep) {
   expect_promtool_clean(text);
 }
 
+TEST(TransportPrometheus, ProcessSeriesCarryTheKubeletsPodNamespaceAndContainer) {
+  GpuSnapshot s;
+  s.probe = "nvidia";
+  s.devices.resize(1);
+  s.devices[0].id = "GPU-1";
+  s.devices[0].vendor = Vendor::nvidia;
+  s.devices[0].name = "H100";
+  const std::string id(64, 'a');
+  ProcessSample named;
+  named.pid = 10;
+  named.name = "python";
+  named.gpu_memory_bytes = 100;
+  named.container = ProcessContainer{"containerd", id, "6f1c2a3b-0000-4c6a-9d9e-1234567890ab", ""};
+  named.pod = KubernetesPod{"train-0", "ml", "trainer"};
+  ProcessSample unnamed;  // in a pod, but the kubelet did not say which: the old label
+  unnamed.pid = 11;
+  unnamed.name = "python";
+  unnamed.gpu_memory_bytes = 200;
+  unnamed.container = ProcessContainer{"kubernetes", "", "0000-1111", "besteffort"};
+  unnamed.pod_absent = PodAbsent::kubelet_unavailable;
+  s.devices[0].processes = {named, unnamed};
+  const auto text =
+      render_prometheus({std::make_shared<const GpuSnapshot>(std::move(s))}, {}, nullptr, {100});
+  EXPECT_NE(text.find("pid=\"10\",process=\"python\",pod=\"train-0\",namespace=\"ml\","
+                      "container=\"trainer\",container_id=\"" +
+                      id + "\"} 100\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("pid=\"11\",process=\"python\",container=\"pod/0000-1111\"} 200\n"),
+            std::string::npos)
+      << text;
+  expect_promtool_clean(text);
+}
+
 TEST(TransportPrometheus, ProcessSeriesAreBoundedAndTheRestCounted) {
   // Four samples exist (memory x3, utilization x1); a bound of 2 writes 2 and counts 2.
   const auto text = render_prometheus(snapshot_with_processes(), {}, nullptr, {2});

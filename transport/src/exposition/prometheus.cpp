@@ -301,7 +301,17 @@ void processes(Exposition& e, const std::vector<SnapshotPtr>& latest, std::size_
                  {"pid", std::to_string(p.pid)},
                  {"process", p.name}};
         if (!s->node.empty()) l.emplace_back("node", s->node);
-        if (auto c = container_label(p); !c.empty()) l.emplace_back("container", std::move(c));
+        if (p.pod) {
+          // The kubelet's names, as dcgm-exporter labels them: `container` is then the
+          // container's name, and its id (when the cgroup gives it) moves to `container_id`.
+          l.emplace_back("pod", p.pod->name);
+          l.emplace_back("namespace", p.pod->namespace_name);
+          l.emplace_back("container", p.pod->container);
+          if (p.container && !p.container->id.empty())
+            l.emplace_back("container_id", p.container->id);
+        } else if (auto c = container_label(p); !c.empty()) {
+          l.emplace_back("container", std::move(c));
+        }
         // Not `job`: Prometheus gives every scraped series the target's `job` label, and an
         // exposed one would be renamed `exported_job` (or, with honor_labels, replace it).
         if (p.slurm) {

@@ -123,6 +123,24 @@ struct Schema<SlurmJob> {
   }
 };
 
+/// The longest string a reader takes in a `pod` object, bytes (Kubernetes: a pod name at most
+/// 253, a namespace and a container name at most 63): a longer one refuses the document.
+inline constexpr std::size_t kMaxPodString = 253;
+
+template <>
+struct Schema<KubernetesPod> {
+  static constexpr auto fields = std::tuple{
+      field("name", &KubernetesPod::name),
+      field("namespace", &KubernetesPod::namespace_name),
+      field("container", &KubernetesPod::container),
+  };
+  static std::string_view where(const KubernetesPod& k) { return k.name; }
+  static bool too_long(const KubernetesPod& k) {
+    return k.name.size() > kMaxPodString || k.namespace_name.size() > kMaxPodString ||
+           k.container.size() > kMaxPodString;
+  }
+};
+
 template <>
 struct Schema<ProcessSample> {
   static constexpr auto fields = std::tuple{
@@ -144,6 +162,13 @@ struct Schema<ProcessSample> {
       Field<ProcessSample, SlurmAbsent>{"slurm_absent", &ProcessSample::slurm_absent, Emit::if_set,
                                         Need::optional,
                                         [](const ProcessSample& p) { return p.slurm.has_value(); }},
+      Field<ProcessSample, std::optional<KubernetesPod>>{
+          "pod", &ProcessSample::pod, Emit::if_set, Need::optional, nullptr,
+          [](const ProcessSample& p) { return p.pod && Schema<KubernetesPod>::too_long(*p.pod); },
+          "a pod string longer than 253 bytes"},
+      Field<ProcessSample, PodAbsent>{"pod_absent", &ProcessSample::pod_absent, Emit::if_set,
+                                      Need::optional,
+                                      [](const ProcessSample& p) { return p.pod.has_value(); }},
       field_optional("engines", &ProcessSample::engines),
   };
   static std::string_view where(const ProcessSample& p) { return p.name; }
@@ -173,6 +198,15 @@ struct Schema<DeviceSample> {
       field_if_set("parent", &DeviceSample::parent),
       field_if_set("mig", &DeviceSample::mig),
       field_if_set("partitioned", &DeviceSample::partitioned),
+      Field<DeviceSample, std::vector<KubernetesPod>>{"pods", &DeviceSample::pods, Emit::if_set,
+                                                      Need::optional, nullptr,
+                                                      [](const DeviceSample& d) {
+                                                        for (const auto& k : d.pods)
+                                                          if (Schema<KubernetesPod>::too_long(k))
+                                                            return true;
+                                                        return false;
+                                                      },
+                                                      "a pod string longer than 253 bytes"},
       field("metrics", &DeviceSample::metrics),  // + sources, absent, absent_sources
       // [[monotonic_ns, watts], ...]: pairs, not objects (the codecs' PowerSample overloads).
       field_if_set("power_samples", &DeviceSample::power_samples),

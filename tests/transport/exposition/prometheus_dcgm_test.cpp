@@ -257,6 +257,23 @@ TEST(PrometheusDcgm, NoPodLabelsUntilThePodIsKnown) {
     EXPECT_EQ(text.find(label), std::string::npos) << label;
 }
 
+TEST(PrometheusDcgm, TheOnePodHoldingADeviceLabelsItsSeries) {
+  auto held = nvidia_gpu(0);
+  held.pods.push_back({"trainer-0", "ml", "pytorch"});
+  auto shared = nvidia_gpu(1);  // time-sliced between two pods: no one pod's series
+  shared.pods.push_back({"a", "ml", "c"});
+  shared.pods.push_back({"b", "ml", "c"});
+  const auto text = render({snapshot_of({held, shared})});
+  const auto l = lines_of(text, "DCGM_FI_DEV_GPU_UTIL");
+  ASSERT_EQ(l.size(), 2U);
+  for (const auto& line : l) {
+    const bool is_held = line.find("gpu=\"0\"") != std::string::npos;
+    EXPECT_EQ(line.find("pod=\"trainer-0\"") != std::string::npos, is_held) << line;
+    EXPECT_EQ(line.find("namespace=\"ml\"") != std::string::npos, is_held) << line;
+    EXPECT_EQ(line.find("container=\"pytorch\"") != std::string::npos, is_held) << line;
+  }
+}
+
 TEST(PrometheusDcgm, LabelValuesAreEscaped) {
   auto d = nvidia_gpu(0);
   d.name = "evil\"}\nDCGM_FI_DEV_GPU_UTIL{gpu=\"9\"} 1\\";

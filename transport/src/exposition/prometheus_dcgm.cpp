@@ -299,9 +299,12 @@ void device(Families& f, const DeviceSample& d, const DeviceSample* parent,
 
 }  // namespace
 
-std::optional<DcgmPod> dcgm_pod_of(const DeviceSample& /*d*/) {
-  // The kubelet PodResources identity is not on the model yet: no device has a known pod.
-  return std::nullopt;
+std::optional<DcgmPod> dcgm_pod_of(const DeviceSample& d) {
+  // One holder: its labels. Several (a GPU shared by time-slicing or MPS) would make one
+  // series claim to be several pods': none (the pods are on the process series).
+  if (d.pods.size() != 1) return std::nullopt;
+  const auto& p = d.pods.front();
+  return DcgmPod{p.name, p.namespace_name, p.container};
 }
 
 std::string dcgm_local_hostname() {

@@ -49,8 +49,8 @@ struct DcgmPod {
   std::string container;
 };
 
-/// The Kubernetes identity of a device, or nullopt when unknown. The one place the dcgm writer
-/// asks for it: it returns nullopt until the kubelet PodResources identity is on the model.
+/// The Kubernetes identity of a device (DeviceSample::pods, from the kubelet's PodResources
+/// API), or nullopt when no pod holds it, the kubelet is not read, or several pods share it.
 std::optional<DcgmPod> dcgm_pod_of(const DeviceSample& d);
 
 /// The name dcgm-exporter would put in `Hostname`: $NODE_NAME when set (a Kubernetes pod's

@@ -12,6 +12,7 @@
 #include "gpustream/probe_stats.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
+#include "planner_args.hpp"
 #include "window_adapter.hpp"
 
 namespace gpustream::python {
@@ -140,13 +141,17 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
     py::gil_scoped_release release;
     return telemetry_->my_process();
   }
-  std::vector<DeviceFit> fits(long long bytes) {
+  FitPlan fit_plan(long long bytes, const py::object& exclude, const py::object& window) {
     if (bytes < 0) throw py::value_error("bytes must be >= 0");
-    return telemetry_->fits(static_cast<std::uint64_t>(bytes));
+    return telemetry_->fits(static_cast<std::uint64_t>(bytes), fit_options_of(exclude, window));
   }
-  std::optional<DeviceFit> best_device(long long bytes) {
-    if (bytes < 0) throw py::value_error("bytes must be >= 0");
-    return telemetry_->best_device(static_cast<std::uint64_t>(bytes));
+  std::vector<DeviceFit> fits(long long bytes, const py::object& exclude,
+                              const py::object& window) {
+    return fit_plan(bytes, exclude, window).fits;
+  }
+  std::optional<DeviceFit> best_device(long long bytes, const py::object& exclude,
+                                       const py::object& window) {
+    return fit_plan(bytes, exclude, window).best();
   }
   /// bench/python_bench.py's baseline: n windows opened and closed from C++ (no Python in
   /// between), seconds in all.
@@ -226,10 +231,18 @@ void bind_telemetry(py::module_& m) {
       .def("_bench_windows", &PyTelemetry::bench_windows, py::arg("n"))
       .def("my_process", &PyTelemetry::my_process,
            "This process's host RSS and its GPU memory on every device.")
-      .def("fits", &PyTelemetry::fits, py::arg("bytes"),
-           "Every device with at least `bytes` free, most free first.")
-      .def("best_device", &PyTelemetry::best_device, py::arg("bytes"),
-           "The device with the most free memory if `bytes` fit there, else None.")
+      .def("fits", &PyTelemetry::fits, py::arg("bytes"), py::kw_only(),
+           py::arg("exclude") = py::none(), py::arg("fatal_event_window") = py::none(),
+           "Every device with at least `bytes` free, most free first (DeviceFit list). "
+           "exclude: device ids to leave out; fatal_event_window: seconds (None: 3600; 0: no "
+           "health rule) — a device with a fatal event (Xid 79, 48, 94, 95, ..., an uncorrected "
+           "ECC error) that recently is left out.")
+      .def("best_device", &PyTelemetry::best_device, py::arg("bytes"), py::kw_only(),
+           py::arg("exclude") = py::none(), py::arg("fatal_event_window") = py::none(),
+           "The device with the most free memory if `bytes` fit there, else None (as fits()).")
+      .def("fit_plan", &PyTelemetry::fit_plan, py::arg("bytes"), py::kw_only(),
+           py::arg("exclude") = py::none(), py::arg("fatal_event_window") = py::none(),
+           "fits() with what was left out and why: a FitPlan (.fits, .excluded).")
       .def(
           "stats",
           [](PyTelemetry& t) {

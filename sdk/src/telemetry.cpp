@@ -426,11 +426,15 @@ std::vector<SnapshotPtr> Telemetry::wait_for_first_samples(std::chrono::millisec
 }
 
 std::vector<DeviceFit> Telemetry::fits(std::uint64_t bytes) const {
-  return fits(bytes, FitOptions{}).fits;
+  FitOptions o;
+  o.fatal_event_window = impl_->config.fatal_event_window;
+  return fits(bytes, o).fits;
 }
 
 std::optional<DeviceFit> Telemetry::best_device(std::uint64_t bytes) const {
-  return best_device(bytes, FitOptions{});
+  FitOptions o;
+  o.fatal_event_window = impl_->config.fatal_event_window;
+  return best_device(bytes, o);
 }
 
 FitPlan Telemetry::fits(std::uint64_t bytes, const FitOptions& options) const {

@@ -118,8 +118,8 @@ class Telemetry {
   std::vector<SnapshotPtr> wait_for_first_samples(std::chrono::milliseconds timeout);
 
   /// fits() / best_device() (gpustream/planner.hpp) over the latest snapshot of every probe,
-  /// under the default FitOptions: the health rule is on (a device with a fatal event in
-  /// events() within the last kDefaultFatalEventWindow is not offered).
+  /// under the default FitOptions with Config::fatal_event_window: the health rule is on (a
+  /// device with a fatal event in events() within the last hour, by default, is not offered).
   std::vector<DeviceFit> fits(std::uint64_t bytes) const;
   std::optional<DeviceFit> best_device(std::uint64_t bytes) const;
   /// The same under `options` (exclusions, the health rule's window) over this Telemetry's own

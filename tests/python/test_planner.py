@@ -68,8 +68,8 @@ def test_a_remote_planner_has_the_local_shape(fake_nvml):
             fits = remote.fits(GiB)
             assert fits and all(isinstance(f, gpustream.DeviceFit) for f in fits)
             mig0 = next(f for f in fits if f.device_id == MIG0)
-            assert (mig0.node, mig0.probe, mig0.vendor, mig0.source) == \
-                ("", "nvidia", "nvidia", "nvml")
+            assert (mig0.node, mig0.probe, mig0.vendor) == ("", "nvidia", "nvidia")
+            assert mig0.source in ("nvml", "derived")
             assert mig0.free_bytes == 19 * GiB and mig0.age_seconds >= 0
             assert remote.best_device(GiB).device_id == fits[0].device_id
             assert remote.best_device(2**64 - 1) is None

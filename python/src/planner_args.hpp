@@ -2,6 +2,7 @@
 // fit_plan): exclude= (device ids) and fatal_event_window= (seconds; None: the default).
 #pragma once
 
+#include <chrono>
 #include <cmath>
 #include <string>
 

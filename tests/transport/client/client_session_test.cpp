@@ -359,14 +359,15 @@ TEST(ClientSession, FitAnswersAreMatchedToTheirRequestsById) {
   EXPECT_NE(r1.id, r2.id);
   EXPECT_EQ(d.session.fits_in_flight(), 2u);
 
-  auto a2 = d.feed(without_newline(fit_result_message(r2.id, 2000, {}, 3)));
+  auto a2 = d.feed(without_newline(fit_result_message(r2.id, 2000, std::vector<FitEntry>{}, 3)));
   answer(a2);
   ASSERT_EQ(second.answers.size(), 1u);
   ASSERT_TRUE(second.answers[0].result);
   EXPECT_EQ(second.answers[0].result->bytes, 2000u);
   EXPECT_TRUE(first.answers.empty());
   // An answer nobody waits for is dropped.
-  EXPECT_TRUE(d.feed(without_newline(fit_result_message("f999", 1, {}, 1))).empty());
+  EXPECT_TRUE(
+      d.feed(without_newline(fit_result_message("f999", 1, std::vector<FitEntry>{}, 1))).empty());
   // A refusal naming the id answers that one.
   auto a1 = d.feed(without_newline(error_message(kErrLimit, "busy", r1.id)));
   answer(a1);

@@ -400,7 +400,7 @@ TEST(TransportHttp, FitLeavesOutExcludedAndSickDevicesAndSaysWhy) {
 
   std::string many = "/api/v1/fit?bytes=0&exclude=";
   for (std::size_t i = 0; i <= kFitMaxExclude; ++i) many += "d" + std::to_string(i) + ",";
-  for (const std::string bad :
+  for (const std::string& bad :
        {std::string("/api/v1/fit?bytes=0&fatal_event_window_s=-1"),
         std::string("/api/v1/fit?bytes=0&fatal_event_window_s=604801"),
         std::string("/api/v1/fit?bytes=0&fatal_event_window_s=soon"),

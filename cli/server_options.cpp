@@ -82,6 +82,10 @@ const std::vector<ServerOptionRow>& server_option_table() {
        "Per-process series on /metrics (GPU memory and utilization per process, with pid, "
        "process and container labels), at most N samples; 0: none (default)",
        &ServerOptions::metrics_processes, CLI::Range(0, 100000)},
+      {"--metrics-compat", "metrics_compat",
+       "Names of the device series on /metrics: native (gpustream_gpu_*) or dcgm "
+       "(dcgm-exporter's DCGM_FI_* names, units and labels, for its dashboards); default native",
+       &ServerFlags::metrics_compat, CLI::IsMember({"native", "dcgm"})},
       {"--expect-gpus", "expect_gpus",
        "GPUs that must be readable: with fewer, /healthz answers 503 saying how many are "
        "readable and expected; 0: none (default)",
@@ -132,6 +136,10 @@ transport::ServerOptions make_server_options(const ServerFlags& o) {
   if (!o.tls_client_ca.empty() && o.tls_cert.empty())
     throw ConfigError("--tls-client-ca needs --tls-cert and --tls-key (TLS on the listeners)");
   if (!o.tls_cert.empty()) so.tls = transport::TlsFiles{o.tls_cert, o.tls_key, o.tls_client_ca};
+  if (o.metrics_compat == "dcgm")
+    so.metrics_compat = transport::MetricsCompat::dcgm;
+  else if (o.metrics_compat != "native")  // the flag's check already says so; a caller may not
+    throw ConfigError("--metrics-compat: '" + o.metrics_compat + "' is not one of: native, dcgm");
   return so;
 }
 

@@ -1,7 +1,7 @@
 // The server-option table: one row per flag that `serve` and `fleet` share (the listener, the
-// token, Host/Origin, every ServerLimits bound, metrics_processes). A row is the flag, its
-// config-file key, its help and the member of transport::ServerOptions / ServerLimits it sets;
-// the flags, the config keys (server_config_keys) and the server's options are generated from
+// token, Host/Origin, every ServerLimits bound, metrics_processes, metrics_compat). A row is the
+// flag, its config-file key, its help and the member of transport::ServerOptions / ServerLimits it
+// sets; the flags, the config keys (server_config_keys) and the server's options are generated from
 // it. docs/architecture/cli.md says how to add a limit.
 #pragma once
 
@@ -30,6 +30,7 @@ struct ServerFlags {
   std::string tls_cert;                   // TLS certificate (PEM); empty: plaintext
   std::string tls_key;                    // its private key (PEM)
   std::string tls_client_ca;              // mutual TLS: the clients' CA (PEM); empty: none
+  std::string metrics_compat = "native";  // /metrics' device names: "native" or "dcgm"
   transport::ServerOptions options;       // limits, allowed origins and hosts, metrics_processes
 };
 

@@ -6,7 +6,12 @@
 #   target_link_libraries(app PRIVATE gpustream::sdk gpustream::probes)
 #   # or: pkg-config --cflags --libs --static gpustream  (PKG_CONFIG_PATH=/opt/gpustream/lib/pkgconfig)
 #
-# Components (the Debian packages of GpustreamPackage.cmake): `daemon` (the gpustream executable),
+# The package's components (find_package(gpustream COMPONENTS ...), one export set and one
+# gpustream_<component>Targets.cmake each, their dependencies looked for only when the component
+# is loaded: cmake/gpustreamConfig.cmake.in): sdk, probes, transport, and benchmark when
+# gpustream::benchmark is built.
+#
+# Install components (the Debian packages of GpustreamPackage.cmake): `daemon` (the gpustream executable),
 # `dev` (libraries, headers, CMake package, pkg-config); the Python module is `python`
 # (python/CMakeLists.txt). `cmake --install` installs them all.
 #
@@ -16,13 +21,20 @@
 # include/gpustream/transport/. The private headers (sdk/private, probes/toolkit and the probe folders) never are.
 include(CMakePackageConfigHelpers)
 
-foreach(_pair "gpustream_sdk:gpustream" "gpustream_probes:gpustream/probes"
-    "gpustream_transport:gpustream/transport")
+set(GPUSTREAM_PACKAGE_COMPONENTS sdk probes transport)
+set(_gpustream_installed "gpustream_sdk:gpustream:sdk" "gpustream_probes:gpustream/probes:probes"
+    "gpustream_transport:gpustream/transport:transport")
+if(TARGET gpustream_benchmark)
+  list(APPEND GPUSTREAM_PACKAGE_COMPONENTS benchmark)
+  list(APPEND _gpustream_installed "gpustream_benchmark:gpustream:benchmark")
+endif()
+foreach(_pair IN LISTS _gpustream_installed)
   string(REPLACE ":" ";" _pair "${_pair}")
   list(GET _pair 0 _target)
   list(GET _pair 1 _dir)
+  list(GET _pair 2 _component)
   install(TARGETS ${_target}
-    EXPORT gpustreamTargets
+    EXPORT gpustream_${_component}Targets
     ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
     LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
     RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev
@@ -38,7 +50,11 @@ endif()
 # GPUSTREAM_INSTALL_DEBUG_INFO=ON (`strip --strip-debug` keeps the symbol table an archive
 # needs). `cmake --install build --prefix P` and DESTDIR both work.
 if(NOT GPUSTREAM_INSTALL_DEBUG_INFO AND CMAKE_STRIP)
-  foreach(_lib gpustream_sdk gpustream_probes gpustream_transport)
+  set(_gpustream_libs gpustream_sdk gpustream_probes gpustream_transport)
+  if(TARGET gpustream_benchmark)
+    list(APPEND _gpustream_libs gpustream_benchmark)
+  endif()
+  foreach(_lib IN LISTS _gpustream_libs)
     install(CODE "
       set(_file \"\$ENV{DESTDIR}\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/$<TARGET_FILE_NAME:${_lib}>\")
       execute_process(COMMAND \"${CMAKE_STRIP}\" --strip-debug \"\${_file}\" RESULT_VARIABLE _rc)
@@ -55,8 +71,10 @@ if(NOT DEFINED GPUSTREAM_NATS_PROVIDER)
 endif()
 
 set(GPUSTREAM_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/gpustream)
-install(EXPORT gpustreamTargets NAMESPACE gpustream:: DESTINATION ${GPUSTREAM_CMAKE_DIR}
-  COMPONENT dev)
+foreach(_component IN LISTS GPUSTREAM_PACKAGE_COMPONENTS)
+  install(EXPORT gpustream_${_component}Targets NAMESPACE gpustream::
+    FILE gpustream_${_component}Targets.cmake DESTINATION ${GPUSTREAM_CMAKE_DIR} COMPONENT dev)
+endforeach()
 configure_package_config_file(cmake/gpustreamConfig.cmake.in
   ${PROJECT_BINARY_DIR}/gpustreamConfig.cmake INSTALL_DESTINATION ${GPUSTREAM_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/gpustreamConfigVersion.cmake

@@ -49,7 +49,7 @@ if (( do_tidy )) && [[ -z "$clang_tidy" ]]; then
 fi
 
 cpp_pattern='\.(cpp|hpp|h|cc)$'
-dirs=(sdk probes transport cli python examples tests bench fuzz)
+dirs=(sdk probes transport benchmark cli python examples tests bench fuzz)
 if (( all )); then
   mapfile -t files < <(git ls-files "${dirs[@]}" | grep -E "$cpp_pattern" || true)
   diff_args=()

@@ -52,7 +52,7 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
     try {
       nvml = std::make_shared<NvmlBackend>(nvidia_detail::NvmlOptions{
           options.nvml_library, mode, options.paths, options.lost_retry_initial,
-          options.lost_retry_max, options.clock});
+          options.lost_retry_max, options.clock, options.host_clock});
     } catch (const DynamicLibraryError& e) {
       *reason = e.code() == errc::symbol_missing ? "NVML unusable: " + e.message() : e.message();
     } catch (const std::exception& e) {
@@ -129,7 +129,7 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
         GpuSnapshot s;
         s.probe = std::string(kName);
         s.time_unix_ns = wall_now_ns();
-        s.monotonic_ns = steady_now_ns();
+        s.monotonic_ns = nvidia_detail::steady_time_ns(self->options.clock());
         s.errors.push_back({"probe_unavailable", d.reason, {}});
         h(make_error_code(errc::probe_unavailable), std::move(s));
       });
@@ -138,13 +138,14 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
 
   /// Runs on the work executor.
   static void sample_nvml(const std::shared_ptr<Impl>& self, SampleHandler handler) {
-    const auto t0 = steady_now_ns();
+    const auto t0 = steady_now_ns();  // the cost, on the real clock
+    const auto at = nvidia_detail::steady_time_ns(self->options.clock());
     const auto wall = wall_now_ns();
     GpuSnapshot snap;
     boost::system::error_code ec;
     try {
       std::string unused;
-      auto result = self->nvml_backend(&unused)->sample(t0);
+      auto result = self->nvml_backend(&unused)->sample(at);
       snap = std::move(result.snapshot);
       if (result.failed) ec = errc::sample_failed;
     } catch (const std::exception& e) {
@@ -153,7 +154,7 @@ struct NvidiaProbe::Impl : std::enable_shared_from_this<Impl> {
     }
     snap.probe = std::string(kName);
     snap.time_unix_ns = wall;
-    snap.monotonic_ns = t0;
+    snap.monotonic_ns = at;
     snap.sample_duration_ns = steady_now_ns() - t0;
     boost::asio::post(self->executors.io, [h = std::move(handler), ec,
                                            s = std::move(snap)]() mutable { h(ec, std::move(s)); });

@@ -254,6 +254,7 @@ using GpmQuerySupportFn = Return(Device, GpmSupport*);
 using GpmSampleAllocFn = Return(GpmSample*);
 using GpmSampleFreeFn = Return(GpmSample);
 using GpmSampleGetFn = Return(Device, GpmSample);
+using GpmMigSampleGetFn = Return(Device, unsigned, GpmSample);  // the GPU, a GPU instance id
 using GpmMetricsGetFn = Return(GpmMetricsGet*);
 
 /// How the process-info functions that were found lay out one entry.
@@ -318,6 +319,8 @@ struct Api {
   GpmSampleGetFn* gpm_sample_get = nullptr;
   GpmMetricsGetFn* gpm_metrics_get = nullptr;
   std::string gpm_missing;
+  // For MIG GPU instances; looked up only when the five are there (null: no GPM on MIG).
+  GpmMigSampleGetFn* gpm_mig_sample_get = nullptr;
   SamplesFn* samples = nullptr;  // nvmlDeviceGetSamples (the power sample ring)
   /// The MIG functions missing from the library ("" when all are there), for the log line.
   std::string mig_missing;

@@ -25,6 +25,7 @@ NvmlBackend::NvmlBackend(NvmlOptions options)
       api_(nvml::Api::load(library_)),
       processes_(options_.paths.procfs_root, options_.clock) {
   if (!options_.clock) options_.clock = [] { return std::chrono::steady_clock::now(); };
+  if (!options_.host_clock) options_.host_clock = &read_host_clock;
   new_session();
 }
 
@@ -276,7 +277,8 @@ NvmlSample NvmlBackend::sample(std::int64_t monotonic_ns) {
     snap.devices.reserve(devices_.size());
     const auto generation = generation_.load();
     // One offset per sample from the host clocks to the steady clock (the power sample ring).
-    const auto clocks = api_.samples ? HostClocks::now() : HostClocks{};
+    const auto clocks =
+        api_.samples ? HostClocks::now(options_.clock, options_.host_clock) : HostClocks{};
     for (auto& dev : devices_) {
       DeviceSample d = device_base(dev);
       const bool sampled = !dev.lost && dev.handle_generation == generation;

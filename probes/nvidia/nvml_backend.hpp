@@ -39,6 +39,7 @@
 namespace gpustream::nvidia_detail {
 
 using SteadyClock = std::function<std::chrono::steady_clock::time_point()>;
+using HostClockReader = std::function<std::int64_t(NvidiaProbeOptions::HostClock)>;
 
 struct NvmlOptions {
   std::string library;
@@ -47,6 +48,7 @@ struct NvmlOptions {
   std::chrono::milliseconds lost_retry_initial{1000};
   std::chrono::milliseconds lost_retry_max{60000};
   SteadyClock clock;
+  HostClockReader host_clock;  // default: clock_gettime
 };
 
 /// The NVML calls whose failures are tracked per device (for log-once and error messages).
@@ -109,9 +111,18 @@ struct HostClocks {
   enum Clock : std::uint8_t { realtime, boottime, monotonic, count_ };
   std::int64_t steady_ns = 0;                    // when they were read (steady clock)
   std::array<std::int64_t, count_> offset_ns{};  // clock - steady, at steady_ns
-  /// Reads every clock once, bracketed by two steady readings.
-  static HostClocks now();
+  /// Reads every host clock once with `read`, bracketed by two readings of `steady` (the
+  /// snapshots' clock).
+  static HostClocks now(const SteadyClock& steady, const HostClockReader& read);
 };
+
+/// clock_gettime of CLOCK_REALTIME, CLOCK_BOOTTIME (CLOCK_MONOTONIC where there is none),
+/// CLOCK_MONOTONIC, ns: the default of NvidiaProbeOptions::host_clock.
+std::int64_t read_host_clock(NvidiaProbeOptions::HostClock c) noexcept;
+/// ns of a steady time point.
+inline std::int64_t steady_time_ns(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();
+}
 
 /// The driver's power sample ring of one device, between snapshots (nvml_samples.cpp).
 struct PowerRing {
@@ -194,7 +205,7 @@ class NvmlBackend {
   /// driver's power samples after it wait for the next snapshot). Throws std::runtime_error when
   /// NVML cannot be initialized; per-device problems go to the snapshot's errors.
   NvmlSample sample(std::int64_t monotonic_ns);
-  NvmlSample sample() { return sample(steady_now_ns()); }
+  NvmlSample sample() { return sample(steady_time_ns(options_.clock())); }
   /// GPU memory of `pid` on every device, with the device's totals. Throws like sample().
   std::vector<ProcessDeviceUsage> process_usage(std::int64_t pid, std::vector<SampleError>& errors);
 
@@ -256,6 +267,17 @@ class NvmlBackend {
   /// The activity metrics from NVML GPM, over the interval since the previous sample
   /// (nvml_gpm.cpp).
   void sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors);
+  /// A MIG instance's activity: its GPU instance's samples (nvmlGpmMigSampleGet on `gpu`'s
+  /// handle), once sample_gpm ran on `gpu`. `gpu_instance_id`: from nvmlDeviceGetGpuInstanceId
+  /// on the instance's handle (nullopt: unknown).
+  void sample_gpm_mig(NvmlDevice& gpu, NvmlDevice& inst, std::optional<unsigned> gpu_instance_id,
+                      DeviceSample& out, std::vector<SampleError>& errors);
+  /// The pair of `dev` (a GPU, or with `gpu` a MIG instance of it), once support is known.
+  void sample_gpm_pair(NvmlDevice& dev, const NvmlDevice* gpu, unsigned gpu_instance_id,
+                       DeviceSample& out, std::vector<SampleError>& errors);
+  /// The activity metrics of `dev` absent `unsupported` for `reason` (its `gpm` attribute),
+  /// its samples freed; logged (info) when the reason is new and `log`.
+  void gpm_unsupported(NvmlDevice& dev, DeviceSample& out, std::string reason, bool log);
   /// Frees every GPU's GPM samples (before NVML is shut down).
   void release_gpm();
   /// power_samples: the driver's ring entries newer than the last seen, up to `monotonic_ns`

@@ -17,7 +17,13 @@
 // pair is seeded again; a metric whose own nvmlReturn failed, or whose value is not a
 // percentage (NaN, < 0, > 100), is absent on its own (logged once).
 //
-// Memory: two samples per GPU (the driver's allocation) and one 13 kB request per backend.
+// MIG: an instance of a GPU in MIG mode reads the samples of its GPU instance
+// (nvmlGpmMigSampleGet(GPU handle, GPU instance id)) into a pair of its own, under the same rules;
+// the GPU's support decides for its instances. A library with GPM but without
+// nvmlGpmMigSampleGet leaves the instances' metrics absent `unsupported` (logged once).
+//
+// Memory: two samples per GPU and per MIG instance (the driver's allocation) and one 13 kB
+// request per backend.
 #include <cmath>
 #include <cstring>
 
@@ -45,7 +51,9 @@ void Api::load_gpm(const DynamicLibrary& lib) {
     gpm_sample_free = nullptr;
     gpm_sample_get = nullptr;
     gpm_metrics_get = nullptr;
+    return;
   }
+  gpm_mig_sample_get = lib.optional<GpmMigSampleGetFn>("nvmlGpmMigSampleGet");
 }
 
 }  // namespace gpustream::nvml
@@ -96,33 +104,45 @@ std::string architecture_name(unsigned a) {
   }
 }
 
+/// Every activity metric absent, for one reason.
+void absent_all(DeviceSample& out, Absence why) {
+  for (const auto& f : kGpmFeeds) out.metrics.set_absent(f.metric, why, Source::nvml);
+}
+
+std::string version_mismatch(const char* function, const char* type) {
+  return std::string(function) + " rejects " + type +
+         " version 1 (NVML_ERROR_ARGUMENT_VERSION_MISMATCH): the library wants a layout "
+         "gpustream does not know";
+}
+
 }  // namespace
 
 void NvmlBackend::release_gpm() {
-  for (auto& dev : devices_) dev.gpm.release();
+  for (auto& dev : devices_) {
+    dev.gpm.release();
+    for (auto& inst : dev.mig_instances) inst.gpm.release();
+  }
+}
+
+void NvmlBackend::gpm_unsupported(NvmlDevice& dev, DeviceSample& out, std::string reason,
+                                  bool log) {
+  auto& g = dev.gpm;
+  if (g.support != GpmState::Support::unsupported || g.reason != reason) {
+    if (log)
+      logger()->info("nvidia probe: GPU {}: activity metrics (GPM) unsupported: {}", dev.uuid,
+                     reason);
+    g.support = GpmState::Support::unsupported;
+    g.reason = std::move(reason);
+  }
+  g.release();
+  out.attributes["gpm"] = "unsupported: " + g.reason;
+  absent_all(out, Absence::unsupported);
 }
 
 void NvmlBackend::sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<SampleError>& errors) {
   auto& g = dev.gpm;
-  auto& m = out.metrics;
-  const auto absent_all = [&](Absence why) {
-    for (const auto& f : kGpmFeeds) m.set_absent(f.metric, why, Source::nvml);
-  };
   const auto unsupported = [&](std::string reason) {
-    if (g.support != GpmState::Support::unsupported || g.reason != reason) {
-      logger()->info("nvidia probe: GPU {}: activity metrics (GPM) unsupported: {}", dev.uuid,
-                     reason);
-      g.support = GpmState::Support::unsupported;
-      g.reason = std::move(reason);
-    }
-    g.release();
-    out.attributes["gpm"] = "unsupported: " + g.reason;
-    absent_all(Absence::unsupported);
-  };
-  const auto version_mismatch = [&](const char* function, const char* type) {
-    return std::string(function) + " rejects " + type +
-           " version 1 (NVML_ERROR_ARGUMENT_VERSION_MISMATCH): the library wants a layout "
-           "gpustream does not know";
+    gpm_unsupported(dev, out, std::move(reason), true);
   };
 
   if (g.support == GpmState::Support::unsupported) return unsupported(g.reason);
@@ -143,7 +163,7 @@ void NvmlBackend::sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<Sam
     if (rc == nvml::kErrorNotSupported || rc == nvml::kErrorFunctionNotFound)
       return unsupported("nvmlGpmQueryDeviceSupport: " + std::string(nvml::return_code_name(rc)));
     if (rc != nvml::kSuccess) {  // asked again next time
-      absent_all(failed(dev, Call::gpm_support, rc, "nvmlGpmQueryDeviceSupport", errors));
+      absent_all(out, failed(dev, Call::gpm_support, rc, "nvmlGpmQueryDeviceSupport", errors));
       return;
     }
     succeeded(dev, Call::gpm_support);
@@ -152,19 +172,65 @@ void NvmlBackend::sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<Sam
     g.support = GpmState::Support::supported;
   }
   out.attributes["gpm"] = "supported";
+  sample_gpm_pair(dev, nullptr, 0, out, errors);
+}
 
+void NvmlBackend::sample_gpm_mig(NvmlDevice& gpu, NvmlDevice& inst,
+                                 std::optional<unsigned> gpu_instance_id, DeviceSample& out,
+                                 std::vector<SampleError>& errors) {
+  // The GPU's own support decides (sample_gpm ran on it first in this sample): its reason is
+  // the instance's, logged once for the GPU.
+  if (gpu.gpm.support == GpmState::Support::unsupported)
+    return gpm_unsupported(inst, out, gpu.gpm.reason, false);
+  if (gpu.gpm.support == GpmState::Support::unknown) {  // the GPU's query failed (its error)
+    absent_all(out, Absence::tool_failed);
+    return;
+  }
+  if (!api_.gpm_mig_sample_get) {
+    if (log_once_.first("gpm:mig:no-symbol"))
+      logger()->info(
+          "nvidia probe: {} has GPM but no nvmlGpmMigSampleGet: activity metrics of MIG "
+          "instances are absent (unsupported)",
+          library_.path());
+    return gpm_unsupported(inst, out,
+                           "nvmlGpmMigSampleGet missing from " + library_.path() +
+                               " (GPM per MIG GPU instance needs it)",
+                           false);
+  }
+  if (!gpu_instance_id) {
+    if (!api_.gpu_instance_id)
+      return gpm_unsupported(inst, out,
+                             "nvmlDeviceGetGpuInstanceId missing from " + library_.path() +
+                                 " (GPM per MIG GPU instance needs the instance's id)",
+                             false);
+    absent_all(out, Absence::tool_failed);  // nvmlDeviceGetGpuInstanceId failed (its error)
+    return;
+  }
+  auto& g = inst.gpm;
+  if (g.support == GpmState::Support::unsupported)  // decided for good (struct version)
+    return gpm_unsupported(inst, out, g.reason, false);
+  if (g.gpu_instance_id != gpu_instance_id) g.previous.reset();  // another instance now
+  g.gpu_instance_id = gpu_instance_id;
+  out.attributes["gpm"] = "supported";
+  sample_gpm_pair(inst, &gpu, *gpu_instance_id, out, errors);
+}
+
+void NvmlBackend::sample_gpm_pair(NvmlDevice& dev, const NvmlDevice* gpu, unsigned gpu_instance_id,
+                                  DeviceSample& out, std::vector<SampleError>& errors) {
+  auto& g = dev.gpm;
+  auto& m = out.metrics;
   // A pair belongs to one NVML session.
   const auto generation = generation_.load();
   if (g.previous && g.generation != generation) g.previous.reset();
   const auto now = options_.clock();
   if (g.previous && now - g.previous_at < kGpmMinInterval) {
-    absent_all(Absence::not_yet_seeded);  // too soon: the interval grows until the next sample
+    absent_all(out, Absence::not_yet_seeded);  // too soon: the interval grows until the next sample
     return;
   }
   // A failed call: this sample's metrics absent with its reason, the pair seeded again.
   const auto call_failed = [&](Call call, nvml::Return rc, const char* function) {
     const auto why = failed(dev, call, rc, function, errors);
-    absent_all(why);
+    absent_all(out, why);
     if (dev.lost) g.release();
   };
   if (!g.spare) {
@@ -177,9 +243,12 @@ void NvmlBackend::sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<Sam
     }
     g.spare = GpmSampleOwner(sample, api_.gpm_sample_free);
   }
-  if (const auto rc = api_.gpm_sample_get(dev.handle, g.spare.get()); rc != nvml::kSuccess) {
+  const auto rc_sample = gpu ? api_.gpm_mig_sample_get(gpu->handle, gpu_instance_id, g.spare.get())
+                             : api_.gpm_sample_get(dev.handle, g.spare.get());
+  if (rc_sample != nvml::kSuccess) {
     g.previous.reset();
-    return call_failed(Call::gpm_sample, rc, "nvmlGpmSampleGet");
+    return call_failed(Call::gpm_sample, rc_sample,
+                       gpu ? "nvmlGpmMigSampleGet" : "nvmlGpmSampleGet");
   }
   succeeded(dev, Call::gpm_sample);
   const auto interval = now - g.previous_at;
@@ -189,7 +258,7 @@ void NvmlBackend::sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<Sam
   g.previous_at = now;
   g.generation = generation;
   if (!seeded) {
-    absent_all(Absence::not_yet_seeded);
+    absent_all(out, Absence::not_yet_seeded);
     return;
   }
 
@@ -205,7 +274,8 @@ void NvmlBackend::sample_gpm(NvmlDevice& dev, DeviceSample& out, std::vector<Sam
   for (unsigned i = 0; i < kGpmFeedCount; ++i) req.metrics[i].metric_id = kGpmFeeds[i].id;
   const auto rc = api_.gpm_metrics_get(&req);
   if (rc == nvml::kErrorArgumentVersionMismatch)
-    return unsupported(version_mismatch("nvmlGpmMetricsGet", "nvmlGpmMetricsGet_t"));
+    return gpm_unsupported(dev, out, version_mismatch("nvmlGpmMetricsGet", "nvmlGpmMetricsGet_t"),
+                           true);
   if (rc != nvml::kSuccess) return call_failed(Call::gpm_metrics, rc, "nvmlGpmMetricsGet");
   succeeded(dev, Call::gpm_metrics);
   out.attributes["gpm_interval_ms"] =

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -62,6 +63,7 @@ struct GpmState {
   std::uint64_t generation = 0;        // the NVML session `previous` was read in
   std::chrono::steady_clock::time_point previous_at{};
   std::uint16_t failing_metrics = 0;  // bit i: kGpmFeeds[i] failed or was out of range last time
+  std::optional<unsigned> gpu_instance_id;  // a MIG instance: the GPU instance sampled
 
   /// Frees both samples (a lost GPU, a new NVML session, shutdown).
   void release() noexcept {

@@ -1,9 +1,12 @@
 // NvmlBackend: MIG (Multi-Instance GPU). When a GPU's MIG mode is on, each of its MIG instances
 // becomes a device of its own in the snapshot: id = the instance's UUID ("MIG-..."), `parent` =
 // the GPU's UUID, its GPU-instance and compute-instance ids, its profile, its memory and its
-// processes, all read on the MIG device handle. NVML has no per-instance utilization, power,
-// temperature, clocks or fan: those are absent `unsupported`, never copied from the GPU. The GPU
-// keeps its device-wide metrics and is marked `partitioned` (docs/probes.md, "MIG").
+// processes, all read on the MIG device handle. Its activity metrics (GPM, Hopper and newer) are
+// those of its GPU instance: nvmlGpmMigSampleGet on the GPU's handle with the id from
+// nvmlDeviceGetGpuInstanceId (nvml_gpm.cpp), so compute instances of one GPU instance report the
+// same figures. NVML has no per-instance utilization, power, temperature, clocks or fan: those
+// are absent `unsupported`, never copied from the GPU. The GPU keeps its device-wide metrics and
+// is marked `partitioned` (docs/probes.md, "MIG").
 //
 // Instance handles are looked up again in every sample (nvmlDeviceGetMigDeviceHandleByIndex), so
 // a reconfiguration (instances created or destroyed) shows in the next sample, and lazy sessions
@@ -216,6 +219,11 @@ DeviceSample NvmlBackend::sample_mig_instance(NvmlDevice& parent, NvmlDevice& in
   } else if (!inst.lost) {
     d.processes_absent = why;
   }
+  // Activity (GPM): the samples of the instance's GPU instance (shared by its compute
+  // instances).
+  sample_gpm_mig(parent, inst, gi ? std::optional<unsigned>(d.mig->gpu_instance_id) : std::nullopt,
+                 d, errors);
+  if (inst.lost) return d;
   // Everything else NVML has only for the whole GPU (throttling included).
   m.fill_absent(Absence::unsupported, Source::nvml);
   d.throttle_reasons_absent = Absence::unsupported;

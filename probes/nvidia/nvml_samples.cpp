@@ -11,8 +11,9 @@
 // found per device from the newest entry: the host clock (CLOCK_REALTIME, CLOCK_BOOTTIME,
 // CLOCK_MONOTONIC) whose present it precedes by less than an hour (or follows by under 60 s),
 // kept while it fits. Each entry's monotonic_ns is its time stamp minus that clock's offset to
-// the steady clock, the offset measured once per snapshot (HostClocks::now()), so spacing
-// within a snapshot is the driver's own.
+// the snapshots' steady clock (NvmlOptions::clock), the offset measured once per snapshot
+// (HostClocks::now(), the host clocks read through NvmlOptions::host_clock, by default
+// clock_gettime), so spacing within a snapshot is the driver's own.
 //
 // Bad input yields no made-up sample: entries whose time stamps repeat or go back (within a
 // call, against the last one taken, or after a host clock step), a value type other than an
@@ -99,17 +100,31 @@ std::optional<double> milliwatts(int type, const nvml::Value& v) {
 
 }  // namespace
 
-HostClocks HostClocks::now() {
-  HostClocks h;
-  const auto before = steady_now_ns();
-  const auto real = read_clock(CLOCK_REALTIME);
+std::int64_t read_host_clock(NvidiaProbeOptions::HostClock c) noexcept {
+  using C = NvidiaProbeOptions::HostClock;
+  switch (c) {
+    case C::realtime:
+      return read_clock(CLOCK_REALTIME);
+    case C::boottime:
 #ifdef CLOCK_BOOTTIME
-  const auto boot = read_clock(CLOCK_BOOTTIME);
+      return read_clock(CLOCK_BOOTTIME);
 #else
-  const auto boot = read_clock(CLOCK_MONOTONIC);  // no such clock (not Linux)
+      return read_clock(CLOCK_MONOTONIC);  // no such clock (not Linux)
 #endif
-  const auto mono = read_clock(CLOCK_MONOTONIC);
-  const auto after = steady_now_ns();
+    case C::monotonic:
+      break;
+  }
+  return read_clock(CLOCK_MONOTONIC);
+}
+
+HostClocks HostClocks::now(const SteadyClock& steady, const HostClockReader& read) {
+  using C = NvidiaProbeOptions::HostClock;
+  HostClocks h;
+  const auto before = steady_time_ns(steady());
+  const auto real = read(C::realtime);
+  const auto boot = read(C::boottime);
+  const auto mono = read(C::monotonic);
+  const auto after = steady_time_ns(steady());
   h.steady_ns = before + (after - before) / 2;
   h.offset_ns[realtime] = real - h.steady_ns;
   h.offset_ns[boottime] = boot - h.steady_ns;

@@ -240,18 +240,23 @@ void SmiBackend::async_detect(std::function<void(Detection)> handler) {
 
 void SmiBackend::async_sample(SampleHandler handler) {
   boost::asio::post(strand_, [self = shared_from_this(), h = std::move(handler)]() mutable {
-    const auto t0 = steady_now_ns();
+    const auto t0 = steady_now_ns();  // the cost, on the real clock
+    const auto at =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(
+            (self->options_.clock ? self->options_.clock() : std::chrono::steady_clock::now())
+                .time_since_epoch())
+            .count();
     const auto wall = wall_now_ns();
-    self->run_gpu_query([self, h = std::move(h), t0, wall](boost::system::error_code ec,
-                                                           std::string gpu_out,
-                                                           std::string why) mutable {
+    self->run_gpu_query([self, h = std::move(h), t0, at, wall](boost::system::error_code ec,
+                                                               std::string gpu_out,
+                                                               std::string why) mutable {
       if (ec) {
         GpuSnapshot s;
         s.probe = "nvidia";
         s.errors.push_back({ec == errc::timeout ? "timeout" : "tool_failed", std::move(why), {}});
         return self->finish(std::move(h), ec, std::move(s));
       }
-      auto on_apps = [self, h = std::move(h), gpu = std::move(gpu_out), t0, wall](
+      auto on_apps = [self, h = std::move(h), gpu = std::move(gpu_out), t0, at, wall](
                          boost::system::error_code ec2, RunResult r) mutable {
         if (ec2 == boost::asio::error::operation_aborted) {
           GpuSnapshot s;
@@ -271,7 +276,7 @@ void SmiBackend::async_sample(SampleHandler handler) {
         }
         boost::asio::post(self->executors_.work, [self, h = std::move(h), gpu = std::move(gpu),
                                                   apps = std::move(apps),
-                                                  apps_error = std::move(apps_error), t0,
+                                                  apps_error = std::move(apps_error), t0, at,
                                                   wall]() mutable {
           boost::system::error_code result;
           GpuSnapshot s;
@@ -289,7 +294,7 @@ void SmiBackend::async_sample(SampleHandler handler) {
                                 {}});
           }
           s.time_unix_ns = wall;
-          s.monotonic_ns = t0;
+          s.monotonic_ns = at;
           s.sample_duration_ns = steady_now_ns() - t0;
           self->finish(std::move(h), result, std::move(s));
         });

@@ -133,7 +133,8 @@ struct SmiOptions {
   std::string tool = "nvidia-smi";
   std::chrono::milliseconds timeout{4000};
   SystemPaths paths;
-  /// For the process table's name refresh. Default: steady_clock.
+  /// For the snapshots' monotonic_ns and the process table's name refresh. Default:
+  /// steady_clock.
   std::function<std::chrono::steady_clock::time_point()> clock;
 };
 

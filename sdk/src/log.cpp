@@ -2,6 +2,8 @@
 // wants the lines (its callback, its spdlog sink, or stderr by default).
 #include "gpustream/log.hpp"
 
+#include "gpustream/detail/log_in_process.hpp"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -192,6 +194,16 @@ constexpr std::array<std::string_view, 7> kNames{"trace", "debug",    "info", "w
 }  // namespace
 
 std::shared_ptr<spdlog::logger> logger() { return instance().logger; }
+
+namespace {
+LogOnce& process_log_once() {
+  static LogOnce once;
+  return once;
+}
+}  // namespace
+
+bool first_in_process(const std::string& key) { return process_log_once().first(key); }
+void forget_logged_in_process() { process_log_once().clear_all(); }
 
 std::string_view to_string(LogLevel level) noexcept {
   const auto i = static_cast<std::size_t>(level);

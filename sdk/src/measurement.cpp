@@ -658,6 +658,15 @@ std::vector<EdgeSample> take_edges(const EdgeSampler& sampler, const Subscriptio
   return edges;
 }
 
+/// What edges already taken (by the caller's sampler) cost: the requests run side by side, so
+/// the slowest edge's latency, request to answer. (It was a literal 0: the overhead of every
+/// shared edge — Telemetry::end_window(s), next_window — read 0.)
+std::int64_t given_latency(const std::vector<EdgeSample>& edges) {
+  std::int64_t slowest = 0;
+  for (const auto& e : edges) slowest = std::max(slowest, e.latency_ns);
+  return slowest;
+}
+
 }  // namespace
 
 MeasurementWindow::MeasurementWindow(SubscriptionFilter filter)
@@ -741,7 +750,8 @@ void MeasurementWindow::begin(const std::vector<EdgeSample>& edges) {
   std::vector<std::string> errors;
   std::int64_t latency = 0;
   const EdgeSampler given = [&edges](const SubscriptionFilter&) { return edges; };
-  opened(take_edges(given, filter_, o, latency, errors, "begin"), o, 0, std::move(errors), cpu0);
+  const auto taken = take_edges(given, filter_, o, latency, errors, "begin");
+  opened(taken, o, given_latency(edges), std::move(errors), cpu0);
 }
 
 std::int64_t MeasurementWindow::closing() {
@@ -773,7 +783,7 @@ WindowSummary MeasurementWindow::end(const std::vector<EdgeSample>& edges) {
   std::vector<std::string> errors;
   const EdgeSampler given = [&edges](const SubscriptionFilter&) { return edges; };
   const auto taken = take_edges(given, filter_, o, latency, errors, "end");
-  return closed(taken, end_call_ns, o, 0, std::move(errors), cpu0);
+  return closed(taken, end_call_ns, o, given_latency(edges), std::move(errors), cpu0);
 }
 
 WindowSummary MeasurementWindow::closed(const std::vector<EdgeSample>& edges,

@@ -9,6 +9,7 @@
 
 #include <boost/asio/error.hpp>
 
+#include "gpustream/detail/log_in_process.hpp"
 #include "gpustream/errors.hpp"
 
 namespace gpustream::detail {
@@ -89,6 +90,10 @@ ProbeBook::ProbeBook(const Probe& probe, const ScheduleOptions& requested)
 void ProbeBook::warn_clamp(milliseconds min) {
   if (min == warned_min_) return;
   warned_min_ = min;
+  // Once per process for each probe, requested interval and minimum (not per Telemetry).
+  if (!first_in_process("clamp:" + name_ + ":" + std::to_string(requested_.interval.count()) + ":" +
+                        std::to_string(min.count())))
+    return;
   logger()->warn("probe {}: interval {} ms is below the source's minimum of {} ms; using {} ms",
                  name_, requested_.interval.count(), min.count(), min.count());
 }

@@ -13,6 +13,7 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 
+#include "gpustream/detail/log_in_process.hpp"
 #include "gpustream/detail/scheduler_book.hpp"
 #include "gpustream/errors.hpp"
 #include "gpustream/log.hpp"
@@ -74,7 +75,6 @@ struct Telemetry::Impl {
   };
   mutable std::mutex windows_mu;
   std::map<std::string, NamedWindow, std::less<>> windows;  // guarded by windows_mu
-  LogOnce window_errors;
 
   Impl(Config c, ProbeFactory f, boost::asio::any_io_executor ex,
        std::unique_ptr<boost::asio::io_context> own)
@@ -133,9 +133,13 @@ struct Telemetry::Impl {
         setup_errors.push_back(std::move(e));
       }
       if (made.empty()) {
-        logger()->warn("no GPU found on this machine, and no simulated probe could be built");
+        if (first_in_process("no-gpu-no-simulated"))
+          logger()->warn("no GPU found on this machine, and no simulated probe could be built");
       } else if (!stop_requested) {
-        logger()->warn("no GPU found on this machine: adding 2 simulated GPUs (probe 'simulated')");
+        if (first_in_process("no-gpu-simulated"))  // once per process, not per Telemetry
+          logger()->warn(
+              "no GPU found on this machine: adding 2 simulated GPUs (probe 'simulated'; said "
+              "once per process)");
         for (auto& p : made) {
           p->start_events(channel.events().sink());
           scheduler->add(p, ScheduleOptions::from_config(config, p->name()));
@@ -263,10 +267,11 @@ Telemetry::Telemetry(Config config, ProbeFactory factory, boost::asio::any_io_ex
 
 namespace {
 
-/// A window-name mistake: logged once per kind of mistake (the names are the caller's, so the
-/// set of keys stays bounded), then thrown.
-[[noreturn]] void window_error(LogOnce& once, const char* kind, const std::string& what) {
-  if (once.first(kind)) logger()->warn("{} (logged once)", what);
+/// A window-name mistake: logged once per kind of mistake and process (the names are the
+/// caller's, so the set of keys stays bounded), then thrown.
+[[noreturn]] void window_error(const char* kind, const std::string& what) {
+  if (first_in_process(std::string("window:") + kind))
+    logger()->warn("{} (logged once per process)", what);
   throw std::invalid_argument(what);
 }
 
@@ -606,14 +611,12 @@ EdgeSampler Telemetry::edge_sampler(std::chrono::milliseconds timeout) {
 
 void Telemetry::begin_window(const std::string& name, SubscriptionFilter filter) {
   Impl& im = *impl_;
-  if (name.empty())
-    window_error(im.window_errors, "empty", "begin_window: the window name is empty");
+  if (name.empty()) window_error("empty", "begin_window: the window name is empty");
   MeasurementWindow* window = nullptr;
   {
     std::lock_guard lock(im.windows_mu);
     if (im.windows.count(name) > 0)
-      window_error(im.window_errors, "duplicate",
-                   "begin_window: window '" + name + "' is already open");
+      window_error("duplicate", "begin_window: window '" + name + "' is already open");
     auto w = std::make_unique<MeasurementWindow>(im.channel, edge_sampler(), filter);
     window = w.get();
     im.windows.emplace(name, Impl::NamedWindow{std::move(filter), std::move(w)});
@@ -637,9 +640,9 @@ std::vector<WindowSummary> Telemetry::end_windows(const std::vector<std::string>
     std::set<std::string> seen;
     for (const auto& n : names) {
       if (!seen.insert(n).second)
-        window_error(im.window_errors, "twice", "end_windows: window '" + n + "' is listed twice");
+        window_error("twice", "end_windows: window '" + n + "' is listed twice");
       if (im.windows.count(n) == 0)
-        window_error(im.window_errors, "unknown", "end_window: no open window named '" + n + "'");
+        window_error("unknown", "end_window: no open window named '" + n + "'");
     }
     for (const auto& n : names) {
       auto node = im.windows.extract(n);
@@ -649,12 +652,15 @@ std::vector<WindowSummary> Telemetry::end_windows(const std::vector<std::string>
   std::vector<const SubscriptionFilter*> filters;
   filters.reserve(taken.size());
   for (const auto& w : taken) filters.push_back(&w.filter);
+  const auto t0 = steady_now_ns();
   const auto edges = request_samples(union_of(filters));  // one shared edge sample
+  const auto latency_ns = steady_now_ns() - t0;
   std::vector<WindowSummary> out;
   out.reserve(taken.size());
   for (std::size_t i = 0; i < taken.size(); ++i) {
     out.push_back(taken[i].window->end(edges));
     out.back().name = names[i];
+    out.back().overhead.end_latency_ns = latency_ns;  // what end_windows waited for its edges
   }
   return out;
 }
@@ -667,16 +673,19 @@ WindowSummary Telemetry::next_window(const std::string& name) {
     std::lock_guard lock(im.windows_mu);
     auto it = im.windows.find(name);
     if (it == im.windows.end())
-      window_error(im.window_errors, "unknown", "next_window: no open window named '" + name + "'");
+      window_error("unknown", "next_window: no open window named '" + name + "'");
     old = std::move(it->second);
     auto w = std::make_unique<MeasurementWindow>(im.channel, edge_sampler(), old.filter);
     next = w.get();
     it->second = Impl::NamedWindow{old.filter, std::move(w)};
   }
+  const auto t0 = steady_now_ns();
   const auto edges = request_samples(old.filter);  // the boundary: one sample for both
+  const auto latency_ns = steady_now_ns() - t0;
   auto summary = old.window->end(edges);
   summary.name = name;
-  next->begin(edges);
+  summary.overhead.end_latency_ns = latency_ns;
+  next->begin(edges);  // its begin_latency_ns: the same sample's (the slowest edge's latency)
   return summary;
 }
 

@@ -30,7 +30,9 @@ using std::chrono::milliseconds;
 std::string describe(const ServerFlags& f, const ServerOptions& o) {
   const auto& l = o.limits;
   std::string s = f.listen + "|" + f.tcp + "|" + f.token_file + "|" + f.tls_cert + "|" + f.tls_key +
-                  "|" + f.tls_client_ca + "|";
+                  "|" + f.tls_client_ca + "|" + f.metrics_compat + "|" +
+                  (o.metrics_compat == gpustream::transport::MetricsCompat::dcgm ? "dcgm" : "") +
+                  "|";
   for (const auto& x : o.allowed_origins) s += x + ",";
   s += "|";
   for (const auto& x : o.allowed_hosts) s += x + ",";
@@ -51,7 +53,9 @@ std::string sample_value(const ServerOptionRow& row, const std::string& token_fi
       [&](auto member) -> std::string {
         using Member = decltype(member);
         if constexpr (std::is_same_v<Member, std::string ServerFlags::*>)
-          return row.flag == "--token" ? token_file : "127.0.0.1:0";
+          return row.flag == "--token"            ? token_file
+                 : row.flag == "--metrics-compat" ? "dcgm"
+                                                  : "127.0.0.1:0";
         else if constexpr (std::is_same_v<Member, milliseconds ServerLimits::*>)
           return "0.25";
         else if constexpr (std::is_same_v<Member, std::size_t ServerLimits::*> ||
@@ -92,7 +96,7 @@ TEST(ServerOptionTable, EveryRowHasAFlagAConfigKeyAndHelp) {
     EXPECT_TRUE(flags.insert(row.flag).second) << "twice: " << row.flag;
     EXPECT_TRUE(keys.insert(row.key).second) << "twice: " << row.key;
   }
-  EXPECT_EQ(server_option_table().size(), 20u);
+  EXPECT_EQ(server_option_table().size(), 21u);
 }
 
 TEST(ServerOptionTable, ConfigKeysAreTheRowsKeys) {
@@ -159,8 +163,9 @@ TEST(ServerOptionTable, EachFlagAndConfigKeySetsItsMemberOnly) {
     });
     EXPECT_EQ(describe(by_key, by_key.options), describe(expected, expected.options)) << row.key;
     if (row.flag == "--listen" || row.flag == "--tcp" || row.flag == "--token" ||
-        row.flag.substr(0, 6) == "--tls-")
-      continue;  // parsed or paired by make_server_options (TLS: TlsFilesGoTogether below)
+        row.flag.substr(0, 6) == "--tls-" || row.flag == "--metrics-compat")
+      continue;  // parsed or paired by make_server_options (TLS: TlsFilesGoTogether below;
+                 // --metrics-compat: MetricsCompatIsNativeOrDcgm)
     const auto so = make_server_options(by_flag);
     EXPECT_EQ(describe(ServerFlags{}, so), describe(ServerFlags{}, expected.options)) << row.flag;
   }
@@ -182,6 +187,46 @@ TEST(ServerOptionTable, TlsFilesGoTogether) {
   ca_only.tls_client_ca = "/etc/gpustream/clients.pem";
   EXPECT_THROW(make_server_options(ca_only), gpustream::ConfigError);
   EXPECT_FALSE(make_server_options(ServerFlags{}).tls);
+}
+
+TEST(ServerOptionTable, MetricsCompatIsNativeOrDcgm) {
+  using gpustream::transport::MetricsCompat;
+  EXPECT_EQ(make_server_options(ServerFlags{}).metrics_compat, MetricsCompat::native);
+  const auto dcgm = parsed_with([](CLI::App& app) {
+    app.parse(std::vector<std::string>{"dcgm", "--metrics-compat"});
+  });
+  EXPECT_EQ(make_server_options(dcgm).metrics_compat, MetricsCompat::dcgm);
+  const auto native = parsed_with([](CLI::App& app) {
+    app.parse(std::vector<std::string>{"native", "--metrics-compat"});
+  });
+  EXPECT_EQ(make_server_options(native).metrics_compat, MetricsCompat::native);
+  // An unknown value: a usage error naming the choices, by flag and by key alike.
+  ServerFlags parsed;
+  CLI::App app;
+  gpustream::cli::add_server_options(app, parsed);
+  try {
+    app.parse(std::vector<std::string>{"dcgmx", "--metrics-compat"});
+    ADD_FAILURE() << "--metrics-compat dcgmx accepted";
+  } catch (const CLI::ValidationError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("dcgmx"), std::string::npos) << what;
+    EXPECT_NE(what.find("native"), std::string::npos) << what;
+    EXPECT_NE(what.find("dcgm"), std::string::npos) << what;
+  }
+  CLI::App app2;
+  gpustream::cli::add_server_options(app2, parsed);
+  app2.parse(std::vector<std::string>{});
+  gpustream::Config config;
+  config.probe_settings.set("fleet", "metrics_compat", std::string("DCGM"));
+  try {
+    apply_config_section(config, app2, "fleet", {&server_config_keys()});
+    ADD_FAILURE() << "fleet.metrics_compat DCGM accepted";
+  } catch (const gpustream::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("fleet.metrics_compat"), std::string::npos) << e.what();
+  }
+  ServerFlags bad;  // set without the flag's check: make_server_options says so too
+  bad.metrics_compat = "prometheus";
+  EXPECT_THROW(make_server_options(bad), gpustream::ConfigError);
 }
 
 TEST(ServerOptionTable, AValueOutOfRangeIsRefusedByFlagAndKeyAlike) {

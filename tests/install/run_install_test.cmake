@@ -43,18 +43,31 @@ endif()
 
 # The exported targets: relocatable (no absolute libnats path), and no private definitions that
 # would change a consumer's own code.
-file(READ "${prefix}/lib/cmake/gpustream/gpustreamTargets.cmake" targets)
-foreach(bad "libnats.so" "BOOST_ASIO_NO_DEPRECATED" "BOOST_ASIO_SEPARATE_COMPILATION")
-  string(FIND "${targets}" "${bad}" at)
-  if(NOT at EQUAL -1)
-    message(FATAL_ERROR "gpustreamTargets.cmake contains '${bad}'")
+# One targets file per component (find_package(gpustream COMPONENTS ...)).
+file(GLOB targets_files "${prefix}/lib/cmake/gpustream/gpustream_*Targets.cmake")
+foreach(component sdk probes transport)
+  if(NOT "${prefix}/lib/cmake/gpustream/gpustream_${component}Targets.cmake" IN_LIST targets_files)
+    message(FATAL_ERROR "gpustream_${component}Targets.cmake was not installed")
   endif()
+endforeach()
+foreach(file IN LISTS targets_files)
+  file(READ "${file}" targets)
+  foreach(bad "libnats.so" "BOOST_ASIO_NO_DEPRECATED" "BOOST_ASIO_SEPARATE_COMPILATION")
+    string(FIND "${targets}" "${bad}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${file} contains '${bad}'")
+    endif()
+  endforeach()
 endforeach()
 
 # The installed static libraries carry no debug information by default: stripping a copy again
 # must not make it smaller. Their sizes are reported.
 set(sizes "")
-foreach(lib gpustream_sdk gpustream_probes gpustream_transport)
+set(libs gpustream_sdk gpustream_probes gpustream_transport)
+if(BENCHMARK_HELPER)
+  list(APPEND libs gpustream_benchmark)
+endif()
+foreach(lib IN LISTS libs)
   set(file "${prefix}/lib/lib${lib}.a")
   file(SIZE "${file}" installed)
   if(STRIP)
@@ -95,3 +108,87 @@ if(NOT err MATCHES "99\\.0" OR NOT err MATCHES "${VERSION}")
   message(FATAL_ERROR "find_package(gpustream 99.0) failed without naming both versions:\n${err}")
 endif()
 message(STATUS "find_package(gpustream 99.0) refused, as it must be")
+
+# Each component's dependencies load only when it is asked for. With libnats hidden from
+# pkg-config (an empty PKG_CONFIG_LIBDIR), a program that asks only for the probes configures,
+# builds and runs, and libnats is not even looked for; find_package(gpustream) without
+# COMPONENTS still works (transport is left out, saying why); asking for transport fails naming
+# libnats.
+set(no_nats "${WORK_DIR}/no-pkgconfig")
+file(MAKE_DIRECTORY "${no_nats}")
+set(hide_nats ${CMAKE_COMMAND} -E env PKG_CONFIG_LIBDIR=${no_nats} PKG_CONFIG_PATH=)
+function(configure_components dir want)
+  execute_process(COMMAND ${hide_nats} ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/components"
+      -B "${WORK_DIR}/${dir}" -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER}
+      -DCMAKE_PREFIX_PATH=${prefix} "-DWANT=${want}"
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  set(rc "${rc}" PARENT_SCOPE)
+  set(out "${out}\n${err}" PARENT_SCOPE)
+endfunction()
+
+configure_components(probes-only "probes")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "find_package(gpustream COMPONENTS probes) needed more than the probes' "
+    "dependencies (libnats hidden):\n${out}")
+endif()
+foreach(expect "loaded: sdk" "loaded: probes")
+  string(FIND "${out}" "${expect}" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "COMPONENTS probes: '${expect}' missing:\n${out}")
+  endif()
+endforeach()
+foreach(unexpected "loaded: transport" "loaded: benchmark" "libnats was looked for")
+  string(FIND "${out}" "${unexpected}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "COMPONENTS probes: '${unexpected}':\n${out}")
+  endif()
+endforeach()
+run(${CMAKE_COMMAND} --build "${WORK_DIR}/probes-only")
+run("${WORK_DIR}/probes-only/probes_only")
+if(NOT last_output MATCHES "probes_only: ok devices=1")
+  message(FATAL_ERROR "probes_only did not run:\n${last_output}")
+endif()
+message(STATUS "find_package(gpustream COMPONENTS probes) without libnats: built and ran")
+
+configure_components(no-components "")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "find_package(gpustream) without COMPONENTS failed with libnats hidden:\n${out}")
+endif()
+if(NATS AND NOT out MATCHES "left out: component 'transport' needs libnats")
+  message(FATAL_ERROR "find_package(gpustream) did not say why transport was left out:\n${out}")
+endif()
+if(NOT out MATCHES "loaded: probes")
+  message(FATAL_ERROR "find_package(gpustream) did not load the probes:\n${out}")
+endif()
+
+if(NATS)
+  configure_components(transport-no-nats "transport")
+  if(rc EQUAL 0 OR NOT out MATCHES "component 'transport' needs libnats")
+    message(FATAL_ERROR "find_package(gpustream COMPONENTS transport) without libnats did not fail "
+      "naming libnats (rc=${rc}):\n${out}")
+  endif()
+  message(STATUS "find_package(gpustream COMPONENTS transport) without libnats refused, naming it")
+endif()
+
+configure_components(unknown "probes;nonsense")
+if(rc EQUAL 0 OR NOT out MATCHES "component 'nonsense' is not part of this gpustream")
+  message(FATAL_ERROR "an unknown component was not refused by name (rc=${rc}):\n${out}")
+endif()
+
+# gpustream::benchmark: a Google Benchmark program with no main() of its own, one simulated GPU.
+if(BENCHMARK_HELPER)
+  run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/bench_consumer"
+      -B "${WORK_DIR}/bench_consumer" -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER}
+      -DCMAKE_PREFIX_PATH=${prefix})
+  run(${CMAKE_COMMAND} --build "${WORK_DIR}/bench_consumer")
+  file(WRITE "${WORK_DIR}/simulated.json" "{\"probes\": [\"simulated\"], \"simulate\": 1}\n")
+  run(${CMAKE_COMMAND} -E env "GPUSTREAM_BENCHMARK_CONFIG=${WORK_DIR}/simulated.json"
+      "${WORK_DIR}/bench_consumer/bench_consumer" --benchmark_min_time=0.01
+      --benchmark_format=json)
+  foreach(counter gpu_energy_J gpu_power_mean_W gpu_window_s)
+    if(NOT last_output MATCHES "\"${counter}\": [0-9]")
+      message(FATAL_ERROR "bench_consumer has no counter ${counter}:\n${last_output}")
+    endif()
+  endforeach()
+  message(STATUS "find_package(gpustream COMPONENTS benchmark): the benchmark ran with its counters")
+endif()

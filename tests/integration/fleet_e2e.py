@@ -2,10 +2,12 @@
 agents (`gpustream serve --listen off --nats URL --node NAME`), a first `gpustream fleet` that
 sees them publish, then a second one started afterwards that shows every node at once from the
 key-value bucket; the fit query across nodes; tenancy (token, Host); one agent killed becomes
-stale (its values withheld) and then gone. Exit 0 on success, 1 with a FAIL line otherwise."""
+stale (its values withheld) and then gone; the first view with `--metrics-compat dcgm` labels
+every device with its node as `Hostname`. Exit 0 on success, 1 with a FAIL line otherwise."""
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -100,7 +102,7 @@ def main():
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         fleet_cmd = f"{args.gpustream} fleet"
         first = Server(fleet_cmd, "--nats", url, "--listen", "127.0.0.1:0", "--token", token_file,
-                       "--stale", "1", "--gone", "4")
+                       "--stale", "1", "--gone", "4", "--metrics-compat", "dcgm")
         fleets.append(first)
         wait_until("the first fleet to see the three agents",
                    lambda: states(first) == {n: "up" for n in NODES})
@@ -108,6 +110,16 @@ def main():
             if proc.poll() is not None:
                 fail(f"agent {node} exited: {proc.stderr.read()}")
         print("first fleet sees", sorted(states(first)), flush=True)
+        # --metrics-compat dcgm on a fleet: dcgm-exporter's names, Hostname = each node.
+        def dcgm_hosts():
+            status, text = get(first, "/metrics")
+            hosts = sorted(m.group(1) for m in re.finditer(
+                r'^DCGM_FI_DEV_GPU_UTIL\{[^}]*Hostname="([^"]*)"', text, re.M))
+            return hosts if status == 200 and len(hosts) == 6 else None
+        hosts = wait_until("the fleet's DCGM series of 6 devices", dcgm_hosts)
+        if hosts != sorted(NODES * 2):
+            fail(f"DCGM_FI_DEV_GPU_UTIL's Hostname labels are not the nodes: {hosts}")
+        print("fleet --metrics-compat dcgm: Hostname =", sorted(set(hosts)), flush=True)
 
         # A fleet view started now listens at once and shows every node as the key-value
         # bucket, read in the background, is decoded (issue 27: not before listening).

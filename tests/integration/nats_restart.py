@@ -99,9 +99,14 @@ def one_round(gpustream, agent_gpustream, storage):
         if metric(old, "gpustream_fleet_nats_connected") != 1:
             fail("gpustream_fleet_nats_connected is not 1 after the recovery")
         created = 2 if storage == "memory" else 1  # a file bucket survives the restart
-        wait_until(f"gpustream_fleet_kv_created_total {created}",
-                   lambda: metric(old, "gpustream_fleet_kv_created_total") == created, 10,
-                   log=old.stderr)
+        # The agents can put their state only once the bucket exists again: a memory bucket is
+        # created again by the view, which may take a JetStream timeout on a loaded machine, so
+        # the agents' bound counts from then (a file bucket is there as soon as NATS is back).
+        recreated = wait_until(
+            f"gpustream_fleet_kv_created_total {created}",
+            lambda: metric(old, "gpustream_fleet_kv_created_total") == created
+            and time.monotonic(), 10, log=old.stderr)
+        bucket_back = recreated if storage == "memory" else back
         wait_until("every node up again in the view that was running",
                    lambda: states(old) == {n: "up" for n in NODES}, 30, log=old.stderr)
         # The agents put their state in the bucket again after reconnecting: what a new view
@@ -109,12 +114,13 @@ def one_round(gpustream, agent_gpustream, storage):
         filled = wait_until(
             f"the bucket to hold the {len(NODES)} nodes' state again",
             lambda: (bucket_entries(monitor) or 0) >= len(NODES) and time.monotonic(), 30)
-        print(f"the bucket holds every node's state {filled - back:.2f} s after NATS is back "
+        print(f"the bucket holds every node's state {filled - back:.2f} s after NATS is back, "
+              f"{max(0.0, filled - bucket_back):.2f} s after the bucket was there again "
               f"(bound {AGENT_PUT_BOUND_S} s)", flush=True)
-        if filled - back > AGENT_PUT_BOUND_S:
-            fail(f"the agents put their state in the bucket {filled - back:.2f} s after NATS was "
-                 f"back: more than {AGENT_PUT_BOUND_S} s (do they put it again at once after "
-                 "reconnecting?); the view's log:\n" + "".join(old.stderr))
+        if filled - bucket_back > AGENT_PUT_BOUND_S:
+            fail(f"the agents put their state in the bucket {filled - bucket_back:.2f} s after "
+                 f"it was there again: more than {AGENT_PUT_BOUND_S} s (do they put it again at "
+                 "once after reconnecting?); the view's log:\n" + "".join(old.stderr))
         new_start = time.monotonic()
         new = Server(fleet_cmd, "--nats", url, "--listen", "127.0.0.1:0", "--stale", "2",
                      "--gone", "30", "--kv-storage", storage)

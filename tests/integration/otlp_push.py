@@ -202,9 +202,12 @@ def main():
             if len(energy) != 2:
                 fail(f"hw.energy has {len(energy)} series, 2 simulated GPUs expected")
             if previous:
+                # Each tick exports the latest snapshot: when sampling stalls (a loaded machine)
+                # two exports carry the same point, which a cumulative sum allows.
                 for hw_id, (start, t, joules) in energy.items():
                     p_start, p_t, p_joules = previous[hw_id]
-                    if start != p_start or t <= p_t or joules < p_joules:
+                    if start != p_start or t < p_t or joules < p_joules or (
+                            t == p_t and joules != p_joules):
                         fail(f"hw.energy of {hw_id} is not one monotonic cumulative series: "
                              f"{previous[hw_id]} then {(start, t, joules)}")
             previous = energy

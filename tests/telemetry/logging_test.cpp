@@ -9,10 +9,12 @@
 #error "gpustream/telemetry.hpp or gpustream/logging.hpp pulled in spdlog"
 #endif
 
+#include <algorithm>
 #include <cstdlib>
 #include <ctime>
 #include <mutex>
 #include <regex>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +24,7 @@
 #include <boost/json/parse.hpp>
 
 #include "gpustream/blocking_probe.hpp"
+#include "gpustream/detail/log_in_process.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/logging_spdlog.hpp"
 #include "gpustream/terminal_text.hpp"
@@ -42,6 +45,10 @@ class OneDeviceProbe final : public BlockingProbe {
   OneDeviceProbe(ProbeExecutors ex, std::string name)
       : BlockingProbe(std::move(ex)), name_(std::move(name)) {}
   std::string_view name() const noexcept override { return name_; }
+  // "slow" cannot be sampled faster than every 200 ms: a faster interval is clamped, and warned.
+  std::chrono::milliseconds min_interval() const noexcept override {
+    return std::chrono::milliseconds{name_ == "slow" ? 200 : 0};
+  }
 
  protected:
   Detection detect() override {
@@ -116,6 +123,35 @@ TEST_F(Logging, ALibraryLogsWarningsOnlyByDefault) {
   const auto lines = capture(c);
   EXPECT_FALSE(any_contains(lines, "probe a: available")) << "info lines are off by default";
   EXPECT_TRUE(any_contains(lines, "probe broken: cannot be read")) << "warnings are on";
+}
+
+// "Warned once" is once per process: a program that starts and stops Telemetry instances in a
+// loop is told each thing once, not once per instance.
+TEST_F(Logging, AWarningIsOncePerProcessNotPerTelemetry) {
+  forget_logged_in_process();
+  Config c;
+  c.probes = {"slow"};  // asks for 10 ms (run_once), allowed 200 ms: the clamp is warned
+  const auto count = [](const std::vector<std::string>& lines, std::string_view what) {
+    return std::count_if(lines.begin(), lines.end(),
+                         [&](const std::string& l) { return l.find(what) != std::string::npos; });
+  };
+  constexpr std::string_view kClamp = "probe slow: interval 10 ms is below the source's minimum";
+  EXPECT_EQ(count(capture(c), kClamp), 1);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(count(capture(c), kClamp), 0) << "cycle " << i;
+
+  // The same for a window mistake: the first Telemetry logs it, the next ones only throw.
+  auto ring = std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256);
+  logger()->sinks().push_back(ring);
+  for (int i = 0; i < 3; ++i) {
+    Telemetry t(Config{}, factory());
+    EXPECT_THROW(t.end_window("never"), std::invalid_argument);
+  }
+  logger()->sinks().pop_back();
+  EXPECT_EQ(count(ring->last_formatted(), "no open window named 'never'"), 1);
+
+  // Forgotten (tests only), the clamp is said again.
+  forget_logged_in_process();
+  EXPECT_EQ(count(capture(c), kClamp), 1);
 }
 
 TEST_F(Logging, ConfigLogLevelOffSilencesTelemetry) {

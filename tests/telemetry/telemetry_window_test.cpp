@@ -148,6 +148,43 @@ TEST_F(TelemetryWindowTest, NextWindowTilesStepsWithOneSamplePerBoundary) {
   EXPECT_NEAR(total, truth(0, 250), 1e-6 * total);  // no gap, no overlap between steps
 }
 
+// The overhead says what each edge cost the caller: end_window, end_windows (one shared sample)
+// and next_window (one sample for both the end and the next begin) all wait for a fresh sample,
+// so the time spent is more than 0 and no more than the call itself took.
+TEST_F(TelemetryWindowTest, OverheadCountsTheEndEdgesLatency) {
+  const auto timed = [](auto&& call) {
+    const auto t0 = steady_now_ns();
+    auto result = call();
+    return std::make_pair(std::move(result), steady_now_ns() - t0);
+  };
+  const auto expect_latency = [](std::int64_t latency, std::int64_t call_ns, const char* what) {
+    EXPECT_GT(latency, 0) << what;
+    EXPECT_LE(latency, call_ns) << what;
+  };
+  set_ms(0);
+  telemetry_->begin_window("one");
+  telemetry_->begin_window("a");
+  telemetry_->begin_window("b");
+  telemetry_->begin_window("step");
+  set_ms(40);
+  const auto [one, one_ns] = timed([&] { return telemetry_->end_window("one"); });
+  expect_latency(one.overhead.end_latency_ns, one_ns, "end_window");
+  EXPECT_GT(one.overhead.begin_latency_ns, 0);
+  const auto [both, both_ns] = timed([&] { return telemetry_->end_windows({"a", "b"}); });
+  ASSERT_EQ(both.size(), 2u);
+  expect_latency(both[0].overhead.end_latency_ns, both_ns, "end_windows");
+  EXPECT_EQ(both[0].overhead.end_latency_ns, both[1].overhead.end_latency_ns);  // one sample
+  const auto [step, step_ns] = timed([&] { return telemetry_->next_window("step"); });
+  expect_latency(step.overhead.end_latency_ns, step_ns, "next_window");
+  set_ms(80);
+  const auto next = telemetry_->end_window("step");
+  // The next step began at that boundary sample: its begin cost is that sample's own latency
+  // (request to answer), inside the time next_window waited for it.
+  EXPECT_GT(next.overhead.begin_latency_ns, 0);
+  EXPECT_LE(next.overhead.begin_latency_ns, step.overhead.end_latency_ns);
+  EXPECT_GT(next.overhead.end_latency_ns, 0);
+}
+
 TEST_F(TelemetryWindowTest, AfterStopEdgesAreEstimatedAndSaySo) {
   set_ms(0);
   telemetry_->begin_window("w");

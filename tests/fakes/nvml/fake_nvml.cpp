@@ -5,10 +5,11 @@
 // with the session that issued them, so a probe that does not re-resolve them after a re-init
 // is caught), a shutdown while not initialized.
 //
-// Built in four variants (FAKE_NVML_VARIANT): 0 full (NVML 12.x names), 1 legacy (only the
+// Built in five variants (FAKE_NVML_VARIANT): 0 full (NVML 12.x names), 1 legacy (only the
 // unversioned v1 names; no energy, power limit, clock reasons, process utilization,
 // memory v2, MIG, interconnect/health, GPM), 2 without nvmlDeviceGetHandleByUUID (a required
-// function), 3 full without the MIG functions (fake_nvml_mig.cpp; fake_nvml_health.cpp).
+// function), 3 full without the MIG functions (fake_nvml_mig.cpp; fake_nvml_health.cpp), 4 full
+// without nvmlGpmMigSampleGet (fake_nvml_gpm.cpp).
 //
 // Test controls (not NVML, in fake_nvml_state.cpp): gpustreamFakeNvmlCount(what),
 // gpustreamFakeNvmlReset(), gpustreamFakeNvmlLastSeen(device), gpustreamFakeNvmlBlock(on),

@@ -197,6 +197,8 @@ Scenario parse_scenario(const std::string& text, std::string* error) {
         s.driver_version = v;
       } else if (k == "event_trigger") {
         s.event_trigger = v;
+      } else if (k == "real_clock") {
+        s.real_clock = v == "1" || v == "true";
       } else if (k == "rotate_on_init") {
         s.rotate_on_init = v == "1" || v == "true";
       } else if (k == "gpm_version") {

@@ -21,7 +21,9 @@
 //   fail.<function>=CODE       that function answers CODE on every device
 //   device.<i>.mig_mode=0|1    MIG mode (unset: the GPU has no MIG); mig_pending=0|1, max_mig=N
 //   device.<i>.mig.<k>.<key>   MIG instance at MIG device index k: gi, ci, profile, uuid,
-//                              memory_total, memory_used, compute=pid:bytes,...
+//                              memory_total, memory_used, compute=pid:bytes,...,
+//                              gpm.<metric id>=PERCENT (its GPU instance's GPM counters, read by
+//                              nvmlGpmMigSampleGet; the first instance of a gi sets them)
 //   device.<i>.<health key>    pcie_rx_kb, pcie_tx_kb, pcie_gen, pcie_gen_max, pcie_width,
 //                              pcie_width_max, ecc_corrected_volatile, ecc_uncorrected_volatile,
 //                              ecc_corrected_aggregate, ecc_uncorrected_aggregate,
@@ -46,6 +48,9 @@
 //                              NVML_FI_DEV_POWER_INSTANT 186 / NVML_FI_DEV_POWER_AVERAGE 185 of
 //                              nvmlDeviceGetFieldValues; unset: that field answers NOT_SUPPORTED;
 //                              with a power_curve the instantaneous field follows P(t))
+//   real_clock=1               the fake's time (power curves, GPM counters) follows the steady
+//                              clock at every call instead of gpustreamFakeNvmlSetTimeNs: for a
+//                              whole `gpustream serve` whose time no test drives
 //   gpm_version=N              the nvmlGpmSupport_t version the library accepts (default 1, as
 //                              nvml.h; others: ARGUMENT_VERSION_MISMATCH); gpm_metrics_version=N
 //                              the same for nvmlGpmMetricsGet_t
@@ -110,6 +115,8 @@ struct MigInstance {
   unsigned gi = 0, ci = 0;
   unsigned long long memory_total = 10ULL << 30, memory_used = 0;
   std::vector<Process> compute;
+  std::map<unsigned, double>
+      gpm_rate;  // its GPU instance's GPM counters, percent (mig.<k>.gpm.<id>)
 };
 
 /// Interconnect and health counters of a device (fake_nvml_health.cpp).
@@ -183,6 +190,7 @@ struct Scenario {
   std::string event_trigger;  // event_trigger=PATH (empty: none)
   std::map<std::string, int> fail;
   unsigned gpm_version = 1, gpm_metrics_version = 1;  // gpm_version=N, gpm_metrics_version=N
+  bool real_clock = false;                            // real_clock=1
 };
 
 /// Parses a scenario document; unknown keys and bad values are reported in `error`.

@@ -52,6 +52,8 @@ bool set_mig(Device& d, unsigned device_index, const std::string& key, const std
         if (std::sscanf(item.c_str(), "%u:%llu", &pid, &bytes) == 2)
           m.compute.push_back({pid, bytes});
       }
+    } else if (field.rfind("gpm.", 0) == 0) {
+      m.gpm_rate[static_cast<unsigned>(std::stoul(field.substr(4)))] = std::stod(v);
     } else {
       return false;
     }

@@ -61,6 +61,10 @@ struct Call {
       lock.lock();
     }
     burn(st.scenario.call_cost_ns);
+    if (st.scenario.real_clock)
+      st.time_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                       std::chrono::steady_clock::now().time_since_epoch())
+                       .count();
   }
   nvmlReturn_t begin() {
     if (!st.initialized) {

@@ -1,14 +1,20 @@
 // Activity that means work, from NVML's GPM API, over the fake libnvidia-ml.so.1: every GPM
 // counter runs at a rate the test sets (device.<i>.gpm.<metric id> percent) on the fake's own
 // time, so the value of any pair of samples is known. The backend is driven directly (its clock
-// and the fake's time move together), one sample per step.
+// and the fake's time move together), one sample per step. MIG instances read their GPU
+// instance's samples (nvmlGpmMigSampleGet), whose counters run at rates of their own.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
+#include <sstream>
 #include <string>
 
+#include <spdlog/sinks/ostream_sink.h>
+
 #include "gpustream/dynamic_library.hpp"
+#include "gpustream/log.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
 #include "nvidia/nvml_backend.hpp"
 #include "nvidia_fakes.hpp"
@@ -37,6 +43,46 @@ constexpr const char* kHopper =
     "device.0.gpm.13=12.5\n";
 constexpr double kHopperValues[] = {71.5, 64, 32.25, 41, 55.5, 3, 27, 12.5};
 
+// The H100 in MIG mode: three MIG devices, the first two compute instances of GPU instance 1
+// (whose counters run at the first one's rates), the third GPU instance 2.
+const std::string kHopperMig = std::string(kHopper) +
+                               "device.0.mig_mode=1\n"
+                               "device.0.mig.0.gi=1\ndevice.0.mig.0.ci=0\n"
+                               "device.0.mig.0.gpm.1=20\ndevice.0.mig.0.gpm.2=30\n"
+                               "device.0.mig.0.gpm.3=10\ndevice.0.mig.0.gpm.5=5\n"
+                               "device.0.mig.0.gpm.10=40\ndevice.0.mig.0.gpm.11=1\n"
+                               "device.0.mig.0.gpm.12=25\ndevice.0.mig.0.gpm.13=2.5\n"
+                               "device.0.mig.1.gi=1\ndevice.0.mig.1.ci=1\n"
+                               "device.0.mig.2.gi=2\ndevice.0.mig.2.ci=0\n"
+                               "device.0.mig.2.gpm.2=90\ndevice.0.mig.2.gpm.10=75\n";
+constexpr double kGi1Values[] = {20, 30, 10, 5, 40, 1, 25, 2.5};
+
+/// Captures what the gpustream logger prints while alive.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+    logger()->sinks().push_back(sink_);
+    level_ = logger()->level();
+    logger()->set_level(spdlog::level::debug);
+  }
+  ~LogCapture() {
+    auto& sinks = logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+    logger()->set_level(level_);
+  }
+  std::size_t count(const std::string& needle) const {
+    const auto text = out_.str();
+    std::size_t n = 0;
+    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+    return n;
+  }
+
+ private:
+  std::ostringstream out_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+  spdlog::level::level_enum level_;
+};
+
 Reading nvml(double v) { return Reading::of(v, Source::nvml); }
 Reading absent(Absence why) { return Reading::missing(why, Source::nvml); }
 
@@ -49,10 +95,12 @@ class NvmlGpmTest : public ::testing::Test {
   void TearDown() override { set_time_(0); }
 
   std::unique_ptr<NvmlBackend> backend(const std::string& scenario,
-                                       LibrarySessionMode mode = LibrarySessionMode::persistent) {
-    nvml_.scenario(scenario);
+                                       LibrarySessionMode mode = LibrarySessionMode::persistent,
+                                       FakeNvml* fake = nullptr) {
+    if (!fake) fake = &nvml_;
+    fake->scenario(scenario);
     NvmlOptions o;
-    o.library = nvml_.path();
+    o.library = fake->path();
     o.mode = mode;
     o.paths.procfs_root = proc_.path();
     o.clock = clock_.function();
@@ -63,6 +111,7 @@ class NvmlGpmTest : public ::testing::Test {
     clock_.advance(d);
     now_ms_ += d.count();
     set_time_(now_ms_ * 1000000);
+    if (set_other_time_) set_other_time_(now_ms_ * 1000000);
   }
   static GpuSnapshot sample(NvmlBackend& b) {
     auto s = b.sample();
@@ -80,6 +129,7 @@ class NvmlGpmTest : public ::testing::Test {
   FakeNvml nvml_;
   DynamicLibrary lib_ = DynamicLibrary::load(fakes::kFakeNvml);
   void (*set_time_)(long long) = nullptr;
+  void (*set_other_time_)(long long) = nullptr;  // another variant's, when a test loads one
   TempTree proc_;
   DrivenClock clock_;
   long long now_ms_ = 0;
@@ -301,6 +351,110 @@ TEST_F(NvmlGpmTest, ShutdownFreesEverySampleBeforeNvmlShutdown) {
   EXPECT_EQ(nvml_.count("gpm_bad_free"), 0);
   EXPECT_EQ(nvml_.count("nvmlShutdown"), 1);
   EXPECT_EQ(nvml_.count("gpm_free_after_shutdown"), 0);  // every free came before it
+}
+
+TEST_F(NvmlGpmTest, MigInstancesReportTheirGpuInstancesActivity) {
+  auto b = backend("devices=1\n" + kHopperMig);
+  const auto first = sample(*b);
+  ASSERT_EQ(first.devices.size(), 4u);  // the GPU, then its three MIG devices
+  for (const auto& d : first.devices) {
+    expect_all(d, absent(Absence::not_yet_seeded));
+    EXPECT_EQ(attribute(d, "gpm"), "supported");
+  }
+
+  advance(1000ms);
+  const auto s = sample(*b);
+  ASSERT_EQ(s.devices.size(), 4u);
+  EXPECT_TRUE(s.errors.empty()) << s.errors[0].message;
+  for (std::size_t i = 0; i < std::size(kActivity); ++i) {
+    // The GPU: its own counters, the whole GPU's.
+    EXPECT_EQ(s.devices[0].metrics[kActivity[i]], nvml(kHopperValues[i]))
+        << to_string(kActivity[i]);
+    // Both compute instances of GPU instance 1: its counters.
+    EXPECT_EQ(s.devices[1].metrics[kActivity[i]], nvml(kGi1Values[i])) << to_string(kActivity[i]);
+    EXPECT_EQ(s.devices[2].metrics[kActivity[i]], nvml(kGi1Values[i])) << to_string(kActivity[i]);
+  }
+  ASSERT_TRUE(s.devices[3].mig);
+  EXPECT_EQ(s.devices[3].mig->gpu_instance_id, 2u);
+  EXPECT_EQ(s.devices[3].metrics[Metric::sm_activity_percent], nvml(90));
+  EXPECT_EQ(s.devices[3].metrics[Metric::dram_activity_percent], nvml(75));
+  EXPECT_EQ(s.devices[3].metrics[Metric::fp64_activity_percent], nvml(0));
+  EXPECT_EQ(attribute(s.devices[3], "gpm_interval_ms"), "1000");
+  // Support asked once, on the GPU; every MIG device reads its GPU instance's samples on the GPU's
+  // handle (a MIG handle would answer NOT_SUPPORTED) into a pair of its own.
+  EXPECT_EQ(nvml_.count("nvmlGpmQueryDeviceSupport"), 1);
+  EXPECT_EQ(nvml_.count("nvmlGpmSampleGet"), 2);
+  EXPECT_EQ(nvml_.count("nvmlGpmMigSampleGet"), 2 * 3);
+  EXPECT_EQ(nvml_.count("nvmlDeviceGetGpuInstanceId"), 2 * 3);
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 2 * 4);
+  EXPECT_EQ(nvml_.count("gpm_bad_pair"), 0);
+
+  // Shutdown frees the instances' samples too, before NVML goes.
+  b.reset();
+  EXPECT_EQ(nvml_.count("gpm_samples_live"), 0);
+  EXPECT_EQ(nvml_.count("gpm_free_after_shutdown"), 0);
+}
+
+TEST_F(NvmlGpmTest, AMigSampleFailureIsThatInstancesAbsenceAlone) {
+  const std::string base = "devices=1\n" + kHopperMig;
+  auto b = backend(base);
+  sample(*b);
+  advance(1000ms);
+  nvml_.reload(base + "device.0.fail.nvmlGpmMigSampleGet=UNKNOWN\n");
+  const auto s = sample(*b);
+  ASSERT_EQ(s.devices.size(), 4u);
+  EXPECT_EQ(s.devices[0].metrics[Metric::sm_activity_percent], nvml(64));  // the GPU goes on
+  for (std::size_t k = 1; k < 4; ++k) expect_all(s.devices[k], absent(Absence::tool_failed));
+  const auto* e = test::find_error(s, "nvml_error");
+  ASSERT_NE(e, nullptr);
+  EXPECT_NE(e->message.find("nvmlGpmMigSampleGet"), std::string::npos) << e->message;
+
+  nvml_.reload(base);
+  advance(1000ms);
+  expect_all(sample(*b).devices[1], absent(Absence::not_yet_seeded));  // seeded again
+  advance(1000ms);
+  EXPECT_EQ(sample(*b).devices[3].metrics[Metric::sm_activity_percent], nvml(90));
+}
+
+TEST_F(NvmlGpmTest, MigInstancesOfAGpuWithoutGpmAreUnsupportedWithItsReason) {
+  auto b = backend("devices=1\n" + kHopperMig + "device.0.gpm=0\n");
+  const auto s = sample(*b);
+  ASSERT_EQ(s.devices.size(), 4u);
+  for (const auto& d : s.devices) {
+    expect_all(d, absent(Absence::unsupported));
+    EXPECT_EQ(attribute(d, "gpm"), "unsupported: nvmlGpmQueryDeviceSupport: the device has no GPM");
+  }
+  EXPECT_EQ(nvml_.count("nvmlGpmMigSampleGet"), 0);
+}
+
+TEST_F(NvmlGpmTest, ALibraryWithoutGpmMigSampleGetLeavesMigInstancesUnsupportedLoggedOnce) {
+  FakeNvml no_gpm_mig(fakes::kFakeNvmlNoGpmMig);
+  auto lib = DynamicLibrary::load(fakes::kFakeNvmlNoGpmMig);
+  set_other_time_ = lib.required<void(long long)>("gpustreamFakeNvmlSetTimeNs");
+  set_other_time_(0);
+  LogCapture log;
+  auto b = backend("devices=1\n" + kHopperMig, LibrarySessionMode::persistent, &no_gpm_mig);
+  for (int i = 0; i < 3; ++i) {
+    const auto s = sample(*b);
+    ASSERT_EQ(s.devices.size(), 4u);
+    EXPECT_TRUE(s.errors.empty()) << s.errors[0].message;
+    // The GPU has GPM...
+    EXPECT_EQ(attribute(s.devices[0], "gpm"), "supported");
+    if (i > 0) EXPECT_EQ(s.devices[0].metrics[Metric::sm_activity_percent], nvml(64));
+    // ... its MIG instances none, and say why.
+    for (std::size_t k = 1; k < 4; ++k) {
+      expect_all(s.devices[k], absent(Absence::unsupported));
+      EXPECT_NE(attribute(s.devices[k], "gpm").find("nvmlGpmMigSampleGet missing from"),
+                std::string::npos)
+          << attribute(s.devices[k], "gpm");
+    }
+    advance(1000ms);
+  }
+  EXPECT_EQ(log.count("no nvmlGpmMigSampleGet"), 1u);
+  EXPECT_EQ(no_gpm_mig.count("gpm_samples_live"), 2);  // the GPU's pair alone
+  b.reset();
+  set_other_time_(0);
+  set_other_time_ = nullptr;
 }
 
 }  // namespace

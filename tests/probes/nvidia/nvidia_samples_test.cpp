@@ -42,7 +42,7 @@ std::string ring(long long first_us, long long step_us, int n, unsigned mw0 = 20
 class NvmlSamplesTest : public ::testing::Test {
  protected:
   std::shared_ptr<NvidiaProbe> probe(const char* library) {
-    NvidiaProbeOptions o;
+    NvidiaProbeOptions o = options_;
     o.nvml_library = library;
     o.use = NvidiaProbeOptions::Use::nvml_only;
     o.library_session = LibrarySessionMode::persistent;
@@ -72,6 +72,7 @@ class NvmlSamplesTest : public ::testing::Test {
   }
 
   static constexpr const char* kBase = "devices=1\ndevice.0.power_mw=250000\n";
+  NvidiaProbeOptions options_;  // the probe's clocks (default: the real ones)
   FakeNvml nvml_;
   DynamicLibrary lib_ = DynamicLibrary::load(fakes::kFakeNvml);
   TempTree proc_;
@@ -125,6 +126,47 @@ TEST_F(NvmlSamplesTest, BootClockEntriesAreFoundToo) {
   EXPECT_TRUE(snap.errors.empty());
   EXPECT_GE(snap.monotonic_ns - s.back().monotonic_ns, 99'000'000);
   EXPECT_LT(snap.monotonic_ns - s.back().monotonic_ns, 600'000'000'000LL);
+}
+
+TEST_F(NvmlSamplesTest, RealHostClocksPutEntriesOnAnInjectedProbeClock) {
+  // The default host_clock (clock_gettime) with a driven probe clock a thousand hours on (far
+  // from the real steady clock): the offsets are taken against the probe's clock, so real
+  // wall-clock entries land just before the driven snapshot.
+  test::DrivenClock clock;
+  clock.advance(std::chrono::hours(1000));
+  options_.clock = clock.function();
+  const auto t = now_us(CLOCK_REALTIME);
+  const auto snap = start(ring(t - 400 * kMs, 20 * kMs, 10));
+  EXPECT_EQ(snap.monotonic_ns, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   clock.function()().time_since_epoch())
+                                   .count());
+  const auto& s = snap.devices[0].power_samples;
+  expect_ring(s, 10, 20 * kMs, 200000);
+  EXPECT_TRUE(snap.errors.empty());
+  const auto age = snap.monotonic_ns - s.back().monotonic_ns;
+  EXPECT_GE(age, 219'000'000);
+  EXPECT_LT(age, 600'000'000'000LL);
+}
+
+TEST(NvmlHostClocksTest, TheDefaultReadsClockGettime) {
+  using C = NvidiaProbeOptions::HostClock;
+  const std::pair<C, clockid_t> clocks[] = {{C::realtime, CLOCK_REALTIME},
+                                            {C::boottime, CLOCK_BOOTTIME},
+                                            {C::monotonic, CLOCK_MONOTONIC}};
+  for (const auto& [c, id] : clocks) {
+    const auto before = now_us(id) * 1000;
+    const auto read = nvidia_detail::read_host_clock(c);
+    const auto after = now_us(id) * 1000 + 1000;
+    EXPECT_GE(read, before) << static_cast<int>(c);
+    EXPECT_LT(read, after) << static_cast<int>(c);
+  }
+  // Offsets against the steady clock of the bracket, read through the given functions.
+  const auto h = nvidia_detail::HostClocks::now(
+      [] { return std::chrono::steady_clock::time_point(std::chrono::seconds(50)); },
+      [](C c) { return c == C::realtime ? std::int64_t{80'000'000'000} : std::int64_t{60}; });
+  EXPECT_EQ(h.steady_ns, 50'000'000'000);
+  EXPECT_EQ(h.offset_ns[nvidia_detail::HostClocks::realtime], 30'000'000'000);
+  EXPECT_EQ(h.offset_ns[nvidia_detail::HostClocks::monotonic], 60 - 50'000'000'000);
 }
 
 TEST_F(NvmlSamplesTest, EntriesAfterTheSnapshotWaitForTheNextOne) {

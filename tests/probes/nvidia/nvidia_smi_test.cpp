@@ -129,10 +129,11 @@ TEST_F(SmiProbeTest, EverySampleRunsTheToolAndTheSchedulerKeepsThemApart) {
   ASSERT_TRUE(harness_.detect(*p).available);
   const auto first = harness_.sample(*p);
   ASSERT_FALSE(first.ec);
-  const auto again = harness_.sample(*p);  // at once, with no time passed
+  clock_.advance(1ms);                     // the probe's clock (it stamps the snapshots)
+  const auto again = harness_.sample(*p);  // well inside the minimum interval
   ASSERT_FALSE(again.ec);
   EXPECT_EQ(smi_.calls().size(), 5u);  // detection, then two runs for each sample
-  EXPECT_GT(again.snapshot.monotonic_ns, first.snapshot.monotonic_ns);  // a new sample
+  EXPECT_EQ(again.snapshot.monotonic_ns - first.snapshot.monotonic_ns, 1'000'000);
   ASSERT_EQ(again.snapshot.devices.size(), 2u);
   EXPECT_EQ(again.snapshot.devices[0].processes.at(0).host_rss_bytes, 2048u * 1024);
 }

@@ -237,6 +237,22 @@ TEST_F(OtlpExport, HonoursRetryAfterOn429) {
   EXPECT_EQ(receiver->requests[0].body, receiver->requests[1].body);  // the same export again
 }
 
+TEST_F(OtlpExport, HonoursRetryAfterAsAnHttpDateAgainstTheAnswersOwnDate) {
+  auto o = options();
+  o.backoff_initial = o.backoff_max = std::chrono::hours(1);  // only Retry-After can bring it back
+  make(o);
+  // One second after the receiver's own clock, whatever ours says (2026 or not).
+  receiver->script.push_back({Receiver::Mode::answer,
+                              503,
+                              {{"Date", "Fri, 27 Nov 2026 11:00:00 GMT"},
+                               {"Retry-After", "Fri, 27 Nov 2026 11:00:01 GMT"}}});
+  channel.publish(make_snapshot("sim", 1));
+  exporter->export_now();
+  ASSERT_TRUE(run_until([&] { return stats().exports_ok == 1; }));
+  EXPECT_EQ(stats().exports_retried, 1u);
+  ASSERT_EQ(receiver->requests.size(), 2u);
+}
+
 TEST_F(OtlpExport, RetriesTheRetryableStatuses) {
   make(options());
   for (const unsigned status : {502u, 503u, 504u, 429u})

@@ -22,6 +22,7 @@
 #include "gpustream/transport/otlp.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "wire/gzip.hpp"
+#include "wire/http_date.hpp"
 
 namespace gpustream::transport {
 namespace asio = boost::asio;
@@ -38,11 +39,26 @@ bool retryable(unsigned status) {
   return status == 429 || status == 502 || status == 503 || status == 504;
 }
 
-/// Retry-After as delta-seconds (RFC 9110 §10.2.3); an HTTP-date or garbage: none (backoff).
-std::optional<std::chrono::milliseconds> retry_after(std::string_view v) {
+/// Retry-After (RFC 9110 §10.2.3): delta-seconds, or an HTTP-date taken relative to the
+/// response's own Date (the receiver's clock; ours when it sent none or an invalid one), a date
+/// in the past being "now". Garbage: none (the backoff applies).
+std::optional<std::chrono::milliseconds> retry_after(std::string_view v,
+                                                     std::optional<std::string_view> date) {
   while (!v.empty() && v.front() == ' ') v.remove_prefix(1);
   while (!v.empty() && v.back() == ' ') v.remove_suffix(1);
-  if (v.empty() || v.size() > 9) return std::nullopt;
+  if (v.empty()) return std::nullopt;
+  if (v.front() < '0' || v.front() > '9') {
+    const auto when = parse_http_date(v);
+    if (!when) return std::nullopt;
+    std::optional<std::int64_t> now;
+    if (date) now = parse_http_date(*date);
+    if (!now)
+      now = std::chrono::duration_cast<std::chrono::seconds>(
+                std::chrono::system_clock::now().time_since_epoch())
+                .count();
+    return std::chrono::milliseconds(std::max<std::int64_t>(0, *when - *now) * 1000);
+  }
+  if (v.size() > 9) return std::nullopt;
   std::int64_t seconds = 0;
   for (const char c : v) {
     if (c < '0' || c > '9') return std::nullopt;
@@ -269,8 +285,12 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
     }
     if (retryable(status)) {
       std::optional<std::chrono::milliseconds> after;
-      if (const auto it = res.find(http::field::retry_after); it != res.end())
-        after = retry_after(std::string_view(it->value().data(), it->value().size()));
+      if (const auto it = res.find(http::field::retry_after); it != res.end()) {
+        std::optional<std::string_view> date;
+        if (const auto d = res.find(http::field::date); d != res.end())
+          date = std::string_view(d->value().data(), d->value().size());
+        after = retry_after(std::string_view(it->value().data(), it->value().size()), date);
+      }
       return retry("the receiver answered " + std::to_string(status), after);
     }
     rejected_.fetch_add(1);

@@ -499,8 +499,9 @@ std::string render_prometheus(const std::vector<SnapshotPtr>& latest,
                               const std::vector<ProbeStats>& stats, const ServerCounters* counters,
                               const PrometheusOptions& options) {
   Exposition e;
-  for (const auto& s : latest)
-    if (s) devices(e, *s);
+  if (options.device_families)
+    for (const auto& s : latest)
+      if (s) devices(e, *s);
   if (options.max_process_series > 0) processes(e, latest, options.max_process_series);
   for (const auto& s : latest)
     if (s) host(e, *s);

@@ -5,6 +5,7 @@
 #include <boost/beast/websocket/rfc6455.hpp>
 #include <boost/json.hpp>
 
+#include "exposition/prometheus_dcgm.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/transport/dashboard.hpp"
 #include "gpustream/transport/prometheus.hpp"
@@ -319,10 +320,18 @@ HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
   }
   if (path == "/metrics") {
     const auto counters = core.counters();
-    auto text = render_prometheus(core.channel().latest(), core.probe_stats(), &counters,
-                                  {core.options().metrics_processes}) +
-                render_event_metrics(core.channel().events().totals(), &counters) +
-                gpu_count_metrics(core);
+    const auto latest = core.channel().latest();
+    const auto events = core.channel().events().totals();
+    std::string text;
+    PrometheusOptions po{core.options().metrics_processes};
+    if (core.options().metrics_compat == MetricsCompat::dcgm) {
+      // dcgm-exporter's device series instead of ours; the rest keeps gpustream's names.
+      static const std::string kHostname = dcgm_local_hostname();
+      text = render_prometheus_dcgm(latest, core.channel().events().recent(), {kHostname});
+      po.device_families = false;
+    }
+    text += render_prometheus(latest, core.probe_stats(), &counters, po) +
+            render_event_metrics(events, &counters) + gpu_count_metrics(core);
     if (const auto& extra = core.options().extra_metrics) text += extra();
     return negotiated(core, req,
                       text_response(req, http::status::ok, std::move(text), kPrometheusContentType),

@@ -72,9 +72,17 @@ struct NvidiaProbeOptions {
   /// A lost GPU is looked up again after this delay, doubling up to lost_retry_max.
   std::chrono::milliseconds lost_retry_initial{1000};
   std::chrono::milliseconds lost_retry_max{60000};
-  /// Steady clock for the lost-GPU retries and the process-name refresh (tests drive it).
-  /// Default: steady_clock.
+  /// Steady clock of the snapshots' monotonic_ns, the lost-GPU retries, the GPM sample pair and
+  /// the process-name refresh (tests drive it). Default: steady_clock. (sample_duration_ns is
+  /// always measured on the real steady clock.)
   std::function<std::chrono::steady_clock::time_point()> clock;
+  /// A host clock the driver's power sample ring may stamp its entries with (nvml.h names none).
+  enum class HostClock : std::uint8_t { realtime, boottime, monotonic };
+  /// Reads a host clock, ns since its epoch. The ring's time stamps are put on `clock` through
+  /// one reading of each per snapshot, taken between two readings of `clock`; tests drive it
+  /// together with `clock`. Default: clock_gettime (CLOCK_REALTIME, CLOCK_BOOTTIME,
+  /// CLOCK_MONOTONIC).
+  std::function<std::int64_t(HostClock)> host_clock;
   /// GPU events (NVML only, persistent library session): the event thread waits at most this
   /// long in one nvmlEventSetWait_v2 call, so it stops within about this long.
   std::chrono::milliseconds event_wait_timeout{250};

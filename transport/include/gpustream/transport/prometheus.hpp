@@ -31,6 +31,9 @@ inline constexpr std::string_view kPrometheusContentType =
 /// gpustream_gpu_process_series_omitted.
 struct PrometheusOptions {
   std::size_t max_process_series = 0;  // 0: no per-process series
+  /// false: no gpustream_gpu_* device families: `--metrics-compat dcgm` writes
+  /// the devices under dcgm-exporter's names instead (exposition/prometheus_dcgm.hpp).
+  bool device_families = true;
 };
 
 /// `counters` may be null (no server families then).

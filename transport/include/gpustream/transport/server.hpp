@@ -135,6 +135,11 @@ enum class TlsFailure : std::uint8_t {
 inline constexpr std::size_t kTlsFailureReasons = 6;
 std::string_view to_string(TlsFailure f) noexcept;
 
+/// The names of /metrics' device series: gpustream's own (`native`, the default) or
+/// dcgm-exporter's names, units and labels (`dcgm`, docs/operations.md "dcgm-exporter
+/// compatibility"). The probe, host, server and event families keep their names in both.
+enum class MetricsCompat : std::uint8_t { native, dcgm };
+
 struct ServerOptions {
   /// HTTP + WebSocket listener; nullopt: none.
   std::optional<boost::asio::ip::tcp::endpoint> http{
@@ -159,6 +164,8 @@ struct ServerOptions {
   std::size_t encoded_cache_bytes = 32 * 1024 * 1024;
   /// Per-process series on /metrics, at most this many samples; 0: none (PrometheusOptions).
   std::size_t metrics_processes = 0;
+  /// The names of the device series on /metrics.
+  MetricsCompat metrics_compat = MetricsCompat::native;
   /// GPUs that must be readable for /healthz to answer 200; fewer: 503 with how many are
   /// readable and how many are expected. 0: /healthz does not look at GPUs (healthz_gpus()).
   std::size_t expect_gpus = 0;

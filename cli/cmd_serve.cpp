@@ -126,6 +126,7 @@ int run_serve(Config config, const ServeOptions& o, ReloadRegistry& reload) {
   std::string kubelet_note;
   try {
     so = make_server_options(o.server);
+    so.fit_fatal_event_window = config.fatal_event_window;  // the planner's health rule
     check_bus_flags(o);
     nats_auth = make_nats_auth(o.nats_auth);
     otlp_options = make_otlp_options(o.otlp, o.node.empty() ? this_host_name() : o.node);

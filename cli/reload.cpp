@@ -33,6 +33,7 @@ std::vector<std::string> changed_config_keys(const Config& a, const Config& b) {
   note_if_changed(out, "watch_pids", a.watch_pids == b.watch_pids);
   note_if_changed(out, "history", a.history == b.history);
   note_if_changed(out, "history_max_bytes", a.history_max_bytes == b.history_max_bytes);
+  note_if_changed(out, "fatal_event_window_seconds", a.fatal_event_window == b.fatal_event_window);
   note_if_changed(out, "library_session", a.library_session == b.library_session);
   note_if_changed(out, "log_level", a.log_level == b.log_level);
   note_if_changed(out, "log_format", a.log_format == b.log_format);

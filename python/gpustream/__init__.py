@@ -28,6 +28,8 @@ from ._gpustream import (  # noqa: F401  (re-exported)
     Engine,
     Event,
     EventStream,
+    FitExclusion,
+    FitPlan,
     Gap,
     Host,
     HostProcess,
@@ -61,7 +63,7 @@ from ._version import __version__
 
 __all__ = [
     "AbsentMetricError", "ConfigError", "Container", "Device", "DeviceFit", "DeviceWindow",
-    "Engine", "Event", "EventStream", "Gap", "Host", "HostProcess", "JsonError", "MetricSummary",
+    "Engine", "Event", "EventStream", "FitExclusion", "FitPlan", "Gap", "Host", "HostProcess", "JsonError", "MetricSummary",
     "MigInstance", "MyDeviceUsage", "MyProcess", "Pod", "Process", "Reading", "RemoteClient",
     "SampleError", "SlurmJob", "Snapshot", "Stream", "Subscription", "Telemetry",
     "UnknownMetricError", "Window", "WindowOverhead", "WindowSummary", "__version__", "connect",

@@ -7,6 +7,7 @@
 // not the server's (see docs/python.md). GPU events likewise go into the channel's events().
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <condition_variable>
 #include <future>
 #include <thread>
@@ -17,11 +18,41 @@
 #include "delivery.hpp"
 #include "event_stream.hpp"
 #include "gpustream/transport/remote_subscriber.hpp"
+#include "planner_args.hpp"
 
 namespace gpustream::python {
 
 namespace {
 constexpr auto kCloseDeadline = std::chrono::seconds{2};
+
+/// A fit_result entry as the local planner's DeviceFit (one shape for Telemetry and
+/// RemoteClient): the figure's time from its age; `parent` is not on the wire (empty).
+DeviceFit device_fit_of(const transport::FitEntry& e, std::int64_t now_unix_ns) {
+  DeviceFit f;
+  f.device_id = e.device;
+  f.name = e.name;
+  f.probe = e.probe;
+  f.vendor = vendor_from_string(e.vendor).value_or(Vendor::unknown);
+  f.free_bytes = e.free_bytes;
+  f.source = source_from_string(e.source).value_or(Source::none);
+  f.node = e.node;
+  f.time_unix_ns = now_unix_ns - static_cast<std::int64_t>(std::llround(e.age_seconds * 1e9));
+  return f;
+}
+
+FitPlan plan_of(const transport::FitResult& r) {
+  const auto now = wall_now_ns();
+  FitPlan plan;
+  for (const auto& e : r.fits) plan.fits.push_back(device_fit_of(e, now));
+  for (const auto& e : r.excluded) {
+    FitExclusion x;
+    x.device = device_fit_of(e, now);
+    x.reason = e.reason == "fatal_event" ? ExclusionReason::fatal_event : ExclusionReason::excluded;
+    x.detail = e.detail;
+    plan.excluded.push_back(std::move(x));
+  }
+  return plan;
+}
 }  // namespace
 
 class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
@@ -83,10 +114,12 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
     });
   }
 
-  /// The server's answer to `fit` (RemoteSubscriber::fit), as a dict; RuntimeError with the
-  /// reason when there is none, TimeoutError after `timeout` seconds.
-  py::dict fit(const py::int_& bytes_arg, long long limit, double timeout) {
-    if (closed()) throw std::runtime_error("fit: not connected (the client is closed)");
+  /// The server's answer to a `fit` (RemoteSubscriber::fit); RuntimeError with the reason when
+  /// there is none, TimeoutError after `timeout` seconds. `options` null: the server's defaults.
+  transport::FitResult ask(const char* what, const py::int_& bytes_arg, long long limit,
+                           const FitOptions* options, double timeout) {
+    if (closed())
+      throw std::runtime_error(std::string(what) + ": not connected (the client is closed)");
     const unsigned long long bytes = PyLong_AsUnsignedLongLong(bytes_arg.ptr());
     if (PyErr_Occurred()) {  // negative, or past 2**64 - 1
       PyErr_Clear();
@@ -96,24 +129,50 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
       throw py::value_error("limit must be from 1 to " + std::to_string(transport::kFitMaxLimit));
     auto done = std::make_shared<std::promise<RemoteFitAnswer>>();
     auto answer = done->get_future();
-    subscriber_->fit(
-        static_cast<std::uint64_t>(bytes),
-        [done](RemoteFitAnswer a) { done->set_value(std::move(a)); },
-        static_cast<std::size_t>(limit));
+    auto on_answer = [done](RemoteFitAnswer a) { done->set_value(std::move(a)); };
+    if (options)
+      subscriber_->fit(static_cast<std::uint64_t>(bytes), *options, std::move(on_answer),
+                       static_cast<std::size_t>(limit));
+    else
+      subscriber_->fit(static_cast<std::uint64_t>(bytes), std::move(on_answer),
+                       static_cast<std::size_t>(limit));
     const bool ready = without_gil([&] {
       return answer.wait_for(std::chrono::duration<double>(timeout)) == std::future_status::ready;
     });
     if (!ready) {
-      PyErr_SetString(PyExc_TimeoutError, "fit: no answer within the timeout");
+      PyErr_SetString(PyExc_TimeoutError,
+                      (std::string(what) + ": no answer within the timeout").c_str());
       throw py::error_already_set();
     }
     auto a = answer.get();
-    if (!a.result) throw std::runtime_error("fit: " + a.error);
+    if (!a.result) throw std::runtime_error(std::string(what) + ": " + a.error);
+    return std::move(*a.result);
+  }
+
+  /// fits(), best_device() and fit_plan(): the local planner's shapes (DeviceFit, FitPlan).
+  FitPlan fit_plan(const py::int_& bytes, long long limit, const py::object& exclude,
+                   const py::object& window, double timeout) {
+    const auto o = fit_options_of(exclude, window);
+    // Without exclude= or fatal_event_window=, the server applies its own defaults.
+    const bool defaults = exclude.is_none() && window.is_none();
+    return plan_of(ask("fit", bytes, limit, defaults ? nullptr : &o, timeout));
+  }
+
+  /// The deprecated dict of fit() (fits() returns DeviceFit objects, as Telemetry.fits does).
+  py::dict fit(const py::int_& bytes_arg, long long limit, double timeout) {
+    auto warnings = py::module_::import("warnings");
+    warnings.attr("warn")(
+        "RemoteClient.fit() is deprecated: use fits(), best_device() or fit_plan(), which "
+        "return gpustream.DeviceFit objects (device_id, not 'device') as Telemetry's do",
+        py::module_::import("builtins").attr("DeprecationWarning"), 2);
+    const auto r = ask("fit", bytes_arg, limit, nullptr, timeout);
+    const auto* a = &r;
     py::list fits;
-    for (const auto& e : a.result->fits) {
+    for (const auto& e : a->fits) {
       py::dict d;
       d["node"] = e.node;
       d["device"] = e.device;
+      d["device_id"] = e.device;
       d["name"] = e.name;
       d["probe"] = e.probe;
       d["vendor"] = e.vendor;
@@ -124,9 +183,9 @@ class PyRemote : public Hub, public std::enable_shared_from_this<PyRemote> {
       fits.append(d);
     }
     py::dict out;
-    out["bytes"] = a.result->bytes;
-    out["total"] = a.result->total;
-    out["truncated"] = a.result->truncated;
+    out["bytes"] = a->bytes;
+    out["total"] = a->total;
+    out["truncated"] = a->truncated;
     out["fits"] = fits;
     return out;
   }
@@ -194,11 +253,45 @@ void bind_remote(py::module_& m) {
                              "'server_gaps'}: the connection now.")
       .def("fit", &PyRemote::fit, py::arg("bytes"), py::arg("limit") = 16, py::arg("timeout") = 5.0,
            "fit(self, bytes, limit=16, timeout=5.0)\n--\n\n"
-           "Where `bytes` of device memory fit now, asked of the server (the protocol's `fit`): "
-           "{'bytes','total','truncated','fits':[{'node','device','name','probe','vendor',"
-           "'free_bytes','source','state','age_seconds'}]}, most free first. `gpustream fleet` "
-           "answers for every node. RuntimeError when not connected or refused; TimeoutError "
-           "after `timeout` seconds.")
+           "Deprecated (DeprecationWarning): use fits() / best_device() / fit_plan(). Where "
+           "`bytes` of device memory fit now, as a dict {'bytes','total','truncated','fits':"
+           "[{'node','device','device_id','name','probe','vendor','free_bytes','source','state',"
+           "'age_seconds'}]}, most free first.")
+      .def(
+          "fits",
+          [](PyRemote& r, const py::int_& bytes, long long limit, const py::object& exclude,
+             const py::object& window,
+             double timeout) { return r.fit_plan(bytes, limit, exclude, window, timeout).fits; },
+          py::arg("bytes"), py::arg("limit") = static_cast<long long>(transport::kFitMaxLimit),
+          py::kw_only(), py::arg("exclude") = py::none(),
+          py::arg("fatal_event_window") = py::none(), py::arg("timeout") = 5.0,
+          "fits(self, bytes, limit=256, *, exclude=None, fatal_event_window=None, "
+          "timeout=5.0)\n--\n\n"
+          "Where `bytes` of device memory fit now, asked of the server (the protocol's `fit`): "
+          "a list of gpustream.DeviceFit, most free first, at most `limit` (1..256) — the same "
+          "objects as Telemetry.fits(). `gpustream fleet` answers for every node (DeviceFit.node). "
+          "exclude: device ids to leave out; fatal_event_window: seconds (None: the server's "
+          "default, 3600; 0: no health rule) — a device with a fatal event (Xid 79, ...) that "
+          "recently is left out. RuntimeError when not connected or refused; TimeoutError after "
+          "`timeout` seconds.")
+      .def(
+          "best_device",
+          [](PyRemote& r, const py::int_& bytes, const py::object& exclude,
+             const py::object& window,
+             double timeout) { return r.fit_plan(bytes, 1, exclude, window, timeout).best(); },
+          py::arg("bytes"), py::kw_only(), py::arg("exclude") = py::none(),
+          py::arg("fatal_event_window") = py::none(), py::arg("timeout") = 5.0,
+          "best_device(self, bytes, *, exclude=None, fatal_event_window=None, timeout=5.0)\n--\n\n"
+          "The DeviceFit with the most free memory among fits(), or None when none has `bytes` "
+          "free.")
+      .def("fit_plan", &PyRemote::fit_plan, py::arg("bytes"),
+           py::arg("limit") = static_cast<long long>(transport::kFitMaxLimit), py::kw_only(),
+           py::arg("exclude") = py::none(), py::arg("fatal_event_window") = py::none(),
+           py::arg("timeout") = 5.0,
+           "fit_plan(self, bytes, limit=256, *, exclude=None, fatal_event_window=None, "
+           "timeout=5.0)\n--\n\n"
+           "fits() with what was left out and why: a gpustream.FitPlan (.fits, .excluded: "
+           "FitExclusion with .device, .reason 'excluded' or 'fatal_event', .detail).")
       .def(
           "latest",
           [](PyRemote& r) {

@@ -1,4 +1,5 @@
 // Window summaries, my_process() and the planner's answers as Python objects.
+#include <algorithm>
 #include <cmath>
 
 #include <pybind11/stl.h>
@@ -163,10 +164,40 @@ void bind_summary(py::module_& m) {
       .def_property_readonly(
           "source", [](const DeviceFit& f) { return name_of(to_string(f.source)); },
           "Where free_bytes came from (nvml, amd_smi, derived, ...).")
+      .def_readonly("node", &DeviceFit::node, "The fleet node; '' for this machine's devices.")
+      .def_readonly("parent", &DeviceFit::parent,
+                    "A MIG instance's physical GPU id (local only); else ''.")
+      .def_readonly("time_unix_ns", &DeviceFit::time_unix_ns,
+                    "When the free figure was sampled (wall clock, ns since the epoch).")
+      .def_property_readonly(
+          "age_seconds",
+          [](const DeviceFit& f) {
+            return static_cast<double>(std::max<std::int64_t>(0, wall_now_ns() - f.time_unix_ns)) /
+                   1e9;
+          },
+          "Seconds since the free figure was sampled.")
       .def("__repr__", [](const DeviceFit& f) {
         return "<gpustream.DeviceFit " + f.device_id + " '" + f.name + "', " +
                std::to_string(f.free_bytes) + " bytes free>";
       });
+
+  py::class_<FitExclusion>(m, "FitExclusion",
+                           "A device with enough free memory that the planner left out, and why.")
+      .def_readonly("device", &FitExclusion::device, "The DeviceFit it would have been.")
+      .def_property_readonly(
+          "reason", [](const FitExclusion& x) { return name_of(to_string(x.reason)); },
+          "'excluded' (in exclude=) or 'fatal_event' (a fatal event within the window).")
+      .def_readonly("detail", &FitExclusion::detail,
+                    "In words: 'xid 79 42 s ago (event #7, nvidia)'.")
+      .def("__repr__", [](const FitExclusion& x) {
+        return "<gpustream.FitExclusion " + x.device.device_id + " " +
+               std::string(to_string(x.reason)) + ": " + x.detail + ">";
+      });
+
+  py::class_<FitPlan>(m, "FitPlan", "The planner's answer: what fits, and what was left out.")
+      .def_readonly("fits", &FitPlan::fits, "DeviceFit list, most free first.")
+      .def_readonly("excluded", &FitPlan::excluded, "FitExclusion list, most free first.")
+      .def("best", &FitPlan::best, "best(self)\n--\n\nThe first of fits, or None.");
 
   py::class_<MyDeviceUsage>(m, "MyDeviceUsage", "This process on one device.")
       .def_readonly("probe", &MyDeviceUsage::probe, "The probe that saw the device.")

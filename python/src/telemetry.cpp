@@ -12,6 +12,7 @@
 #include "gpustream/probe_stats.hpp"
 #include "gpustream/probes/registry.hpp"
 #include "gpustream/telemetry.hpp"
+#include "planner_args.hpp"
 #include "window_adapter.hpp"
 
 namespace gpustream::python {
@@ -155,11 +156,16 @@ class PyTelemetry : public Hub, public std::enable_shared_from_this<PyTelemetry>
     py::gil_scoped_release release;
     return telemetry_->my_process();
   }
-  std::vector<DeviceFit> fits(const py::object& bytes) {
-    return telemetry_->fits(bytes_arg(bytes));
+  FitPlan fit_plan(const py::object& bytes, const py::object& exclude, const py::object& window) {
+    return telemetry_->fits(bytes_arg(bytes), fit_options_of(exclude, window));
   }
-  std::optional<DeviceFit> best_device(const py::object& bytes) {
-    return telemetry_->best_device(bytes_arg(bytes));
+  std::vector<DeviceFit> fits(const py::object& bytes, const py::object& exclude,
+                              const py::object& window) {
+    return fit_plan(bytes, exclude, window).fits;
+  }
+  std::optional<DeviceFit> best_device(const py::object& bytes, const py::object& exclude,
+                                       const py::object& window) {
+    return fit_plan(bytes, exclude, window).best();
   }
   /// {probe: seconds} each probe samples at: the requested interval (or the probe's own from
   /// probe_intervals_seconds) raised to the probe's minimum; {} before start().
@@ -275,12 +281,22 @@ void bind_telemetry(py::module_& m) {
       .def("my_process", &PyTelemetry::my_process,
            "my_process(self)\n--\n\nThis process's host RSS and its GPU memory on every "
            "device (MyProcess).")
-      .def("fits", &PyTelemetry::fits, py::arg("bytes"),
-           "fits(self, bytes)\n--\n\nEvery device (DeviceFit) with at least `bytes` free, most "
-           "free first.")
-      .def("best_device", &PyTelemetry::best_device, py::arg("bytes"),
-           "best_device(self, bytes)\n--\n\nThe device (DeviceFit) with the most free memory if "
-           "`bytes` fit there, else None.")
+      .def("fits", &PyTelemetry::fits, py::arg("bytes"), py::kw_only(),
+           py::arg("exclude") = py::none(), py::arg("fatal_event_window") = py::none(),
+           "fits(self, bytes, *, exclude=None, fatal_event_window=None)\n--\n\n"
+           "Every device (DeviceFit) with at least `bytes` free, most free first. "
+           "exclude: device ids to leave out; fatal_event_window: seconds (None: 3600; 0: no "
+           "health rule) — a device with a fatal event (Xid 79, 48, 94, 95, ..., an uncorrected "
+           "ECC error) that recently is left out.")
+      .def("best_device", &PyTelemetry::best_device, py::arg("bytes"), py::kw_only(),
+           py::arg("exclude") = py::none(), py::arg("fatal_event_window") = py::none(),
+           "best_device(self, bytes, *, exclude=None, fatal_event_window=None)\n--\n\n"
+           "The device (DeviceFit) with the most free memory if `bytes` fit there, else None "
+           "(as fits()).")
+      .def("fit_plan", &PyTelemetry::fit_plan, py::arg("bytes"), py::kw_only(),
+           py::arg("exclude") = py::none(), py::arg("fatal_event_window") = py::none(),
+           "fit_plan(self, bytes, *, exclude=None, fatal_event_window=None)\n--\n\n"
+           "fits() with what was left out and why: a FitPlan (.fits, .excluded).")
       .def(
           "stats",
           [](PyTelemetry& t) {

@@ -254,6 +254,10 @@ Config config_from_json(const boost::json::value& v, Config c, const ConfigSecti
       const auto mode = parse_library_session_mode(as_string(val, key));
       if (!mode) fail(key, "expected \"persistent\" or \"lazy\"");
       c.library_session = *mode;
+    } else if (key == "fatal_event_window_seconds") {
+      const auto n = as_int(val, key);
+      if (n < 0 || n > 604800) fail(key, "expected 0..604800 seconds (0: no health rule)");
+      c.fatal_event_window = std::chrono::seconds{n};
     } else if (key == "log_level") {
       c.log_level = as_string(val, key);
       if (!log_level_from_string(c.log_level))
@@ -286,6 +290,9 @@ void validate_config(const Config& c) {
   positive("backoff_initial_seconds", c.backoff_initial);
   positive("backoff_max_seconds", c.backoff_max);
   if (c.history < 1) fail("history", "expected 1..1000000, got 0");
+  if (c.fatal_event_window.count() < 0 || c.fatal_event_window.count() > 604800)
+    fail("fatal_event_window_seconds",
+         "expected 0..604800 seconds, got " + std::to_string(c.fatal_event_window.count()));
   if (c.history_max_bytes < static_cast<std::size_t>(kMinHistoryBytes) ||
       c.history_max_bytes > static_cast<std::size_t>(kMaxHistoryBytes))
     fail("history_max_bytes", "expected 65536..1099511627776 (64 KiB..1 TiB), got " +

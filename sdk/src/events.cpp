@@ -38,6 +38,11 @@ std::size_t event_bytes(const GpuEvent& e) noexcept {
   return sizeof(GpuEvent) + 32 + e.probe.capacity() + e.device_id.capacity();
 }
 
+bool is_fatal(const GpuEvent& e) noexcept {
+  if (e.kind == EventKind::ecc_double_bit) return true;
+  return e.kind == EventKind::xid && e.data && std::ranges::binary_search(kFatalXids, *e.data);
+}
+
 namespace detail {
 
 /// One subscriber: a bounded queue (count and bytes, the oldest dropped first) drained on its
@@ -198,6 +203,7 @@ class EventChannelState {
       e.sequence = ++last_;
       count(e);
       p = std::make_shared<const GpuEvent>(std::move(e));
+      if (is_fatal(*p)) keep_fatal(p);
       recent_.push_back(p);
       recent_bytes_ += event_bytes(*p);
       while (recent_.size() > 1 &&
@@ -246,11 +252,36 @@ class EventChannelState {
     return last_;
   }
 
+  std::vector<EventPtr> fatal() const {
+    std::lock_guard lock(mu_);
+    std::vector<EventPtr> out;
+    out.reserve(fatal_.size());
+    for (const auto& [device, e] : fatal_) out.push_back(e);
+    std::ranges::sort(out, {}, &GpuEvent::sequence);
+    return out;
+  }
+
   const EventLimits& limits() const noexcept { return limits_; }
 
  private:
   EventCounters counters_locked() const {
     return {last_, dropped_->load(std::memory_order_relaxed)};
+  }
+
+  /// The device's newest fatal event replaces its previous one; a device beyond the bound
+  /// replaces the device whose fatal event is the oldest.
+  void keep_fatal(const EventPtr& p) {
+    auto it = fatal_.find(p->device_id);
+    if (it != fatal_.end()) {
+      it->second = p;
+      return;
+    }
+    if (fatal_.size() >= std::max<std::size_t>(limits_.devices, 1)) {
+      const auto oldest =
+          std::ranges::min_element(fatal_, {}, [](const auto& kv) { return kv.second->sequence; });
+      fatal_.erase(oldest);
+    }
+    fatal_.emplace(p->device_id, p);
   }
 
   /// Totals, with bounded label sets: a device or an Xid number beyond the bounds is counted
@@ -288,6 +319,7 @@ class EventChannelState {
   std::map<std::pair<std::string, EventKind>, std::uint64_t> by_kind_;
   std::map<std::pair<std::string, std::string>, std::uint64_t> by_xid_;
   std::map<std::string, std::size_t> devices_;  // device → distinct Xid labels counted
+  std::map<std::string, EventPtr> fatal_;       // device → its newest fatal event
 };
 
 }  // namespace detail
@@ -350,6 +382,7 @@ std::vector<EventPtr> EventChannel::recent() const { return state_->recent(); }
 EventTotals EventChannel::totals() const { return state_->totals(); }
 EventCounters EventChannel::counters() const { return state_->counters(); }
 std::uint64_t EventChannel::last_sequence() const { return state_->last(); }
+std::vector<EventPtr> EventChannel::fatal() const { return state_->fatal(); }
 const EventLimits& EventChannel::limits() const noexcept { return state_->limits(); }
 
 std::function<void(GpuEvent)> EventChannel::sink() const {

@@ -438,11 +438,25 @@ std::vector<SnapshotPtr> Telemetry::wait_for_first_samples(std::chrono::millisec
 }
 
 std::vector<DeviceFit> Telemetry::fits(std::uint64_t bytes) const {
-  return gpustream::fits(impl_->channel.latest(), bytes);
+  FitOptions o;
+  o.fatal_event_window = impl_->config.fatal_event_window;
+  return fits(bytes, o).fits;
 }
 
 std::optional<DeviceFit> Telemetry::best_device(std::uint64_t bytes) const {
-  return gpustream::best_device(impl_->channel.latest(), bytes);
+  FitOptions o;
+  o.fatal_event_window = impl_->config.fatal_event_window;
+  return best_device(bytes, o);
+}
+
+FitPlan Telemetry::fits(std::uint64_t bytes, const FitOptions& options) const {
+  return gpustream::fits(impl_->channel.latest(), bytes, options, impl_->channel.events().fatal(),
+                         wall_now_ns());
+}
+
+std::optional<DeviceFit> Telemetry::best_device(std::uint64_t bytes,
+                                                const FitOptions& options) const {
+  return fits(bytes, options).best();
 }
 
 MyProcessUsage Telemetry::my_process() const {

@@ -238,5 +238,43 @@ TEST(EventChannel, SnapshotChannelOwnsOne) {
   EXPECT_EQ(ch.last_sequence(), 0U);  // separate sequence spaces
 }
 
+TEST(EventChannel, KeepsTheNewestFatalEventOfEachDeviceApartFromRecent) {
+  boost::asio::io_context io;
+  EventLimits limits;
+  limits.recent = 4;
+  limits.devices = 3;
+  EventChannel ch(io.get_executor(), limits);
+  ch.publish(xid("GPU-0", 48));
+  ch.publish(xid("GPU-0", 79));  // replaces GPU-0's Xid 48
+  ch.publish(xid("GPU-1", 95));
+  ch.publish(xid("GPU-1", 13));  // not fatal: GPU-1 keeps its Xid 95
+  GpuEvent ecc = xid("GPU-2", 0);
+  ecc.kind = EventKind::ecc_double_bit;
+  ecc.data.reset();
+  ch.publish(ecc);
+  // A storm of events that are not fatal pushes everything out of recent(), not out of fatal().
+  for (int i = 0; i < 100; ++i) {
+    GpuEvent c = xid("GPU-1", 0);
+    c.kind = EventKind::clock_event;
+    ch.publish(c);
+  }
+  auto fatal = ch.fatal();
+  ASSERT_EQ(fatal.size(), 3u);
+  EXPECT_EQ(fatal[0]->device_id, "GPU-0");
+  EXPECT_EQ(fatal[0]->data, 79u);
+  EXPECT_EQ(fatal[1]->device_id, "GPU-1");
+  EXPECT_EQ(fatal[1]->data, 95u);
+  EXPECT_EQ(fatal[2]->kind, EventKind::ecc_double_bit);
+  for (const auto& e : ch.recent()) EXPECT_EQ(e->kind, EventKind::clock_event);
+
+  // The worst input: a fatal event on ever new devices. The kept ones stay at the bound (the
+  // oldest device is forgotten first), so garbage device ids cannot grow memory.
+  for (int i = 0; i < 1000; ++i) ch.publish(xid("GPU-new-" + std::to_string(i), 79));
+  fatal = ch.fatal();
+  ASSERT_EQ(fatal.size(), limits.devices);
+  EXPECT_EQ(fatal[0]->device_id, "GPU-new-997");
+  EXPECT_EQ(fatal[2]->device_id, "GPU-new-999");
+}
+
 }  // namespace
 }  // namespace gpustream

@@ -190,7 +190,8 @@ TEST(GoldenWire, FitResultAndFitJson) {
   std::string out;
   out += transport::fit_result_message("q1", 1ULL << 20, fits, 16);
   out += transport::fit_result_message("", 1ULL << 20, fits, 1);
-  out += transport::fit_result_message("none", std::numeric_limits<std::uint64_t>::max(), {}, 16);
+  out += transport::fit_result_message("none", std::numeric_limits<std::uint64_t>::max(),
+                                       std::vector<transport::FitEntry>{}, 16);
   out += transport::fit_json(fits, 1ULL << 20);
   expect_golden("wire/fit.txt", out);
   const auto lines = split_lines(golden_text("wire/fit.txt"));

@@ -3,6 +3,7 @@
 protocol_lifecycle.py. Each case is (extra `serve` flags, coroutine(server)); "{tmp}" in a flag is
 the case's temporary folder ("{tmp}/token" holds the token `s3cret` followed by CRLF,
 "{tmp}/config.json" sets history to 16)."""
+import json
 import urllib.error
 import urllib.request
 
@@ -233,12 +234,14 @@ async def case_fit(server):
     ids = {d["id"] for d in (await devices_ready(server)) if d["probe"] == "simulated"}
     for tr in ("tcp", "ws"):
         c = await open_conn(tr, server)
-        await expect(c, "hello")
+        h = await expect(c, "hello")
+        check(h.get("devices_pending") == [], f"{tr}: every probe has sampled: {h}")
         await c.send({"type": "fit", "bytes": 0, "id": f"{tr}-all"})
         r = await expect(c, "fit_result")
         check(r.get("id") == f"{tr}-all" and r["bytes"] == 0 and r["schema"] == "gpustream/1",
               f"{tr}: fit_result head: {r}")
         check(r["total"] == len(ids) and not r["truncated"], f"{tr}: every device fits 0: {r}")
+        check(r["excluded"] == [], f"{tr}: nothing left out: {r}")
         check({f["device"] for f in r["fits"]} == ids, f"{tr}: fit devices: {r['fits']}")
         frees = [f["free_bytes"] for f in r["fits"]]
         check(frees == sorted(frees, reverse=True), f"{tr}: not most free first: {frees}")
@@ -258,7 +261,47 @@ async def case_fit(server):
         check(e["code"] == "bad_request" and e.get("id") == "over" and "fit.bytes" in e["message"],
               f"{tr}: bytes past 2^64 - 1: {e}")
         check(len(await snapshots(c, 2)) == 2, f"{tr}: the stream goes on after the error")
+        await fit_exclusions(c, tr, sorted(ids))
         await c.close()
+    # /api/v1/fit takes the same exclusions as query parameters.
+    out = sorted(ids)[0]
+    with urllib.request.urlopen(f"http://{server.http}/api/v1/fit?bytes=0&exclude={out}",
+                                timeout=10) as resp:
+        doc = json.loads(resp.read())
+    check({f["device"] for f in doc["fits"]} == ids - {out}, f"http exclude: {doc}")
+    check([(x["device"], x["reason"]) for x in doc["excluded"]] == [(out, "excluded")],
+          f"http excluded: {doc}")
+    try:
+        urllib.request.urlopen(f"http://{server.http}/api/v1/fit?bytes=0&fatal_event_window_s=-1",
+                               timeout=10)
+        check(False, "http: a negative fatal_event_window_s was accepted")
+    except urllib.error.HTTPError as e:
+        check(e.code == 400 and "fatal_event_window_s" in json.loads(e.read())["error"],
+              f"http: bad window: {e}")
+
+
+async def fit_exclusions(c, tr, ids):
+    """protocol.md, `fit`: `exclude` leaves devices out and `fit_result.excluded` says why;
+    `fatal_event_window_s` is bounded; hello's `devices_pending` is empty once every probe has
+    sampled."""
+    await c.send({"type": "fit", "bytes": 0, "id": "ex", "exclude": [ids[0], "no-such-gpu"],
+                  "fatal_event_window_s": 0})
+    r = await expect(c, "fit_result")
+    check({f["device"] for f in r["fits"]} == set(ids[1:]) and r["total"] == len(ids) - 1,
+          f"{tr}: exclude: {r}")
+    check(len(r["excluded"]) == 1, f"{tr}: excluded: {r}")
+    x = r["excluded"][0]
+    check(x["device"] == ids[0] and x["reason"] == "excluded" and
+          set(x) == FIT_KEYS | {"reason", "detail"} and x["detail"], f"{tr}: excluded entry: {x}")
+    for bad, field in (({"exclude": ids[0]}, "fit.exclude"),
+                       ({"exclude": ["d"] * 257}, "fit.exclude"),
+                       ({"exclude": ["x" * 257]}, "fit.exclude"),
+                       ({"fatal_event_window_s": 604801}, "fit.fatal_event_window_s"),
+                       ({"fatal_event_window_s": -1}, "fit.fatal_event_window_s")):
+        await c.send({"type": "fit", "bytes": 0, "id": "bad", **bad})
+        e = await expect(c, "error")
+        check(e["code"] == "bad_request" and e.get("id") == "bad" and field in e["message"],
+              f"{tr}: {bad}: {e}")
 
 
 CASES_SUBSCRIBE = {

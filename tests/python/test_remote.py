@@ -83,20 +83,25 @@ def test_fit_asks_the_server(server, scheme):
     with gpustream.connect(f"{scheme}://{address}") as remote:
         assert remote.wait_connected(10), remote.status
         take(remote.stream(timeout=10), 1)  # the server has sampled its devices
-        answer = remote.fit(0)
-        assert answer["bytes"] == 0 and answer["total"] == 2 and not answer["truncated"]
-        first = answer["fits"][0]
-        assert first["node"] == "" and first["state"] == "up" and first["free_bytes"] > 0
-        assert first["source"] in ("simulated", "derived")
-        assert remote.fit(2**64 - 1)["fits"] == []
-        assert len(remote.fit(0, limit=1)["fits"]) == 1
+        fits = remote.fits(0)  # the same DeviceFit objects as Telemetry.fits()
+        assert len(fits) == 2 and all(isinstance(f, gpustream.DeviceFit) for f in fits)
+        first = fits[0]
+        assert first.node == "" and first.free_bytes > 0 and first.device_id.startswith("sim-")
+        assert first.source in ("simulated", "derived")
+        assert remote.fits(2**64 - 1) == []
+        assert remote.best_device(0).device_id == first.device_id
+        assert len(remote.fits(0, limit=1)) == 1
         with pytest.raises(ValueError, match="limit"):
-            remote.fit(0, limit=0)
+            remote.fits(0, limit=0)
         for bad in (-1, 2**64):
             with pytest.raises(ValueError, match="bytes"):
-                remote.fit(bad)
+                remote.fits(bad)
+        with pytest.deprecated_call():  # the old dict answer
+            answer = remote.fit(0)
+        assert answer["bytes"] == 0 and answer["total"] == 2 and not answer["truncated"]
+        assert answer["fits"][0]["device"] == answer["fits"][0]["device_id"] == first.device_id
     with pytest.raises(RuntimeError, match="not connected"):
-        remote.fit(0)
+        remote.fits(0)
 
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <boost/json/parse.hpp>
+
 #include "gpustream/blocking_probe.hpp"
+#include "gpustream/config_json.hpp"
 #include "gpustream/telemetry.hpp"
 
 namespace gpustream {
@@ -64,6 +67,55 @@ TEST(TelemetryFreeMemory, DerivedBeforePublishingAndUsedByFits) {
   EXPECT_EQ(best->free_bytes, static_cast<std::uint64_t>(10 * kGiB));
   EXPECT_TRUE(t.fits(static_cast<std::uint64_t>(11 * kGiB)).empty());
   t.stop();
+}
+
+// The health rule over the Telemetry's own events: an Xid 79 on gpu-0 keeps it out of fits()
+// and best_device() (it was offered before), FitPlan says why; Config::fatal_event_window 0
+// (config key fatal_event_window_seconds) turns the rule off.
+TEST(TelemetryFreeMemory, AFatalEventKeepsTheDeviceOutOfFits) {
+  for (const bool rule_off : {false, true}) {
+    Config c;
+    c.probes = {"mem"};
+    c.interval = std::chrono::milliseconds{20};
+    if (rule_off) c.fatal_event_window = std::chrono::seconds{0};
+    Telemetry t(c, [](const Config&, const ProbeExecutors& ex, std::vector<std::string>&) {
+      return std::vector<ProbePtr>{std::make_shared<MemoryProbe>(ex)};
+    });
+    t.start();
+    ASSERT_EQ(t.wait_for_first_samples(std::chrono::seconds{30}).size(), 1u);
+    ASSERT_TRUE(t.best_device(1));
+    GpuEvent xid;
+    xid.time_unix_ns = wall_now_ns();
+    xid.probe = "mem";
+    xid.device_id = "gpu-0";
+    xid.kind = EventKind::xid;
+    xid.data = 79;
+    t.events().publish(xid);
+    if (rule_off) {
+      EXPECT_EQ(t.best_device(1)->device_id, "gpu-0");
+      t.stop();
+      continue;
+    }
+    EXPECT_FALSE(t.best_device(1)) << "the only device with a known free figure is sick";
+    EXPECT_TRUE(t.fits(0).empty());
+    const auto plan = t.fits(0, FitOptions{});
+    ASSERT_EQ(plan.excluded.size(), 1u);
+    EXPECT_EQ(plan.excluded[0].device.device_id, "gpu-0");
+    EXPECT_EQ(plan.excluded[0].reason, ExclusionReason::fatal_event);
+    EXPECT_EQ(plan.excluded[0].detail.rfind("xid 79 ", 0), 0u) << plan.excluded[0].detail;
+    FitOptions off;
+    off.fatal_event_window = std::chrono::seconds{0};
+    EXPECT_EQ(t.best_device(1, off)->device_id, "gpu-0");
+    t.stop();
+  }
+  EXPECT_EQ(Config{}.fatal_event_window, kDefaultFatalEventWindow);
+  EXPECT_EQ(config_from_json(boost::json::parse(R"({"fatal_event_window_seconds": 0})"))
+                .fatal_event_window,
+            std::chrono::seconds{0});
+  EXPECT_THROW(config_from_json(boost::json::parse(R"({"fatal_event_window_seconds": 604801})")),
+               ConfigError);
+  EXPECT_THROW(config_from_json(boost::json::parse(R"({"fatal_event_window_seconds": -1})")),
+               ConfigError);
 }
 
 TEST(TelemetryMyProcess, AnswersFromTheLatestSnapshotsOfAnyProbe) {

@@ -74,6 +74,11 @@ struct Config {
   /// How vendor libraries (NVML, Level Zero) are initialised; unset: the environment variable
   /// GPUSTREAM_LIBRARY_SESSION, else persistent. See library_session.hpp.
   std::optional<LibrarySessionMode> library_session;
+  /// The planner's health rule (planner.hpp): Telemetry::fits(bytes) / best_device(bytes), and
+  /// `gpustream serve`'s answers to a `fit` that gives no window, leave out devices with a fatal
+  /// event this recent. 0: no health rule. At most 604800 s (a week). Config key
+  /// `fatal_event_window_seconds`. Default: kDefaultFatalEventWindow (1 hour).
+  std::chrono::seconds fatal_event_window{3600};
 };
 
 /// Checks every field that does not depend on which probes exist: simulate within

@@ -74,6 +74,20 @@ struct GpuEvent {
 
 using EventPtr = std::shared_ptr<const GpuEvent>;
 
+/// Xid numbers after which a GPU is not fit for new work until it is reset or the node rebooted:
+/// the errors of NVIDIA's Xid catalog whose documented resolution is a GPU reset or a reboot —
+/// 48 (double-bit ECC error), 61 and 62 (internal micro-controller breakpoint, halt), 64 (ECC
+/// page retirement or row remapping recording failure), 74 (NVLink error), 79 (the GPU has
+/// fallen off the bus), 92 (high single-bit ECC error rate), 94 and 95 (contained, uncontained
+/// ECC error), 119 and 120 (GSP RPC timeout, GSP error), 140 (unrecovered ECC error). Sorted.
+inline constexpr std::uint64_t kFatalXids[] = {48, 61, 62, 64, 74, 79, 92, 94, 95, 119, 120, 140};
+
+/// True for an event after which the device should get no new work (the planner's health rule,
+/// gpustream/planner.hpp): an `xid` whose number is in kFatalXids, or an `ecc_double_bit`
+/// (an uncorrected ECC error). Clock, power-source and pstate changes, corrected ECC errors,
+/// other Xids (most are an application's fault: 13, 31, 43, 45) and vendor events are not.
+bool is_fatal(const GpuEvent& e) noexcept;
+
 /// Approximate memory an event takes (the struct and its strings), for the byte bounds.
 std::size_t event_bytes(const GpuEvent& e) noexcept;
 
@@ -85,7 +99,9 @@ struct EventLimits {
   std::size_t queue_bytes = 1024 * 1024;  //
   std::size_t xid_labels = 64;            // distinct Xid numbers counted per device; more
                                           // are counted under xid "other"
-  std::size_t devices = 1024;             // devices with totals; more: device "other"
+  std::size_t devices = 1024;             // devices with totals; more: device "other".
+                                          // Also the devices whose last fatal event is
+                                          // kept (fatal()); more: the oldest is forgotten
 };
 
 /// Channel-wide counters (monotonic).
@@ -193,6 +209,12 @@ class EventChannel {
   EventTotals totals() const;
   EventCounters counters() const;
   std::uint64_t last_sequence() const;
+  /// The newest fatal event (is_fatal) of each device, oldest first: what the planner's health
+  /// rule reads. Kept apart from recent(), so that a storm of other events cannot push a fatal
+  /// one out. At most limits().devices events (one per device; a new device beyond it replaces
+  /// the device whose fatal event is the oldest), each one an event the channel published, so
+  /// at most limits().devices × event_bytes() bytes.
+  std::vector<EventPtr> fatal() const;
   const EventLimits& limits() const noexcept;
 
   /// A function that publishes into this channel for as long as it exists (then does nothing):

@@ -14,14 +14,28 @@
 // memory slice; the physical GPU itself never is (DeviceSample::partitioned), since no process
 // can allocate on it outside an instance and its free memory is the sum of slices that no single
 // allocation can span. A job placed on an instance is started with CUDA_VISIBLE_DEVICES=<its id>.
+//
+// Exclusions and the health rule (FitOptions): a planner leaves out devices by id, and devices
+// that had a fatal event (gpustream::is_fatal: Xid 79 "fallen off the bus", 48, 94, 95, ...,
+// an uncorrected ECC error) in the last fatal_event_window (default 1 hour). What is left out is
+// not silently dropped: FitPlan::excluded lists every device that had `bytes` free and was left
+// out, with the reason, so a planner knows why a GPU it expected was not offered:
+//
+//   gpustream::FitOptions o;
+//   o.exclude = {"GPU-8f6c..."};                       // never this one
+//   o.fatal_event_window = std::chrono::minutes{10};   // 0: no health rule
+//   const auto plan = t.fits(8ull << 30, o);           // Telemetry: its own events
+//   for (const auto& x : plan.excluded) log(x.device.device_id, x.detail);
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "gpustream/channel.hpp"
+#include "gpustream/events.hpp"
 #include "gpustream/model.hpp"
 
 namespace gpustream {
@@ -47,6 +61,59 @@ std::vector<DeviceFit> fits(const std::vector<SnapshotPtr>& snapshots, std::uint
 /// The device with the most free memory among fits(), or nothing when none has `bytes` free.
 std::optional<DeviceFit> best_device(const std::vector<SnapshotPtr>& snapshots,
                                      std::uint64_t bytes);
+
+/// How long a fatal event keeps its device out of fits by default (FitOptions).
+inline constexpr std::chrono::seconds kDefaultFatalEventWindow{3600};
+/// The largest fatal_event_window a request may ask for (one week).
+inline constexpr std::chrono::seconds kMaxFatalEventWindow{7 * 24 * 3600};
+
+/// What a planner leaves out besides devices without enough free memory.
+struct FitOptions {
+  /// Device ids never offered (a fleet: on every node). An id no device has is ignored.
+  std::vector<std::string> exclude;
+  /// Leave out a device that had a fatal event (is_fatal) at most this long ago (event time
+  /// from its time_unix_ns, to `now`); a MIG instance is left out for its parent GPU's events
+  /// too. 0 (or less): no health rule.
+  std::chrono::seconds fatal_event_window = kDefaultFatalEventWindow;
+};
+
+/// Why a device with enough free memory was left out. Wire names: to_string().
+enum class ExclusionReason : std::uint8_t {
+  excluded,     // its id is in FitOptions::exclude
+  fatal_event,  // a fatal event within FitOptions::fatal_event_window
+};
+std::string_view to_string(ExclusionReason r) noexcept;
+
+/// One device left out, and why.
+struct FitExclusion {
+  DeviceFit device;  // as it would have been offered
+  ExclusionReason reason = ExclusionReason::excluded;
+  /// In words: "in the request's exclusions", or the event: "xid 79 42 s ago (event #7,
+  /// nvidia)".
+  std::string detail;
+  EventPtr event;  // the fatal event (reason fatal_event); null otherwise
+};
+
+/// fits() under FitOptions: what is offered, and what was left out.
+struct FitPlan {
+  std::vector<DeviceFit> fits;         // as fits(snapshots, bytes), less the excluded
+  std::vector<FitExclusion> excluded;  // had `bytes` free but left out, most free first
+  /// The first of fits (the most free), or nothing.
+  std::optional<DeviceFit> best() const;
+};
+
+/// fits(snapshots, bytes), leaving out what `options` exclude. `events` are the fatal events
+/// known (EventChannel::fatal(); any others are ignored); they name devices of this machine,
+/// so they apply to devices whose `node` is empty. `now_unix_ns`: the wall clock that ages
+/// them. Pure: thread-safe, no I/O.
+FitPlan fits(const std::vector<SnapshotPtr>& snapshots, std::uint64_t bytes,
+             const FitOptions& options, const std::vector<EventPtr>& events,
+             std::int64_t now_unix_ns);
+/// The reason `options` leave `device` out, or nothing: the first check is
+/// FitOptions::exclude, then the health rule over `events` (as in fits() above).
+std::optional<FitExclusion> exclusion(const DeviceFit& device, const FitOptions& options,
+                                      const std::vector<EventPtr>& events,
+                                      std::int64_t now_unix_ns);
 
 /// This process on one device, from the latest snapshot of the probe that reports the device.
 struct MyDeviceUsage {

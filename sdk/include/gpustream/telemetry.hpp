@@ -123,9 +123,15 @@ class Telemetry {
   /// order; a simulated probe added by the fallback comes last).
   std::vector<SnapshotPtr> wait_for_first_samples(std::chrono::milliseconds timeout);
 
-  /// fits() / best_device() (gpustream/planner.hpp) over the latest snapshot of every probe.
+  /// fits() / best_device() (gpustream/planner.hpp) over the latest snapshot of every probe,
+  /// under the default FitOptions with Config::fatal_event_window: the health rule is on (a
+  /// device with a fatal event in events() within the last hour, by default, is not offered).
   std::vector<DeviceFit> fits(std::uint64_t bytes) const;
   std::optional<DeviceFit> best_device(std::uint64_t bytes) const;
+  /// The same under `options` (exclusions, the health rule's window) over this Telemetry's own
+  /// fatal events (events().fatal()), with what was left out and why (FitPlan::excluded).
+  FitPlan fits(std::uint64_t bytes, const FitOptions& options) const;
+  std::optional<DeviceFit> best_device(std::uint64_t bytes, const FitOptions& options) const;
 
   /// This process's RSS (read now) and its GPU memory on every device, from the latest snapshot
   /// of each probe (MyDeviceUsage::sampled_monotonic_ns says when). Every probe that lists

@@ -330,8 +330,7 @@ TEST(ClientSession, FitIsRefusedWhenNotConnected) {
   FitLog log;
   ClientActions out;
   d.session.fit(1024, 4, log.handler(), out);
-  d.session.opened();
-  d.feed(hello(0));  // not acknowledged yet
+  d.session.opened();  // no hello yet
   d.session.fit(1024, 4, log.handler(), out);
   answer(out);
   ASSERT_EQ(log.answers.size(), 2u);
@@ -340,6 +339,35 @@ TEST(ClientSession, FitIsRefusedWhenNotConnected) {
     EXPECT_EQ(a.error, "not connected");
   }
   EXPECT_TRUE(of<act::Send>(out).empty());
+}
+
+// A fit asked once hello has arrived — from on_hello, before the subscribe is acknowledged —
+// is sent (after the subscribe), not refused as "not connected" (it was, before #31).
+TEST(ClientSession, FitIsSentOnceHelloArrivedBeforeTheAck) {
+  Driver d;
+  FitLog log;
+  d.session.opened();
+  d.feed(hello(0));  // the subscribe is sent; not acknowledged yet
+  ClientActions out;
+  d.session.fit(1024, 4, log.handler(), out);
+  answer(out);
+  EXPECT_TRUE(log.answers.empty()) << log.answers[0].error;
+  const auto sent = of<act::Send>(out);
+  ASSERT_EQ(sent.size(), 1u);
+  const auto m = parse_client_message(sent[0].message);
+  EXPECT_EQ(m.kind, ClientMessage::Kind::fit);
+  EXPECT_EQ(m.fit.bytes, 1024u);
+  // After the connection ends, no hello: refused again.
+  ClientActions closed;
+  d.session.closed("gone", closed);
+  answer(closed);
+  ASSERT_EQ(log.answers.size(), 1u);  // the fit in flight fails
+  d.session.opened();
+  ClientActions again;
+  d.session.fit(1, 1, log.handler(), again);
+  answer(again);
+  ASSERT_EQ(log.answers.size(), 2u);
+  EXPECT_EQ(log.answers[1].error, "not connected");
 }
 
 TEST(ClientSession, FitAnswersAreMatchedToTheirRequestsById) {
@@ -359,14 +387,15 @@ TEST(ClientSession, FitAnswersAreMatchedToTheirRequestsById) {
   EXPECT_NE(r1.id, r2.id);
   EXPECT_EQ(d.session.fits_in_flight(), 2u);
 
-  auto a2 = d.feed(without_newline(fit_result_message(r2.id, 2000, {}, 3)));
+  auto a2 = d.feed(without_newline(fit_result_message(r2.id, 2000, std::vector<FitEntry>{}, 3)));
   answer(a2);
   ASSERT_EQ(second.answers.size(), 1u);
   ASSERT_TRUE(second.answers[0].result);
   EXPECT_EQ(second.answers[0].result->bytes, 2000u);
   EXPECT_TRUE(first.answers.empty());
   // An answer nobody waits for is dropped.
-  EXPECT_TRUE(d.feed(without_newline(fit_result_message("f999", 1, {}, 1))).empty());
+  EXPECT_TRUE(
+      d.feed(without_newline(fit_result_message("f999", 1, std::vector<FitEntry>{}, 1))).empty());
   // A refusal naming the id answers that one.
   auto a1 = d.feed(without_newline(error_message(kErrLimit, "busy", r1.id)));
   answer(a1);

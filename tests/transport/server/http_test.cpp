@@ -306,7 +306,8 @@ TEST(TransportHttp, FitAnswersWithTheFitMessagesEntries) {
   auto v = json::parse(r.body).as_object();
   std::set<std::string> keys;
   for (const auto& kv : v) keys.insert(std::string(kv.key()));
-  EXPECT_EQ(keys, (std::set<std::string>{"schema", "bytes", "fits"}));
+  EXPECT_EQ(keys, (std::set<std::string>{"schema", "bytes", "fits", "excluded"}));
+  EXPECT_TRUE(v.at("excluded").as_array().empty());
   EXPECT_EQ(v.at("schema"), "gpustream/1");
   EXPECT_EQ(v.at("bytes").to_number<std::uint64_t>(), 0U);
   const auto fits = v.at("fits").as_array();
@@ -358,6 +359,58 @@ TEST(TransportHttp, FitAnswersWithTheFitMessagesEntries) {
     EXPECT_NE(std::string(err.at("error").as_string()).find("?bytes=N"), std::string::npos);
   }
   EXPECT_EQ(http_request(f, "/api/v1/fit?bytes=1", {}, "POST").status, 405);
+  EXPECT_TRUE(f.stop());
+}
+
+// /api/v1/fit's exclusions and health rule: ?exclude=ID,ID and ?fatal_event_window_s=S, each
+// excluded device listed with its reason; bad or oversized parameters are a 400 naming them.
+TEST(TransportHttp, FitLeavesOutExcludedAndSickDevicesAndSaysWhy) {
+  Fixture f;
+  f.start();
+  f.publish("sim", 3);  // sim-gpu0..2, 7 GiB free each
+  GpuEvent xid;
+  xid.time_unix_ns = wall_now_ns();
+  xid.probe = "sim";
+  xid.device_id = "sim-gpu1";
+  xid.kind = EventKind::xid;
+  xid.data = 79;
+  f.channel.events().publish(xid);
+  f.run_for(5ms);
+  const auto devices = [](const json::value& list) {
+    std::vector<std::string> out;
+    for (const auto& e : list.as_array()) out.emplace_back(e.at("device").as_string());
+    return out;
+  };
+  auto r = http_request(f, "/api/v1/fit?bytes=0&exclude=sim-gpu2,nobody");
+  ASSERT_EQ(r.status, 200) << r.body;
+  auto v = json::parse(r.body);
+  EXPECT_EQ(devices(v.at("fits")), std::vector<std::string>{"sim-gpu0"});
+  EXPECT_EQ(devices(v.at("excluded")), (std::vector<std::string>{"sim-gpu1", "sim-gpu2"}));
+  const auto& sick = v.at("excluded").at(0);
+  EXPECT_EQ(sick.at("reason"), "fatal_event");
+  EXPECT_NE(std::string(sick.at("detail").as_string()).find("xid 79 0 s ago"), std::string::npos)
+      << sick;
+  EXPECT_EQ(v.at("excluded").at(1).at("reason"), "excluded");
+  EXPECT_EQ(sick.at("free_bytes").to_number<std::uint64_t>(), 7ULL << 30);
+  // The health rule off: the sick GPU is offered again.
+  r = http_request(f, "/api/v1/fit?bytes=0&fatal_event_window_s=0");
+  v = json::parse(r.body);
+  EXPECT_EQ(devices(v.at("fits")).size(), 3U);
+  EXPECT_TRUE(v.at("excluded").as_array().empty());
+
+  std::string many = "/api/v1/fit?bytes=0&exclude=";
+  for (std::size_t i = 0; i <= kFitMaxExclude; ++i) many += "d" + std::to_string(i) + ",";
+  for (const std::string& bad :
+       {std::string("/api/v1/fit?bytes=0&fatal_event_window_s=-1"),
+        std::string("/api/v1/fit?bytes=0&fatal_event_window_s=604801"),
+        std::string("/api/v1/fit?bytes=0&fatal_event_window_s=soon"),
+        std::string("/api/v1/fit?bytes=0&exclude=") + std::string(kMaxNameLength + 1, 'x'), many}) {
+    r = http_request(f, bad);
+    EXPECT_EQ(r.status, 400) << bad;
+    const auto err = json::parse(r.body);
+    const std::string what(err.at("error").as_string());
+    EXPECT_TRUE(what.starts_with("exclude") || what.starts_with("fatal_event_window_s")) << what;
+  }
   EXPECT_TRUE(f.stop());
 }
 

@@ -127,7 +127,7 @@ TEST(TransportFitMessage, TheAnswerIsCutToTheLimitAndToItsByteBound) {
   EXPECT_LT(m.fit.fits.size(), kFitMaxLimit);
 
   // Nothing fits: an empty list, not truncated.
-  m = parse_server_message(fit_result_message("", UINT64_MAX, {}, 16));
+  m = parse_server_message(fit_result_message("", UINT64_MAX, std::vector<FitEntry>{}, 16));
   EXPECT_EQ(m.fit.bytes, UINT64_MAX);
   EXPECT_EQ(m.fit.total, 0U);
   EXPECT_FALSE(m.fit.truncated);

@@ -53,6 +53,7 @@ void ClientSession::opened() {
   open_ = true;
   subscribed_ = false;
   awaiting_ack_ = true;
+  hello_seen_ = false;
   preview_ok_ = false;
   server_error_.clear();
 }
@@ -113,6 +114,7 @@ void ClientSession::on_hello(const Hello& h, ClientActions& out) {
   fit_unsupported_.clear();
   if (h.requests && std::find(h.requests->begin(), h.requests->end(), "fit") == h.requests->end())
     fit_unsupported_ = fit_unsupported_reason(h);
+  hello_seen_ = true;
   out.emplace_back(client_action::HelloReceived{h});
   out.emplace_back(client_action::Send{encode_subscribe(r)});
 }
@@ -181,6 +183,7 @@ std::string ClientSession::read_failed(std::string description) const {
 
 void ClientSession::closed(const std::string& reason, ClientActions& out) {
   open_ = false;
+  hello_seen_ = false;
   auto pending = std::move(fits_);
   fits_.clear();
   const std::string why = "the connection ended before the answer: " + reason;
@@ -210,19 +213,22 @@ RemoteStatus ClientSession::retry(const std::string& reason) {
   return RemoteStatus{RemoteStatus::State::disconnected, reason, attempts_, delay};
 }
 
-void ClientSession::fit(std::uint64_t bytes, std::size_t limit, FitHandler handler,
-                        ClientActions& out) {
+void ClientSession::fit(FitRequest r, FitHandler handler, ClientActions& out) {
   const auto refuse = [&](std::string why) {
     out.emplace_back(client_action::FitAnswer{std::move(handler),
                                               RemoteFitAnswer{std::nullopt, std::move(why)}});
   };
-  if (!open_ || awaiting_ack_) return refuse("not connected");
+  // The server answers a fit at any time after its hello: a fit asked from on_hello (before
+  // the subscribe is acknowledged) is sent right after the subscribe.
+  if (!open_ || !hello_seen_) return refuse("not connected");
   if (!fit_unsupported_.empty()) return refuse(fit_unsupported_);
-  if (limit < 1 || limit > kFitMaxLimit)
+  if (r.limit < 1 || r.limit > kFitMaxLimit)
     return refuse("limit must be from 1 to " + std::to_string(kFitMaxLimit));
+  if (r.exclude.size() > kFitMaxExclude)
+    return refuse("more than " + std::to_string(kFitMaxExclude) + " device ids to exclude");
   if (fits_.size() >= kMaxFitsInFlight)
     return refuse("too many fit queries in flight (" + std::to_string(kMaxFitsInFlight) + ")");
-  FitRequest r{bytes, limit, "f" + std::to_string(++fit_ids_)};
+  r.id = "f" + std::to_string(++fit_ids_);
   fits_.push_back({r.id, std::move(handler)});
   out.emplace_back(client_action::Send{encode_fit(r)});
 }

@@ -91,9 +91,13 @@ class ClientSession {
   /// reconnect_max, ±20% jitter; a connection that was subscribed starts again at 1 attempt).
   RemoteStatus retry(const std::string& reason);
 
-  /// A fit query: sent when connected and the server supports it, otherwise refused at once
-  /// (the FitAnswer in `out`).
-  void fit(std::uint64_t bytes, std::size_t limit, FitHandler handler, ClientActions& out);
+  /// A fit query: sent once this connection's hello arrived (also before the subscribe is
+  /// acknowledged: a fit from on_hello is sent after the subscribe) and when the server
+  /// supports it, otherwise refused at once (the FitAnswer in `out`). `r.id` is set here.
+  void fit(FitRequest r, FitHandler handler, ClientActions& out);
+  void fit(std::uint64_t bytes, std::size_t limit, FitHandler handler, ClientActions& out) {
+    fit(FitRequest{bytes, limit, {}, {}, {}}, std::move(handler), out);
+  }
 
   /// The server acknowledged the subscribe of the current connection.
   bool subscribed() const noexcept { return subscribed_; }
@@ -126,6 +130,7 @@ class ClientSession {
   bool open_ = false;                    // between opened() and closed()
   bool subscribed_ = false;              // this connection's subscribe was acknowledged
   bool awaiting_ack_ = true;             // no acknowledgement yet on this connection
+  bool hello_seen_ = false;              // this connection's hello arrived
   bool preview_ok_ = false;              // snapshots before the ack are ours to deliver
   unsigned attempts_ = 0;                // failed attempts since the last subscribed one
   std::string instance_;                 // the server instance resume_ refers to

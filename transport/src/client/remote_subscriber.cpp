@@ -6,7 +6,9 @@
 // (client_session.hpp, no I/O); this file is the I/O around it.
 #include "gpustream/transport/remote_subscriber.hpp"
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -130,11 +132,11 @@ class RemoteSubscriber::Impl : public std::enable_shared_from_this<Impl> {
     });
   }
 
-  void fit(std::uint64_t bytes, std::size_t limit, std::function<void(RemoteFitAnswer)> handler) {
+  void fit(transport::FitRequest r, std::function<void(RemoteFitAnswer)> handler) {
     asio::post(strand_,
-               [self = shared_from_this(), bytes, limit, h = std::move(handler)]() mutable {
+               [self = shared_from_this(), r = std::move(r), h = std::move(handler)]() mutable {
                  transport::ClientActions actions;
-                 self->session_.fit(bytes, limit, std::move(h), actions);
+                 self->session_.fit(std::move(r), std::move(h), actions);
                  self->perform(actions);
                });
   }
@@ -354,7 +356,16 @@ void RemoteSubscriber::on_event(std::function<void(const EventPtr&)> cb) {
 
 void RemoteSubscriber::fit(std::uint64_t bytes, std::function<void(RemoteFitAnswer)> handler,
                            std::size_t limit) {
-  impl_->fit(bytes, limit, std::move(handler));
+  impl_->fit(transport::FitRequest{bytes, limit, {}, {}, {}}, std::move(handler));
+}
+
+void RemoteSubscriber::fit(std::uint64_t bytes, const FitOptions& options,
+                           std::function<void(RemoteFitAnswer)> handler, std::size_t limit) {
+  transport::FitRequest r{bytes, limit, {}, options.exclude, {}};
+  r.fatal_event_window_s = static_cast<std::uint64_t>(
+      std::clamp(options.fatal_event_window, std::chrono::seconds{0}, kMaxFatalEventWindow)
+          .count());
+  impl_->fit(std::move(r), std::move(handler));
 }
 void RemoteSubscriber::start() { impl_->start(); }
 void RemoteSubscriber::stop() { impl_->stop(); }

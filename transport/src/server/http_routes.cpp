@@ -222,10 +222,17 @@ HttpResponse routed(ServerCore& core, const HttpRequest& req, std::string_view t
   if (path == "/api/v1/fit") {
     // The `fit` message's planner (a fleet's fit source, or this machine's devices), every
     // device that fits: the same entries as fit_result, without its limit.
-    const auto bytes = fit_bytes_parameter(target);
-    if (!bytes)
+    // ?bytes=N&exclude=ID,ID&fatal_event_window_s=S (docs/protocol.md).
+    if (!fit_bytes_parameter(target))
       return text_response(req, http::status::bad_request, std::string(kFitBytesError), kJson);
-    return text_response(req, http::status::ok, fit_json(core.fits(*bytes), *bytes), kJson);
+    FitRequest r;
+    try {
+      r = fit_request_of_target(target);
+    } catch (const ProtocolError& e) {
+      return text_response(req, http::status::bad_request,
+                           to_compact_json(boost::json::object{{"error", e.what()}}) + "\n", kJson);
+    }
+    return text_response(req, http::status::ok, fit_json(core.fits(r), r.bytes), kJson);
   }
   if (const auto& extra = core.options().extra_routes) {
     if (auto r = extra(path, target)) {

@@ -214,13 +214,21 @@ std::vector<std::string> ServerCore::known_devices() const {
   return out;
 }
 
-std::vector<FitEntry> ServerCore::fits(std::uint64_t bytes) {
-  return options_.fit_source ? options_.fit_source(bytes)
-                             : local_fits(channel_.latest(), bytes, wall_now_ns());
+FitAnswer ServerCore::fits(const FitRequest& r) {
+  if (!options_.fit_source) {
+    FitRequest with_window = r;
+    if (!with_window.fatal_event_window_s)
+      with_window.fatal_event_window_s = static_cast<std::uint64_t>(
+          std::max<std::int64_t>(0, options_.fit_fatal_event_window.count()));
+    return local_fits(channel_.latest(), channel_.events().fatal(), with_window, wall_now_ns());
+  }
+  FitAnswer a{options_.fit_source(r.bytes), {}};
+  exclude_requested(a, r);
+  return a;
 }
 
 std::string ServerCore::fit(const FitRequest& r) {
-  return fit_result_message(r.id, r.bytes, fits(r.bytes), r.limit);
+  return fit_result_message(r.id, r.bytes, fits(r), r.limit);
 }
 
 std::shared_ptr<const std::string> ServerCore::shared_body(
@@ -284,6 +292,20 @@ std::shared_ptr<const std::string> ServerCore::hello(std::uint64_t* last_sequenc
   h.instance = channel_.instance();
   h.history_capacity = channel_.history_capacity();
   h.devices = devices_of(latest);
+  if (stats_) {
+    // A freshly started server: the probes still detecting, or available with no snapshot yet,
+    // have devices hello cannot list. Said, so that a client does not take 0 devices for none.
+    std::vector<std::string> pending;
+    for (const auto& p : h.probes) {
+      const bool has_snapshot =
+          std::any_of(latest.begin(), latest.end(),
+                      [&](const SnapshotPtr& s) { return s && s->probe == p.name; });
+      if (p.state == to_string(ProbeState::detecting) ||
+          (p.state == to_string(ProbeState::available) && !has_snapshot))
+        pending.push_back(p.name);
+    }
+    h.devices_pending = std::move(pending);
+  }
   h.requests.emplace(std::begin(kClientRequests), std::end(kClientRequests));
   hello_.last_sequence = h.last_sequence;
   hello_.probes = h.probes;

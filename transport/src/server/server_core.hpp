@@ -92,9 +92,11 @@ class ServerCore : public std::enable_shared_from_this<ServerCore> {
   /// Probe names and device ids the server knows now (latest snapshots and statistics).
   std::vector<std::string> known_probes() const;
   std::vector<std::string> known_devices() const;
-  /// Every device where `bytes` fit now, most free first: ServerOptions::fit_source, else
-  /// local_fits() over the channel's latest snapshots. The `fit` message and /api/v1/fit.
-  std::vector<FitEntry> fits(std::uint64_t bytes);
+  /// Every device where `r.bytes` fit now, most free first, less what the request excludes:
+  /// ServerOptions::fit_source under the request's exclusions (a fleet: no events, no health
+  /// rule), else local_fits() over the channel's latest snapshots and its fatal events. The
+  /// `fit` message and /api/v1/fit.
+  FitAnswer fits(const FitRequest& r);
   /// The fit_result message answering `r` (fits(), cut to the request's limit).
   std::string fit(const FitRequest& r);
   /// The body of a big, identical answer (/api/v1/snapshot, /api/v1/devices) named `key` (its

@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 #include <boost/json.hpp>
 
@@ -90,6 +92,30 @@ std::string fit_id(const json::object& o) {
   return {s->data(), s->size()};
 }
 
+/// The exclusions of a fit, bounded in count, in bytes per id and in bytes together.
+void check_exclude(const std::vector<std::string>& ids, std::string_view where) {
+  if (ids.size() > kFitMaxExclude)
+    bad(std::string(where) + ": more than " + std::to_string(kFitMaxExclude) + " device ids");
+  std::size_t total = 0;
+  for (const auto& id : ids) {
+    if (id.empty()) bad(std::string(where) + ": an empty device id");
+    if (id.size() > kMaxNameLength)
+      bad(std::string(where) + ": a device id is longer than " + std::to_string(kMaxNameLength) +
+          " bytes");
+    total += id.size();
+  }
+  if (total > kFitMaxExcludeBytes)
+    bad(std::string(where) + ": the device ids are longer than " +
+        std::to_string(kFitMaxExcludeBytes) + " bytes together");
+}
+
+std::uint64_t fatal_window(std::uint64_t s, std::string_view where) {
+  if (s > static_cast<std::uint64_t>(kMaxFatalEventWindow.count()))
+    bad(std::string(where) + ": must be from 0 to " + std::to_string(kMaxFatalEventWindow.count()) +
+        " seconds");
+  return s;
+}
+
 FitRequest parse_fit(const json::object& o) {
   FitRequest r;
   r.id = fit_id(o);
@@ -103,6 +129,24 @@ FitRequest parse_fit(const json::object& o) {
         bad("fit.limit: must be from 1 to " + std::to_string(kFitMaxLimit));
       r.limit = static_cast<std::size_t>(n);
     }
+    if (const auto* x = o.if_contains("exclude"); x && !x->is_null()) {
+      // Counted before anything is copied: a list past the bound is refused, not read.
+      if (const auto* a = x->if_array(); a && a->size() > kFitMaxExclude)
+        bad("fit.exclude: more than " + std::to_string(kFitMaxExclude) + " device ids");
+      if (!x->is_array()) bad("fit.exclude: expected an array of device ids");
+      for (const auto& e : x->get_array())
+        if (!e.is_string()) bad("fit.exclude: expected an array of device ids");
+      std::size_t total = 0;
+      for (const auto& e : x->get_array()) total += e.get_string().size();
+      if (total > kFitMaxExcludeBytes)
+        bad("fit.exclude: the device ids are longer than " + std::to_string(kFitMaxExcludeBytes) +
+            " bytes together");
+      for (const auto& e : x->get_array()) r.exclude.emplace_back(e.get_string());
+      check_exclude(r.exclude, "fit.exclude");
+    }
+    if (const auto* w = o.if_contains("fatal_event_window_s"); w && !w->is_null())
+      r.fatal_event_window_s =
+          fatal_window(whole_number(*w, "fit.fatal_event_window_s"), "fit.fatal_event_window_s");
   } catch (const ProtocolError& e) {
     throw ProtocolError(e.code(), e.what(), r.id);
   }
@@ -177,13 +221,29 @@ std::string encode_fit(const FitRequest& r) {
   if (!r.id.empty()) o["id"] = r.id;
   o["bytes"] = r.bytes;
   o["limit"] = r.limit;
+  if (!r.exclude.empty()) o["exclude"] = strings(r.exclude);
+  if (r.fatal_event_window_s) o["fatal_event_window_s"] = *r.fatal_event_window_s;
   return to_compact_json(o);
 }
 
+FitOptions fit_options(const FitRequest& r) {
+  FitOptions o;
+  o.exclude = r.exclude;
+  if (r.fatal_event_window_s)
+    o.fatal_event_window = std::chrono::seconds{static_cast<std::int64_t>(
+        std::min<std::uint64_t>(*r.fatal_event_window_s, kMaxFatalEventWindow.count()))};
+  return o;
+}
+
 json::object to_json(const FitEntry& e) {
-  return json::object{{"node", e.node},     {"device", e.device}, {"name", e.name},
-                      {"probe", e.probe},   {"vendor", e.vendor}, {"free_bytes", e.free_bytes},
-                      {"source", e.source}, {"state", e.state},   {"age_seconds", e.age_seconds}};
+  json::object o{{"node", e.node},     {"device", e.device}, {"name", e.name},
+                 {"probe", e.probe},   {"vendor", e.vendor}, {"free_bytes", e.free_bytes},
+                 {"source", e.source}, {"state", e.state},   {"age_seconds", e.age_seconds}};
+  if (!e.reason.empty()) {
+    o["reason"] = e.reason;
+    o["detail"] = e.detail;
+  }
+  return o;
 }
 
 FitEntry fit_entry(const DeviceFit& f, std::string_view state, std::int64_t age_ns) {
@@ -208,8 +268,46 @@ std::vector<FitEntry> local_fits(const std::vector<SnapshotPtr>& latest, std::ui
   return out;
 }
 
+FitAnswer local_fits(const std::vector<SnapshotPtr>& latest,
+                     const std::vector<EventPtr>& fatal_events, const FitRequest& r,
+                     std::int64_t now_unix_ns) {
+  const auto plan = fits(latest, r.bytes, fit_options(r), fatal_events, now_unix_ns);
+  FitAnswer a;
+  for (const auto& f : plan.fits)
+    a.fits.push_back(fit_entry(f, "up", now_unix_ns - f.time_unix_ns));
+  for (const auto& x : plan.excluded) {
+    auto e = fit_entry(x.device, "up", now_unix_ns - x.device.time_unix_ns);
+    e.reason = std::string(to_string(x.reason));
+    e.detail = x.detail;
+    a.excluded.push_back(std::move(e));
+  }
+  return a;
+}
+
+void exclude_requested(FitAnswer& a, const FitRequest& r) {
+  if (r.exclude.empty()) return;
+  std::vector<FitEntry> kept;
+  for (auto& e : a.fits) {
+    if (std::ranges::find(r.exclude, e.device) == r.exclude.end()) {
+      kept.push_back(std::move(e));
+      continue;
+    }
+    e.reason = std::string(to_string(ExclusionReason::excluded));
+    e.detail = "in the request's exclusions";
+    a.excluded.push_back(std::move(e));
+  }
+  a.fits = std::move(kept);
+  std::ranges::stable_sort(a.excluded, std::greater<>{}, &FitEntry::free_bytes);
+}
+
 std::string fit_result_message(std::string_view id, std::uint64_t bytes,
                                const std::vector<FitEntry>& fits, std::size_t limit) {
+  return fit_result_message(id, bytes, FitAnswer{fits, {}}, limit);
+}
+
+std::string fit_result_message(std::string_view id, std::uint64_t bytes, const FitAnswer& a,
+                               std::size_t limit) {
+  const auto& fits = a.fits;
   limit = std::clamp<std::size_t>(limit, 1, kFitMaxLimit);
   // Head and tail around the entries; the tail (truncated, and "]}\n") is written last, so
   // the bound counts it before an entry is let in.
@@ -221,28 +319,77 @@ std::string fit_result_message(std::string_view id, std::uint64_t bytes,
   std::string out = to_compact_json(head);
   out.pop_back();  // '}'
   out += ",\"fits\":[";
+  static constexpr std::string_view kMiddle = "],\"excluded\":[";
   static constexpr std::string_view kTailMax = "],\"truncated\":false}\n";
-  std::size_t written = 0;
+  // Appends the entries of `list` while they fit (count and bytes); returns how many.
   std::string entry;
-  for (const auto& f : fits) {
-    if (written == limit) break;
-    entry.clear();
-    if (written > 0) entry.push_back(',');
-    append_compact_json(entry, to_json(f));
-    if (out.size() + entry.size() + kTailMax.size() > kFitMaxReplyBytes) break;
-    out += entry;
-    ++written;
-  }
-  out += written < fits.size() ? "],\"truncated\":true}\n" : "],\"truncated\":false}\n";
+  const auto append = [&](const std::vector<FitEntry>& list, std::size_t max, std::size_t reserve) {
+    std::size_t written = 0;
+    for (const auto& f : list) {
+      if (written == max) break;
+      entry.clear();
+      if (written > 0) entry.push_back(',');
+      append_compact_json(entry, to_json(f));
+      if (out.size() + entry.size() + reserve > kFitMaxReplyBytes) break;
+      out += entry;
+      ++written;
+    }
+    return written;
+  };
+  const auto fits_written = append(fits, limit, kMiddle.size() + kTailMax.size());
+  out += kMiddle;
+  const auto excluded_written = append(a.excluded, kFitMaxLimit, kTailMax.size());
+  const bool cut = fits_written < fits.size() || excluded_written < a.excluded.size();
+  out += cut ? "],\"truncated\":true}\n" : "],\"truncated\":false}\n";
   return out;
 }
 
 std::string fit_json(const std::vector<FitEntry>& fits, std::uint64_t bytes) {
-  json::array out;
-  out.reserve(fits.size());
-  for (const auto& e : fits) out.push_back(to_json(e));
-  json::object doc{{"schema", kSchema}, {"bytes", bytes}, {"fits", std::move(out)}};
+  return fit_json(FitAnswer{fits, {}}, bytes);
+}
+
+std::string fit_json(const FitAnswer& a, std::uint64_t bytes) {
+  const auto array = [](const std::vector<FitEntry>& list) {
+    json::array out;
+    out.reserve(list.size());
+    for (const auto& e : list) out.push_back(to_json(e));
+    return out;
+  };
+  json::object doc{{"schema", kSchema},
+                   {"bytes", bytes},
+                   {"fits", array(a.fits)},
+                   {"excluded", array(a.excluded)}};
   return to_compact_json(doc) + "\n";
+}
+
+FitRequest fit_request_of_target(std::string_view target) {
+  FitRequest r;
+  const auto bytes = fit_bytes_parameter(target);
+  if (!bytes)
+    bad("bytes: expected ?bytes=N (a whole number of bytes from 0 to 18446744073709551615)");
+  r.bytes = *bytes;
+  if (const auto x = query_parameter(target, "exclude"); x && !x->empty()) {
+    // The target is bounded by the server's request limit; the list is bounded again here.
+    std::string_view rest = *x;
+    while (!rest.empty()) {
+      const auto comma = rest.find(',');
+      const auto id = rest.substr(0, comma);
+      if (!id.empty()) r.exclude.emplace_back(id);
+      if (r.exclude.size() > kFitMaxExclude) break;  // check_exclude names it
+      if (comma == std::string_view::npos) break;
+      rest.remove_prefix(comma + 1);
+    }
+    check_exclude(r.exclude, "exclude");
+  }
+  if (const auto w = query_parameter(target, "fatal_event_window_s")) {
+    std::uint64_t s = 0;
+    const auto res = std::from_chars(w->data(), w->data() + w->size(), s);
+    if (w->empty() || res.ec != std::errc() || res.ptr != w->data() + w->size())
+      bad("fatal_event_window_s: expected a whole number of seconds from 0 to " +
+          std::to_string(kMaxFatalEventWindow.count()));
+    r.fatal_event_window_s = fatal_window(s, "fatal_event_window_s");
+  }
+  return r;
 }
 
 std::optional<std::uint64_t> fit_bytes_parameter(std::string_view target) {
@@ -291,6 +438,7 @@ std::string hello_message(const Hello& h) {
   json::array devices;
   for (const auto& d : h.devices) devices.push_back(to_json(d));
   o["devices"] = std::move(devices);
+  if (h.devices_pending) o["devices_pending"] = strings(*h.devices_pending);
   if (h.requests) o["requests"] = strings(*h.requests);
   return with_newline(to_compact_json(o));
 }

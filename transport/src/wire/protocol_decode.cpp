@@ -56,6 +56,7 @@ Hello decode_hello(const json::object& o) {
   }
   // Absent (a server older than the list): nullopt, not an empty list (which says "none").
   if (find(o, "requests")) h.requests = texts(o, "requests");
+  if (find(o, "devices_pending")) h.devices_pending = texts(o, "devices_pending");
   return h;
 }
 
@@ -78,6 +79,31 @@ Subscribed decode_subscribed(const json::object& o) {
   return s;
 }
 
+std::vector<FitEntry> fit_entries(const json::value& a, const std::string& key) {
+  if (!a.is_array()) bad(key, "expected an array");
+  std::vector<FitEntry> out;
+  for (const auto& e : a.get_array()) {
+    const auto& f = object_at(e, key + "[]");
+    FitEntry x;
+    x.node = text(f, "node");
+    x.device = text(f, "device", true);
+    x.name = text(f, "name");
+    x.probe = text(f, "probe");
+    x.vendor = text(f, "vendor");
+    x.free_bytes = u64(f, "free_bytes", true);
+    x.source = text(f, "source");
+    x.state = text(f, "state");
+    if (const auto* age = find(f, "age_seconds")) {
+      if (!age->is_number()) bad(key + "[].age_seconds", "expected a number");
+      x.age_seconds = age->to_number<double>();
+    }
+    x.reason = text(f, "reason");
+    x.detail = text(f, "detail");
+    out.push_back(std::move(x));
+  }
+  return out;
+}
+
 FitResult decode_fit_result(const json::object& o) {
   FitResult r;
   r.id = text(o, "id");
@@ -89,24 +115,9 @@ FitResult decode_fit_result(const json::object& o) {
   }
   const auto* a = find(o, "fits");
   if (!a) bad("fits", "required key is missing");
-  if (!a->is_array()) bad("fits", "expected an array");
-  for (const auto& e : a->get_array()) {
-    const auto& f = object_at(e, "fits[]");
-    FitEntry x;
-    x.node = text(f, "node");
-    x.device = text(f, "device", true);
-    x.name = text(f, "name");
-    x.probe = text(f, "probe");
-    x.vendor = text(f, "vendor");
-    x.free_bytes = u64(f, "free_bytes", true);
-    x.source = text(f, "source");
-    x.state = text(f, "state");
-    if (const auto* age = find(f, "age_seconds")) {
-      if (!age->is_number()) bad("fits[].age_seconds", "expected a number");
-      x.age_seconds = age->to_number<double>();
-    }
-    r.fits.push_back(std::move(x));
-  }
+  r.fits = fit_entries(*a, "fits");
+  // Absent from a server older than exclusions: none.
+  if (const auto* x = find(o, "excluded")) r.excluded = fit_entries(*x, "excluded");
   return r;
 }
 

@@ -78,11 +78,21 @@ struct FitRequest {
   std::uint64_t bytes = 0;
   std::size_t limit = 16;  // at most this many devices in the answer, 1..kFitMaxLimit
   std::string id;          // echoed in the answer (and in an error about it); may be empty
+  /// Device ids to leave out (FitOptions::exclude): at most kFitMaxExclude ids, each at most
+  /// kMaxNameLength bytes, kFitMaxExcludeBytes together.
+  std::vector<std::string> exclude;
+  /// The health rule's window, seconds (FitOptions::fatal_event_window; 0: off), at most
+  /// kMaxFatalEventWindow. nullopt: the default (kDefaultFatalEventWindow).
+  std::optional<std::uint64_t> fatal_event_window_s;
   friend bool operator==(const FitRequest&, const FitRequest&) = default;
 };
 inline constexpr std::size_t kFitDefaultLimit = 16;
 inline constexpr std::size_t kFitMaxLimit = 256;
 inline constexpr std::size_t kFitMaxIdBytes = 64;
+inline constexpr std::size_t kFitMaxExclude = 256;
+inline constexpr std::size_t kFitMaxExcludeBytes = 16 * 1024;
+/// The planner's options of a fit request.
+FitOptions fit_options(const FitRequest& r);
 /// A fit_result message is at most this long (whole entries are left out past it: truncated).
 inline constexpr std::size_t kFitMaxReplyBytes = 64 * 1024;
 
@@ -97,6 +107,10 @@ struct FitEntry {
   std::string source;        // where free_bytes came from: nvml, amd-smi, derived, ...
   std::string state = "up";  // the node's state (always "up": no other is a candidate)
   double age_seconds = 0;    // now − the figure's sample time
+  /// An excluded device's (FitResult::excluded): why it was left out, ExclusionReason's name
+  /// ("excluded", "fatal_event"), and in words (FitExclusion::detail). Empty in `fits`.
+  std::string reason;
+  std::string detail;
   friend bool operator==(const FitEntry&, const FitEntry&) = default;
 };
 boost::json::object to_json(const FitEntry& e);
@@ -107,13 +121,32 @@ FitEntry fit_entry(const DeviceFit& f, std::string_view state, std::int64_t age_
 std::vector<FitEntry> local_fits(const std::vector<SnapshotPtr>& latest, std::uint64_t bytes,
                                  std::int64_t now_unix_ns);
 
+/// A planner's whole answer: what fits, and what had room but was left out (with `reason`).
+struct FitAnswer {
+  std::vector<FitEntry> fits;
+  std::vector<FitEntry> excluded;
+};
+/// fits() under the request's exclusions and health rule, over `latest` and this machine's
+/// `fatal_events` (EventChannel::fatal()): `gpustream serve`'s own answer.
+FitAnswer local_fits(const std::vector<SnapshotPtr>& latest,
+                     const std::vector<EventPtr>& fatal_events, const FitRequest& r,
+                     std::int64_t now_unix_ns);
+/// Moves the entries of `a.fits` whose device is in r.exclude to `a.excluded` (reason
+/// "excluded"): the request's exclusions over a fit source that has no events (a fleet's).
+void exclude_requested(FitAnswer& a, const FitRequest& r);
+
 /// The answer to a fit: the devices where `bytes` fit, most free first.
 struct FitResult {
   std::string id;
   std::uint64_t bytes = 0;
   std::uint64_t total = 0;  // devices that fit (fits holds the first `limit` of them)
-  bool truncated = false;   // fits holds fewer than total (limit or kFitMaxReplyBytes)
+  bool truncated = false;   // fits holds fewer than total (limit or kFitMaxReplyBytes), or
+                            // excluded fewer than the server left out (kFitMaxReplyBytes)
   std::vector<FitEntry> fits;
+  /// Devices that had `bytes` free but were left out (request's exclusions, health rule), each
+  /// with `reason` and `detail`; most free first; at most kFitMaxLimit. Empty from a server
+  /// older than exclusions.
+  std::vector<FitEntry> excluded;
 };
 
 /// A parsed client message.
@@ -174,6 +207,10 @@ struct Hello {
   std::size_t history_capacity = 0;
   std::vector<ProbeInfo> probes;
   std::vector<DeviceInfo> devices;
+  /// Probes whose devices are not (all) in `devices` yet: still detecting, or available with no
+  /// snapshot yet (a freshly started server). Empty: `devices` is complete for every probe.
+  /// nullopt: not said (a server older than the key, or one without probe statistics).
+  std::optional<std::vector<std::string>> devices_pending;
   /// The client requests the server answers (kClientRequests for this version's server).
   /// nullopt: the key was not sent — a server older than the list, which knows `subscribe`
   /// and may or may not know `fit` (it answers an unknown one with bad_request).
@@ -225,10 +262,20 @@ std::string error_message(std::string_view code, std::string_view message,
 /// kFitMaxReplyBytes, `total` and `truncated` saying so.
 std::string fit_result_message(std::string_view id, std::uint64_t bytes,
                                const std::vector<FitEntry>& fits, std::size_t limit);
+/// The same with the excluded devices, after the fits, within the same byte bound (at most
+/// kFitMaxLimit of them).
+std::string fit_result_message(std::string_view id, std::uint64_t bytes, const FitAnswer& a,
+                               std::size_t limit);
 
 /// The document of the HTTP endpoint /api/v1/fit (`gpustream serve`'s and `gpustream fleet`'s):
 /// {"schema","bytes","fits":[every entry, most free first]}, each entry as in fit_result.
 std::string fit_json(const std::vector<FitEntry>& fits, std::uint64_t bytes);
+/// The same with `excluded` (every excluded entry).
+std::string fit_json(const FitAnswer& a, std::uint64_t bytes);
+/// The fit request of an /api/v1/fit target: `bytes` (required), `exclude` (device ids,
+/// comma-separated, bounded as the `fit` message's), `fatal_event_window_s`. Throws
+/// ProtocolError naming the bad parameter (the endpoint answers 400 with it).
+FitRequest fit_request_of_target(std::string_view target);
 /// The `bytes` of an /api/v1/fit request target ("/api/v1/fit?bytes=N"): nullopt when it is
 /// missing or not a whole number of bytes from 0 to 2^64 − 1 (the endpoint then answers 400).
 std::optional<std::uint64_t> fit_bytes_parameter(std::string_view target);

@@ -17,17 +17,32 @@
 // again: the client applies its probes, devices and fields to them itself (not max_rate_hz);
 // when resuming from further back, the replay sends them again in order and they are skipped. Every
 // snapshot whose sequence is not above the last delivered one is dropped, so callbacks see strictly
-// increasing sequences with no duplicate. A hole the server cannot fill (its history no longer
+// increasing sequences with no duplicate *within one server instance* (hello's `instance`; a
+// restart is the exception, below). A hole the server cannot fill (its history no longer
 // reaches back) is reported through on_gap, never hidden. When the connection drops, the client
 // reconnects with exponential backoff (with jitter) and resumes the same way, so a server restart
 // or a dropped connection loses nothing that is still in the server's history ring.
 //
-// A server restarted with a fresh channel numbers from 1 again. Its hello carries a new
-// `instance`: the client then reports a Gap{last delivered, 0, "server_restarted"} (what the old
-// server published after that is unknown and lost) and subscribes with `since` 0, delivering the
-// new server's history from its start; sequences go on increasing from there. (An older server
-// without `instance` answers a `since` beyond its own last sequence with `since` 0, and the
-// client follows; that cannot catch a new server that has already passed the client's since.)
+// What a server restart does to sequences: a server restarted with a fresh channel numbers from
+// 1 again, so after a restart on_snapshot sees sequences start again low (at 1, or wherever
+// the new server's history begins) — the one time they go down. Its hello carries a new
+// `instance` (RemoteHello::instance): the client then reports a Gap{last delivered, 0,
+// "server_restarted"} first (what the old server published after that is unknown and lost) and
+// subscribes with `since` 0, delivering the new server's history from its start; sequences go on
+// increasing from there. A consumer that keys by sequence keys by (instance, sequence), or
+// starts over on a `server_restarted` gap. (An older server without `instance` answers a `since`
+// beyond its own last sequence with `since` 0, and the client follows; that cannot catch a new
+// server that has already passed the client's since, and no gap is reported then.)
+//
+// The order of callbacks on each connection: on_status(connecting); on_hello (the subscribe is
+// sent right after it returns); then, as they come, on_snapshot / on_event (snapshots the
+// server streamed before it acknowledged the subscribe, already filtered); on_status(connected)
+// once the subscribe is acknowledged; then on_snapshot, on_gap, on_event and fit answers in the
+// order the server sent them. fit() may be called from on_hello: it is sent right after the
+// subscribe (before on_status(connected)). A freshly started server may not know all its
+// devices yet: RemoteHello::devices_pending then names the probes whose devices are not in
+// hello.devices (still detecting, or no snapshot yet); their devices come with their first
+// snapshots (on_snapshot), and a fit answers from what the server knows at the time.
 //
 // Thread safety: callbacks run one at a time on a strand of the executor given to the
 // constructor; set them before start(). start(), stop(), status() and counters() may be called
@@ -150,7 +165,8 @@ class RemoteSubscriber {
   void on_gap(std::function<void(const Gap&)> cb);
   /// Each change of state.
   void on_status(std::function<void(const RemoteStatus&)> cb);
-  /// Each hello (once per connection).
+  /// Each hello (once per connection), before the subscribe is sent. fit() may be called from
+  /// it. RemoteHello::devices_pending says whether hello.devices is complete.
   void on_hello(std::function<void(const RemoteHello&)> cb);
   /// Each GPU event (`event` message: Xid, ECC, ...), live as the server sends it, with the
   /// server's own event `sequence` (a hole in it: events dropped for this client). Events are
@@ -167,6 +183,15 @@ class RemoteSubscriber {
   /// list and that does not know `fit` says "unknown message type 'fit'"), or past 64 queries
   /// in flight. Any thread. After stop() the handler is not called.
   void fit(std::uint64_t bytes, std::function<void(RemoteFitAnswer)> handler,
+           std::size_t limit = transport::kFitDefaultLimit);
+  /// The same under the planner's options (gpustream/planner.hpp): the server leaves out
+  /// options.exclude (at most transport::kFitMaxExclude ids, kFitMaxExcludeBytes together) and,
+  /// `gpustream serve`, devices with a fatal event in its events within
+  /// options.fatal_event_window (clamped to 0..kMaxFatalEventWindow); the answer's
+  /// FitResult::excluded lists them with the reason. (The fit() above lets the server apply
+  /// the default window.) `gpustream fleet` has no events: only exclusions apply there.
+  void fit(std::uint64_t bytes, const FitOptions& options,
+           std::function<void(RemoteFitAnswer)> handler,
            std::size_t limit = transport::kFitDefaultLimit);
 
   /// Starts connecting. Idempotent; a stopped subscriber does not start again.

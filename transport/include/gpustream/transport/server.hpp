@@ -185,6 +185,10 @@ struct ServerOptions {
   /// Answers `fit` messages; empty: local_fits() over the channel's latest snapshots (the
   /// machine's own devices). `gpustream fleet` sets FleetView::fit_source() (every node's).
   FitSource fit_source;
+  /// The health rule's window of a `fit` (and /api/v1/fit) that does not give
+  /// fatal_event_window_s: devices with a fatal event (gpustream::is_fatal) this recent are left
+  /// out of the local answer. 0: no health rule by default.
+  std::chrono::seconds fit_fatal_event_window = kDefaultFatalEventWindow;
 };
 
 /// The server's own counters (monotonic except the *_open gauges).

@@ -128,12 +128,12 @@ constexpr std::array<OtlpMetric, kMetricCount> kOtlpMetrics{{
      "Fraction of time the FP16 pipe was active (0..1)."},
 }};
 
-constexpr bool table_complete() {
+constexpr bool otlp_table_complete() {
   for (std::size_t i = 0; i < kMetricCount; ++i)
     if (static_cast<std::size_t>(kOtlpMetrics[i].metric) != i) return false;
   return true;
 }
-static_assert(table_complete(), "kOtlpMetrics: one row per Metric, in order");
+static_assert(otlp_table_complete(), "kOtlpMetrics: one row per Metric, in order");
 
 /// The semantic conventions' hw.vendor spelling; empty: unknown (left out).
 std::string_view vendor_name(Vendor v) {

@@ -187,12 +187,12 @@ constexpr std::array<DeviceFamily, kMetricCount> kDeviceFamilies{{
 }};
 
 /// Every metric has its row, in Metric order (fam[] is indexed by it).
-constexpr bool table_complete() {
+constexpr bool device_families_complete() {
   for (std::size_t i = 0; i < kMetricCount; ++i)
     if (static_cast<std::size_t>(kDeviceFamilies[i].metric) != i) return false;
   return true;
 }
-static_assert(table_complete(), "kDeviceFamilies: one row per Metric, in order");
+static_assert(device_families_complete(), "kDeviceFamilies: one row per Metric, in order");
 
 /// A metric name made of [a-zA-Z0-9_] from a free-form key.
 std::string sanitize_name(std::string_view key) {

@@ -118,9 +118,14 @@ def one_round(gpustream, agent_gpustream, storage):
               f"{max(0.0, filled - bucket_back):.2f} s after the bucket was there again "
               f"(bound {AGENT_PUT_BOUND_S} s)", flush=True)
         if filled - bucket_back > AGENT_PUT_BOUND_S:
+            for a in agents:
+                a.kill()
+            agent_logs = "".join(f"--- agent {n}:\n" + a.communicate()[1]
+                                 for n, a in zip(NODES, agents))
             fail(f"the agents put their state in the bucket {filled - bucket_back:.2f} s after "
                  f"it was there again: more than {AGENT_PUT_BOUND_S} s (do they put it again at "
-                 "once after reconnecting?); the view's log:\n" + "".join(old.stderr))
+                 "once after reconnecting?); the view's log:\n" + "".join(old.stderr)
+                 + "\nthe agents' logs:\n" + agent_logs)
         new_start = time.monotonic()
         new = Server(fleet_cmd, "--nats", url, "--listen", "127.0.0.1:0", "--stale", "2",
                      "--gone", "30", "--kv-storage", storage)

@@ -129,10 +129,16 @@ def main():
                 "connections_rejected", "idle_closed")}, flush=True)
         except OSError as e:
             print(f"/api/v1/stats: {e}", flush=True)
-        if worst_ms > a.healthz_ms:
+        # A server stalled by its slow readers answers every probe late; one late answer on a
+        # 2-core machine shared with other tests is the scheduler's: the bound is on the 90th
+        # percentile, and every answer must come within 10 times it.
+        p90_ms = latencies[(len(latencies) * 9) // 10 - 1] * 1000
+        if p90_ms > a.healthz_ms or worst_ms > 10 * a.healthz_ms:
             slow = [f"{t * 1000:.1f}" for t in latencies if t * 1000 > a.healthz_ms]
             failures.append(f"{len(slow)} of {len(latencies)} /healthz took more than "
-                            f"{a.healthz_ms} ms: {', '.join(slow)} ms (load average "
+                            f"{a.healthz_ms} ms (90th percentile {p90_ms:.1f} ms, bound "
+                            f"{a.healthz_ms} ms; max {worst_ms:.1f} ms, bound "
+                            f"{10 * a.healthz_ms} ms): {', '.join(slow)} ms (load average "
                             f"{os.getloadavg()[0]:.1f})")
         if a.rss_growth_mib > 0 and growth_mib > a.rss_growth_mib:
             failures.append(f"VmRSS grew by {growth_mib:.1f} MiB (> {a.rss_growth_mib} MiB)")

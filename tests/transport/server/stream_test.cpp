@@ -291,5 +291,38 @@ TEST(TransportStream, SubscribesPerConnectionAreLimited) {
   EXPECT_TRUE(f.stop());
 }
 
+TEST(TransportStream, TcpLinesTheFullSocketTookInPartArriveWholeOnceTheClientReads) {
+  // The server writes each line at once when the socket has room (issue 32); a socket with
+  // less room than a line takes part of it, and the rest follows asynchronously. A client that
+  // pauses long enough for its socket to fill must still read every line whole, in order.
+  Fixture f;
+  ServerOptions o;
+  o.limits.socket_send_buffer = 8 * 1024;
+  o.limits.slow_client_timeout = std::chrono::minutes(10);
+  o.limits.write_timeout = std::chrono::minutes(10);
+  f.start(o);
+  Client::Options paused;
+  paused.read = false;
+  paused.receive_buffer = 4096;
+  auto c = Client::tcp(f, paused);
+  c->connect();
+  ASSERT_TRUE(f.run_until([&] { return c->connected(); }));
+  f.run_for(std::chrono::milliseconds(50));  // the hello is written
+  constexpr std::uint64_t kSnapshots = 6;
+  for (std::uint64_t i = 0; i < kSnapshots; ++i) {
+    f.publish("sim", 2, 40);  // tens of KB a line: more than both socket buffers
+    f.run_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_EQ(f.server->counters().snapshots_dropped, 0u);
+  c->start_reading();
+  ASSERT_TRUE(f.run_until([&] { return c->count("snapshot") == kSnapshots; }));
+  EXPECT_EQ(c->count("hello"), 1u);
+  EXPECT_EQ(c->sequences(), range(1, kSnapshots));
+  EXPECT_EQ(c->count("gap"), 0u);
+  EXPECT_TRUE(c->garbage().empty());
+  EXPECT_FALSE(c->ended());
+  EXPECT_TRUE(f.stop());
+}
+
 }  // namespace
 }  // namespace gpustream::transport::test

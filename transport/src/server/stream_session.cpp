@@ -243,6 +243,28 @@ void StreamSession::enqueue(std::shared_ptr<const std::string> msg, bool snapsho
 }
 
 void StreamSession::pump() {
+  // A write the transport completes at once (a TCP socket with room for the line: the common
+  // case of a live snapshot) is followed by the next one here, without a handler in between.
+  for (;;) {
+    fill_from_replay();
+    if (writing_ || closed_ || queue_.empty()) break;
+    auto q = std::move(queue_.front());
+    queue_.pop_front();
+    queued_bytes_ -= q.message->size();
+    inflight_bytes_ = q.message->size();
+    if (q.snapshot) --queued_snapshots_;
+    writing_ = true;
+    write_started_ = Clock::now();
+    if (!write(std::move(q.message))) return;  // write_done() pumps on
+    written();
+  }
+  if (closing_ && !writing_ && !closed_ && queue_.empty()) {
+    closed_ = true;
+    close_transport(true);
+  }
+}
+
+void StreamSession::fill_from_replay() {
   // The replay is paced by the client's reading: it stops when the queue is full and goes on
   // after the next write.
   while (replaying_ && !closing_) {
@@ -283,33 +305,26 @@ void StreamSession::pump() {
     enqueue(std::move(msg), true);
     ServerMetrics::bump(ctx().metrics.snapshots_sent);
   }
-  if (!writing_ && !closed_ && !queue_.empty()) {
-    auto q = std::move(queue_.front());
-    queue_.pop_front();
-    queued_bytes_ -= q.message->size();
-    inflight_bytes_ = q.message->size();
-    if (q.snapshot) --queued_snapshots_;
-    writing_ = true;
-    write_started_ = Clock::now();
-    write(std::move(q.message));
-  } else if (closing_ && !writing_ && !closed_ && queue_.empty()) {
-    closed_ = true;
-    close_transport(true);
-  }
 }
 
-void StreamSession::write_done(const boost::system::error_code& ec) {
+void StreamSession::written() {
   writing_ = false;
   inflight_bytes_ = 0;
-  if (ec) {
-    transport_failed();
-    return;
-  }
   last_activity_ = Clock::now();
   if (!closing_ && !queue_full(0)) {
     full_since_.reset();
     flush_gap();  // tell the client about its loss now, not with the next snapshot
   }
+}
+
+void StreamSession::write_done(const boost::system::error_code& ec) {
+  if (ec) {
+    writing_ = false;
+    inflight_bytes_ = 0;
+    transport_failed();
+    return;
+  }
+  written();
   pump();
 }
 

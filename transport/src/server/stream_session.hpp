@@ -50,9 +50,10 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
   void check_stalled(Clock::time_point now);
 
  protected:
-  /// Write `msg` (TCP: all of it; WebSocket: without its trailing '\n'). Must call
-  /// write_done(ec) exactly once.
-  virtual void write(std::shared_ptr<const std::string> msg) = 0;
+  /// Write `msg` (TCP: all of it; WebSocket: without its trailing '\n'). True: all of it was
+  /// written before returning (write_done is not called). False: the write goes on
+  /// asynchronously and must call write_done(ec) exactly once, never from inside write().
+  virtual bool write(std::shared_ptr<const std::string> msg) = 0;
   /// graceful: the queue is flushed; send a close frame / FIN and close. Else abort now.
   virtual void close_transport(bool graceful) = 0;
 
@@ -103,6 +104,10 @@ class StreamSession : public Connection, public std::enable_shared_from_this<Str
     enqueue(std::make_shared<const std::string>(std::move(msg)), false);
   }
   void pump();
+  /// Moves history snapshots into the queue while a replay runs and the queue has room.
+  void fill_from_replay();
+  /// The message being written is written: its bytes leave the budget.
+  void written();
   void arm_rate_timer();
   /// The rate slot whose waiting snapshot is the oldest (lowest sequence), or null.
   RateState* oldest_pending();

@@ -25,7 +25,7 @@ class TcpSession final : public StreamSession {
   void run();
 
  private:
-  void write(std::shared_ptr<const std::string> msg) override;
+  bool write(std::shared_ptr<const std::string> msg) override;
   void close_transport(bool graceful) override;
   void start();
   void tls_shutdown();
@@ -43,6 +43,7 @@ class TcpSession final : public StreamSession {
   std::size_t scanned_ = 0;               // rbuf_[0, scanned_) holds no '\n'
   boost::asio::steady_timer timer_;       // auth deadline, then the graceful-close deadline
   bool started_ = false;                  // past the TLS handshake (or plaintext): reading lines
+  bool plain_nonblocking_ = false;        // plaintext, socket non-blocking: write() tries at once
   bool tls_closing_ = false;              // graceful close over TLS: close_notify next
   bool authorized_ = false;
   bool reading_ = false;

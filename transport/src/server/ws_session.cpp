@@ -63,7 +63,7 @@ void WsSession::do_read() {
   });
 }
 
-void WsSession::write(std::shared_ptr<const std::string> msg) {
+bool WsSession::write(std::shared_ptr<const std::string> msg) {
   ws_.text(true);
   // The message ends in '\n' for TCP; a frame carries the JSON alone.
   const auto* data = msg->data();
@@ -71,6 +71,7 @@ void WsSession::write(std::shared_ptr<const std::string> msg) {
   ws_.async_write(
       boost::asio::buffer(data, size),
       [self = self(), msg = std::move(msg)](error_code ec, std::size_t) { self->write_done(ec); });
+  return false;
 }
 
 void WsSession::close_transport(bool graceful) {

@@ -22,7 +22,7 @@ class WsSession final : public StreamSession {
   void run(boost::beast::http::request<boost::beast::http::string_body> upgrade);
 
  private:
-  void write(std::shared_ptr<const std::string> msg) override;
+  bool write(std::shared_ptr<const std::string> msg) override;
   void close_transport(bool graceful) override;
   void do_read();
   std::shared_ptr<WsSession> self() {

@@ -100,12 +100,16 @@ def metric(text, name):
     return None
 
 
-def refused_total(text):
-    total = 0.0
+def refused_by_reason(text):
+    out = {}
     for line in text.splitlines():
         if line.startswith("gpustream_fleet_messages_refused_total{"):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
+            out[line.split('"')[1]] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def refused_total(text):
+    return sum(refused_by_reason(text).values())
 
 
 def run(a):
@@ -139,7 +143,7 @@ def run(a):
             hi = 1 + a.nodes * (k + 1) // a.processes
             g = subprocess.Popen(
                 [a.generator, "--nats", url, "--nodes", str(hi - lo), "--first", str(lo),
-                 "--threads", str(a.threads), "--gpus", str(GPUS)],
+                 "--threads", str(a.threads), "--gpus", str(GPUS), "--level", str(a.level)],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                 text=True)
             procs.append(g)
@@ -235,13 +239,17 @@ def run(a):
             failures.append("no staleness sample: the sampled nodes' snapshots did not move")
         result = {
             "nodes": a.nodes, "gpus_per_node": GPUS,
-            "generators": f"{a.processes} processes x {a.threads} threads",
+            "generators": f"{a.processes} processes x {a.threads} threads, deflate level {a.level}",
             "window_s": round(elapsed, 1),
             "load_average_before_window": [round(x, 2) for x in load0],
             "load_average_after": [round(x, 2) for x in os.getloadavg()],
             "all_up_after_s": round(t_all_up, 1),
             "messages_per_s": round(took / elapsed, 1),
             "refused_per_s": round(refused / elapsed, 1),
+            "refused_per_s_by_reason": {
+                k: round((v - refused_by_reason(m0).get(k, 0)) / elapsed, 1)
+                for k, v in refused_by_reason(m1).items()
+                if v - refused_by_reason(m0).get(k, 0) > 0},
             "fleet_cpu_cores": round((cpu1 - cpu0) / elapsed, 3),
             "fleet_decode_cpu_cores": round(decode_cpu / elapsed, 3),
             "fleet_cpu_percent_per_1000_gpu_samples_s":
@@ -295,6 +303,7 @@ def main():
     p.add_argument("--settle", type=float, default=5)
     p.add_argument("--warmup-timeout", type=float, default=120)
     p.add_argument("--requests", type=int, default=5)
+    p.add_argument("--level", type=int, default=6, help="the generators' deflate level (agents: 6)")
     p.add_argument("--smoke", action="store_true")
     a = p.parse_args()
     failures = run(a)

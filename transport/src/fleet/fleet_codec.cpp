@@ -532,21 +532,20 @@ class BusArena final : public json::memory_resource {
     std::size_t size = 0;
   };
   void* do_allocate(std::size_t n, std::size_t align) override {
-    auto fits = [&](std::uintptr_t& at) {
+    std::size_t at = 0;  // the offset in cur_ where it goes
+    const auto fits = [&] {
       if (!cur_) return false;
-      const auto base = reinterpret_cast<std::uintptr_t>(cur_);
-      at = (base + pos_ + align - 1) & ~(std::uintptr_t{align} - 1);
-      return at - base <= cur_->size && n <= cur_->size - (at - base);
+      const auto addr = reinterpret_cast<std::uintptr_t>(cur_) + pos_;
+      at = pos_ + (align - addr % align) % align;
+      return at <= cur_->size && n <= cur_->size - at;
     };
-    std::uintptr_t at = 0;
-    if (!fits(at)) {
+    if (!fits()) {
       grow(n + align);
-      if (!fits(at)) throw std::bad_alloc();
+      if (!fits()) throw std::bad_alloc();
     }
-    const auto base = reinterpret_cast<std::uintptr_t>(cur_);
-    used_ += at + n - (base + pos_);
-    pos_ = at + n - base;
-    return reinterpret_cast<void*>(at);
+    used_ += at + n - pos_;
+    pos_ = at + n;
+    return reinterpret_cast<char*>(cur_) + at;
   }
   void do_deallocate(void*, std::size_t, std::size_t) override {}
   bool do_is_equal(const json::memory_resource& o) const noexcept override { return this == &o; }

@@ -109,6 +109,35 @@ TEST(BusCodec, RoundTripEveryMessageFullAndDelta) {
   EXPECT_EQ(enc.last_fulls().size(), 1U);
 }
 
+TEST(BusCodec, AStreamsBaseStaysBoundedOverManyDeltas) {
+  // A kept base lives in an arena of its own, whose patches are undone but not freed one by one
+  // (issue #32): a publisher that never sends another full (here 400 deltas whose device names,
+  // 2 KB each, change every time, so each patch copies 16 KB of strings into the base) must not
+  // grow it past about twice its size after the full; every delta still decodes to its snapshot.
+  const auto renamed = [](int t) {
+    auto s = with_node(sample(t), "node-1");
+    for (auto& d : s.devices) d.name = std::string(2048, 'n') + std::to_string(t);
+    return s;
+  };
+  BusEncoder enc("node-1", "gpustream/0.1.0", {.full_every = 1000});
+  BusDecoder dec;
+  ASSERT_TRUE(dec.decode(enc.encode(renamed(0))));
+  const std::size_t after_full = dec.state_bytes();
+  ASSERT_GT(after_full, 0U);
+  std::size_t most = 0;
+  for (int t = 1; t <= 400; ++t) {
+    const auto s = renamed(t);
+    const auto d = dec.decode(enc.encode(s));
+    ASSERT_FALSE(enc.last_was_full());
+    ASSERT_TRUE(d) << t;
+    EXPECT_EQ(d->snapshot, s) << t;
+    most = std::max(most, dec.state_bytes());
+  }
+  EXPECT_LE(most, 3 * after_full);
+  EXPECT_EQ(dec.streams(), 1U);
+  EXPECT_EQ(dec.evicted(), 0U);
+}
+
 TEST(BusCodec, PowerSamplesTravelOnTheProducersClock) {
   // The driver's power readings arrive as the node took them, full and delta alike: their
   // monotonic_ns keep their offset from the snapshot's (the node's own clock), and a list that

@@ -46,8 +46,50 @@ class Exposition {
     out += '\n';
   }
 
-  std::string str() const {
+  /// A sample whose labels are already rendered (render_labels(): escaped, no braces) followed by
+  /// `extra` (",k=\"v\"…", rendered too): a device's labels are rendered once for all its
+  /// families (issue #32: a fleet's /metrics renders tens of series per device, and each one
+  /// copied and escaped the device's labels again).
+  void sample_rendered(std::size_t f, std::string_view rendered, std::string_view extra,
+                       double value) {
+    if (!std::isfinite(value)) return;
+    auto& out = families_[f].samples;
+    out += families_[f].name;
+    out += '{';
+    out += rendered;
+    out += extra;
+    out += "} ";
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, value);
+    out.append(buf, r.ptr);
+    out += '\n';
+  }
+  void sample_rendered(std::size_t f, std::string_view rendered, std::string_view extra,
+                       std::uint64_t value) {
+    auto& out = families_[f].samples;
+    out += families_[f].name;
+    out += '{';
+    out += rendered;
+    out += extra;
+    out += "} ";
+    out += std::to_string(value);
+    out += '\n';
+  }
+  /// `labels` as append_labels writes them, without the braces.
+  static std::string render_labels(const Labels& labels) {
     std::string out;
+    append_labels(out, labels);
+    if (out.size() >= 2) out = out.substr(1, out.size() - 2);
+    return out;
+  }
+
+  std::string str() const {
+    std::size_t total = 0;
+    for (const auto& f : families_)
+      if (!f.samples.empty())
+        total += f.name.size() * 2 + f.help.size() + f.type.size() + 18 + f.samples.size();
+    std::string out;
+    out.reserve(total);
     for (const auto& f : families_) {
       if (f.samples.empty()) continue;
       out += "# HELP " + f.name + ' ' + f.help + '\n';
@@ -206,7 +248,28 @@ std::string sanitize_name(std::string_view key) {
 
 double seconds(std::int64_t ns) { return static_cast<double>(ns) / 1e9; }
 
+/// Each device family's own labels after the device's, rendered (",key=\"v\"", or
+/// ",key=\"a\",counter=\"b\"" for "a,b": ECC's volatile/aggregate); empty for most.
+const std::array<std::string, kMetricCount>& device_family_labels() {
+  static const std::array<std::string, kMetricCount> all = [] {
+    std::array<std::string, kMetricCount> out;
+    for (std::size_t i = 0; i < kMetricCount; ++i) {
+      const auto& f = kDeviceFamilies[i];
+      if (f.label.empty()) continue;
+      Labels lf;
+      const auto comma = f.label_value.find(',');
+      lf.emplace_back(f.label, std::string(f.label_value.substr(0, comma)));
+      if (comma != std::string_view::npos)
+        lf.emplace_back("counter", std::string(f.label_value.substr(comma + 1)));
+      out[i] = ',' + Exposition::render_labels(lf);
+    }
+    return out;
+  }();
+  return all;
+}
+
 void devices(Exposition& e, const GpuSnapshot& s) {
+  const auto& family_labels = device_family_labels();
   std::array<std::size_t, kMetricCount> fam{};
   for (std::size_t i = 0; i < kMetricCount; ++i) {
     const auto& d = kDeviceFamilies[i];
@@ -238,31 +301,25 @@ void devices(Exposition& e, const GpuSnapshot& s) {
     }
     if (d.partitioned) l.emplace_back("mig_mode", "enabled");
     e.sample(info, l, std::uint64_t{1});
-    for (const auto& f : kDeviceFamilies) {
+    const std::string rendered = Exposition::render_labels(base);
+    for (std::size_t i = 0; i < kMetricCount; ++i) {
+      const auto& f = kDeviceFamilies[i];
       const auto& r = d.metrics[f.metric];
       if (!r.has_value()) continue;
       const auto family = fam[static_cast<std::size_t>(f.metric)];
-      if (f.label.empty()) {
-        e.sample(family, base, r.value() * f.mul / f.div);
-        continue;
-      }
-      Labels lf = base;
-      // "a,b" gives two labels: the family's own key, then `counter` (ECC's volatile/aggregate).
-      const auto comma = f.label_value.find(',');
-      lf.emplace_back(f.label, std::string(f.label_value.substr(0, comma)));
-      if (comma != std::string_view::npos)
-        lf.emplace_back("counter", std::string(f.label_value.substr(comma + 1)));
-      e.sample(family, lf, r.value() * f.mul / f.div);
+      e.sample_rendered(family, rendered, family_labels[i], r.value() * f.mul / f.div);
     }
     for (const auto& en : d.engines) {
       if (!en.utilization_percent.has_value()) continue;
-      Labels le = base;
-      le.emplace_back("engine", en.name);
-      e.sample(engine, le, en.utilization_percent.value() / 100);
+      std::string extra = ",engine=\"";
+      extra += escape_label_value(en.name);
+      extra += '"';
+      e.sample_rendered(engine, rendered, extra, en.utilization_percent.value() / 100);
     }
     // The count is known only when the list is: a probe that cannot list processes, or a stale
     // node's copy (processes absent, reason `stale`), has no series here, never a 0.
-    if (!d.processes_absent) e.sample(procs, base, static_cast<std::uint64_t>(d.processes.size()));
+    if (!d.processes_absent)
+      e.sample_rendered(procs, rendered, {}, static_cast<std::uint64_t>(d.processes.size()));
   }
 }
 

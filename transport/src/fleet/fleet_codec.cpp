@@ -60,13 +60,22 @@ std::uint64_t random_epoch() {
 ///    input gets one zero byte of padding. What it read ahead stays in its bit buffer, whose size
 ///    in bits is the low 6 bits of z_params::data_type (as in zlib): the stream's own length is
 ///    total_in less those whole bytes, and it must be all of `in` (nothing trails the stream).
-std::string inflate_exact(std::string_view in, std::size_t expected) {
-  std::string padded;
-  padded.reserve(in.size() + 1);
+std::string_view inflate_exact(std::string_view in, std::size_t expected, std::string& out) {
+  // The stream, the padded input and the output are the thread's, reused (issue #32: building
+  // them per message was a third of the inflation's cost); a body over 1 MiB does not stay.
+  thread_local zlib::inflate_stream is;
+  thread_local std::string padded;
+  constexpr std::size_t kKeep = std::size_t{1} << 20;
+  struct Shrink {
+    std::string& s;
+    ~Shrink() {
+      if (s.capacity() > kKeep) std::string().swap(s);
+    }
+  } shrink_in{padded};
   padded.assign(in);
   padded += '\0';
-  std::string out(expected + 1, '\0');
-  zlib::inflate_stream is;
+  out.assign(expected + 1, '\0');
+  is.reset(15);  // a fresh stream's state; the window it allocated stays
   zlib::z_params zs;
   zs.next_in = padded.data();
   zs.avail_in = padded.size();
@@ -125,9 +134,9 @@ void append_header(std::string& out, const BusHeader& h) {
   out += '\n';
 }
 
-json::value parse_body(std::string_view text) {
+json::value parse_body(std::string_view text, json::storage_ptr sp) {
   try {
-    return parse_json(text);
+    return parse_json(text, std::move(sp));
   } catch (const JsonError& e) {
     throw BusError(std::string("bus message: body: ") + e.what());
   }
@@ -483,26 +492,99 @@ const std::string& BusEncoder::encode(const GpuSnapshot& s) {
 
 namespace {
 
-/// Counts what a stream's base document allocates, so that the decoder's byte bound is exact.
-/// (json::make_shared_resource keeps the resource as a member of its own wrapper, so the count
-/// lives apart, shared with whoever reads it.)
-class CountingResource final : public json::memory_resource {
+constexpr std::size_t kScratchBlock = 256 * 1024;  // the scratch arena's first block, kept
+constexpr std::size_t kScratchNext = 64 * 1024;    // its later blocks (freed at each reset)
+constexpr std::size_t kArenaMinNext = 1024;        // a base arena's later blocks, at least
+
+}  // namespace
+
+namespace detail {
+
+/// A bump allocator for JSON documents: blocks from the heap, handed out in order, freed all at
+/// once (deallocate is a no-op). `count` (may be null) is charged every block's bytes while the
+/// arena holds it, so the decoder's byte bound is exact: the base documents' arenas charge the
+/// stream's count; the scratch arena none (it is the decoder's, reset after each message).
+class BusArena final : public json::memory_resource {
  public:
-  explicit CountingResource(std::shared_ptr<std::size_t> bytes) : bytes_(std::move(bytes)) {}
+  BusArena(std::shared_ptr<std::size_t> count, std::size_t first, std::size_t next)
+      : count_(std::move(count)), first_(first), next_(next) {}
+  BusArena(const BusArena&) = delete;
+  BusArena& operator=(const BusArena&) = delete;
+  ~BusArena() override {
+    free_after(nullptr);
+    head_ = cur_ = nullptr;
+  }
+  /// Bytes handed out (alignment included) since the last reset.
+  std::size_t used() const noexcept { return used_; }
+  /// Forgets what was handed out (the values in it must be gone) and frees every block but the
+  /// first.
+  void reset() noexcept {
+    if (!head_) return;
+    free_after(head_);
+    cur_ = head_;
+    pos_ = sizeof(Block);
+    used_ = 0;
+  }
 
  private:
+  struct alignas(std::max_align_t) Block {
+    Block* next = nullptr;
+    std::size_t size = 0;
+  };
   void* do_allocate(std::size_t n, std::size_t align) override {
-    void* p = ::operator new(n, std::align_val_t(align));
-    *bytes_ += n;
-    return p;
+    std::size_t at = 0;  // the offset in cur_ where it goes
+    const auto fits = [&] {
+      if (!cur_) return false;
+      const auto addr = reinterpret_cast<std::uintptr_t>(cur_) + pos_;
+      at = pos_ + (align - addr % align) % align;
+      return at <= cur_->size && n <= cur_->size - at;
+    };
+    if (!fits()) {
+      grow(n + align);
+      if (!fits()) throw std::bad_alloc();
+    }
+    used_ += at + n - pos_;
+    pos_ = at + n;
+    return reinterpret_cast<char*>(cur_) + at;
   }
-  void do_deallocate(void* p, std::size_t n, std::size_t align) override {
-    *bytes_ -= n;
-    ::operator delete(p, std::align_val_t(align));
-  }
+  void do_deallocate(void*, std::size_t, std::size_t) override {}
   bool do_is_equal(const json::memory_resource& o) const noexcept override { return this == &o; }
-  std::shared_ptr<std::size_t> bytes_;
+
+  void grow(std::size_t need) {
+    const std::size_t size = std::max(need + sizeof(Block), head_ ? next_ : first_);
+    auto* b = ::new (::operator new(size, std::align_val_t(alignof(Block)))) Block{nullptr, size};
+    if (cur_)
+      cur_->next = b;
+    else
+      head_ = b;
+    cur_ = b;
+    pos_ = sizeof(Block);
+    if (count_) *count_ += size;
+  }
+  /// Frees the blocks after `keep` (all of them when null).
+  void free_after(Block* keep) noexcept {
+    Block* b = keep ? keep->next : head_;
+    if (keep) keep->next = nullptr;
+    while (b) {
+      Block* next = b->next;
+      if (count_) *count_ -= b->size;
+      ::operator delete(static_cast<void*>(b), std::align_val_t(alignof(Block)));
+      b = next;
+    }
+  }
+
+  std::shared_ptr<std::size_t> count_;
+  std::size_t first_;
+  std::size_t next_;
+  Block* head_ = nullptr;
+  Block* cur_ = nullptr;
+  std::size_t pos_ = 0;
+  std::size_t used_ = 0;
 };
+
+}  // namespace detail
+
+namespace {
 
 /// A kept stream's bookkeeping beyond its document: map and eviction-order nodes, the resource.
 constexpr std::size_t kStreamOverhead = 256;
@@ -522,10 +604,30 @@ void BusDecoder::erase(Streams::iterator it) {
   streams_.erase(it);
 }
 
+BusDecoder::BusDecoder(BusLimits limits)
+    : limits_(limits),
+      scratch_(std::make_unique<detail::BusArena>(nullptr, kScratchBlock, kScratchNext)) {}
+BusDecoder::~BusDecoder() = default;
+BusDecoder::BusDecoder(BusDecoder&&) noexcept = default;
+BusDecoder& BusDecoder::operator=(BusDecoder&&) noexcept = default;
+
+namespace {
+
+/// `doc` copied into an arena of its own whose first block is `first` bytes, charged to `count`.
+json::value in_own_arena(const json::value& doc, std::size_t first,
+                         const std::shared_ptr<std::size_t>& count) {
+  return json::value(doc, json::make_shared_resource<detail::BusArena>(
+                              count, first, std::max(kArenaMinNext, first / 8)));
+}
+
+}  // namespace
+
 BusDecoder::Streams::iterator BusDecoder::keep(const Key& key, Streams::iterator it,
-                                               json::value&& doc) {
+                                               const json::value& doc) {
   auto count = std::make_shared<std::size_t>(0);
-  json::value stored(std::move(doc), json::make_shared_resource<CountingResource>(count));
+  // One block of what it took in the scratch arena, and a little room for patches.
+  const std::size_t used = scratch_->used();
+  json::value stored = in_own_arena(doc, used + used / 16 + 256, count);
   const std::size_t fixed = key.first.size() + key.second.size() + sizeof(Stream) + kStreamOverhead;
   const std::size_t bytes = *count + fixed;
   if (it != streams_.end()) erase(it);  // its old base goes first; the stream rebuilds below
@@ -540,11 +642,28 @@ BusDecoder::Streams::iterator BusDecoder::keep(const Key& key, Streams::iterator
   }
   // Moved in by construction: an assignment would copy it into the default resource.
   it = streams_.emplace(key, Stream{.base_doc = std::move(stored)}).first;
+  it->second.kept_bytes = *count;
   it->second.doc_bytes = std::move(count);
   it->second.fixed_bytes = fixed;
   it->second.bytes = bytes;
   state_bytes_ += bytes;
   return it;
+}
+
+void BusDecoder::compact(Streams::iterator it, bool now) {
+  auto& st = it->second;
+  if (*st.doc_bytes == st.kept_bytes) return;
+  if (!now && *st.doc_bytes <= 2 * st.kept_bytes + kArenaMinNext) return;
+  // One block of the size it was kept with (what it holds is the same document, so it fits
+  // with room to spare: the bytes return to what they were at keep()).
+  auto count = std::make_shared<std::size_t>(0);
+  json::value fresh = in_own_arena(st.base_doc, st.kept_bytes, count);
+  // Move-constructed (an assignment between two resources would copy into the old arena): the
+  // old document goes, and with it its arena.
+  std::destroy_at(&st.base_doc);
+  std::construct_at(&st.base_doc, std::move(fresh));
+  st.kept_bytes = *count;
+  st.doc_bytes = std::move(count);
 }
 
 void BusDecoder::recount(Streams::iterator it) {
@@ -576,6 +695,11 @@ std::size_t BusDecoder::cost_bytes(const BusHeader& h) const {
 }
 
 std::optional<BusDecoder::Decoded> BusDecoder::decode(std::string_view message) {
+  // The message's parsed documents are gone when decode_counted returns (or throws).
+  struct ResetScratch {
+    detail::BusArena& arena;
+    ~ResetScratch() { arena.reset(); }
+  } reset{*scratch_};
   try {
     return decode_counted(message);
   } catch (const BusError& e) {
@@ -637,11 +761,15 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
 
   const auto body_at = message.find('\n') + 1;
   const std::string_view raw = message.substr(body_at);
-  std::string inflated;
+  thread_local std::string inflated;  // reused: no allocation per message
+  struct ShrinkInflated {
+    ~ShrinkInflated() {
+      if (inflated.capacity() > (std::size_t{1} << 20)) std::string().swap(inflated);
+    }
+  } shrink_out;
   std::string_view body = raw;
   if (h.compressed) {
-    inflated = inflate_exact(raw, h.body_bytes);
-    body = inflated;
+    body = inflate_exact(raw, h.body_bytes, inflated);
   } else if (raw.size() != h.body_bytes) {
     throw BusError("bus message: the body is not the declared " + std::to_string(h.body_bytes) +
                    " bytes");
@@ -662,7 +790,7 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
     auto& st = it->second;
     bool restored = false;
     {
-      const json::value patch = parse_body(body);
+      const json::value patch = parse_body(body, json::storage_ptr(scratch_.get()));
       if (!patch.is_object()) throw BusError("bus patch: expected an object");
       PatchUndo undo;
       try {
@@ -670,9 +798,10 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
         check_counts(st.base_doc, limits_);
         to_snapshot(st.base_doc);
       } catch (...) {
-        if (undo.undo())
+        if (undo.undo()) {
+          compact(it, true);  // the refused patch's copies go too
           recount(it);
-        else
+        } else
           erase(it);  // no base is better than a wrong one
         throw;
       }
@@ -686,11 +815,12 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
     st.dropped = 0;
     st.newest_ns = std::max(st.newest_ns, out.snapshot.time_unix_ns);
     touch(it);
+    compact(it);
     recount(it);
     return out;
   }
 
-  json::value doc = parse_body(body);
+  const json::value doc = parse_body(body, json::storage_ptr(scratch_.get()));
   check_counts(doc, limits_);
   to_snapshot(doc);
   std::int64_t newest_ns = it != streams_.end() ? it->second.newest_ns : INT64_MIN;
@@ -721,7 +851,7 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
       retired[0] = it->second.epoch;
     }
   }
-  it = keep(key, it, std::move(doc));
+  it = keep(key, it, doc);
   if (it == streams_.end())
     return out;  // decoded, but too big to keep: its deltas wait for a full that fits
   it->second.retired = retired;

@@ -85,6 +85,10 @@ struct IntakeItem {
   std::size_t bytes() const noexcept { return data.size() + node.size() + probe.size() + 64; }
 };
 
+/// How long a worker woken from idle lets messages gather before it decodes (wait_pop()): it
+/// adds at most this to a message's staleness.
+inline constexpr std::chrono::milliseconds kIntakeGather{2};
+
 class PublisherIntake {
  public:
   using Clock = std::chrono::steady_clock;
@@ -97,7 +101,9 @@ class PublisherIntake {
   /// One item, of the next publisher in turn (nullopt: nothing queued). The publisher is busy
   /// until finish(item.node): its budget entry stays while the item is decoded.
   std::optional<IntakeItem> try_pop();
-  /// As try_pop(), waiting for an item; nullopt once closed.
+  /// As try_pop(), waiting for an item; nullopt once closed. Woken from an empty queue, it
+  /// waits kIntakeGather more (pushes meanwhile do not wake it), so that messages arriving one by
+  /// one are decoded in batches of one wake-up each.
   std::optional<IntakeItem> wait_pop();
   void finish(const std::string& node);
   /// The worker side, before decoding: takes `bytes` inflated bytes of the publisher's budget;
@@ -133,7 +139,8 @@ class PublisherIntake {
   PublisherBudget budget_;
   std::size_t max_publishers_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;       // an item queued, or closed
+  std::condition_variable cv_;       // an item queued while a wait_pop() waits idle, or closed
+  std::size_t idle_waiters_ = 0;     // wait_pop()s waiting on an empty queue (under mu_)
   std::condition_variable room_cv_;  // bytes taken out, or closed
   std::unordered_map<std::string, std::unique_ptr<Publisher>> publishers_;
   std::deque<Publisher*> ready_;  // publishers with something queued, in turn

@@ -207,14 +207,26 @@ struct BusDecoderCounters {
   std::uint64_t evicted = 0;           // streams evicted, fulls too big to keep
 };
 
-/// Decodes the bus: keeps the last full message of each stream to apply deltas to.
+namespace detail {
+class BusArena;  // fleet_codec.cpp: a bump allocator for JSON documents
+}
+
+/// Decodes the bus: keeps the last full message of each stream to apply deltas to. Each kept
+/// base document lives in an arena of its own (one block sized to it: no allocator header per
+/// key and object); a message's body is parsed into the decoder's scratch arena (reused, nothing
+/// allocated per message below 256 KiB of parsed document).
 class BusDecoder {
  public:
   struct Decoded {
     BusHeader header;
     GpuSnapshot snapshot;  // snapshot.node == header.node
   };
-  explicit BusDecoder(BusLimits limits = {}) : limits_(limits) {}
+  explicit BusDecoder(BusLimits limits = {});
+  ~BusDecoder();
+  BusDecoder(const BusDecoder&) = delete;
+  BusDecoder& operator=(const BusDecoder&) = delete;
+  BusDecoder(BusDecoder&&) noexcept;
+  BusDecoder& operator=(BusDecoder&&) noexcept;
 
   /// The snapshot `message` carries. nullopt: a delta whose full this decoder has not seen (the
   /// consumer joined mid-stream; counted in waiting()), or a message the sequence rule drops
@@ -256,15 +268,19 @@ class BusDecoder {
     std::uint64_t tick = 0;              // when a message of it was last taken (the eviction order)
     std::size_t bytes = 0;               // what it holds: base_doc as allocated, key, bookkeeping
     std::size_t fixed_bytes = 0;         // of which key and bookkeeping
-    std::shared_ptr<std::size_t> doc_bytes;  // base_doc's allocated bytes, as they change
-    boost::json::value base_doc;             // allocated from its own counting resource
+    std::shared_ptr<std::size_t> doc_bytes;  // base_doc's arena's bytes, as they change
+    std::size_t kept_bytes = 0;              // *doc_bytes when it was kept (or compacted)
+    boost::json::value base_doc;             // allocated from its own arena
   };
   using Streams = std::map<Key, Stream, std::less<>>;
   void touch(Streams::iterator it);
   void erase(Streams::iterator it);
   /// Stores `doc` as the base of `key`'s stream, evicting the stalest others to make room.
   /// Returns the stream, or streams_.end() when `doc` alone is over max_state_bytes.
-  Streams::iterator keep(const Key& key, Streams::iterator it, boost::json::value&& doc);
+  Streams::iterator keep(const Key& key, Streams::iterator it, const boost::json::value& doc);
+  /// base_doc copied into a new arena of the size it was kept with, when patches undone since
+  /// then left more than as much again in its arena (they are not freed one by one), or `now`.
+  void compact(Streams::iterator it, bool now = false);
   /// Re-counts the bytes of `it` (an in-place patch may have grown its containers), evicting the
   /// stalest others when over max_state_bytes.
   void recount(Streams::iterator it);
@@ -276,6 +292,7 @@ class BusDecoder {
   std::uint64_t next_tick_ = 0;
   std::size_t state_bytes_ = 0;
   BusDecoderCounters counters_;
+  std::unique_ptr<detail::BusArena> scratch_;  // the message's parsed body, reset after each
 };
 
 /// A node's state as kept in the key-value bucket: the last full message of each of its probes,

@@ -12,7 +12,9 @@ loopback: one well-behaved agent (`gpustream serve --listen off --nats URL --nod
   - a flood of new node names past --max-nodes;
   - garbage.
 
-While they run, every 0.2 s: /healthz answers within 100 ms, the good node is `up` and heard
+While they run, every 0.2 s: /healthz answers (90 % within 100 ms, every one within 1 s:
+an io thread the attacks stall answers every probe late, while one late answer on a 2-core
+machine shared with other tests is the scheduler's), the good node is `up` and heard
 within its stale bound, and its snapshot is current (never the forged one). At the end: the
 fleet's CPU and RSS stayed within the stated bounds, /metrics counts each refusal with its
 reason. Exit 0 on success, 1 with a FAIL line otherwise."""
@@ -112,8 +114,9 @@ class Monitor(threading.Thread):
             self.healthz.append(took)
             if status != 200:
                 self.problem(f"/healthz answered {status}")
-            if took > HEALTHZ_BOUND_S:
-                self.problem(f"/healthz took {took * 1000:.0f} ms")
+            if took > 10 * HEALTHZ_BOUND_S:
+                self.problem(f"/healthz took {took * 1000:.0f} ms (bound for any answer: "
+                             f"{10 * HEALTHZ_BOUND_S * 1000:.0f} ms)")
             try:
                 _, body = http_get(self.fleet.http, "/api/v1/nodes", timeout=5)
                 nodes = {n["node"]: n for n in json.loads(body)["nodes"]}
@@ -362,6 +365,13 @@ def main():
         print(f"fleet CPU {cpu:.2f} s over {elapsed + STALE_S:.1f} s "
               f"({cpu / (elapsed + STALE_S):.2f} cores); RSS {rss:.0f} MiB", flush=True)
 
+        if h:
+            p90 = h[(len(h) * 9) // 10 - 1] if len(h) >= 10 else h[-1]
+            if p90 > HEALTHZ_BOUND_S:
+                slow = [f"{t * 1000:.0f}" for t in h if t > HEALTHZ_BOUND_S]
+                fail(f"/healthz: 90th percentile {p90 * 1000:.1f} ms of {len(h)} probes (bound "
+                     f"{HEALTHZ_BOUND_S * 1000:.0f} ms); {len(slow)} over it: "
+                     f"{', '.join(slow[:20])} ms (load average {os.getloadavg()[0]:.1f})")
         if monitor.problems:
             fail(f"{len(monitor.problems)} problems while the attacks ran, e.g.:\n  "
                  + "\n  ".join(monitor.problems[:15]))

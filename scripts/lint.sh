@@ -99,16 +99,29 @@ if (( do_tidy )); then
   db=$(mktemp -d)
   trap 'rm -rf "$db"' EXIT
   # GCC's precompiled headers are unreadable for clang: drop them (the headers are included
-  # by the sources anyway).
+  # by the sources anyway). A unity build (GPUSTREAM_UNITY_BUILD, which scripts/test.sh uses)
+  # lists only its batches (Unity/unity_N_cxx.cxx); each source of a batch gets the batch's
+  # command back, so clang-tidy checks every file alone, as its own translation unit.
   python3 - "$build_dir/compile_commands.json" "$db/compile_commands.json" <<'PY'
-import json, re, sys
+import json, os, re, sys
 entries = json.load(open(sys.argv[1]))
+out = []
 for e in entries:
     cmd = e.get("command", "")
     cmd = re.sub(r"-include\s+\S*cmake_pch\.hxx", "", cmd)
     cmd = cmd.replace("-Winvalid-pch", "")
     e["command"] = cmd
-json.dump(entries, open(sys.argv[2], "w"))
+    batch = e["file"]
+    if not re.search(r"/Unity/unity_\d+_c(xx)?\.c(xx)?$", batch):
+        out.append(e)
+        continue
+    path = batch if os.path.isabs(batch) else os.path.join(e["directory"], batch)
+    for line in open(path):
+        m = re.match(r'\s*#include\s+"([^"]+)"', line)
+        if m:
+            out.append({"directory": e["directory"], "file": m.group(1),
+                        "command": cmd.replace(batch, m.group(1))})
+json.dump(out, open(sys.argv[2], "w"))
 PY
   mapfile -t sources < <(printf '%s\n' "${files[@]}" | grep -E '\.(cpp|cc)$' |
                          grep -v -E '^(tests|bench|examples)/' || true)

@@ -20,7 +20,7 @@
 namespace gpustream {
 namespace {
 
-constexpr std::int64_t kMs = 1'000'000;
+constexpr std::int64_t kSamplesMs = 1'000'000;
 
 /// The board's true power, W, at `t_ns`: 150 ± 100 W with a 200 ms period. The periodic grid
 /// (every 100 ms) sees it at the same two phases, so it cannot follow it; 20 ms samples can.
@@ -55,7 +55,7 @@ struct Board {
                   Source::nvml);
     d.power_kind = kind;
     if (ring) {
-      for (std::int64_t t = 7 * kMs; t <= ns; t += 20 * kMs)
+      for (std::int64_t t = 7 * kSamplesMs; t <= ns; t += 20 * kSamplesMs)
         if (!last_ns || t > *last_ns) d.power_samples.push_back({t, power_at(t)});
     }
     last_ns = ns;
@@ -81,11 +81,11 @@ WindowSummary bound_summary(Board board, std::int64_t begin_ns, std::int64_t end
   MeasurementWindow w(ch, sampler);
   w.set_clock([&] { return now; });
   std::int64_t t = 0;
-  for (; t < begin_ns; t += 100 * kMs) ch.publish(board.at(t));
+  for (; t < begin_ns; t += 100 * kSamplesMs) ch.publish(board.at(t));
   io.run();
   now = begin_ns;
   w.begin();
-  for (; periodic && t < end_ns; t += 100 * kMs) ch.publish(board.at(t));
+  for (; periodic && t < end_ns; t += 100 * kSamplesMs) ch.publish(board.at(t));
   io.restart();
   io.run();
   now = end_ns;
@@ -106,7 +106,7 @@ double relative_error(const DeviceWindowSummary& d, double truth) {
 }
 
 TEST(WindowSamples, ThreeHundredMillisecondsWithinOnePercentFromEverySample) {
-  const std::int64_t b = 137 * kMs, e = 437 * kMs;
+  const std::int64_t b = 137 * kSamplesMs, e = 437 * kSamplesMs;
   const double truth = true_joules(b, e);
   const WindowSummary s = bound_summary(Board{}, b, e);
   EXPECT_TRUE(s.exact_edges);
@@ -118,7 +118,7 @@ TEST(WindowSamples, ThreeHundredMillisecondsWithinOnePercentFromEverySample) {
   // Samples at 147, 167 ... 427 ms (15) and the readings at 137 (edge), 200, 300, 400, 437 (edge).
   EXPECT_EQ(d.driver_power_samples, 15u);
   EXPECT_EQ(d.power_readings, 20u);
-  EXPECT_EQ(d.largest_gap_ns, 20 * kMs);
+  EXPECT_EQ(d.largest_gap_ns, 20 * kSamplesMs);
   EXPECT_EQ(d.begin_edge, EdgeKind::sampled);
   EXPECT_EQ(d.end_edge, EdgeKind::sampled);
   EXPECT_EQ(d.estimated_joules, 0);
@@ -132,13 +132,13 @@ TEST(WindowSamples, ThreeHundredMillisecondsWithinOnePercentFromEverySample) {
   EXPECT_EQ(g.energy_method, EnergyMethod::integrated);
   EXPECT_EQ(g.driver_power_samples, 0u);
   EXPECT_EQ(g.power_readings, 5u);
-  EXPECT_EQ(g.largest_gap_ns, 100 * kMs);
+  EXPECT_EQ(g.largest_gap_ns, 100 * kSamplesMs);
   // And the two edges alone.
   const auto edges = bound_window(grid, b, e, false);
   EXPECT_GT(relative_error(edges, truth), 0.03);
   EXPECT_EQ(edges.energy_method, EnergyMethod::edges);
   EXPECT_EQ(edges.power_readings, 2u);
-  EXPECT_EQ(edges.largest_gap_ns, 300 * kMs);
+  EXPECT_EQ(edges.largest_gap_ns, 300 * kSamplesMs);
 }
 
 TEST(WindowSamples, ChannelOnlyWindowThroughAdd) {
@@ -147,11 +147,12 @@ TEST(WindowSamples, ChannelOnlyWindowThroughAdd) {
   board.at(0);
   MeasurementWindow w;
   w.begin();
-  for (std::int64_t t = 100 * kMs; t <= 400 * kMs; t += 100 * kMs) w.add(board.at(t));
+  for (std::int64_t t = 100 * kSamplesMs; t <= 400 * kSamplesMs; t += 100 * kSamplesMs)
+    w.add(board.at(t));
   const auto s = w.end();
   ASSERT_EQ(s.devices.size(), 1u);
   const auto& d = s.devices[0];
-  EXPECT_LT(relative_error(d, true_joules(100 * kMs, 400 * kMs)), 0.01);
+  EXPECT_LT(relative_error(d, true_joules(100 * kSamplesMs, 400 * kSamplesMs)), 0.01);
   EXPECT_EQ(d.energy_method, EnergyMethod::integrated);
   EXPECT_EQ(d.driver_power_samples, 15u);  // 107 ... 387 ms
   EXPECT_EQ(d.begin_edge, EdgeKind::none);
@@ -160,8 +161,10 @@ TEST(WindowSamples, ChannelOnlyWindowThroughAdd) {
   grid.ring = false;
   MeasurementWindow w2;
   w2.begin();
-  for (std::int64_t t = 100 * kMs; t <= 400 * kMs; t += 100 * kMs) w2.add(grid.at(t));
-  EXPECT_GT(relative_error(w2.end().devices.at(0), true_joules(100 * kMs, 400 * kMs)), 0.03);
+  for (std::int64_t t = 100 * kSamplesMs; t <= 400 * kSamplesMs; t += 100 * kSamplesMs)
+    w2.add(grid.at(t));
+  EXPECT_GT(relative_error(w2.end().devices.at(0), true_joules(100 * kSamplesMs, 400 * kSamplesMs)),
+            0.03);
 }
 
 TEST(WindowSamples, AnAveragedReadingIsNeverMixedWithTheSamples) {
@@ -169,7 +172,7 @@ TEST(WindowSamples, AnAveragedReadingIsNeverMixedWithTheSamples) {
   // are integrated, and the edges are cut between the samples either side of them.
   Board board;
   board.kind = PowerKind::average;
-  const std::int64_t b = 137 * kMs, e = 437 * kMs;
+  const std::int64_t b = 137 * kSamplesMs, e = 437 * kSamplesMs;
   const WindowSummary s = bound_summary(board, b, e);
   EXPECT_FALSE(s.exact_edges);  // the end is held (below)
   ASSERT_EQ(s.devices.size(), 1u);
@@ -196,7 +199,8 @@ TEST(WindowSamples, AnEnergyCounterThatDidNotMoveGivesWayToTheSamples) {
   struct CounterBoard : Board {
     GpuSnapshot at(std::int64_t ns) {
       GpuSnapshot s = Board::at(ns);
-      const std::int64_t updated = ns < 50 * kMs ? 0 : (ns - 50 * kMs) / (100 * kMs) * 100 + 50;
+      const std::int64_t updated =
+          ns < 50 * kSamplesMs ? 0 : (ns - 50 * kSamplesMs) / (100 * kSamplesMs) * 100 + 50;
       s.devices[0].metrics.set(Metric::energy_joules, static_cast<double>(updated), Source::nvml);
       s.devices[0].energy_kind = EnergyKind::counter;
       return s;
@@ -213,19 +217,20 @@ TEST(WindowSamples, AnEnergyCounterThatDidNotMoveGivesWayToTheSamples) {
     return std::vector<EdgeSample>{e};
   });
   w.set_clock([&] { return now; });
-  ch.publish(board.at(100 * kMs));
+  ch.publish(board.at(100 * kSamplesMs));
   io.run();
-  now = 159 * kMs;
+  now = 159 * kSamplesMs;
   w.begin();
-  now = 174 * kMs;  // 15 ms: one driver sample inside (167 ms), the counter reads 150 J twice
+  now =
+      174 * kSamplesMs;  // 15 ms: one driver sample inside (167 ms), the counter reads 150 J twice
   const auto s = w.end();
   const auto& d = s.devices.at(0);
   EXPECT_EQ(d.counter_changes, 0u);
   EXPECT_EQ(d.energy_method, EnergyMethod::integrated);
   EXPECT_EQ(d.energy_kind, EnergyKind::integrated);
-  EXPECT_LT(relative_error(d, true_joules(159 * kMs, 174 * kMs)), 0.01);
+  EXPECT_LT(relative_error(d, true_joules(159 * kSamplesMs, 174 * kSamplesMs)), 0.01);
   // The power's period (the driver's 20 ms) is longer than the window too.
-  EXPECT_EQ(d.update_period_ns, 20 * kMs);
+  EXPECT_EQ(d.update_period_ns, 20 * kSamplesMs);
   EXPECT_EQ(d.shorter_than_update_period, true);
   EXPECT_EQ(d.driver_power_samples, 1u);  // 167 ms
 }
@@ -244,7 +249,7 @@ TEST(WindowSamples, AFailedEndEdgeTakesTheSamplesTheNextSnapshotBrings) {
     e.probe = "nvidia";
     if (fail) {
       e.error = "timeout";
-      ch.publish(board.at(500 * kMs));  // the periodic sample that lands meanwhile
+      ch.publish(board.at(500 * kSamplesMs));  // the periodic sample that lands meanwhile
     } else {
       e.snapshot = ch.publish(board.at(now));
     }
@@ -252,23 +257,23 @@ TEST(WindowSamples, AFailedEndEdgeTakesTheSamplesTheNextSnapshotBrings) {
   });
   w.set_clock([&] { return now; });
   ch.publish(board.at(0));
-  ch.publish(board.at(100 * kMs));
+  ch.publish(board.at(100 * kSamplesMs));
   io.run();
-  now = 137 * kMs;
+  now = 137 * kSamplesMs;
   w.begin();
-  for (std::int64_t t = 200; t <= 400; t += 100) ch.publish(board.at(t * kMs));
-  now = 437 * kMs;
+  for (std::int64_t t = 200; t <= 400; t += 100) ch.publish(board.at(t * kSamplesMs));
+  now = 437 * kSamplesMs;
   fail = true;
   const WindowSummary s = w.end();
   EXPECT_FALSE(s.exact_edges);
   ASSERT_EQ(s.edge_errors.size(), 1u);
   const auto& d = s.devices.at(0);
   EXPECT_EQ(d.end_edge, EdgeKind::interpolated);
-  EXPECT_EQ(d.end_edge_ns, 437 * kMs);
+  EXPECT_EQ(d.end_edge_ns, 437 * kSamplesMs);
   EXPECT_GT(d.estimated_joules, 0);
-  EXPECT_EQ(d.driver_power_samples, 15u);  // 147 ... 427 ms, the last two from the 500 ms one
-  EXPECT_EQ(d.largest_gap_ns, 20 * kMs);   // 427 -> 447 across the edge
-  EXPECT_LT(relative_error(d, true_joules(137 * kMs, 437 * kMs)), 0.01);
+  EXPECT_EQ(d.driver_power_samples, 15u);        // 147 ... 427 ms, the last two from the 500 ms one
+  EXPECT_EQ(d.largest_gap_ns, 20 * kSamplesMs);  // 427 -> 447 across the edge
+  EXPECT_LT(relative_error(d, true_joules(137 * kSamplesMs, 437 * kSamplesMs)), 0.01);
 }
 
 // -- bad input: each kind of bad sample is ignored (never integrated) and counted --
@@ -284,13 +289,13 @@ void expect_ignored(std::vector<PowerSample> samples, const std::string& reason)
     board.ring = false;
     MeasurementWindow w;
     w.begin();
-    w.add(board.at(100 * kMs));
-    GpuSnapshot s = board.at(200 * kMs);
+    w.add(board.at(100 * kSamplesMs));
+    GpuSnapshot s = board.at(200 * kSamplesMs);
     s.devices[0].power_samples = std::move(list);
     w.add(s);
     return w.end().devices.at(0);
   };
-  const auto clean = run({good(120 * kMs), good(160 * kMs)});
+  const auto clean = run({good(120 * kSamplesMs), good(160 * kSamplesMs)});
   const auto d = run(std::move(samples));
   EXPECT_EQ(d.ignored_power_samples, 1u);
   EXPECT_EQ(d.ignored_power_samples_reason, reason);
@@ -305,28 +310,36 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 TEST(WindowSamples, NotANumberWattsAreIgnored) {
-  expect_ignored({good(120 * kMs), good(160 * kMs), {180 * kMs, kNaN}}, "bad_watts");
+  expect_ignored({good(120 * kSamplesMs), good(160 * kSamplesMs), {180 * kSamplesMs, kNaN}},
+                 "bad_watts");
 }
 TEST(WindowSamples, InfiniteWattsAreIgnored) {
-  expect_ignored({good(120 * kMs), {140 * kMs, kInf}, good(160 * kMs)}, "bad_watts");
+  expect_ignored({good(120 * kSamplesMs), {140 * kSamplesMs, kInf}, good(160 * kSamplesMs)},
+                 "bad_watts");
 }
 TEST(WindowSamples, NegativeWattsAreIgnored) {
-  expect_ignored({good(120 * kMs), good(160 * kMs), {180 * kMs, -5}}, "bad_watts");
+  expect_ignored({good(120 * kSamplesMs), good(160 * kSamplesMs), {180 * kSamplesMs, -5}},
+                 "bad_watts");
 }
 TEST(WindowSamples, ASampleAfterItsSnapshotIsIgnored) {
-  expect_ignored({good(120 * kMs), good(160 * kMs), {250 * kMs, 1e6}}, "after_snapshot");
+  expect_ignored({good(120 * kSamplesMs), good(160 * kSamplesMs), {250 * kSamplesMs, 1e6}},
+                 "after_snapshot");
 }
 TEST(WindowSamples, ASampleBeforeThePreviousSnapshotIsIgnored) {
-  expect_ignored({{90 * kMs, 1e6}, good(120 * kMs), good(160 * kMs)}, "before_interval");
+  expect_ignored({{90 * kSamplesMs, 1e6}, good(120 * kSamplesMs), good(160 * kSamplesMs)},
+                 "before_interval");
 }
 TEST(WindowSamples, ASampleAtThePreviousSnapshotIsIgnored) {
-  expect_ignored({{100 * kMs, 1e6}, good(120 * kMs), good(160 * kMs)}, "before_interval");
+  expect_ignored({{100 * kSamplesMs, 1e6}, good(120 * kSamplesMs), good(160 * kSamplesMs)},
+                 "before_interval");
 }
 TEST(WindowSamples, ARepeatedTimestampIsIgnored) {
-  expect_ignored({good(120 * kMs), good(160 * kMs), {160 * kMs, 1e6}}, "repeated");
+  expect_ignored({good(120 * kSamplesMs), good(160 * kSamplesMs), {160 * kSamplesMs, 1e6}},
+                 "repeated");
 }
 TEST(WindowSamples, ASampleGoingBackwardsIsIgnored) {
-  expect_ignored({good(120 * kMs), good(160 * kMs), {140 * kMs, 1e6}}, "backwards");
+  expect_ignored({good(120 * kSamplesMs), good(160 * kSamplesMs), {140 * kSamplesMs, 1e6}},
+                 "backwards");
 }
 
 TEST(WindowSamples, ARingThatRepeatsAcrossSnapshotsIsCountedOnce) {
@@ -335,9 +348,9 @@ TEST(WindowSamples, ARingThatRepeatsAcrossSnapshotsIsCountedOnce) {
   Board board;
   MeasurementWindow w;
   w.begin();
-  w.add(board.at(100 * kMs));
-  GpuSnapshot s1 = board.at(200 * kMs);
-  GpuSnapshot s2 = board.at(300 * kMs);
+  w.add(board.at(100 * kSamplesMs));
+  GpuSnapshot s1 = board.at(200 * kSamplesMs);
+  GpuSnapshot s2 = board.at(300 * kSamplesMs);
   auto again = s1.devices[0].power_samples;  // 107 ... 187 ms
   again.insert(again.end(), s2.devices[0].power_samples.begin(), s2.devices[0].power_samples.end());
   w.add(s1);
@@ -347,7 +360,7 @@ TEST(WindowSamples, ARingThatRepeatsAcrossSnapshotsIsCountedOnce) {
   EXPECT_EQ(d.ignored_power_samples, 5u);  // 107, 127, 147, 167, 187 again
   EXPECT_EQ(d.ignored_power_samples_reason, "backwards");
   EXPECT_EQ(d.driver_power_samples, 10u);  // 107 ... 287 once each
-  EXPECT_LT(relative_error(d, true_joules(100 * kMs, 300 * kMs)), 0.01);
+  EXPECT_LT(relative_error(d, true_joules(100 * kSamplesMs, 300 * kSamplesMs)), 0.01);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 namespace gpustream {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024 * 1024;
+constexpr double kPlannerGiB = 1024.0 * 1024 * 1024;
 
 DeviceSample device(std::string id, std::optional<double> total, std::optional<double> used,
                     std::optional<Reading> free = std::nullopt) {
@@ -32,56 +32,58 @@ SnapshotPtr snapshot(std::string probe, std::vector<DeviceSample> devices) {
 }
 
 TEST(DeriveMetrics, FreeIsTotalMinusUsedOnlyFromPresentInputs) {
-  auto d = device("a", 16 * kGiB, 4 * kGiB);
+  auto d = device("a", 16 * kPlannerGiB, 4 * kPlannerGiB);
   derive_metrics(d);
-  EXPECT_EQ(d.metrics[Metric::memory_free_bytes], Reading::of(12 * kGiB, Source::derived));
+  EXPECT_EQ(d.metrics[Metric::memory_free_bytes], Reading::of(12 * kPlannerGiB, Source::derived));
 
-  auto no_used = device("b", 16 * kGiB, std::nullopt);
+  auto no_used = device("b", 16 * kPlannerGiB, std::nullopt);
   derive_metrics(no_used);
   EXPECT_FALSE(no_used.metrics[Metric::memory_free_bytes]) << "never from an absent input";
 
-  auto over = device("c", 4 * kGiB, 5 * kGiB);
+  auto over = device("c", 4 * kPlannerGiB, 5 * kPlannerGiB);
   derive_metrics(over);
   EXPECT_EQ(over.metrics[Metric::memory_free_bytes].value(), 0.0) << "never below 0";
 }
 
 TEST(DeriveMetrics, AVendorFigureIsKept) {
-  auto d = device("a", 80 * kGiB, 10 * kGiB, Reading::of(69.5 * kGiB, Source::nvml));
+  auto d = device("a", 80 * kPlannerGiB, 10 * kPlannerGiB,
+                  Reading::of(69.5 * kPlannerGiB, Source::nvml));
   derive_metrics(d);
-  EXPECT_EQ(d.metrics[Metric::memory_free_bytes], Reading::of(69.5 * kGiB, Source::nvml));
+  EXPECT_EQ(d.metrics[Metric::memory_free_bytes], Reading::of(69.5 * kPlannerGiB, Source::nvml));
 }
 
 TEST(Fits, MostFreeFirstAndUnknownNeverOffered) {
   const std::vector<SnapshotPtr> snaps{
-      snapshot("amd", {device("small", 8 * kGiB, 6 * kGiB), device("big", 64 * kGiB, 4 * kGiB)}),
-      snapshot("intel", {device("unknown", std::nullopt, 1 * kGiB)}),
-      snapshot("nvidia",
-               {device("mid", 80 * kGiB, 10 * kGiB, Reading::of(30 * kGiB, Source::nvml))})};
+      snapshot("amd", {device("small", 8 * kPlannerGiB, 6 * kPlannerGiB),
+                       device("big", 64 * kPlannerGiB, 4 * kPlannerGiB)}),
+      snapshot("intel", {device("unknown", std::nullopt, 1 * kPlannerGiB)}),
+      snapshot("nvidia", {device("mid", 80 * kPlannerGiB, 10 * kPlannerGiB,
+                                 Reading::of(30 * kPlannerGiB, Source::nvml))})};
   const auto all = fits(snaps, 0);
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].device_id, "big");
   EXPECT_EQ(all[0].source, Source::derived);
-  EXPECT_EQ(all[0].free_bytes, static_cast<std::uint64_t>(60 * kGiB));
+  EXPECT_EQ(all[0].free_bytes, static_cast<std::uint64_t>(60 * kPlannerGiB));
   EXPECT_EQ(all[1].device_id, "mid");
   EXPECT_EQ(all[1].source, Source::nvml);
   EXPECT_EQ(all[1].probe, "nvidia");
   EXPECT_EQ(all[2].device_id, "small");
 
-  const auto need_20 = fits(snaps, static_cast<std::uint64_t>(20 * kGiB));
+  const auto need_20 = fits(snaps, static_cast<std::uint64_t>(20 * kPlannerGiB));
   ASSERT_EQ(need_20.size(), 2u);
-  EXPECT_EQ(best_device(snaps, static_cast<std::uint64_t>(20 * kGiB))->device_id, "big");
-  EXPECT_FALSE(best_device(snaps, static_cast<std::uint64_t>(100 * kGiB)));
+  EXPECT_EQ(best_device(snaps, static_cast<std::uint64_t>(20 * kPlannerGiB))->device_id, "big");
+  EXPECT_FALSE(best_device(snaps, static_cast<std::uint64_t>(100 * kPlannerGiB)));
 }
 
 TEST(Fits, ADeviceSeenTwiceCountsOnceWithTheReportedFigure) {
   const std::vector<SnapshotPtr> snaps{
-      snapshot("amd", {device("gpu", 16 * kGiB, 2 * kGiB)}),  // derived: 14 GiB
-      snapshot("amd-smi",
-               {device("gpu", 16 * kGiB, 2 * kGiB, Reading::of(13 * kGiB, Source::amd_smi))})};
+      snapshot("amd", {device("gpu", 16 * kPlannerGiB, 2 * kPlannerGiB)}),  // derived: 14 GiB
+      snapshot("amd-smi", {device("gpu", 16 * kPlannerGiB, 2 * kPlannerGiB,
+                                  Reading::of(13 * kPlannerGiB, Source::amd_smi))})};
   const auto all = fits(snaps, 0);
   ASSERT_EQ(all.size(), 1u);
   EXPECT_EQ(all[0].source, Source::amd_smi);
-  EXPECT_EQ(all[0].free_bytes, static_cast<std::uint64_t>(13 * kGiB));
+  EXPECT_EQ(all[0].free_bytes, static_cast<std::uint64_t>(13 * kPlannerGiB));
 }
 
 // --- exclusions and the health rule (FitOptions) ---
@@ -102,9 +104,9 @@ EventPtr event(std::string device, EventKind kind, std::optional<std::uint64_t> 
 }
 
 std::vector<SnapshotPtr> three_gpus() {
-  return {snapshot("nvidia", {device("GPU-a", 80 * kGiB, 10 * kGiB),     // 70 GiB free
-                              device("GPU-b", 40 * kGiB, 10 * kGiB),     // 30
-                              device("GPU-c", 24 * kGiB, 20 * kGiB)})};  // 4
+  return {snapshot("nvidia", {device("GPU-a", 80 * kPlannerGiB, 10 * kPlannerGiB),  // 70 GiB free
+                              device("GPU-b", 40 * kPlannerGiB, 10 * kPlannerGiB),  // 30
+                              device("GPU-c", 24 * kPlannerGiB, 20 * kPlannerGiB)})};  // 4
 }
 
 std::vector<std::string> ids(const std::vector<DeviceFit>& fits) {
@@ -129,13 +131,13 @@ TEST(IsFatal, FatalXidsAndUncorrectedEccOnly) {
 TEST(FitsWithOptions, RequestedExclusionsAreLeftOutAndListedWithTheReason) {
   FitOptions o;
   o.exclude = {"GPU-a", "GPU-c", "GPU-nobody"};
-  const auto plan = fits(three_gpus(), static_cast<std::uint64_t>(20 * kGiB), o, {}, kNow);
+  const auto plan = fits(three_gpus(), static_cast<std::uint64_t>(20 * kPlannerGiB), o, {}, kNow);
   EXPECT_EQ(ids(plan.fits), std::vector<std::string>{"GPU-b"});
   // GPU-c has 4 GiB free: it would not have fit anyway, so it is not listed; an unknown id
   // is ignored.
   ASSERT_EQ(plan.excluded.size(), 1u);
   EXPECT_EQ(plan.excluded[0].device.device_id, "GPU-a");
-  EXPECT_EQ(plan.excluded[0].device.free_bytes, static_cast<std::uint64_t>(70 * kGiB));
+  EXPECT_EQ(plan.excluded[0].device.free_bytes, static_cast<std::uint64_t>(70 * kPlannerGiB));
   EXPECT_EQ(plan.excluded[0].reason, ExclusionReason::excluded);
   EXPECT_EQ(plan.excluded[0].detail, "in the request's exclusions");
   EXPECT_FALSE(plan.excluded[0].event);
@@ -173,12 +175,13 @@ TEST(FitsWithOptions, AFatalEventWithinTheWindowKeepsTheDeviceOut) {
 }
 
 TEST(FitsWithOptions, TheHealthRuleCoversMigInstancesOfASickGpuAndOnlyThisMachine) {
-  auto gpu = device("GPU-p", 80 * kGiB, 0);
+  auto gpu = device("GPU-p", 80 * kPlannerGiB, 0);
   gpu.partitioned = true;
-  auto mig = device("MIG-1", 20 * kGiB, 0);
+  auto mig = device("MIG-1", 20 * kPlannerGiB, 0);
   mig.parent = "GPU-p";
   auto s = snapshot("nvidia", {gpu, mig});
-  auto remote = std::make_shared<GpuSnapshot>(*snapshot("nvidia", {device("GPU-p", 8 * kGiB, 0)}));
+  auto remote =
+      std::make_shared<GpuSnapshot>(*snapshot("nvidia", {device("GPU-p", 8 * kPlannerGiB, 0)}));
   remote->node = "rack1-n2";  // a fleet node's GPU with the same id: not this machine's event
   const std::vector<EventPtr> events{event("GPU-p", EventKind::ecc_double_bit, std::nullopt,
                                            kNow + 3 * kSecond, 3)};  // stamped in the future

@@ -47,7 +47,7 @@ Outcome run_async(RunOptions options) {
   return out.value_or(Outcome{});
 }
 
-RunOptions opts(std::vector<std::string> args, std::chrono::milliseconds timeout = 10s) {
+RunOptions run_opts(std::vector<std::string> args, std::chrono::milliseconds timeout = 10s) {
   RunOptions o;
   o.argv = fake_tool(std::move(args));
   o.timeout = timeout;
@@ -55,7 +55,7 @@ RunOptions opts(std::vector<std::string> args, std::chrono::milliseconds timeout
 }
 
 TEST(Subprocess, CapturesStdoutAndStderrOfASuccessfulRun) {
-  auto [ec, r] = run_async(opts({"print", "hello", "stderr", "a warning", "print", "world"}));
+  auto [ec, r] = run_async(run_opts({"print", "hello", "stderr", "a warning", "print", "world"}));
   EXPECT_FALSE(ec) << ec.message();
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.signal, std::nullopt);
@@ -68,8 +68,8 @@ TEST(Subprocess, CapturesStdoutAndStderrOfASuccessfulRun) {
 }
 
 TEST(Subprocess, NonZeroExitIsAResultNotAnError) {
-  auto [ec, r] =
-      run_async(opts({"print", "partial data", "stderr", "amd-smi: no GPU found", "exit", "3"}));
+  auto [ec, r] = run_async(
+      run_opts({"print", "partial data", "stderr", "amd-smi: no GPU found", "exit", "3"}));
   EXPECT_FALSE(ec);
   EXPECT_EQ(r.exit_code, 3);
   EXPECT_FALSE(r.success());
@@ -79,7 +79,7 @@ TEST(Subprocess, NonZeroExitIsAResultNotAnError) {
 }
 
 TEST(Subprocess, CrashIsReportedWithTheSignal) {
-  auto [ec, r] = run_async(opts({"print", "before", "crash"}));
+  auto [ec, r] = run_async(run_opts({"print", "before", "crash"}));
   EXPECT_FALSE(ec);
   EXPECT_EQ(r.exit_code, std::nullopt);
   EXPECT_EQ(r.signal, SIGSEGV);
@@ -90,7 +90,7 @@ TEST(Subprocess, CrashIsReportedWithTheSignal) {
 }
 
 TEST(Subprocess, TimeoutKillsAndReapsTheChild) {
-  auto [ec, r] = run_async(opts({"pid", "hang"}, 200ms));
+  auto [ec, r] = run_async(run_opts({"pid", "hang"}, 200ms));
   EXPECT_EQ(ec, make_error_code(errc::timeout));
   EXPECT_TRUE(r.timed_out);
   EXPECT_EQ(r.signal, SIGKILL);
@@ -102,7 +102,7 @@ TEST(Subprocess, TimeoutKillsAndReapsTheChild) {
 TEST(Subprocess, TimeoutKillsWhatTheChildLeftHoldingThePipes) {
   // The child exits at once, but a grandchild keeps stdout open: only the timeout ends the run,
   // and it kills the whole process group.
-  auto [ec, r] = run_async(opts({"spawn-hang", "print", "done"}, 300ms));
+  auto [ec, r] = run_async(run_opts({"spawn-hang", "print", "done"}, 300ms));
   EXPECT_EQ(ec, make_error_code(errc::timeout));
   EXPECT_EQ(r.exit_code, 0);
   EXPECT_EQ(r.output, "done\n");
@@ -116,7 +116,7 @@ TEST(Subprocess, TimeoutKillsWhatTheChildLeftHoldingThePipes) {
 }
 
 TEST(Subprocess, HugeOutputIsCappedAndDrained) {
-  RunOptions o = opts({"bytes", "5000000", "print", "end"});
+  RunOptions o = run_opts({"bytes", "5000000", "print", "end"});
   o.max_output_bytes = 1000;
   auto [ec, r] = run_async(o);
   EXPECT_FALSE(ec);
@@ -128,7 +128,7 @@ TEST(Subprocess, HugeOutputIsCappedAndDrained) {
 }
 
 TEST(Subprocess, OutputExactlyAtTheCapIsNotTruncated) {
-  RunOptions o = opts({"bytes", "640"});
+  RunOptions o = run_opts({"bytes", "640"});
   o.max_output_bytes = 640;
   auto [ec, r] = run_async(o);
   EXPECT_FALSE(ec);
@@ -137,7 +137,7 @@ TEST(Subprocess, OutputExactlyAtTheCapIsNotTruncated) {
 }
 
 TEST(Subprocess, KeepsOnlyTheTailOfStderr) {
-  RunOptions o = opts({"stderr-bytes", "64000", "stderr", "the real error", "exit", "1"});
+  RunOptions o = run_opts({"stderr-bytes", "64000", "stderr", "the real error", "exit", "1"});
   o.stderr_tail_bytes = 256;
   auto [ec, r] = run_async(o);
   EXPECT_FALSE(ec);
@@ -147,7 +147,7 @@ TEST(Subprocess, KeepsOnlyTheTailOfStderr) {
 }
 
 TEST(Subprocess, GarbageBytesArrivePreserved) {
-  auto [ec, r] = run_async(opts({"garbage", "4096"}));
+  auto [ec, r] = run_async(run_opts({"garbage", "4096"}));
   EXPECT_FALSE(ec);
   EXPECT_EQ(r.exit_code, 0);
   ASSERT_EQ(r.output.size(), 4096u);
@@ -155,13 +155,13 @@ TEST(Subprocess, GarbageBytesArrivePreserved) {
 }
 
 TEST(Subprocess, PartialLastLineIsKept) {
-  auto [ec, r] = run_async(opts({"print", "one", "partial", "{\"truncated\":"}));
+  auto [ec, r] = run_async(run_opts({"print", "one", "partial", "{\"truncated\":"}));
   EXPECT_FALSE(ec);
   EXPECT_EQ(r.output, "one\n{\"truncated\":");
 }
 
 TEST(Subprocess, EnvironmentOverrides) {
-  RunOptions o = opts({"env", "GPUSTREAM_TEST_VALUE", "env", "PATH"});
+  RunOptions o = run_opts({"env", "GPUSTREAM_TEST_VALUE", "env", "PATH"});
   o.env["GPUSTREAM_TEST_VALUE"] = "42";
   auto [ec, r] = run_async(o);
   EXPECT_FALSE(ec);
@@ -203,7 +203,7 @@ TEST(Subprocess, CancellationKillsAndReaps) {
   boost::asio::io_context io;
   boost::asio::cancellation_signal cancel;
   std::optional<Outcome> out;
-  async_run(io.get_executor(), opts({"pid-file", pid_file, "hang"}),
+  async_run(io.get_executor(), run_opts({"pid-file", pid_file, "hang"}),
             boost::asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, RunResult r) {
               out = Outcome{ec, r};
             }));
@@ -221,7 +221,7 @@ TEST(Subprocess, CancellationBeforeTheChildStartedSpawnsNothing) {
   boost::asio::io_context io;
   boost::asio::cancellation_signal cancel;
   std::optional<Outcome> out;
-  async_run(io.get_executor(), opts({"hang"}),
+  async_run(io.get_executor(), run_opts({"hang"}),
             boost::asio::bind_cancellation_slot(cancel.slot(), [&](error_code ec, RunResult r) {
               out = Outcome{ec, r};
             }));
@@ -236,7 +236,7 @@ TEST(Subprocess, HandlerRunsOnItsAssociatedExecutor) {
   auto strand = boost::asio::make_strand(pool.get_executor());
   boost::asio::io_context io;
   std::promise<bool> on_strand;
-  async_run(io.get_executor(), opts({"print", "x"}),
+  async_run(io.get_executor(), run_opts({"print", "x"}),
             boost::asio::bind_executor(strand, [&](error_code, RunResult) {
               on_strand.set_value(strand.running_in_this_thread());
             }));
@@ -251,7 +251,7 @@ TEST(Subprocess, WorksWithFuturesOnAMultiThreadedPool) {
   std::vector<std::future<RunResult>> runs;
   for (int i = 0; i < 8; ++i) {
     runs.push_back(
-        async_run(pool.get_executor(), opts({"lines", "3", "1"}), boost::asio::use_future));
+        async_run(pool.get_executor(), run_opts({"lines", "3", "1"}), boost::asio::use_future));
   }
   for (auto& f : runs) {
     ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
@@ -264,7 +264,7 @@ TEST(Subprocess, WorksWithFuturesOnAMultiThreadedPool) {
 
 TEST(Subprocess, UseFutureReportsTimeoutAsException) {
   boost::asio::thread_pool pool(1);
-  auto f = async_run(pool.get_executor(), opts({"hang"}, 100ms), boost::asio::use_future);
+  auto f = async_run(pool.get_executor(), run_opts({"hang"}, 100ms), boost::asio::use_future);
   ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
   try {
     f.get();
@@ -281,7 +281,7 @@ TEST(Subprocess, DestroyingTheIoContextKillsAndReapsTheChild) {
   bool called = false;
   {
     boost::asio::io_context io;
-    async_run(io.get_executor(), opts({"pid-file", pid_file, "hang"}),
+    async_run(io.get_executor(), run_opts({"pid-file", pid_file, "hang"}),
               [&](error_code, RunResult) { called = true; });
     ASSERT_TRUE(run_until(io, [&] { return test::read_pid_file(pid_file).has_value(); }));
   }  // the pending run is destroyed with the io_context
@@ -292,7 +292,7 @@ TEST(Subprocess, DestroyingTheIoContextKillsAndReapsTheChild) {
 }
 
 TEST(Subprocess, SyncRun) {
-  RunOptions o = opts({"print", "sync", "exit", "2"});
+  RunOptions o = run_opts({"print", "sync", "exit", "2"});
   error_code ec;
   RunResult r = run(o, ec);
   EXPECT_FALSE(ec);
@@ -302,24 +302,24 @@ TEST(Subprocess, SyncRun) {
   RunOptions bad;
   bad.argv = {"/nonexistent/tool"};
   EXPECT_THROW(run(bad), boost::system::system_error);
-  EXPECT_EQ(run(opts({"hang"}, 100ms), ec).timed_out, true);
+  EXPECT_EQ(run(run_opts({"hang"}, 100ms), ec).timed_out, true);
   EXPECT_EQ(ec, make_error_code(errc::timeout));
 }
 
 // Without pidfd_open (old kernels, seccomp), exits are found by polling waitid().
 TEST(Subprocess, PollingFallbackFindsExitsAndReaps) {
   test::ScopedEnv env("GPUSTREAM_SUBPROCESS_WAIT", "poll");
-  auto crashed = run_async(opts({"print", "x", "crash"}));
+  auto crashed = run_async(run_opts({"print", "x", "crash"}));
   EXPECT_FALSE(crashed.ec);
   EXPECT_EQ(crashed.result.signal, SIGSEGV);
   EXPECT_EQ(crashed.result.output, "x\n");
   EXPECT_TRUE(is_gone(crashed.result.pid));
 
-  auto exited = run_async(opts({"exit", "5"}));
+  auto exited = run_async(run_opts({"exit", "5"}));
   EXPECT_EQ(exited.result.exit_code, 5);
   EXPECT_TRUE(is_gone(exited.result.pid));
 
-  auto hung = run_async(opts({"hang"}, 100ms));
+  auto hung = run_async(run_opts({"hang"}, 100ms));
   EXPECT_EQ(hung.ec, make_error_code(errc::timeout));
   EXPECT_EQ(hung.result.signal, SIGKILL);
   EXPECT_TRUE(is_gone(hung.result.pid));

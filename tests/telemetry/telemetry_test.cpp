@@ -86,7 +86,7 @@ ProbeFactory counting_factory(std::shared_ptr<Made> made, std::vector<std::strin
   };
 }
 
-Config fast_config() {
+Config telemetry_fast_config() {
   Config c;
   c.interval = std::chrono::milliseconds{20};
   c.sample_timeout = std::chrono::milliseconds{10000};
@@ -143,9 +143,9 @@ ProbeFactory by_name_factory(std::shared_ptr<Built> built) {
   };
 }
 
-// fast_config() with `probes` and simulate_when_no_gpu.
+// telemetry_fast_config() with `probes` and simulate_when_no_gpu.
 Config no_gpu_fallback_config(std::vector<std::string> probes) {
-  Config c = fast_config();
+  Config c = telemetry_fast_config();
   c.probes = std::move(probes);
   c.simulate_when_no_gpu = true;
   return c;
@@ -234,7 +234,7 @@ TEST(Telemetry, TheProbesKindNotItsNameDecidesWhatIsAGpu) {
 
 TEST(Telemetry, PublishesSnapshotsOfEveryProbeToTheChannel) {
   auto made = std::make_shared<Made>();
-  Telemetry t(fast_config(), counting_factory(made, {"a", "b"}));
+  Telemetry t(telemetry_fast_config(), counting_factory(made, {"a", "b"}));
   t.start();
   const auto snaps = t.wait_for_first_samples(std::chrono::seconds{10});
   ASSERT_EQ(snaps.size(), 2u);
@@ -251,7 +251,7 @@ TEST(Telemetry, PublishesSnapshotsOfEveryProbeToTheChannel) {
 
 TEST(Telemetry, StartAndStopAreIdempotent) {
   auto made = std::make_shared<Made>();
-  Telemetry t(fast_config(), counting_factory(made, {"a"}));
+  Telemetry t(telemetry_fast_config(), counting_factory(made, {"a"}));
   t.stop();  // before start: nothing to do
   t.start();
   t.start();
@@ -262,7 +262,7 @@ TEST(Telemetry, StartAndStopAreIdempotent) {
 
 TEST(Telemetry, StopReturnsWhileAProbeIsHungInsideItsSample) {
   auto made = std::make_shared<Made>();
-  auto t = std::make_unique<Telemetry>(fast_config(), counting_factory(made, {"hung"}));
+  auto t = std::make_unique<Telemetry>(telemetry_fast_config(), counting_factory(made, {"hung"}));
   ASSERT_EQ(made->probes.size(), 0u);
   t->start();
   ASSERT_EQ(made->probes.size(), 1u);
@@ -280,7 +280,7 @@ TEST(Telemetry, StopReturnsWhileAProbeIsHungInsideItsSample) {
 TEST(Telemetry, RunsOnTheCallersIoContext) {
   boost::asio::io_context io;
   auto made = std::make_shared<Made>();
-  Telemetry t(fast_config(), counting_factory(made, {"a"}), io.get_executor());
+  Telemetry t(telemetry_fast_config(), counting_factory(made, {"a"}), io.get_executor());
   std::vector<SnapshotPtr> got;
   auto sub = t.channel().subscribe({}, [&](const SnapshotPtr& s) {
     got.push_back(s);

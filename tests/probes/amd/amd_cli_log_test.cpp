@@ -37,22 +37,22 @@ using ManualScheduler = BasicScheduler<ManualClock, test::ManualWaitTraits>;
 
 // Copies what the gpustream logger writes while it lives ("<level>|<message>"); restores the
 // logger's sinks and level afterwards.
-class LogCapture {
+class AmdCliLogCapture {
  public:
-  explicit LogCapture(spdlog::level::level_enum level)
+  explicit AmdCliLogCapture(spdlog::level::level_enum level)
       : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(1024)),
         level_(logger()->level()) {
     sink_->set_pattern("%l|%v");
     logger()->sinks().push_back(sink_);
     logger()->set_level(level);
   }
-  ~LogCapture() {
+  ~AmdCliLogCapture() {
     logger()->set_level(level_);
     auto& sinks = logger()->sinks();
     sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
   }
-  LogCapture(const LogCapture&) = delete;
-  LogCapture& operator=(const LogCapture&) = delete;
+  AmdCliLogCapture(const AmdCliLogCapture&) = delete;
+  AmdCliLogCapture& operator=(const AmdCliLogCapture&) = delete;
 
   /// Lines at `level` ("warning", "debug") from the amd probe.
   std::vector<std::string> lines(const std::string& level) const {
@@ -154,7 +154,7 @@ class AmdCliLog : public ::testing::Test {
 };
 
 TEST_F(AmdCliLog, EachDistinctFailureLoggedOnceUntilTheToolWorksAgain) {
-  LogCapture log(spdlog::level::debug);
+  AmdCliLogCapture log(spdlog::level::debug);
   ASSERT_TRUE(next().errors.empty());
   struct Case {
     const char* mode;
@@ -190,7 +190,7 @@ TEST_F(AmdCliLog, EachDistinctFailureLoggedOnceUntilTheToolWorksAgain) {
 }
 
 TEST_F(AmdCliLog, PartialSampleErrorLoggedOnceAndStillPublished) {
-  LogCapture log(spdlog::level::info);
+  AmdCliLogCapture log(spdlog::level::info);
   ASSERT_TRUE(next().errors.empty());
   smi_.set_output("process.json", "Traceback (most recent call last):\n  File \"amd-smi\"\n");
   for (int i = 0; i < 4; ++i) {

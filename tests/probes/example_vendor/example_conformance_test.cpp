@@ -26,14 +26,14 @@ ProbeRun run_example() {
   return r;
 }
 
-const test::ConformanceCase kCases[] = {
+const test::ConformanceCase kExampleCases[] = {
     {"example", Vendor::unknown, false, false, run_example},
 };
 
 }  // namespace
 
 using test::ProbeConformance;
-INSTANTIATE_TEST_SUITE_P(ExampleVendor, ProbeConformance, ::testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(ExampleVendor, ProbeConformance, ::testing::ValuesIn(kExampleCases),
                          test::conformance_case_name);
 
 }  // namespace gpustream

@@ -58,14 +58,14 @@ const std::string kHopperMig = std::string(kHopper) +
 constexpr double kGi1Values[] = {20, 30, 10, 5, 40, 1, 25, 2.5};
 
 /// Captures what the gpustream logger prints while alive.
-class LogCapture {
+class GpmLogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
+  GpmLogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
     logger()->sinks().push_back(sink_);
     level_ = logger()->level();
     logger()->set_level(spdlog::level::debug);
   }
-  ~LogCapture() {
+  ~GpmLogCapture() {
     auto& sinks = logger()->sinks();
     sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
     logger()->set_level(level_);
@@ -432,7 +432,7 @@ TEST_F(NvmlGpmTest, ALibraryWithoutGpmMigSampleGetLeavesMigInstancesUnsupportedL
   auto lib = DynamicLibrary::load(fakes::kFakeNvmlNoGpmMig);
   set_other_time_ = lib.required<void(long long)>("gpustreamFakeNvmlSetTimeNs");
   set_other_time_(0);
-  LogCapture log;
+  GpmLogCapture log;
   auto b = backend("devices=1\n" + kHopperMig, LibrarySessionMode::persistent, &no_gpm_mig);
   for (int i = 0; i < 3; ++i) {
     const auto s = sample(*b);

@@ -36,8 +36,8 @@ const std::string kHealthy = std::string("devices=1\ndevice.0.uuid=") + kGpu + "
                              "device.0.remapped_pending=0\n"
                              "device.0.remapped_failure=1\n";
 
-Reading nvml(double v) { return Reading::of(v, Source::nvml); }
-Reading absent(Absence why) { return Reading::missing(why, Source::nvml); }
+Reading health_nvml(double v) { return Reading::of(v, Source::nvml); }
+Reading health_absent(Absence why) { return Reading::missing(why, Source::nvml); }
 
 class NvmlHealthTest : public ::testing::Test {
  protected:
@@ -69,26 +69,27 @@ TEST_F(NvmlHealthTest, MapsPcieEccRetiredPagesAndRemappedRows) {
   const auto s = sample(*p);
   EXPECT_TRUE(s.errors.empty());
   const auto& m = s.devices.at(0).metrics;
-  EXPECT_EQ(m[Metric::pcie_rx_bytes_per_second], nvml(300000.0 * 1024));  // KB/s, KB = 1024 B
-  EXPECT_EQ(m[Metric::pcie_tx_bytes_per_second], nvml(1500.0 * 1024));
-  EXPECT_EQ(m[Metric::pcie_link_generation], nvml(3));
-  EXPECT_EQ(m[Metric::pcie_link_generation_max], nvml(4));
-  EXPECT_EQ(m[Metric::pcie_link_width], nvml(8));
-  EXPECT_EQ(m[Metric::pcie_link_width_max], nvml(16));
-  EXPECT_EQ(m[Metric::ecc_corrected_volatile], nvml(3));
-  EXPECT_EQ(m[Metric::ecc_uncorrected_volatile], nvml(1));
-  EXPECT_EQ(m[Metric::ecc_corrected_aggregate], nvml(120));
-  EXPECT_EQ(m[Metric::ecc_uncorrected_aggregate], nvml(2));
-  EXPECT_EQ(m[Metric::retired_pages_single_bit], nvml(4));
-  EXPECT_EQ(m[Metric::retired_pages_double_bit], nvml(1));
-  EXPECT_EQ(m[Metric::retired_pages_pending], nvml(1));
-  EXPECT_EQ(m[Metric::remapped_rows_corrected], nvml(6));
-  EXPECT_EQ(m[Metric::remapped_rows_uncorrected], nvml(2));
-  EXPECT_EQ(m[Metric::remapped_rows_pending], nvml(0));
-  EXPECT_EQ(m[Metric::remapped_rows_failed], nvml(1));
+  EXPECT_EQ(m[Metric::pcie_rx_bytes_per_second],
+            health_nvml(300000.0 * 1024));  // KB/s, KB = 1024 B
+  EXPECT_EQ(m[Metric::pcie_tx_bytes_per_second], health_nvml(1500.0 * 1024));
+  EXPECT_EQ(m[Metric::pcie_link_generation], health_nvml(3));
+  EXPECT_EQ(m[Metric::pcie_link_generation_max], health_nvml(4));
+  EXPECT_EQ(m[Metric::pcie_link_width], health_nvml(8));
+  EXPECT_EQ(m[Metric::pcie_link_width_max], health_nvml(16));
+  EXPECT_EQ(m[Metric::ecc_corrected_volatile], health_nvml(3));
+  EXPECT_EQ(m[Metric::ecc_uncorrected_volatile], health_nvml(1));
+  EXPECT_EQ(m[Metric::ecc_corrected_aggregate], health_nvml(120));
+  EXPECT_EQ(m[Metric::ecc_uncorrected_aggregate], health_nvml(2));
+  EXPECT_EQ(m[Metric::retired_pages_single_bit], health_nvml(4));
+  EXPECT_EQ(m[Metric::retired_pages_double_bit], health_nvml(1));
+  EXPECT_EQ(m[Metric::retired_pages_pending], health_nvml(1));
+  EXPECT_EQ(m[Metric::remapped_rows_corrected], health_nvml(6));
+  EXPECT_EQ(m[Metric::remapped_rows_uncorrected], health_nvml(2));
+  EXPECT_EQ(m[Metric::remapped_rows_pending], health_nvml(0));
+  EXPECT_EQ(m[Metric::remapped_rows_failed], health_nvml(1));
   // No NVLink on this device: unsupported, never 0.
-  EXPECT_EQ(m[Metric::nvlink_rx_bytes_per_second], absent(Absence::unsupported));
-  EXPECT_EQ(m[Metric::nvlink_tx_bytes_per_second], absent(Absence::unsupported));
+  EXPECT_EQ(m[Metric::nvlink_rx_bytes_per_second], health_absent(Absence::unsupported));
+  EXPECT_EQ(m[Metric::nvlink_tx_bytes_per_second], health_absent(Absence::unsupported));
 }
 
 TEST_F(NvmlHealthTest, UnsupportedCountersAreAbsentWithTheirReason) {
@@ -104,15 +105,15 @@ TEST_F(NvmlHealthTest, UnsupportedCountersAreAbsentWithTheirReason) {
   for (auto metric : {Metric::ecc_corrected_volatile, Metric::ecc_uncorrected_volatile,
                       Metric::ecc_corrected_aggregate, Metric::ecc_uncorrected_aggregate,
                       Metric::retired_pages_single_bit, Metric::retired_pages_double_bit})
-    EXPECT_EQ(m[metric], absent(Absence::unsupported)) << to_string(metric);
+    EXPECT_EQ(m[metric], health_absent(Absence::unsupported)) << to_string(metric);
   for (auto metric : {Metric::remapped_rows_corrected, Metric::remapped_rows_uncorrected,
                       Metric::remapped_rows_pending, Metric::remapped_rows_failed})
-    EXPECT_EQ(m[metric], absent(Absence::no_permission)) << to_string(metric);
-  EXPECT_EQ(m[Metric::pcie_rx_bytes_per_second], absent(Absence::tool_failed));
-  EXPECT_EQ(m[Metric::pcie_tx_bytes_per_second], absent(Absence::tool_failed));
+    EXPECT_EQ(m[metric], health_absent(Absence::no_permission)) << to_string(metric);
+  EXPECT_EQ(m[Metric::pcie_rx_bytes_per_second], health_absent(Absence::tool_failed));
+  EXPECT_EQ(m[Metric::pcie_tx_bytes_per_second], health_absent(Absence::tool_failed));
   // The link figures still come: one failing function does not take the others down.
-  EXPECT_EQ(m[Metric::pcie_link_generation], nvml(3));
-  EXPECT_EQ(m[Metric::retired_pages_pending], nvml(1));
+  EXPECT_EQ(m[Metric::pcie_link_generation], health_nvml(3));
+  EXPECT_EQ(m[Metric::retired_pages_pending], health_nvml(1));
   // Only the unexpected failure is an error of the snapshot (once per counter read).
   ASSERT_EQ(s.errors.size(), 2u);
   for (const auto& e : s.errors) {
@@ -146,7 +147,7 @@ TEST_F(NvmlHealthTest, AnOldLibraryWithoutTheFunctionsLeavesThemAbsentUnsupporte
        {Metric::pcie_rx_bytes_per_second, Metric::pcie_link_generation, Metric::pcie_link_width_max,
         Metric::nvlink_rx_bytes_per_second, Metric::ecc_corrected_volatile,
         Metric::retired_pages_pending, Metric::remapped_rows_failed})
-    EXPECT_EQ(m[metric], absent(Absence::unsupported)) << to_string(metric);
+    EXPECT_EQ(m[metric], health_absent(Absence::unsupported)) << to_string(metric);
 }
 
 TEST_F(NvmlHealthTest, NvlinkThroughputIsTheCounterDifferenceOverTimeOfTheActiveLinks) {
@@ -160,7 +161,7 @@ TEST_F(NvmlHealthTest, NvlinkThroughputIsTheCounterDifferenceOverTimeOfTheActive
   const auto first = sample(*p);
   const auto& d0 = first.devices.at(0);
   // The first sample only seeds the counters.
-  EXPECT_EQ(d0.metrics[Metric::nvlink_rx_bytes_per_second], absent(Absence::not_yet_seeded));
+  EXPECT_EQ(d0.metrics[Metric::nvlink_rx_bytes_per_second], health_absent(Absence::not_yet_seeded));
   EXPECT_EQ(d0.attributes.at("nvlink_active_links"), "2");
 
   // Two seconds later each active link moved 4096 KiB in and 1024 KiB out.
@@ -168,14 +169,14 @@ TEST_F(NvmlHealthTest, NvlinkThroughputIsTheCounterDifferenceOverTimeOfTheActive
   nvml_.reload(links + "device.0.nvlink_rx_kib=5096\ndevice.0.nvlink_tx_kib=1524\n");
   const auto second = sample(*p);
   const auto& m = second.devices.at(0).metrics;
-  EXPECT_EQ(m[Metric::nvlink_rx_bytes_per_second], nvml(2 * 4096.0 * 1024 / 2));
-  EXPECT_EQ(m[Metric::nvlink_tx_bytes_per_second], nvml(2 * 1024.0 * 1024 / 2));
+  EXPECT_EQ(m[Metric::nvlink_rx_bytes_per_second], health_nvml(2 * 4096.0 * 1024 / 2));
+  EXPECT_EQ(m[Metric::nvlink_tx_bytes_per_second], health_nvml(2 * 1024.0 * 1024 / 2));
 
   // A counter that went back (driver reload) seeds again rather than reporting a negative rate.
   clock_.advance(std::chrono::seconds{1});
   nvml_.reload(links + "device.0.nvlink_rx_kib=10\ndevice.0.nvlink_tx_kib=10\n");
   EXPECT_EQ(sample(*p).devices.at(0).metrics[Metric::nvlink_tx_bytes_per_second],
-            absent(Absence::not_yet_seeded));
+            health_absent(Absence::not_yet_seeded));
 }
 
 TEST_F(NvmlHealthTest, NvlinkWithNoActiveLinkIsAbsent) {
@@ -184,7 +185,7 @@ TEST_F(NvmlHealthTest, NvlinkWithNoActiveLinkIsAbsent) {
   ASSERT_TRUE(harness_.detect(*p).available);
   const auto s = sample(*p);
   EXPECT_EQ(s.devices.at(0).metrics[Metric::nvlink_rx_bytes_per_second],
-            absent(Absence::unsupported));
+            health_absent(Absence::unsupported));
   EXPECT_EQ(s.devices.at(0).attributes.at("nvlink_active_links"), "0");
   EXPECT_EQ(nvml_.count("field.138") + nvml_.count("field.139"), 0);  // NVLink data counters
 }

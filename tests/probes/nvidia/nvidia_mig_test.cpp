@@ -18,14 +18,14 @@ using test::FakeNvml;
 using test::ProbeHarness;
 using test::TempTree;
 
-constexpr const char* kGpu = "GPU-aaaaaaaa-1111-2222-3333-444444444444";
+constexpr const char* kMigGpu = "GPU-aaaaaaaa-1111-2222-3333-444444444444";
 constexpr const char* kMig0 = "MIG-11111111-2222-3333-4444-555555555555";
 constexpr const char* kMig1 = "MIG-66666666-2222-3333-4444-555555555555";
 constexpr double kGiB = 1024.0 * 1024 * 1024;
 
 // An A100 40GB in MIG mode with two instances in slots 0 and 3 (slots 1, 2 empty), a second GPU
 // without MIG support.
-const std::string kMigScenario = std::string("devices=2\n") + "device.0.uuid=" + kGpu + "\n" +
+const std::string kMigScenario = std::string("devices=2\n") + "device.0.uuid=" + kMigGpu + "\n" +
                                  "device.0.name=NVIDIA A100-SXM4-40GB\n"
                                  "device.0.memory_total=42949672960\n"
                                  "device.0.memory_used=8589934592\n"
@@ -89,12 +89,12 @@ TEST_F(NvmlMigTest, EachInstanceIsADeviceWithItsParentIdsProfileMemoryAndProcess
   const auto s = sample_once(*p);
   // The two GPUs, then the instances right after their GPU, in MIG index order.
   ASSERT_EQ(s.devices.size(), 4u);
-  EXPECT_EQ(s.devices[0].id, kGpu);
+  EXPECT_EQ(s.devices[0].id, kMigGpu);
   EXPECT_EQ(s.devices[1].id, kMig0);
   EXPECT_EQ(s.devices[2].id, kMig1);
 
   const auto& a = device(s, kMig0);
-  EXPECT_EQ(a.parent, kGpu);
+  EXPECT_EQ(a.parent, kMigGpu);
   ASSERT_TRUE(a.mig);
   EXPECT_EQ(*a.mig, (MigIdentity{1, 0, "3g.20gb"}));
   EXPECT_EQ(a.name, "NVIDIA A100-SXM4-40GB MIG 3g.20gb");
@@ -109,7 +109,7 @@ TEST_F(NvmlMigTest, EachInstanceIsADeviceWithItsParentIdsProfileMemoryAndProcess
   EXPECT_EQ(*a.processes[0].gpu_memory_bytes, 1ULL << 30);
 
   const auto& b = device(s, kMig1);
-  EXPECT_EQ(b.parent, kGpu);
+  EXPECT_EQ(b.parent, kMigGpu);
   EXPECT_EQ(*b.mig, (MigIdentity{5, 2, "1g.5gb"}));
   EXPECT_EQ(b.attributes.at("mig_index"), "3");
   EXPECT_EQ(b.metrics[Metric::memory_total_bytes], Reading::of(5 * kGiB, Source::nvml));
@@ -126,7 +126,7 @@ TEST_F(NvmlMigTest, DetectionListsTheInstancesAfterTheirGpu) {
   const auto d = harness_.detect(*p);
   ASSERT_TRUE(d.available) << d.reason;
   ASSERT_EQ(d.devices.size(), 4u);
-  EXPECT_EQ(d.devices[0].id, kGpu);
+  EXPECT_EQ(d.devices[0].id, kMigGpu);
   EXPECT_EQ(d.devices[1], (DeviceInfo{kMig0, Vendor::nvidia, 0, "NVIDIA A100-SXM4-40GB MIG 3g.20gb",
                                       "0000:17:00.0"}));
   EXPECT_EQ(d.devices[2].id, kMig1);
@@ -157,7 +157,7 @@ TEST_F(NvmlMigTest, TheGpuKeepsItsDeviceWideMetricsAndIsMarkedPartitioned) {
   nvml_.scenario(kMigScenario);
   auto p = probe();
   const auto s = sample_once(*p);
-  const auto& gpu = device(s, kGpu);
+  const auto& gpu = device(s, kMigGpu);
   EXPECT_TRUE(gpu.partitioned);
   EXPECT_TRUE(gpu.parent.empty());
   EXPECT_FALSE(gpu.mig);
@@ -209,7 +209,7 @@ TEST_F(NvmlMigTest, ReconfigurationShowsInTheNextSample) {
   ASSERT_EQ(r.snapshot.devices.size(), 4u);
   EXPECT_EQ(r.snapshot.find_device(kMig1), nullptr);
   EXPECT_EQ(r.snapshot.devices[2].mig->profile, "2g.10gb");
-  EXPECT_EQ(r.snapshot.devices[2].parent, kGpu);
+  EXPECT_EQ(r.snapshot.devices[2].parent, kMigGpu);
 }
 
 TEST_F(NvmlMigTest, LazySessionsLookInstancesUpInEverySession) {
@@ -246,13 +246,13 @@ TEST_F(NvmlMigTest, ThePlannerPlacesWorkOnInstancesNeverOnThePartitionedGpu) {
   const auto all = fits({s}, 4ULL << 30);
   std::vector<std::string> ids;
   for (const auto& f : all) ids.push_back(f.device_id);
-  EXPECT_EQ(std::count(ids.begin(), ids.end(), kGpu), 0);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), kMigGpu), 0);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), kMig0), 1);
   EXPECT_EQ(std::count(ids.begin(), ids.end(), kMig1), 0);
   const auto it =
       std::find_if(all.begin(), all.end(), [](const DeviceFit& f) { return f.device_id == kMig0; });
   ASSERT_NE(it, all.end());
-  EXPECT_EQ(it->parent, kGpu);
+  EXPECT_EQ(it->parent, kMigGpu);
   EXPECT_EQ(it->free_bytes, 19ULL << 30);
   // 25 GiB fit no instance; the 80 GiB second GPU still takes it.
   const auto big = best_device({s}, 25ULL << 30);

@@ -28,7 +28,7 @@ using test::ProbeHarness;
 using test::TempTree;
 
 Reading smi(double v) { return Reading::of(v, Source::nvidia_smi); }
-Reading absent(Absence why) { return Reading::missing(why, Source::nvidia_smi); }
+Reading smi_power_absent(Absence why) { return Reading::missing(why, Source::nvidia_smi); }
 
 // ---- the real captures ------------------------------------------------------------------
 
@@ -109,7 +109,8 @@ TEST(SmiPowerCaptures, InstantAndAverageFromDriversThatHaveThem) {
       const auto average = nvidia::parse_smi_value(table.rows[r][1]);
       if (table.rows[r][2] == "7.5") {  // Turing: the driver has no average ("[N/A]")
         EXPECT_FALSE(average.value) << s.file;
-        EXPECT_EQ(d.metrics[Metric::power_average_watts], absent(Absence::unsupported)) << s.file;
+        EXPECT_EQ(d.metrics[Metric::power_average_watts], smi_power_absent(Absence::unsupported))
+            << s.file;
       } else {
         EXPECT_EQ(d.metrics[Metric::power_average_watts], smi(*average.value)) << s.file;
       }
@@ -140,7 +141,7 @@ TEST(SmiPowerCaptures, PowerDrawIsLabelledByComputeCapability) {
         ++instant;
         EXPECT_EQ(d.power_kind, PowerKind::instant) << s.file;
         EXPECT_EQ(draw, cell_watts(truth.rows[r][2])) << s.file;  // = power.draw.instant
-        EXPECT_EQ(d.metrics[Metric::power_average_watts], absent(Absence::unsupported));
+        EXPECT_EQ(d.metrics[Metric::power_average_watts], smi_power_absent(Absence::unsupported));
       } else {
         ++averaged;
         EXPECT_EQ(d.power_kind, PowerKind::average) << s.file;
@@ -160,14 +161,14 @@ TEST(SmiPower, PlaceholdersAreAbsentNeverZero) {
       "0, [N/A], [Not Supported]\n1, [Insufficient Permissions], 12.5\n2, [Unknown Error], -3\n",
       asked, &errors);
   ASSERT_EQ(d.size(), 3u);
-  EXPECT_EQ(d[0].metrics[Metric::power_watts], absent(Absence::unsupported));
-  EXPECT_EQ(d[0].metrics[Metric::power_average_watts], absent(Absence::unsupported));
+  EXPECT_EQ(d[0].metrics[Metric::power_watts], smi_power_absent(Absence::unsupported));
+  EXPECT_EQ(d[0].metrics[Metric::power_average_watts], smi_power_absent(Absence::unsupported));
   EXPECT_FALSE(d[0].power_kind);
-  EXPECT_EQ(d[1].metrics[Metric::power_watts], absent(Absence::no_permission));
+  EXPECT_EQ(d[1].metrics[Metric::power_watts], smi_power_absent(Absence::no_permission));
   EXPECT_EQ(d[1].metrics[Metric::power_average_watts], smi(12.5));
   EXPECT_FALSE(d[1].power_kind);
-  EXPECT_EQ(d[2].metrics[Metric::power_watts], absent(Absence::tool_failed));
-  EXPECT_EQ(d[2].metrics[Metric::power_average_watts], absent(Absence::tool_failed));
+  EXPECT_EQ(d[2].metrics[Metric::power_watts], smi_power_absent(Absence::tool_failed));
+  EXPECT_EQ(d[2].metrics[Metric::power_average_watts], smi_power_absent(Absence::tool_failed));
   EXPECT_EQ(errors.size(), 2u);  // "[Unknown Error]" and a negative power: parse_error each
 }
 
@@ -182,7 +183,7 @@ TEST(SmiPower, ComputeCapabilityLabels) {
   EXPECT_EQ(d[3].power_kind, PowerKind::average);  // Blackwell
   EXPECT_FALSE(d[4].power_kind);                   // not known: not guessed
   EXPECT_FALSE(d[5].power_kind);
-  EXPECT_EQ(d[4].metrics[Metric::power_average_watts], absent(Absence::unsupported));
+  EXPECT_EQ(d[4].metrics[Metric::power_average_watts], smi_power_absent(Absence::unsupported));
 }
 
 TEST(SmiPower, FieldListsShrinkOnlyByWhatWasRejected) {
@@ -288,7 +289,7 @@ TEST_F(SmiPowerProbeTest, CurrentDriverOnVoltaHasNoAverage) {
       {}));
   EXPECT_EQ(d.metrics[Metric::power_watts], smi(41.5));
   EXPECT_EQ(d.power_kind, PowerKind::instant);
-  EXPECT_EQ(d.metrics[Metric::power_average_watts], absent(Absence::unsupported));
+  EXPECT_EQ(d.metrics[Metric::power_average_watts], smi_power_absent(Absence::unsupported));
 }
 
 TEST_F(SmiPowerProbeTest, DriverBeforeR535OnAdaLabelsPowerDrawAverage) {
@@ -314,7 +315,8 @@ TEST_F(SmiPowerProbeTest, DriverBeforeR535OnVoltaAndGa100LabelsPowerDrawInstant)
                                               {"power.draw.instant", "power.draw.average"}));
     EXPECT_EQ(d.metrics[Metric::power_watts], smi(250.0)) << cap;
     EXPECT_EQ(d.power_kind, PowerKind::instant) << cap;
-    EXPECT_EQ(d.metrics[Metric::power_average_watts], absent(Absence::unsupported)) << cap;
+    EXPECT_EQ(d.metrics[Metric::power_average_watts], smi_power_absent(Absence::unsupported))
+        << cap;
   }
 }
 
@@ -323,7 +325,7 @@ TEST_F(SmiPowerProbeTest, DriverWithoutComputeCapLeavesTheKindUnset) {
       {{"power.draw", "77.00"}}, {"power.draw.instant", "power.draw.average", "compute_cap"}));
   EXPECT_EQ(d.metrics[Metric::power_watts], smi(77.0));
   EXPECT_FALSE(d.power_kind);  // not guessed
-  EXPECT_EQ(d.metrics[Metric::power_average_watts], absent(Absence::unsupported));
+  EXPECT_EQ(d.metrics[Metric::power_average_watts], smi_power_absent(Absence::unsupported));
   EXPECT_EQ(d.metrics[Metric::clock_sm_mhz], smi(345));  // the other fields are still asked
   const auto q = gpu_queries();
   ASSERT_EQ(q.size(), 4u);  // instant rejected, compute_cap rejected, then detection and sample

@@ -28,7 +28,7 @@ using test::ProbeHarness;
 using test::TempTree;
 
 // What a current driver prints for the probe's query (fields in kSmiGpuFields order).
-constexpr const char* kTwoGpus =
+constexpr const char* kSmiTwoGpus =
     "0, GPU-11111111-2222-3333-4444-555555555555, NVIDIA H100 80GB HBM3, 00000000:18:00.0, "
     "81559, 40960, 87, 33, 64, 312.45, 298.10, 700.00, 1755, 1755, 2619, [N/A], "
     "0x0000000000000001\n"
@@ -41,7 +41,7 @@ constexpr const char* kApps =
 class SmiProbeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    smi_.file("query-gpu.csv", kTwoGpus);
+    smi_.file("query-gpu.csv", kSmiTwoGpus);
     smi_.file("query-compute-apps.csv", kApps);
     test::proc_entry(proc_, 4242, "python3", 2048);
     proc_.file("4242/status", "Name:\tpython3\nVmRSS:\t  2048 kB\n");  // process_usage()

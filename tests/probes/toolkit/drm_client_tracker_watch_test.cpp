@@ -19,7 +19,7 @@ namespace {
 using namespace test_trees;
 
 // `n` processes of one /dev/null fd each, pids from `first`, beside a device folder.
-void plain_tree(Proc& p, int first, int n) {
+void watch_plain_tree(Proc& p, int first, int n) {
   p.devices();
   for (int pid = first; pid < first + n; ++pid) {
     p.process(pid, "p");
@@ -29,7 +29,7 @@ void plain_tree(Proc& p, int first, int n) {
 
 TEST(DrmClientTrackerWatch, UsesTheDeviceFolderOfTheDevfsRoot) {
   Proc p;
-  plain_tree(p, 100, 2);
+  watch_plain_tree(p, 100, 2);
   ClientTracker tr(with_signal(p));
   EXPECT_TRUE(tr.uses_open_signal());
   Proc bare;
@@ -47,7 +47,7 @@ TEST(DrmClientTrackerWatch, UsesTheDeviceFolderOfTheDevfsRoot) {
 TEST(DrmClientTrackerWatch, SteadyStateChecksEachProcessOncePerCountPeriod) {
   InMemoryTmpdir in_memory;
   Proc p;
-  plain_tree(p, 1000, 600);
+  watch_plain_tree(p, 1000, 600);
   p.client(5000, 1);
   auto o = with_signal(p);
   o.count_period = std::chrono::milliseconds(30'000);
@@ -75,7 +75,7 @@ TEST(DrmClientTrackerWatch, SteadyStateChecksEachProcessOncePerCountPeriod) {
 TEST(DrmClientTrackerWatch, SteadyStateChecksNoProcessWithoutAnOpen) {
   InMemoryTmpdir in_memory;
   Proc p;
-  plain_tree(p, 1000, 600);
+  watch_plain_tree(p, 1000, 600);
   p.client(5000, 1);
   auto o = with_signal(p);
   o.count_period = std::chrono::milliseconds(0);  // no fd-count pass: only after an open
@@ -102,7 +102,7 @@ TEST(DrmClientTrackerWatch, SteadyStateChecksNoProcessWithoutAnOpen) {
 
 TEST(DrmClientTrackerWatch, OpenOfAWatchedNodeIsFoundWithinFreshness) {
   Proc p;
-  plain_tree(p, 100, 40);
+  watch_plain_tree(p, 100, 40);
   ClientTracker tr(with_signal(p));  // freshness 5 s
   std::int64_t now = 0;
   tr.sample(now);
@@ -126,7 +126,7 @@ TEST(DrmClientTrackerWatch, OpenOfAWatchedNodeIsFoundWithinFreshness) {
 TEST(DrmClientTrackerWatch, OpenOfACharacterDeviceNodeIsSeen) {
   // The real /dev/dri holds character devices, not files: the kernel reports their opens too.
   Proc p;
-  plain_tree(p, 100, 5);
+  watch_plain_tree(p, 100, 5);
   const std::string node = p.t.path("dev/dri/renderD128");
   ::unlink(node.c_str());
   if (::mknod(node.c_str(), S_IFCHR | 0666, makedev(1, 3)) != 0)  // /dev/null's numbers
@@ -149,7 +149,7 @@ TEST(DrmClientTrackerWatch, OpenOfACharacterDeviceNodeIsSeen) {
 
 TEST(DrmClientTrackerWatch, OpenIsFoundWithinFreshnessWithoutTheFdCount) {
   Proc p;
-  plain_tree(p, 100, 40);
+  watch_plain_tree(p, 100, 40);
   ClientTracker tr({.procfs_root = p.root(),
                     .devfs_root = p.dev(),
                     .freshness = std::chrono::milliseconds(4000),
@@ -174,7 +174,7 @@ TEST(DrmClientTrackerWatch, OpenIsFoundWithinFreshnessWithoutTheFdCount) {
 
 TEST(DrmClientTrackerWatch, OpenDuringAPassExtendsItOverProcessesAlreadyChecked) {
   Proc p;
-  plain_tree(p, 100, 40);
+  watch_plain_tree(p, 100, 40);
   auto o = with_signal(p);
   o.freshness = std::chrono::milliseconds(4000);
   ClientTracker tr(o);
@@ -191,7 +191,7 @@ TEST(DrmClientTrackerWatch, OpenDuringAPassExtendsItOverProcessesAlreadyChecked)
 
 TEST(DrmClientTrackerWatch, NewProcessThatOpensIsFoundWithinFreshness) {
   Proc p;
-  plain_tree(p, 100, 20);
+  watch_plain_tree(p, 100, 20);
   ClientTracker tr(with_signal(p));
   std::int64_t now = 0;
   tr.sample(now);
@@ -207,7 +207,7 @@ TEST(DrmClientTrackerWatch, NewProcessThatOpensIsFoundWithinFreshness) {
 
 TEST(DrmClientTrackerWatch, GpuFdWithoutAWatchedOpenIsFoundByTheSweep) {
   Proc p;
-  plain_tree(p, 100, 10);
+  watch_plain_tree(p, 100, 10);
   auto o = with_signal(p);
   o.sweep_period = std::chrono::milliseconds(10000);
   o.count_period = std::chrono::milliseconds(10000);
@@ -238,7 +238,7 @@ TEST(DrmClientTrackerWatch, GpuFdWithoutAWatchedOpenIsFoundByTheSweep) {
 
 TEST(DrmClientTrackerWatch, ExitedClientDisappearsAtTheNextSample) {
   Proc p;
-  plain_tree(p, 100, 5);
+  watch_plain_tree(p, 100, 5);
   p.client(70, 1);
   p.client(71, 2);
   ClientTracker tr(with_signal(p));
@@ -255,7 +255,7 @@ TEST(DrmClientTrackerWatch, ExitedClientDisappearsAtTheNextSample) {
 
 TEST(DrmClientTrackerWatch, PlainProcessesThatExitAreForgottenByTheSweep) {
   Proc p;
-  plain_tree(p, 100, 10);
+  watch_plain_tree(p, 100, 10);
   auto o = with_signal(p);
   o.sweep_period = std::chrono::milliseconds(5000);
   ClientTracker tr(o);
@@ -274,7 +274,7 @@ TEST(DrmClientTrackerWatch, PlainProcessesThatExitAreForgottenByTheSweep) {
 
 TEST(DrmClientTrackerWatch, ReusedPidIsANewProcess) {
   Proc p;
-  plain_tree(p, 100, 3);
+  watch_plain_tree(p, 100, 3);
   p.process(50, "old", 1000);
   p.fd(50, 3, "/dev/dri/renderD128", amdgpu_fdinfo(7, 900));
   ClientTracker tr(with_signal(p));
@@ -293,7 +293,7 @@ TEST(DrmClientTrackerWatch, ReusedPidIsANewProcess) {
 
 TEST(DrmClientTrackerWatch, PermissionDeniedIsSkippedAndNotRetriedEverySample) {
   Proc p;
-  plain_tree(p, 100, 3);
+  watch_plain_tree(p, 100, 3);
   p.client(15, 1);
   p.client(16, 2);
   if (!p.t.unreadable_file("proc/16/fdinfo/3")) GTEST_SKIP() << gpustream::test::kRunsUnprivileged;
@@ -309,7 +309,7 @@ TEST(DrmClientTrackerWatch, PermissionDeniedIsSkippedAndNotRetriedEverySample) {
 
 TEST(DrmClientTrackerWatch, LostWatchFallsBackToListingEverySample) {
   Proc p;
-  plain_tree(p, 100, 10);
+  watch_plain_tree(p, 100, 10);
   ClientTracker tr(with_signal(p));
   std::int64_t now = 0;
   tr.sample(now);
@@ -324,7 +324,7 @@ TEST(DrmClientTrackerWatch, LostWatchFallsBackToListingEverySample) {
 
 TEST(DrmClientTrackerWatch, ClientsAreBoundedInCountAndBytes) {
   Proc p;
-  plain_tree(p, 100, 2);
+  watch_plain_tree(p, 100, 2);
   // The worst fdinfo: far past the 64 KiB read limit, one engine key after another.
   std::string huge = amdgpu_fdinfo(1, 1);
   for (int i = 0; huge.size() < 1024 * 1024; ++i)

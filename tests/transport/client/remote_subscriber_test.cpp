@@ -24,7 +24,7 @@ std::string url_of(Fixture& f, Scheme s) {
 }
 
 /// What the callbacks saw.
-struct Seen {
+struct SubscriberSeen {
   std::vector<SnapshotPtr> snapshots;
   std::vector<Gap> gaps;
   std::vector<RemoteStatus> statuses;
@@ -46,7 +46,7 @@ struct Seen {
 };
 
 std::unique_ptr<RemoteSubscriber> make_subscriber(Fixture& f, RemoteSubscriberOptions o,
-                                                  Seen& seen) {
+                                                  SubscriberSeen& seen) {
   if (o.reconnect_initial == RemoteSubscriberOptions{}.reconnect_initial) {
     o.reconnect_initial = std::chrono::milliseconds(20);
     o.reconnect_max = std::chrono::milliseconds(100);
@@ -83,7 +83,7 @@ TEST_P(RemoteSubscriberTest, ReceivesLiveSnapshotsEqualToThePublishedOnes) {
   Fixture f;
   f.start();
   f.publish("before");  // history: not replayed without `since`
-  Seen seen;
+  SubscriberSeen seen;
   auto sub = make_subscriber(f, {.url = url_of(f, GetParam())}, seen);
   sub->start();
   ASSERT_TRUE(f.run_until([&] { return seen.connected() == 1; }));
@@ -107,7 +107,7 @@ TEST_P(RemoteSubscriberTest, ReceivesLiveSnapshotsEqualToThePublishedOnes) {
 TEST_P(RemoteSubscriberTest, DeliversEventsWithTheServersSequenceAndItsDeviceFilter) {
   Fixture f;
   f.start();
-  Seen seen;
+  SubscriberSeen seen;
   std::vector<EventPtr> events;
   auto sub = make_subscriber(f, {.url = url_of(f, GetParam()), .devices = {"GPU-b"}}, seen);
   sub->on_event([&](const EventPtr& e) { events.push_back(e); });
@@ -141,7 +141,7 @@ TEST_P(RemoteSubscriberTest, SinceReplaysTheHistoryThenStreamsLiveWithoutDuplica
   Fixture f;
   f.start();
   for (int i = 0; i < 5; ++i) f.publish("a");
-  Seen seen;
+  SubscriberSeen seen;
   auto sub = make_subscriber(f, {.url = url_of(f, GetParam()), .since = 2}, seen);
   sub->start();
   ASSERT_TRUE(f.run_until([&] { return seen.snapshots.size() >= 3; }));
@@ -154,7 +154,7 @@ TEST_P(RemoteSubscriberTest, SinceReplaysTheHistoryThenStreamsLiveWithoutDuplica
 TEST_P(RemoteSubscriberTest, SnapshotsPublishedBeforeTheSubscribeIsAnsweredComeExactlyOnce) {
   Fixture f;
   f.start();
-  Seen seen;
+  SubscriberSeen seen;
   auto sub = make_subscriber(f, {.url = url_of(f, GetParam())}, seen);
   // Published after the server's hello and before it reads our subscribe: the server streams
   // them live, then replays them after `since` = hello.last_sequence.
@@ -173,7 +173,7 @@ TEST_P(RemoteSubscriberTest, SnapshotsPublishedBeforeTheSubscribeIsAnsweredComeE
 TEST_P(RemoteSubscriberTest, FiltersProbesDevicesAndFields) {
   Fixture f;
   f.start();
-  Seen seen;
+  SubscriberSeen seen;
   const auto device = make_snapshot("a").devices.at(1).id;
   auto sub = make_subscriber(f,
                              {.url = url_of(f, GetParam()),
@@ -208,7 +208,7 @@ TEST_P(RemoteSubscriberTest, FiltersProbesDevicesAndFields) {
 TEST_P(RemoteSubscriberTest, ResumesAfterAServerRestartOnTheSamePortWithoutLoss) {
   Fixture f;
   f.start();
-  Seen seen;
+  SubscriberSeen seen;
   auto sub = make_subscriber(f, {.url = url_of(f, GetParam())}, seen);
   sub->start();
   ASSERT_TRUE(f.run_until([&] { return seen.connected() == 1; }));
@@ -233,7 +233,7 @@ TEST_P(RemoteSubscriberTest, ResumesAfterAServerRestartOnTheSamePortWithoutLoss)
 TEST_P(RemoteSubscriberTest, ReportsAGapWhenTheHistoryNoLongerReachesBack) {
   Fixture f(4);  // the channel keeps 4 snapshots
   f.start();
-  Seen seen;
+  SubscriberSeen seen;
   auto sub = make_subscriber(f, {.url = url_of(f, GetParam())}, seen);
   sub->start();
   ASSERT_TRUE(f.run_until([&] { return seen.connected() == 1; }));
@@ -280,7 +280,7 @@ class RestartedServer {
     EXPECT_TRUE(f_.run_until([&] { return stopped; }));
   }
 
-  Seen seen;
+  SubscriberSeen seen;
   SnapshotChannel fresh{f_.io.get_executor()};
 
  private:
@@ -325,7 +325,7 @@ TEST_P(RemoteSubscriberTest, SendsTheTokenAndReportsARefusal) {
   ServerOptions o;
   o.token = "s3cret";
   f.start(o);
-  Seen good, bad;
+  SubscriberSeen good, bad;
   auto ok = make_subscriber(f, {.url = url_of(f, GetParam()), .token = "s3cret"}, good);
   auto refused = make_subscriber(f, {.url = url_of(f, GetParam()), .token = "wrong"}, bad);
   ok->start();
@@ -345,7 +345,7 @@ TEST_P(RemoteSubscriberTest, SendsTheTokenAndReportsARefusal) {
 TEST_P(RemoteSubscriberTest, StopFromInsideACallbackEndsDeliveryAndClosesTheConnection) {
   Fixture f;
   f.start();
-  Seen seen;
+  SubscriberSeen seen;
   RemoteSubscriber* self = nullptr;
   auto sub = make_subscriber(f, {.url = url_of(f, GetParam())}, seen);
   sub->on_snapshot([&](const SnapshotPtr& s) {
@@ -381,7 +381,7 @@ TEST(RemoteSubscriber, RetriesWithBackoffWhileTheServerIsUnreachable) {
   boost::asio::ip::tcp::acceptor a(f.io, {boost::asio::ip::address_v4::loopback(), 0});
   const auto port = a.local_endpoint().port();
   a.close();
-  Seen seen;
+  SubscriberSeen seen;
   auto sub = make_subscriber(f,
                              {.url = "tcp://127.0.0.1:" + std::to_string(port),
                               .reconnect_initial = std::chrono::milliseconds(5),

@@ -13,7 +13,7 @@
 namespace gpustream::transport::test {
 namespace {
 
-std::string read_source(const std::string& relative) {
+std::string read_dashboard_source(const std::string& relative) {
   std::ifstream f(std::string(GPUSTREAM_SOURCE_DIR) + "/" + relative, std::ios::binary);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -25,7 +25,7 @@ TEST(Dashboard, IsTheEmbeddedPageWithItsScriptsAndStyleInlined) {
   EXPECT_EQ(page.rfind("<!doctype html>", 0), 0u);
   for (const char* file :
        {"format.js", "chart.js", "card.js", "events.js", "app.js", "style.css"}) {
-    const auto text = read_source(std::string("transport/web/") + file);
+    const auto text = read_dashboard_source(std::string("transport/web/") + file);
     ASSERT_FALSE(text.empty()) << file;
     // The build embeds the current sources (a stale or missing embedding fails here).
     EXPECT_NE(page.find(text), std::string::npos) << file << " is not embedded as it is";

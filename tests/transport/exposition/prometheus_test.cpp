@@ -21,7 +21,7 @@
 namespace gpustream::transport::test {
 namespace {
 
-constexpr const char* kPromtool = "/usr/bin/promtool";
+constexpr const char* kPrometheusPromtool = "/usr/bin/promtool";
 
 struct PromtoolResult {
   int exit_code = -1;
@@ -32,7 +32,7 @@ struct PromtoolResult {
 PromtoolResult promtool_check(const std::string& text) {
   gpustream::test::TempTree tmp;
   const auto file = tmp.file("metrics.txt", text);
-  const std::string cmd = std::string(kPromtool) + " check metrics < '" + file + "' 2>&1";
+  const std::string cmd = std::string(kPrometheusPromtool) + " check metrics < '" + file + "' 2>&1";
   PromtoolResult r;
   FILE* p = ::popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -45,8 +45,8 @@ PromtoolResult promtool_check(const std::string& text) {
 }
 
 void expect_promtool_clean(const std::string& text) {
-  ASSERT_EQ(::access(kPromtool, X_OK), 0)
-      << kPromtool << " is missing: install the Debian package 'prometheus' "
+  ASSERT_EQ(::access(kPrometheusPromtool, X_OK), 0)
+      << kPrometheusPromtool << " is missing: install the Debian package 'prometheus' "
       << "(scripts/deps.sh test does)";
   const auto r = promtool_check(text);
   EXPECT_EQ(r.exit_code, 0) << "promtool check metrics:\n" << r.output << "\non:\n" << text;
@@ -150,7 +150,8 @@ TEST(TransportPrometheus, SampleLatencyIsASummaryOfQuantiles) {
 
 // The checker itself: a gauge with a quantile label (the defect) is refused.
 TEST(TransportPrometheus, PromtoolRefusesAGaugeWithAQuantileLabel) {
-  ASSERT_EQ(::access(kPromtool, X_OK), 0) << kPromtool << " is missing (Debian 'prometheus')";
+  ASSERT_EQ(::access(kPrometheusPromtool, X_OK), 0)
+      << kPrometheusPromtool << " is missing (Debian 'prometheus')";
   const auto r = promtool_check(
       "# HELP x_seconds A gauge.\n# TYPE x_seconds gauge\nx_seconds{quantile=\"0.5\"} 1\n");
   EXPECT_NE(r.exit_code, 0) << r.output;

@@ -41,7 +41,7 @@ struct DrivenClocks {
   }
 };
 
-std::uint64_t refused(const FleetView& v, FleetRefusal r) {
+std::uint64_t view_refused(const FleetView& v, FleetRefusal r) {
   return v.stats().refused[static_cast<std::size_t>(r)];
 }
 
@@ -190,7 +190,7 @@ TEST(FleetViewBudget, AFloodingPublisherIsRefusedWhileAWellBehavedNodeIsDecoded)
   }
   EXPECT_EQ(messages_of(view, "flood"), 50U);  // 10 a second
   EXPECT_EQ(messages_of(view, "good"), 5U);    // every one
-  EXPECT_EQ(refused(view, FleetRefusal::budget_messages), 5U * 1000 - 50);
+  EXPECT_EQ(view_refused(view, FleetRefusal::budget_messages), 5U * 1000 - 50);
   EXPECT_EQ(view.stats().pending, 0U);
   const auto text = view.metrics()();
   EXPECT_NE(
@@ -215,7 +215,7 @@ TEST(FleetViewBudget, TheWorkerServesThePublishersInTurn) {
   const auto snap = make_snapshot("sim", 2);
   for (int i = 0; i < 65; ++i) view.deliver(flood.encode(snap), "gpustream.flood.sim");
   view.deliver(good.encode(snap), "gpustream.good.sim");
-  EXPECT_EQ(refused(view, FleetRefusal::queue_full), 1U);
+  EXPECT_EQ(view_refused(view, FleetRefusal::queue_full), 1U);
   EXPECT_EQ(view.stats().pending, 65U);
   EXPECT_TRUE(view.nodes().empty());  // nothing decoded on the delivery side
   const auto seq = channel.last_sequence();
@@ -245,7 +245,7 @@ TEST(FleetViewBudget, DecodeCpuIsChargedToItsPublisher) {
   const auto snap = make_snapshot("sim", 2);
   for (int i = 0; i < 6; ++i) view.on_message(costly.encode(snap), "gpustream.costly.sim");
   EXPECT_EQ(messages_of(view, "costly"), 4U);  // 100 → 70 → 40 → 10 → −20: then refused
-  EXPECT_EQ(refused(view, FleetRefusal::budget_cpu), 2U);
+  EXPECT_EQ(view_refused(view, FleetRefusal::budget_cpu), 2U);
   view.on_message(good.encode(snap), "gpustream.good.sim");
   EXPECT_EQ(messages_of(view, "good"), 1U);
   c.now += 1s;  // −20 + 100
@@ -285,15 +285,15 @@ TEST(FleetViewBudget, AnInflatedBodyIsCountedAgainstTheBytesBudgetBeforeDecoding
   o.budget.burst = 1s;
   FleetView view(io.get_executor(), channel, o);
   for (int i = 0; i < 5; ++i) view.on_message(msg, "gpustream.bomber.sim");
-  EXPECT_EQ(refused(view, FleetRefusal::budget_bytes), 3U);
+  EXPECT_EQ(view_refused(view, FleetRefusal::budget_bytes), 3U);
   EXPECT_EQ(messages_of(view, "bomber"), 1U);  // the same message: the replays are seq_stale
-  EXPECT_EQ(refused(view, FleetRefusal::seq_stale), 1U);
+  EXPECT_EQ(view_refused(view, FleetRefusal::seq_stale), 1U);
   view.on_message(good.encode(make_snapshot("sim", 2)), "gpustream.good.sim");
   EXPECT_EQ(messages_of(view, "good"), 1U);
   c.now += 1s;  // half a bomb left + two and a half, capped at two and a half: two more
   for (int i = 0; i < 3; ++i) view.on_message(bomber.encode(bomb), "gpustream.bomber.sim");
   EXPECT_EQ(messages_of(view, "bomber"), 3U);
-  EXPECT_EQ(refused(view, FleetRefusal::budget_bytes), 4U);
+  EXPECT_EQ(view_refused(view, FleetRefusal::budget_bytes), 4U);
   view.stop();
 }
 
@@ -325,7 +325,7 @@ TEST(FleetViewBudget, ADeltaIsChargedTheBaseItAppliesTo) {
   }
   // Each delta is charged at least the base's bytes: at most one fits after the full.
   EXPECT_LE(messages_of(view, "big"), 2U);
-  EXPECT_GE(refused(view, FleetRefusal::budget_bytes), 9U);
+  EXPECT_GE(view_refused(view, FleetRefusal::budget_bytes), 9U);
   view.stop();
 }
 
@@ -342,14 +342,14 @@ TEST(FleetView, APayloadNamingAnotherNodeThanItsSubjectIsRefused) {
   auto forged = make_snapshot("sim", 2);
   forged.node = "node-b";
   view.on_message(to_json_string(forged), "gpustream.node-a.sim");
-  EXPECT_EQ(refused(view, FleetRefusal::subject_mismatch), 2U);
+  EXPECT_EQ(view_refused(view, FleetRefusal::subject_mismatch), 2U);
   EXPECT_TRUE(view.nodes().empty());
   EXPECT_EQ(view.stats().bus_streams, 0U);
   EXPECT_EQ(channel.latest_size(), 0U);
   for (const char* subject : {"gpustream.node-a", "other.node-a.sim", "gpustream.node-a.sim.x",
                               "gpustream..sim", "gpustream.node*.sim"})
     view.on_message(b.encode(make_snapshot("sim", 2)), subject);
-  EXPECT_EQ(refused(view, FleetRefusal::bad_subject), 5U);
+  EXPECT_EQ(view_refused(view, FleetRefusal::bad_subject), 5U);
   EXPECT_EQ(view.stats().rejected, 7U);
   // A JSON snapshot without a node takes the subject's; one with the subject's is taken.
   auto plain = make_snapshot("sim", 2);
@@ -431,7 +431,7 @@ TEST(FleetView, AStreamFrozenByAReplayGoesStaleWhileItsNodeStaysUp) {
       EXPECT_TRUE(p2->errors.empty()) << second;
     }
   }
-  EXPECT_EQ(refused(view, FleetRefusal::seq_stale), 6U);
+  EXPECT_EQ(view_refused(view, FleetRefusal::seq_stale), 6U);
   ASSERT_EQ(view.nodes().size(), 1U);
   EXPECT_EQ(view.nodes()[0].state, NodeState::up);
   const auto p2 = latest_of("p2");
@@ -456,7 +456,7 @@ TEST(FleetView, ARepublishedMessageIsRefusedWhateverItHolds) {
   BusEncoder a("node-a", "gpustream/test", {.full_every = 1});
   view.deliver(a.encode(make_snapshot("sim", 2)), "gpustream.node-a.sim", "KV_gpustream_nodes");
   view.process_pending();
-  EXPECT_EQ(refused(view, FleetRefusal::republished), 1U);
+  EXPECT_EQ(view_refused(view, FleetRefusal::republished), 1U);
   EXPECT_EQ(view.stats().rejected, 1U);
   EXPECT_TRUE(view.nodes().empty());
   view.deliver(a.encode(make_snapshot("sim", 2)), "gpustream.node-a.sim");

@@ -95,8 +95,8 @@ class Subscriber {
 };
 
 /// The log from `info` on (the "back" lines are info), readable while the bridge logs.
-struct LogCapture : nats::LogCapture {
-  LogCapture() : nats::LogCapture(spdlog::level::info) {}
+struct BridgeLogCapture : nats::LogCapture {
+  BridgeLogCapture() : nats::LogCapture(spdlog::level::info) {}
 };
 
 NatsBridgeOptions options_for(const std::string& url) {
@@ -209,7 +209,7 @@ TEST(NatsBridge, ReconnectsAfterTheServerRestarts) {
 }
 
 TEST(NatsBridge, NothingListeningIsLoggedOnceAndNeverBlocksTheChannel) {
-  LogCapture logs;
+  BridgeLogCapture logs;
   boost::asio::io_context io;
   SnapshotChannel channel(io.get_executor());
   auto o = options_for("nats://127.0.0.1:" + std::to_string(free_port()));
@@ -264,7 +264,7 @@ TEST(NatsBridge, ARefusedPasswordIsNamedOnceAndTheBridgeConnectsOnceItIsAccepted
   };
   NatsServer server(port, {}, config("right-one"));
   ASSERT_TRUE(server.start());
-  LogCapture logs;
+  BridgeLogCapture logs;
   boost::asio::io_context io;
   SnapshotChannel channel(io.get_executor());
   auto o = options_for(server.url());
@@ -308,7 +308,7 @@ TEST(NatsBridge, NewCredentialsReplaceTheConnectionOnlyOnceTheyConnect) {
   const std::string sub_url = "nats://sub:sub@127.0.0.1:" + std::to_string(port);
   Subscriber sub(sub_url);
   ASSERT_TRUE(sub.ok());
-  LogCapture logs;
+  BridgeLogCapture logs;
   boost::asio::io_context io;
   SnapshotChannel channel(io.get_executor());
   auto o = options_for(server->url());
@@ -497,7 +497,7 @@ TEST(NatsBridge, NeverCreatesTheBucketAndPutsItsStateOnceItExists) {
   Subscriber sub(server.url());
   ASSERT_TRUE(sub.ok());
   constexpr const char* kName = "agent_made_none";
-  LogCapture logs;
+  BridgeLogCapture logs;
   boost::asio::io_context io;
   SnapshotChannel channel(io.get_executor());
   auto o = options_for(server.url());
@@ -552,7 +552,7 @@ TEST(NatsBridge, AfterAServerRestartItSendsFullsAtOnceAndPutsItsStateWhenTheBuck
   ASSERT_TRUE(bucket->ok());
   Subscriber sub(server->url());
   ASSERT_TRUE(sub.ok());
-  LogCapture logs;
+  BridgeLogCapture logs;
   boost::asio::io_context io;
   SnapshotChannel channel(io.get_executor());
   auto o = options_for(server->url());

@@ -19,14 +19,14 @@
 namespace gpustream::transport::test {
 namespace {
 
-constexpr const char* kUuid0 = "GPU-aaaaaaaa-1111-2222-3333-444444444444";
+constexpr const char* kEventsUuid0 = "GPU-aaaaaaaa-1111-2222-3333-444444444444";
 
 GpuEvent sample_event() {
   GpuEvent e;
   e.sequence = 7;
   e.time_unix_ns = 1764135600123456789;
   e.probe = "nvidia";
-  e.device_id = kUuid0;
+  e.device_id = kEventsUuid0;
   e.kind = EventKind::xid;
   e.data = 79;
   return e;
@@ -38,7 +38,7 @@ TEST(EventMessage, JsonRoundTrip) {
   EXPECT_EQ(text,
             "{\"type\":\"event\",\"sequence\":7,\"time_unix_ns\":1764135600123456789,"
             "\"probe\":\"nvidia\",\"device\":\"" +
-                std::string(kUuid0) + "\",\"kind\":\"xid\",\"data\":79}\n");
+                std::string(kEventsUuid0) + "\",\"kind\":\"xid\",\"data\":79}\n");
   EXPECT_EQ(parse_event_message(text), e);
   auto no_data = e;
   no_data.kind = EventKind::ecc_double_bit;
@@ -79,19 +79,19 @@ std::pair<int, std::string> promtool(const std::string& text) {
 
 TEST(EventMetrics, CountersPassPromtool) {
   EventTotals t;
-  t.by_kind[{kUuid0, EventKind::xid}] = 3;
-  t.by_kind[{kUuid0, EventKind::ecc_single_bit}] = 1;
-  t.by_xid[{kUuid0, "79"}] = 2;
-  t.by_xid[{kUuid0, "other"}] = 1;
+  t.by_kind[{kEventsUuid0, EventKind::xid}] = 3;
+  t.by_kind[{kEventsUuid0, EventKind::ecc_single_bit}] = 1;
+  t.by_xid[{kEventsUuid0, "79"}] = 2;
+  t.by_xid[{kEventsUuid0, "other"}] = 1;
   t.counters = {4, 0};
   ServerCounters c;
   c.events_sent = 8;
   const auto text = render_event_metrics(t, &c);
-  EXPECT_NE(text.find("gpustream_gpu_events_total{device=\"" + std::string(kUuid0) +
+  EXPECT_NE(text.find("gpustream_gpu_events_total{device=\"" + std::string(kEventsUuid0) +
                       "\",kind=\"xid\"} 3\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("gpustream_gpu_xid_errors_total{device=\"" + std::string(kUuid0) +
+  EXPECT_NE(text.find("gpustream_gpu_xid_errors_total{device=\"" + std::string(kEventsUuid0) +
                       "\",xid=\"79\"} 2\n"),
             std::string::npos);
   EXPECT_NE(text.find("gpustream_server_events_sent_total 8\n"), std::string::npos);

@@ -24,16 +24,16 @@
 namespace gpustream::transport::test {
 namespace {
 
-constexpr std::uint64_t kGiB = 1ULL << 30;
+constexpr std::uint64_t kFitGiB = 1ULL << 30;
 
-FitEntry entry(int i, std::size_t name_bytes = 10) {
+FitEntry fit_entry(int i, std::size_t name_bytes = 10) {
   FitEntry e;
   e.node = "node-" + std::to_string(i);
   e.device = "GPU-" + std::to_string(i);
   e.name = std::string(name_bytes, 'n');
   e.probe = "nvidia";
   e.vendor = "nvidia";
-  e.free_bytes = (1000ULL - static_cast<std::uint64_t>(i)) * kGiB;
+  e.free_bytes = (1000ULL - static_cast<std::uint64_t>(i)) * kFitGiB;
   e.source = "nvml";
   e.age_seconds = 0.25;
   return e;
@@ -42,7 +42,7 @@ FitEntry entry(int i, std::size_t name_bytes = 10) {
 TEST(TransportFitMessage, ParsesARequestAndEncodesItBack) {
   auto m = parse_client_message(R"({"type":"fit","bytes":8589934592,"limit":3,"id":"q1","x":1})");
   ASSERT_EQ(m.kind, ClientMessage::Kind::fit);
-  EXPECT_EQ(m.fit.bytes, 8 * kGiB);
+  EXPECT_EQ(m.fit.bytes, 8 * kFitGiB);
   EXPECT_EQ(m.fit.limit, 3U);
   EXPECT_EQ(m.fit.id, "q1");
   EXPECT_EQ(parse_client_message(encode_fit(m.fit)).fit, m.fit);
@@ -102,12 +102,12 @@ TEST(TransportFitMessage, RefusesGarbageNamingTheFieldAndEchoingTheId) {
 
 TEST(TransportFitMessage, TheAnswerIsCutToTheLimitAndToItsByteBound) {
   std::vector<FitEntry> all;
-  for (int i = 0; i < 5; ++i) all.push_back(entry(i));
-  auto text = fit_result_message("q1", 3 * kGiB, all, 3);
+  for (int i = 0; i < 5; ++i) all.push_back(fit_entry(i));
+  auto text = fit_result_message("q1", 3 * kFitGiB, all, 3);
   auto m = parse_server_message(text);
   ASSERT_EQ(m.kind, ServerMessage::Kind::fit_result);
   EXPECT_EQ(m.fit.id, "q1");
-  EXPECT_EQ(m.fit.bytes, 3 * kGiB);
+  EXPECT_EQ(m.fit.bytes, 3 * kFitGiB);
   EXPECT_EQ(m.fit.total, 5U);
   EXPECT_TRUE(m.fit.truncated);
   ASSERT_EQ(m.fit.fits.size(), 3U);
@@ -117,7 +117,7 @@ TEST(TransportFitMessage, TheAnswerIsCutToTheLimitAndToItsByteBound) {
 
   // The worst answer: the most entries a client may ask for, each as long as names get.
   std::vector<FitEntry> huge;
-  for (int i = 0; i < 10000; ++i) huge.push_back(entry(i, 1000));
+  for (int i = 0; i < 10000; ++i) huge.push_back(fit_entry(i, 1000));
   text = fit_result_message("q2", 0, huge, kFitMaxLimit);
   EXPECT_LE(text.size(), kFitMaxReplyBytes);
   m = parse_server_message(text);
@@ -159,7 +159,7 @@ TEST(TransportFitMessage, ServeAnswersWithItsOwnDevicesOverTcpAndWebSocket) {
   ASSERT_EQ(t[0].fits.size(), 3U);
   EXPECT_EQ(t[0].fits[0].node, "");  // the server's own device
   EXPECT_EQ(t[0].fits[0].device, "sim-gpu0");
-  EXPECT_EQ(t[0].fits[0].free_bytes, 7 * kGiB);
+  EXPECT_EQ(t[0].fits[0].free_bytes, 7 * kFitGiB);
   EXPECT_EQ(t[0].fits[0].source, "derived");
   EXPECT_EQ(t[0].fits[0].state, "up");
   EXPECT_GT(t[0].fits[0].age_seconds, 0.0);  // the snapshot is from 2023
@@ -224,7 +224,7 @@ TEST(TransportFitMessage, AFitSourceAnswersInsteadOfTheLocalDevices) {
   o.fit_source = [&asked](std::uint64_t bytes) {
     asked = bytes;
     std::vector<FitEntry> out;
-    for (int i = 0; i < 400; ++i) out.push_back(entry(i));
+    for (int i = 0; i < 400; ++i) out.push_back(fit_entry(i));
     return out;
   };
   f.start(o);
@@ -257,7 +257,7 @@ TEST(TransportFitMessage, RemoteSubscriberAsksAndGetsTheAnswerOrAnError) {
     EXPECT_EQ(answers[0].error, "not connected");
     sub.start();
     ASSERT_TRUE(f.run_until([&] { return sub.status().state == RemoteStatus::State::connected; }));
-    sub.fit(kGiB, [&](RemoteFitAnswer a) { answers.push_back(std::move(a)); });
+    sub.fit(kFitGiB, [&](RemoteFitAnswer a) { answers.push_back(std::move(a)); });
     sub.fit(
         UINT64_MAX, [&](RemoteFitAnswer a) { answers.push_back(std::move(a)); }, 1);
     sub.fit(
@@ -266,9 +266,9 @@ TEST(TransportFitMessage, RemoteSubscriberAsksAndGetsTheAnswerOrAnError) {
     // The bad limit is refused by the client itself, before the two answers come.
     EXPECT_NE(answers[1].error.find("limit"), std::string::npos);
     ASSERT_TRUE(answers[2].result) << answers[2].error;
-    EXPECT_EQ(answers[2].result->bytes, kGiB);
+    EXPECT_EQ(answers[2].result->bytes, kFitGiB);
     ASSERT_EQ(answers[2].result->fits.size(), 2U);
-    EXPECT_EQ(answers[2].result->fits[0].free_bytes, 7 * kGiB);
+    EXPECT_EQ(answers[2].result->fits[0].free_bytes, 7 * kFitGiB);
     ASSERT_TRUE(answers[3].result);
     EXPECT_TRUE(answers[3].result->fits.empty());
     sub.stop();
@@ -359,7 +359,7 @@ RemoteFitAnswer fit_against(std::optional<std::vector<std::string>> requests, Sc
   sub.start();
   EXPECT_TRUE(f.run_until([&] { return sub.status().state == RemoteStatus::State::connected; }));
   std::vector<RemoteFitAnswer> answers;
-  sub.fit(kGiB, [&](RemoteFitAnswer a) { answers.push_back(std::move(a)); });
+  sub.fit(kFitGiB, [&](RemoteFitAnswer a) { answers.push_back(std::move(a)); });
   EXPECT_TRUE(f.run_until([&] { return answers.size() == 1; }));
   sub.stop();
   EXPECT_TRUE(f.run_until([&] { return log.ended; }));  // every line it sent has been read

@@ -4,6 +4,9 @@
 #include <random>
 
 #include <spdlog/fmt/fmt.h>
+#include <boost/asio/bind_allocator.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
 
 #include "channel_internal.hpp"
 
@@ -21,6 +24,12 @@ bool contains(const std::vector<T>& v, const T& x) {
 /// Used as a stack: a nested publish (an executor that runs inline) works above its caller.
 std::vector<std::shared_ptr<detail::Subscriber>>& wake_list() {
   thread_local std::vector<std::shared_ptr<detail::Subscriber>> list;
+  return list;
+}
+
+/// The delivery batches of a publish, one per io_context; a stack like wake_list().
+std::vector<std::pair<boost::asio::io_context*, detail::DeliveryBatch>>& batch_list() {
+  thread_local std::vector<std::pair<boost::asio::io_context*, detail::DeliveryBatch>> list;
   return list;
 }
 
@@ -80,7 +89,7 @@ void ChannelState::add(const std::shared_ptr<Subscriber>& sub, std::optional<std
       for (std::size_t i = 0; i < history_size_; ++i) {
         const std::size_t slot = (history_head_ + i) % history_.size();
         const SnapshotPtr& h = history_[slot];
-        if (h->sequence > from && sub->filter().matches(*h))
+        if (h->sequence > from && sub->matches(*h))
           wake = sub->offer(h, history_entry_bytes_[slot]) || wake;
       }
     }
@@ -192,11 +201,30 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
     }
     st.set_latest_locked(ptr, bytes, evicted);
     for (const auto& sub : st.subscribers_)
-      if (sub->filter().matches(*ptr) && sub->offer(ptr, bytes)) wake.push_back(sub);
+      if (sub->matches(*ptr) && sub->offer(ptr, bytes)) wake.push_back(sub);
   }
   evicted.erase(evicted.begin() + static_cast<std::ptrdiff_t>(evicted_mark), evicted.end());
-  // Index-based: wake() may run a nested publish on this thread, which uses the list above us.
+  // Subscribers on a plain io_context executor: one task per io_context delivers to all of
+  // them, in the channel's order (posting to an io_context never runs the task inline).
+  auto& batches = batch_list();
+  const std::size_t batch_mark = batches.size();
   for (std::size_t i = mark; i < wake.size(); ++i) {
+    boost::asio::io_context* ctx = wake[i]->batch_context();
+    if (!ctx) continue;
+    auto it = std::find_if(batches.begin() + static_cast<std::ptrdiff_t>(batch_mark), batches.end(),
+                           [&](const auto& b) { return b.first == ctx; });
+    if (it == batches.end()) it = batches.emplace(batches.end(), ctx, detail::DeliveryBatch{});
+    it->second.append(std::move(wake[i]));
+  }
+  for (std::size_t i = batch_mark; i < batches.size(); ++i)
+    boost::asio::post(batches[i].first->get_executor(),
+                      boost::asio::bind_allocator(detail::BatchSlotAllocator<void>{},
+                                                  std::move(batches[i].second)));
+  batches.erase(batches.begin() + static_cast<std::ptrdiff_t>(batch_mark), batches.end());
+  // The others (and queues) one by one. Index-based: wake() may run a nested publish on this
+  // thread (an executor that runs inline), which uses the list above us.
+  for (std::size_t i = mark; i < wake.size(); ++i) {
+    if (!wake[i]) continue;  // in a batch
     auto sub = std::move(wake[i]);
     sub->wake();
   }

@@ -20,6 +20,10 @@
 
 #include "gpustream/channel.hpp"
 
+namespace boost::asio {
+class io_context;
+}  // namespace boost::asio
+
 namespace gpustream::detail {
 
 enum class GapReason : std::uint8_t { dropped_slow_subscriber, history_too_old, lossless };
@@ -31,13 +35,20 @@ std::string_view to_string(GapReason r) noexcept;
 class HandlerSlot {
  public:
   static constexpr std::size_t kSize = 192;
-  void* allocate(std::size_t n) {
+  /// This slot's memory, or null when it is taken or `n` does not fit.
+  void* try_allocate(std::size_t n) noexcept {
     if (n <= kSize && !in_use_.exchange(true, std::memory_order_acquire)) return storage_;
+    return nullptr;
+  }
+  bool owns(const void* p) const noexcept { return p == static_cast<const void*>(storage_); }
+  void release() noexcept { in_use_.store(false, std::memory_order_release); }
+  void* allocate(std::size_t n) {
+    if (void* p = try_allocate(n)) return p;
     return ::operator new(n);
   }
   void deallocate(void* p) noexcept {
-    if (p == static_cast<void*>(storage_))
-      in_use_.store(false, std::memory_order_release);
+    if (owns(p))
+      release();
     else
       ::operator delete(p);
   }
@@ -45,6 +56,38 @@ class HandlerSlot {
  private:
   alignas(std::max_align_t) unsigned char storage_[kSize];
   std::atomic<bool> in_use_{false};
+};
+
+/// Memory for DeliveryBatch tasks: a few process-wide slots (a batch may outlive its channel
+/// and every subscriber it names, so neither can own its memory: kCount * ~200 bytes, fixed).
+/// When every slot is taken (more batches in flight at once than slots), operator new.
+class BatchSlots {
+ public:
+  static constexpr std::size_t kCount = 16;
+  static void* allocate(std::size_t n);
+  static void deallocate(void* p) noexcept;
+};
+
+template <typename T>
+class BatchSlotAllocator {
+ public:
+  using value_type = T;
+  BatchSlotAllocator() noexcept = default;
+  template <typename U>
+  BatchSlotAllocator(const BatchSlotAllocator<U>&) noexcept {}
+  T* allocate(std::size_t n) {
+    static_assert(alignof(T) <= alignof(std::max_align_t));
+    return static_cast<T*>(BatchSlots::allocate(n * sizeof(T)));
+  }
+  void deallocate(T* p, std::size_t) noexcept { BatchSlots::deallocate(p); }
+  template <typename U>
+  bool operator==(const BatchSlotAllocator<U>&) const noexcept {
+    return true;
+  }
+  template <typename U>
+  bool operator!=(const BatchSlotAllocator<U>&) const noexcept {
+    return false;
+  }
 };
 
 template <typename T>
@@ -103,6 +146,8 @@ class PendingRing {
   std::size_t bytes_ = 0;
 };
 
+class DeliveryBatch;
+
 /// One subscriber: a callback subscriber (with an executor) or a queue.
 class Subscriber : public std::enable_shared_from_this<Subscriber> {
  public:
@@ -114,13 +159,18 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   explicit Subscriber(const SubscribeOptions& options);  // queue mode
 
   const SubscriptionFilter& filter() const noexcept { return filter_; }
+  /// The filter lets `s` through (an empty filter without a call).
+  bool matches(const GpuSnapshot& s) const { return match_all_ || filter_.matches(s); }
+  /// The io_context whose plain executor runs this subscriber's callbacks, or null (another
+  /// executor, or a queue). A publish wakes the subscribers of one io_context with one task.
+  boost::asio::io_context* batch_context() const noexcept { return batch_context_; }
 
   // --- channel side; called with the channel lock held ---
   /// Resume bookkeeping before any offer: the stream continues after `since`, and `missed`
   /// sequence numbers are gone from the history. True when the caller must call wake().
   bool start_after(std::uint64_t since, std::uint64_t missed_from_history);
   /// Queues `s` (approx_bytes `bytes`) under the policy. True when the caller must call wake()
-  /// (after unlocking).
+  /// (after unlocking), or, with a batch_context(), add it to a DeliveryBatch instead.
   bool offer(const SnapshotPtr& s, std::size_t bytes);
 
   // --- any thread, no channel lock ---
@@ -141,6 +191,7 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   std::uint64_t lost() const noexcept { return lost_.load(std::memory_order_relaxed); }
 
  private:
+  friend class DeliveryBatch;
   struct DeliveryTask {
     std::shared_ptr<Subscriber> self;
     void operator()() const { self->run_delivery(); }
@@ -156,11 +207,19 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   void invoke(QueueItem& item) noexcept;
 
   const SubscriptionFilter filter_;
+  const bool match_all_;
   const Backpressure policy_;
   const std::size_t capacity_;
   const std::size_t max_bytes_;
   const bool queue_mode_;
   boost::asio::any_io_executor executor_;
+  boost::asio::io_context* batch_context_ = nullptr;
+  // While this subscriber waits in a DeliveryBatch: the batch's next subscriber, and the
+  // reference that keeps this one alive until the batch has delivered to it. Written by the
+  // publisher whose offer() set scheduled_, read by the batch before run_delivery() can clear
+  // it (scheduled_, under mu_, orders the two).
+  Subscriber* batch_next_ = nullptr;
+  std::shared_ptr<Subscriber> batch_self_;
   SnapshotFn on_snapshot_;  // touched only by the delivering thread, or when none runs
   GapFn on_gap_;
 
@@ -180,6 +239,38 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   std::atomic<std::uint64_t> dropped_{0};
   std::atomic<std::uint64_t> lost_{0};
   HandlerSlot slot_;
+};
+
+/// The delivery task of the subscribers of one io_context that one publish woke: it runs each
+/// one's delivery in turn, in the order they were appended (the channel's order). It owns them
+/// until it has delivered to them; destroyed without running (its io_context destroyed first),
+/// it releases them. Move-only.
+class DeliveryBatch {
+ public:
+  DeliveryBatch() noexcept = default;
+  DeliveryBatch(DeliveryBatch&& o) noexcept
+      : head_(std::exchange(o.head_, nullptr)), tail_(std::exchange(o.tail_, nullptr)) {}
+  DeliveryBatch& operator=(DeliveryBatch&& o) noexcept {
+    if (this != &o) {
+      release();
+      head_ = std::exchange(o.head_, nullptr);
+      tail_ = std::exchange(o.tail_, nullptr);
+    }
+    return *this;
+  }
+  DeliveryBatch(const DeliveryBatch&) = delete;
+  DeliveryBatch& operator=(const DeliveryBatch&) = delete;
+  ~DeliveryBatch() { release(); }
+
+  /// Appends a subscriber whose offer() asked for a wake-up; the batch takes `owner`.
+  void append(std::shared_ptr<Subscriber>&& owner) noexcept;
+  bool empty() const noexcept { return head_ == nullptr; }
+  void operator()();
+
+ private:
+  void release() noexcept;
+  Subscriber* head_ = nullptr;
+  Subscriber* tail_ = nullptr;
 };
 
 /// The key of the latest cache: (node, probe), so that a node's entries are contiguous.

@@ -26,6 +26,55 @@ std::string_view to_string(GapReason r) noexcept {
   return "unknown";
 }
 
+namespace {
+HandlerSlot g_batch_slots[BatchSlots::kCount];  // NOLINT: process-wide handler memory
+}  // namespace
+
+void* BatchSlots::allocate(std::size_t n) {
+  for (auto& slot : g_batch_slots)
+    if (void* p = slot.try_allocate(n)) return p;
+  return ::operator new(n);
+}
+
+void BatchSlots::deallocate(void* p) noexcept {
+  for (auto& slot : g_batch_slots) {
+    if (slot.owns(p)) {
+      slot.release();
+      return;
+    }
+  }
+  ::operator delete(p);
+}
+
+void DeliveryBatch::append(std::shared_ptr<Subscriber>&& owner) noexcept {
+  Subscriber* sub = owner.get();
+  sub->batch_self_ = std::move(owner);
+  sub->batch_next_ = nullptr;
+  if (tail_)
+    tail_->batch_next_ = sub;
+  else
+    head_ = sub;
+  tail_ = sub;
+}
+
+void DeliveryBatch::operator()() {
+  while (Subscriber* sub = head_) {
+    head_ = std::exchange(sub->batch_next_, nullptr);
+    if (!head_) tail_ = nullptr;
+    // Read before run_delivery: once it clears scheduled_, a publisher may link it again.
+    const std::shared_ptr<Subscriber> owner = std::move(sub->batch_self_);
+    sub->run_delivery();
+  }
+}
+
+void DeliveryBatch::release() noexcept {
+  while (Subscriber* sub = head_) {
+    head_ = std::exchange(sub->batch_next_, nullptr);
+    const std::shared_ptr<Subscriber> owner = std::move(sub->batch_self_);
+  }
+  tail_ = nullptr;
+}
+
 void PendingRing::push_back(Pending p) noexcept {
   bytes_ += p.bytes;
   buf_[(head_ + size_) % buf_.size()] = std::move(p);
@@ -55,6 +104,7 @@ void PendingRing::clear() noexcept {
 Subscriber::Subscriber(const SubscribeOptions& o, boost::asio::any_io_executor ex,
                        SnapshotFn on_snap, GapFn on_gap)
     : filter_(o.filter),
+      match_all_(o.filter.empty()),
       policy_(o.policy),
       capacity_(std::max<std::size_t>(1, o.capacity)),
       max_bytes_(o.max_bytes),
@@ -62,10 +112,14 @@ Subscriber::Subscriber(const SubscribeOptions& o, boost::asio::any_io_executor e
       executor_(std::move(ex)),
       on_snapshot_(std::move(on_snap)),
       on_gap_(std::move(on_gap)),
-      ring_(capacity_) {}
+      ring_(capacity_) {
+  if (auto* io = executor_.target<boost::asio::io_context::executor_type>())
+    batch_context_ = &io->context();
+}
 
 Subscriber::Subscriber(const SubscribeOptions& o)
     : filter_(o.filter),
+      match_all_(o.filter.empty()),
       policy_(o.policy),
       capacity_(std::max<std::size_t>(1, o.capacity)),
       max_bytes_(o.max_bytes),

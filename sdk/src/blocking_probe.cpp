@@ -10,7 +10,9 @@
 namespace gpustream {
 
 void BlockingProbe::async_detect(DetectHandler handler) {
-  boost::asio::post(executors_.work, [self = shared_from_this(), h = std::move(handler)]() mutable {
+  const bool on_io = never_blocks();
+  boost::asio::post(on_io ? executors_.io : executors_.work, [self = shared_from_this(), on_io,
+                                                              h = std::move(handler)]() mutable {
     Detection d;
     try {
       d = self->detect();
@@ -21,13 +23,19 @@ void BlockingProbe::async_detect(DetectHandler handler) {
       d.available = false;
       d.reason = "unknown error during detection";
     }
+    if (on_io) {
+      h(std::move(d));  // already in a handler of its own on the io executor
+      return;
+    }
     boost::asio::post(self->executors_.io,
                       [h = std::move(h), d = std::move(d)]() mutable { h(std::move(d)); });
   });
 }
 
 void BlockingProbe::async_sample(SampleHandler handler) {
-  boost::asio::post(executors_.work, [self = shared_from_this(), h = std::move(handler)]() mutable {
+  const bool on_io = never_blocks();
+  boost::asio::post(on_io ? executors_.io : executors_.work, [self = shared_from_this(), on_io,
+                                                              h = std::move(handler)]() mutable {
     const auto t0 = steady_now_ns();
     GpuSnapshot snap;
     boost::system::error_code ec;
@@ -44,6 +52,10 @@ void BlockingProbe::async_sample(SampleHandler handler) {
     if (snap.time_unix_ns == 0) snap.time_unix_ns = wall_now_ns();
     if (snap.monotonic_ns == 0) snap.monotonic_ns = t0;
     if (snap.sample_duration_ns == 0) snap.sample_duration_ns = steady_now_ns() - t0;
+    if (on_io) {
+      h(ec, std::move(snap));  // already in a handler of its own on the io executor
+      return;
+    }
     boost::asio::post(
         self->executors_.io,
         [h = std::move(h), ec, snap = std::move(snap)]() mutable { h(ec, std::move(snap)); });

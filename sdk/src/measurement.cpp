@@ -690,7 +690,21 @@ MeasurementWindow::MeasurementWindow(SnapshotChannel& channel, EdgeSampler sampl
       [this](const Gap& g) { on_gap(g); });
 }
 
+MeasurementWindow::MeasurementWindow(SnapshotChannel& channel, EdgeSampler sampler,
+                                     SubscriptionFilter filter, ExternalFeed)
+    : channel_(&channel),
+      sampler_(std::move(sampler)),
+      filter_(std::move(filter)),
+      acc_(std::make_unique<Accumulators>()) {}
+
 MeasurementWindow::~MeasurementWindow() { subscription_.reset(); }
+
+void MeasurementWindow::feed(const SnapshotPtr& s) {
+  // What its own subscription's filter would have delivered (the rest is skipped as there).
+  if (s && filter_.matches(*s)) on_snapshot(s);
+}
+
+void MeasurementWindow::feed_gap() { on_gap(Gap{}); }
 
 void MeasurementWindow::open(std::uint64_t from_sequence) {
   std::lock_guard lock(mu_);

@@ -72,37 +72,37 @@ boost::json::value to_json(const ProbeStats& s) {
   return o;
 }
 
-LatencyWindow::LatencyWindow(std::size_t capacity) : ring_(std::max<std::size_t>(capacity, 1)) {}
+LatencyWindow::LatencyWindow(std::size_t capacity) : ring_(std::max<std::size_t>(capacity, 1)) {
+  sorted_.reserve(ring_.size());
+}
 
 void LatencyWindow::add(std::int64_t latency_ns) {
+  // The sorted copy follows the ring: the value the ring overwrites leaves it, the new one is
+  // inserted in order (two moves of at most `capacity` values, instead of a sort per read).
+  if (size_ == ring_.size())
+    sorted_.erase(std::lower_bound(sorted_.begin(), sorted_.end(), ring_[next_]));
+  sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), latency_ns), latency_ns);
   ring_[next_] = latency_ns;
   next_ = (next_ + 1) % ring_.size();
   size_ = std::min(size_ + 1, ring_.size());
 }
 
-std::vector<std::int64_t> LatencyWindow::sorted() const {
-  // The ring is full once size_ == capacity; before that the values are ring_[0, size_).
-  std::vector<std::int64_t> v(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(size_));
-  std::sort(v.begin(), v.end());
-  return v;
-}
-
 std::optional<std::int64_t> LatencyWindow::percentile(double p) const {
-  return nearest_rank(sorted(), p);
+  return nearest_rank(sorted_, p);
 }
 
 std::optional<std::int64_t> LatencyWindow::max() const {
   if (empty()) return std::nullopt;
-  return *std::max_element(ring_.begin(), ring_.begin() + static_cast<std::ptrdiff_t>(size_));
+  return sorted_.back();
 }
 
 void LatencyWindow::fill(ProbeStats& stats) const {
-  const auto v = sorted();
-  stats.latency_window = v.size();
-  stats.latency_p50_ns = nearest_rank(v, 50);
-  stats.latency_p90_ns = nearest_rank(v, 90);
-  stats.latency_p99_ns = nearest_rank(v, 99);
-  stats.latency_max_ns = v.empty() ? std::nullopt : std::optional<std::int64_t>(v.back());
+  stats.latency_window = sorted_.size();
+  stats.latency_p50_ns = nearest_rank(sorted_, 50);
+  stats.latency_p90_ns = nearest_rank(sorted_, 90);
+  stats.latency_p99_ns = nearest_rank(sorted_, 99);
+  stats.latency_max_ns =
+      sorted_.empty() ? std::nullopt : std::optional<std::int64_t>(sorted_.back());
 }
 
 }  // namespace gpustream

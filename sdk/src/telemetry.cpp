@@ -76,6 +76,29 @@ struct Telemetry::Impl {
   };
   mutable std::mutex windows_mu;
   std::map<std::string, NamedWindow, std::less<>> windows;  // guarded by windows_mu
+  // One lossless subscription feeds every open named window (MeasurementWindow::ExternalFeed),
+  // made at the first begin_window and kept: opening a window subscribes nothing. Its callback
+  // takes windows_mu, then a window's own lock. Declared after `windows`: destroyed (reset,
+  // waiting for a running callback) before them.
+  Subscription windows_feed;  // guarded by windows_mu
+
+  /// Subscribes windows_feed once. Call with windows_mu held.
+  void feed_windows_locked() {
+    if (windows_feed.active()) return;
+    SubscribeOptions o;
+    o.policy = Backpressure::lossless;
+    o.capacity = 1024;
+    windows_feed = channel.subscribe(
+        std::move(o),
+        [this](const SnapshotPtr& s) {
+          std::lock_guard lock(windows_mu);
+          for (auto& [name, w] : windows) w.window->feed(s);
+        },
+        [this](const Gap&) {
+          std::lock_guard lock(windows_mu);
+          for (auto& [name, w] : windows) w.window->feed_gap();
+        });
+  }
 
   Impl(Config c, ProbeFactory f, boost::asio::any_io_executor ex,
        std::unique_ptr<boost::asio::io_context> own)
@@ -629,7 +652,9 @@ void Telemetry::begin_window(const std::string& name, SubscriptionFilter filter)
     std::lock_guard lock(im.windows_mu);
     if (im.windows.count(name) > 0)
       window_error("duplicate", "begin_window: window '" + name + "' is already open");
-    auto w = std::make_unique<MeasurementWindow>(im.channel, edge_sampler(), filter);
+    im.feed_windows_locked();
+    auto w = std::make_unique<MeasurementWindow>(im.channel, edge_sampler(), filter,
+                                                 MeasurementWindow::ExternalFeed{});
     window = w.get();
     im.windows.emplace(name, Impl::NamedWindow{std::move(filter), std::move(w)});
   }
@@ -687,7 +712,8 @@ WindowSummary Telemetry::next_window(const std::string& name) {
     if (it == im.windows.end())
       window_error("unknown", "next_window: no open window named '" + name + "'");
     old = std::move(it->second);
-    auto w = std::make_unique<MeasurementWindow>(im.channel, edge_sampler(), old.filter);
+    auto w = std::make_unique<MeasurementWindow>(im.channel, edge_sampler(), old.filter,
+                                                 MeasurementWindow::ExternalFeed{});
     next = w.get();
     it->second = Impl::NamedWindow{old.filter, std::move(w)};
   }

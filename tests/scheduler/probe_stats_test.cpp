@@ -1,5 +1,10 @@
 // ProbeStats: the latency window and its percentiles, the JSON form, and the percentiles the
 // Scheduler reports for latencies driven on the manual clock.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
 #include <boost/json.hpp>
 
 #include "gpustream/json.hpp"
@@ -54,6 +59,35 @@ TEST(LatencyWindow, KeepsOnlyTheMostRecent) {
   EXPECT_EQ(s.latency_window, 10u);
   EXPECT_EQ(s.latency_p50_ns, 20000);
   EXPECT_EQ(s.latency_max_ns, 25000);
+}
+
+// The window is kept in order as values come and go (no sort per read): with repeated and
+// unordered values wrapping the ring many times, every percentile is the one of the last
+// `capacity` values, sorted afresh here.
+TEST(LatencyWindow, PercentilesFollowTheRingWithRepeatsAndDisorder) {
+  constexpr std::size_t kCap = 7;
+  LatencyWindow w(kCap);
+  std::vector<std::int64_t> all;
+  std::uint64_t x = 12345;
+  for (int i = 0; i < 200; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    const auto v = static_cast<std::int64_t>((x >> 33) % 5) * 10;  // 0..40: many repeats
+    w.add(v);
+    all.push_back(v);
+    std::vector<std::int64_t> last(
+        all.end() - static_cast<std::ptrdiff_t>(std::min(all.size(), kCap)), all.end());
+    std::sort(last.begin(), last.end());
+    ProbeStats s;
+    w.fill(s);
+    ASSERT_EQ(s.latency_window, last.size()) << "after " << i + 1;
+    ASSERT_EQ(s.latency_max_ns, last.back()) << "after " << i + 1;
+    for (const double p : {1.0, 50.0, 90.0, 100.0}) {
+      const auto rank =
+          static_cast<std::size_t>(std::ceil(p * static_cast<double>(last.size()) / 100));
+      ASSERT_EQ(w.percentile(p), last[std::max<std::size_t>(rank, 1) - 1])
+          << "p" << p << " after " << i + 1;
+    }
+  }
 }
 
 TEST(ProbeStatsJson, CarriesEveryFieldWithUnits) {

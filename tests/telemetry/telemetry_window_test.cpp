@@ -230,5 +230,59 @@ TEST(TelemetryWindowUnavailableTest, AProbeFoundUnavailableIsNoEdge) {
   telemetry.stop();
 }
 
+// Named windows share one subscription (made at the first begin_window): opening, closing and
+// tiling windows subscribes nothing more; and that shared stream, not the channel's history,
+// carries what is published inside a window, so a window longer than the history misses none.
+TEST(TelemetryWindowFeed, WindowsShareOneSubscriptionThatCarriesTheirStream) {
+  Config c;
+  c.interval = std::chrono::milliseconds{60000};
+  c.sample_timeout = std::chrono::milliseconds{10000};
+  c.history = 4;  // far fewer than a window holds
+  auto clock = std::make_shared<std::atomic<std::int64_t>>(1'000'000'000'000);
+  Telemetry t(c, [clock](const Config&, const ProbeExecutors& ex, std::vector<std::string>&) {
+    SimulatedProbeOptions o;
+    o.devices = 2;
+    o.monotonic_clock = [clock] { return clock->load(); };
+    return std::vector<ProbePtr>{make_simulated_probe(ex, o)};
+  });
+  t.start();
+  ASSERT_EQ(t.wait_for_first_samples(10s).size(), 1u);
+  const auto tick = [&] { clock->fetch_add(kMs); };
+  const std::size_t before = t.channel().subscriber_count();
+
+  tick();
+  t.begin_window("epoch");
+  const std::size_t with_feed = t.channel().subscriber_count();
+  EXPECT_EQ(with_feed, before + 1);
+  tick();
+  t.begin_window("step");
+  for (int i = 0; i < 20; ++i) {  // 20 snapshots inside both windows
+    tick();
+    ASSERT_EQ(t.sample_now().size(), 1u);
+  }
+  EXPECT_EQ(t.channel().subscriber_count(), with_feed);
+  tick();
+  auto step = t.next_window("step");
+  EXPECT_EQ(t.channel().subscriber_count(), with_feed);
+  tick();
+  const auto closed = t.end_windows({"step", "epoch"});
+  EXPECT_EQ(t.channel().subscriber_count(), with_feed);  // kept for the next windows
+  tick();
+  t.begin_window("again");
+  EXPECT_EQ(t.channel().subscriber_count(), with_feed);
+  tick();
+  t.end_window("again");
+
+  // begin edge + 20 + end edge, none missed although the history holds 4.
+  EXPECT_EQ(step.snapshots, 22u);
+  EXPECT_EQ(step.missed_snapshots, 0u);
+  EXPECT_TRUE(step.exact_edges);
+  EXPECT_EQ(closed[0].snapshots, 2u);   // the tiled step: its two edges
+  EXPECT_EQ(closed[1].snapshots, 24u);  // epoch: its edges, step's begin, 20, the boundary
+  EXPECT_EQ(closed[1].missed_snapshots, 0u);
+  EXPECT_TRUE(closed[1].exact_edges);
+  t.stop();
+}
+
 }  // namespace
 }  // namespace gpustream

@@ -2,9 +2,11 @@
 // interface by running them on the work executor and posting the result to the io executor.
 //
 // Derived classes implement detect() and sample(); both run on a work-pool thread, never on the
-// io thread. sample() reports failure by throwing (the message becomes the snapshot's error and
-// the error code is errc::sample_failed) or by returning a snapshot whose `errors` are filled
-// (a partial sample is still a sample).
+// io thread — unless the probe says they never block (never_blocks(): a computation with no I/O
+// and no vendor call, such as the simulated probe), in which case they run on the io executor,
+// in a handler of their own: a sample then costs no thread hop. sample() reports failure by
+// throwing (the message becomes the snapshot's error and the error code is errc::sample_failed) or
+// by returning a snapshot whose `errors` are filled (a partial sample is still a sample).
 //
 // Lifetime: the object must be owned by a std::shared_ptr (make_shared); in-flight work keeps it
 // alive, so a hung vendor call never leaves a dangling probe behind.
@@ -34,6 +36,13 @@ class BlockingProbe : public Probe, public std::enable_shared_from_this<Blocking
   /// Runs on the work executor. `probe`, `time_unix_ns`, `monotonic_ns` and
   /// `sample_duration_ns` are filled in by BlockingProbe when left 0/empty.
   virtual GpuSnapshot sample() = 0;
+
+  /// True when detect() and sample() are short computations that never block (no file, no
+  /// system call that may wait, no vendor library, no child process): they then run on the io
+  /// executor instead of the work pool, saving the two thread hops of each sample. Such a probe
+  /// cannot hang, so nothing is lost by not running it where a hung call can be abandoned.
+  /// Default: false.
+  virtual bool never_blocks() const noexcept { return false; }
 
   const ProbeExecutors& executors() const noexcept { return executors_; }
 

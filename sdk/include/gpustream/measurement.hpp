@@ -202,6 +202,12 @@ class MeasurementWindow {
   explicit MeasurementWindow(SnapshotChannel& channel, SubscriptionFilter filter = {});
   /// With exact edges: `sampler` is called by begin() and end() (a null sampler: channel-only).
   MeasurementWindow(SnapshotChannel& channel, EdgeSampler sampler, SubscriptionFilter filter = {});
+  /// Tag of a window with no subscription of its own: its owner hands it the channel's stream
+  /// through feed() and feed_gap() (Telemetry's named windows share one subscription, so opening
+  /// a window subscribes nothing).
+  struct ExternalFeed {};
+  MeasurementWindow(SnapshotChannel& channel, EdgeSampler sampler, SubscriptionFilter filter,
+                    ExternalFeed);
   ~MeasurementWindow();
   MeasurementWindow(const MeasurementWindow&) = delete;
   MeasurementWindow& operator=(const MeasurementWindow&) = delete;
@@ -214,6 +220,11 @@ class MeasurementWindow {
   void begin(const std::vector<EdgeSample>& edges);
   WindowSummary end(const std::vector<EdgeSample>& edges);
   void add(const GpuSnapshot& s);
+  /// An ExternalFeed window's stream: every snapshot the channel published, in order (the window
+  /// applies its filter and ignores what it already took), from any one thread at a time; and
+  /// feed_gap() when that stream lost snapshots (they are taken from the channel's history).
+  void feed(const SnapshotPtr& s);
+  void feed_gap();
   bool running() const;
   bool bound() const noexcept { return static_cast<bool>(sampler_); }
   /// The clock of begin()/end() call times, ns; it must be the clock of the snapshots'

@@ -78,13 +78,12 @@ class LatencyWindow {
   std::optional<std::int64_t> percentile(double p) const;
   std::optional<std::int64_t> max() const;
 
-  /// Fills the latency fields of `stats` (one sort for all percentiles).
+  /// Fills the latency fields of `stats` (no sort: the window is kept in order as it is added).
   void fill(ProbeStats& stats) const;
 
  private:
-  std::vector<std::int64_t> sorted() const;
-
-  std::vector<std::int64_t> ring_;
+  std::vector<std::int64_t> ring_;    // the values in the order they came (a ring)
+  std::vector<std::int64_t> sorted_;  // the same values, ascending
   std::size_t next_ = 0;
   std::size_t size_ = 0;
 };

@@ -83,6 +83,9 @@ class SimulatedProbe final : public BlockingProbe {
   /// Always available, with every simulated device.
   Detection detect() override;
   GpuSnapshot sample() override;
+  /// Arithmetic only (no I/O, no vendor call): detect() and sample() run on the io executor,
+  /// with no hop to the work pool and back. The injected clocks must not block either.
+  bool never_blocks() const noexcept override { return true; }
 
  private:
   SimulatedProbeOptions options_;

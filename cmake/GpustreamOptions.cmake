@@ -21,7 +21,7 @@ option(GPUSTREAM_INSTALL_DEBUG_INFO
 option(GPUSTREAM_USE_PCH "Precompile the heavy Boost headers" ON)
 option(GPUSTREAM_WERROR "Treat warnings as errors" OFF)
 option(GPUSTREAM_UNITY_BUILD
-  "Compile the libraries and the CLI in batches of sources (a unity build): less than half the CPU of a sanitizer build's library compile; scripts/test.sh uses it for build-asan/ and build-tsan/"
+  "Compile the libraries, the CLI, the Python module and the GoogleTest suites in batches of sources (a unity build): less than half the CPU of a sanitizer build's compile; scripts/test.sh uses it for every build tree"
   OFF)
 set(GPUSTREAM_SANITIZE "" CACHE STRING "Sanitizers: '', 'address,undefined' or 'thread'")
 

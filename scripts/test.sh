@@ -5,7 +5,7 @@
 #   1. installs missing Debian packages (scripts/deps.sh test)
 #   2. normal build (RelWithDebInfo) + the tests that need an uninstrumented build (integration
 #      with real Prometheus/NATS/Chromium, Python module, install, .deb, docs), benchmarks built
-#      and smoke-run once; then lint
+#      (run by hand: docs/benchmarks.md); then lint
 #   3. AddressSanitizer + UndefinedBehaviorSanitizer build + every test, the GoogleTest suites
 #      included (they are compiled once, here, not in both builds: half the normal build's time)
 #   4. ThreadSanitizer build + the channel and scheduler tests

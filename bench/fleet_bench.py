@@ -18,54 +18,22 @@ Starts one `nats-server -js` (scratch store, loopback, monitoring port), N headl
 """
 import argparse
 import json
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import threading
 import time
 import urllib.request
+from bench_proc import free_port, wait_port, cpu_seconds, rss_bytes, percentile
 
 NATS_SERVER = "/usr/sbin/nats-server"
 GPUS = 8
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_port(port, timeout=20):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise SystemExit(f"port {port} not open")
-
-
 def get_json(url):
     with urllib.request.urlopen(url, timeout=30) as r:
         return json.loads(r.read())
-
-
-def cpu_seconds(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def rss_bytes(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return 0
 
 
 def start_fleet(gpustream, url, stale=5):
@@ -77,13 +45,6 @@ def start_fleet(gpustream, url, stale=5):
         if line.startswith("listening http"):
             return proc, line.split()[2], t0
     raise SystemExit("the fleet did not start")
-
-
-def percentile(values, p):
-    if not values:
-        return float("nan")
-    v = sorted(values)
-    return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
 
 
 def run(gpustream, n, encoding, window, settle):

@@ -347,7 +347,7 @@ void BM_gpustream(benchmark::State& state) {
       fleet.set_warmup_sequences(first_seq + kWarmupPublishes);
       std::atomic<std::int64_t> cpu0{0};
       std::uint64_t serial0 = 0;
-      std::thread publisher([&] {
+      std::jthread publisher([&] {  // joined on every way out
         pthread_setname_np(pthread_self(), "publisher");
         at_100hz(kWarmupPublishes + publishes, [&](int i) {
           if (i == kWarmupPublishes) {
@@ -360,12 +360,6 @@ void BM_gpustream(benchmark::State& state) {
           channel.publish(std::move(s));
         });
       });
-      struct JoinOne {
-        std::thread& t;
-        ~JoinOne() {
-          if (t.joinable()) t.join();
-        }
-      } join_publisher{publisher};
       fleet.wait_snapshots(static_cast<std::uint64_t>(kWarmupPublishes + publishes),
                            std::chrono::milliseconds(60'000 + 20 * publishes));
       const auto cpu = server_cpu() - cpu0.load();
@@ -439,7 +433,7 @@ void BM_raw_write(benchmark::State& state) {
       fleet.wait_hellos(30s);
       fleet.set_warmup_sequences(1 + kWarmupPublishes);
       std::int64_t cpu = 0;
-      std::thread writer([&] {
+      std::jthread writer([&] {  // joined on every way out
         clockid_t self{};
         pthread_getcpuclockid(pthread_self(), &self);
         pthread_setname_np(pthread_self(), "raw-writer");
@@ -454,12 +448,6 @@ void BM_raw_write(benchmark::State& state) {
           if (i >= kWarmupPublishes) cpu += clock_ns(self) - c0;
         });
       });
-      struct JoinOne {
-        std::thread& t;
-        ~JoinOne() {
-          if (t.joinable()) t.join();
-        }
-      } join_writer{writer};
       fleet.wait_snapshots(static_cast<std::uint64_t>(kWarmupPublishes + publishes),
                            std::chrono::milliseconds(60'000 + 20 * publishes));
       writer.join();

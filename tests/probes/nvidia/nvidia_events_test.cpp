@@ -7,9 +7,6 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
-#include <sstream>
-
-#include <spdlog/sinks/ostream_sink.h>
 
 #include "gpustream/log.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
@@ -17,6 +14,7 @@
 #include "nvidia_event_fakes.hpp"
 #include "nvidia_fakes.hpp"
 #include "probe_harness.hpp"
+#include "support/log_capture.hpp"
 
 namespace gpustream {
 namespace {
@@ -24,6 +22,7 @@ namespace {
 using test::EventCollector;
 using test::FakeNvml;
 using test::FakeNvmlEvents;
+using test::LogCapture;
 using test::ProbeHarness;
 using test::TempTree;
 
@@ -31,33 +30,6 @@ constexpr const char* kUuid0 = "GPU-aaaaaaaa-1111-2222-3333-444444444444";
 constexpr const char* kUuid1 = "GPU-bbbbbbbb-1111-2222-3333-444444444444";
 const std::string kTwoGpus = std::string("devices=2\n") + "device.0.uuid=" + kUuid0 +
                              "\ndevice.0.clock_reasons=0x44\ndevice.1.uuid=" + kUuid1 + "\n";
-
-/// Captures what the gpustream logger prints while alive.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
-    logger()->sinks().push_back(sink_);
-    level_ = logger()->level();
-    logger()->set_level(spdlog::level::debug);
-  }
-  ~LogCapture() {
-    auto& sinks = logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    logger()->set_level(level_);
-  }
-  std::size_t count(const std::string& needle) {
-    sink_->flush();
-    const auto text = out_.str();
-    std::size_t n = 0;
-    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  spdlog::level::level_enum level_;
-};
 
 class NvmlEventsTest : public ::testing::Test {
  protected:

@@ -8,16 +8,14 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <sstream>
 #include <string>
-
-#include <spdlog/sinks/ostream_sink.h>
 
 #include "gpustream/dynamic_library.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/probes/nvidia_probe.hpp"
 #include "nvidia/nvml_backend.hpp"
 #include "nvidia_fakes.hpp"
+#include "support/log_capture.hpp"
 
 namespace gpustream {
 namespace {
@@ -27,6 +25,7 @@ using nvidia_detail::NvmlBackend;
 using nvidia_detail::NvmlOptions;
 using test::DrivenClock;
 using test::FakeNvml;
+using test::LogCapture;
 using test::TempTree;
 
 constexpr Metric kActivity[] = {Metric::graphics_activity_percent, Metric::sm_activity_percent,
@@ -56,32 +55,6 @@ const std::string kHopperMig = std::string(kHopper) +
                                "device.0.mig.2.gi=2\ndevice.0.mig.2.ci=0\n"
                                "device.0.mig.2.gpm.2=90\ndevice.0.mig.2.gpm.10=75\n";
 constexpr double kGi1Values[] = {20, 30, 10, 5, 40, 1, 25, 2.5};
-
-/// Captures what the gpustream logger prints while alive.
-class GpmLogCapture {
- public:
-  GpmLogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
-    logger()->sinks().push_back(sink_);
-    level_ = logger()->level();
-    logger()->set_level(spdlog::level::debug);
-  }
-  ~GpmLogCapture() {
-    auto& sinks = logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    logger()->set_level(level_);
-  }
-  std::size_t count(const std::string& needle) const {
-    const auto text = out_.str();
-    std::size_t n = 0;
-    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  spdlog::level::level_enum level_;
-};
 
 Reading nvml(double v) { return Reading::of(v, Source::nvml); }
 Reading absent(Absence why) { return Reading::missing(why, Source::nvml); }
@@ -432,7 +405,7 @@ TEST_F(NvmlGpmTest, ALibraryWithoutGpmMigSampleGetLeavesMigInstancesUnsupportedL
   auto lib = DynamicLibrary::load(fakes::kFakeNvmlNoGpmMig);
   set_other_time_ = lib.required<void(long long)>("gpustreamFakeNvmlSetTimeNs");
   set_other_time_(0);
-  GpmLogCapture log;
+  LogCapture log;
   auto b = backend("devices=1\n" + kHopperMig, LibrarySessionMode::persistent, &no_gpm_mig);
   for (int i = 0; i < 3; ++i) {
     const auto s = sample(*b);

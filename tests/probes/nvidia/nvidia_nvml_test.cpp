@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <memory>
-#include <sstream>
 
-#include <spdlog/sinks/ostream_sink.h>
 #include <boost/json/value.hpp>
 
 #include "gpustream/errors.hpp"
@@ -15,11 +13,13 @@
 #include "gpustream/probes/nvidia_probe.hpp"
 #include "nvidia_fakes.hpp"
 #include "probe_harness.hpp"
+#include "support/log_capture.hpp"
 
 namespace gpustream {
 namespace {
 
 using test::FakeNvml;
+using test::LogCapture;
 using test::ProbeHarness;
 using test::TempTree;
 
@@ -46,32 +46,6 @@ const std::string kTwoGpus = std::string("devices=2\n") + "device.0.uuid=" + kUu
                              "device.0.clock_reasons=0x44\n"
                              "device.1.uuid=" +
                              kUuid1 + "\n";
-
-/// Captures what the gpustream logger prints while alive.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(out_)) {
-    logger()->sinks().push_back(sink_);
-    level_ = logger()->level();
-    logger()->set_level(spdlog::level::debug);
-  }
-  ~LogCapture() {
-    auto& sinks = logger()->sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-    logger()->set_level(level_);
-  }
-  std::size_t count(const std::string& needle) const {
-    const auto text = out_.str();
-    std::size_t n = 0;
-    for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-    return n;
-  }
-
- private:
-  std::ostringstream out_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-  spdlog::level::level_enum level_;
-};
 
 class NvmlProbeTest : public ::testing::Test {
  protected:

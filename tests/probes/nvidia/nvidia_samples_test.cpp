@@ -261,7 +261,9 @@ TEST_F(NvmlSamplesTest, AtMostTheBoundPerSnapshotTheRestNextTime) {
   ASSERT_EQ(all.size(), static_cast<std::size_t>(kEntries));
   for (std::size_t k = 0; k < all.size(); ++k) {
     EXPECT_EQ(all[k].watts, (1000.0 + 1000.0 * static_cast<double>(k)) / 1000.0) << k;
-    if (k > 0) EXPECT_GT(all[k].monotonic_ns, all[k - 1].monotonic_ns) << k;
+    if (k > 0) {
+      EXPECT_GT(all[k].monotonic_ns, all[k - 1].monotonic_ns) << k;
+    }
   }
   EXPECT_TRUE(snap.errors.empty());
 }

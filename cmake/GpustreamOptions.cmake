@@ -55,6 +55,14 @@ if(GPUSTREAM_SANITIZE)
   endif()
   add_compile_options(${_flags})
   add_link_options("-fsanitize=${GPUSTREAM_SANITIZE}")
+  if("address" IN_LIST _san)
+    # The ASan+UBSan executables link as non-PIE: as PIE, their sanitizer metadata made a
+    # 137 MB relocation table that the loader applied at every start, writing every page of a
+    # 155 MB .data. CI starts a test binary once per GoogleTest case (about 1,500 times):
+    # 0.24 → 0.10 CPU s per start (docs/benchmarks.md, "The test command's cold run").
+    # Shared objects (the fake vendor libraries, the Python module) stay position independent.
+    add_link_options($<$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>:-no-pie>)
+  endif()
   # Precompiled headers stay on: the header is compiled with the same sanitizer flags, and
   # ccache caches PCH users given the sloppiness scripts/test.sh sets. A missing #include that
   # the PCH would hide is still caught by scripts/lint.sh, which compiles each changed file

@@ -15,8 +15,8 @@ const std::vector<FlagRow<OtlpFlags>>& otlp_flag_table() {
   static const std::vector<FlagRow<OtlpFlags>> rows = {
       {"--otlp", "otlp",
        "Also push metrics to an OTLP/HTTP receiver as JSON, e.g. "
-       "http://127.0.0.1:4318/v1/metrics (an OpenTelemetry collector; http:// only; "
-       "docs/operations.md, \"OTLP\")",
+       "http://127.0.0.1:4318/v1/metrics (an OpenTelemetry collector), or https://... "
+       "(docs/operations.md, \"OTLP\")",
        &OtlpFlags::url, std::nullopt},
       {"--otlp-header", "otlp_headers",
        "A header sent with every OTLP request, 'Name: value' (repeatable; e.g. an "
@@ -34,6 +34,16 @@ const std::vector<FlagRow<OtlpFlags>>& otlp_flag_table() {
        "Bytes of OTLP exports held while the receiver is away (compressed; the oldest dropped "
        "first, counted; default 16777216)",
        &OtlpFlags::queue_bytes, CLI::Range(std::size_t{1024}, std::size_t{1} << 32)},
+      {"--otlp-ca", "otlp_ca",
+       "https:// --otlp: the PEM FILE of the CA(s) the receiver's certificate must chain to "
+       "(default: the system's trusted CAs)",
+       &OtlpFlags::ca, std::nullopt},
+      {"--otlp-cert", "otlp_cert",
+       "https:// --otlp: this client's certificate chain (PEM FILE) for a receiver that asks for "
+       "one (mutual TLS), with --otlp-key",
+       &OtlpFlags::cert, std::nullopt},
+      {"--otlp-key", "otlp_key", "https:// --otlp: the private key (PEM FILE) of --otlp-cert",
+       &OtlpFlags::key, std::nullopt},
   };
   return rows;
 }
@@ -55,6 +65,14 @@ std::optional<transport::OtlpOptions> make_otlp_options(const OtlpFlags& f,
   o.interval = millis_of_seconds(f.interval_seconds);
   o.timeout = millis_of_seconds(f.timeout_seconds);
   o.queue_bytes = f.queue_bytes;
+  o.tls_ca_file = f.ca;
+  o.tls_cert_file = f.cert;
+  o.tls_key_file = f.key;
+  try {
+    transport::check_otlp_tls(o);
+  } catch (const std::invalid_argument& e) {
+    throw ConfigError(e.what());
+  }
   o.resource.host_name = host_name;
   o.resource.instance_id = host_name + ":" + std::to_string(::getpid());
   return o;
@@ -73,6 +91,8 @@ std::string otlp_start_line(const transport::OtlpOptions& o) {
   std::string line = "pushing OTLP metrics to " + transport::redact_url_credentials(o.url) +
                      " every " + std::string(seconds.data(), r.ptr) + " s" +
                      (o.gzip ? " (gzip)" : "");
+  if (!o.tls_ca_file.empty()) line += ", verified against " + o.tls_ca_file;
+  if (!o.tls_cert_file.empty()) line += ", as " + o.tls_cert_file;
   if (!o.headers.empty()) {
     line += " with header(s)";
     for (const auto& [name, value] : o.headers) line += " " + name;

@@ -1,6 +1,7 @@
 // The OTLP push flags of `gpustream serve` and `gpustream fleet` (docs/cli.md, "OTLP"): --otlp,
-// --otlp-header, --otlp-interval, --otlp-timeout, --otlp-compression, --otlp-queue-bytes and
-// their config keys; made into transport::OtlpOptions by make_otlp_options.
+// --otlp-header, --otlp-interval, --otlp-timeout, --otlp-compression, --otlp-queue-bytes,
+// --otlp-ca, --otlp-cert, --otlp-key and their config keys; made into transport::OtlpOptions by
+// make_otlp_options.
 #pragma once
 
 #include <cstddef>
@@ -20,13 +21,17 @@ struct OtlpFlags {
   double timeout_seconds = 10;
   std::string compression = "gzip";  // gzip | none
   std::size_t queue_bytes = std::size_t{16} << 20;
+  std::string ca;    // --otlp-ca FILE (https://; empty: the system's CAs)
+  std::string cert;  // --otlp-cert FILE (mutual TLS, with --otlp-key)
+  std::string key;   // --otlp-key FILE
 };
 
 const std::vector<FlagRow<OtlpFlags>>& otlp_flag_table();
 
 /// The exporter's options from the flags, or nullopt without --otlp. `host_name`: the resource's
-/// host.name (and service.instance.id with the process id). Throws ConfigError (a bad URL,
-/// https://, a bad header, a bad compression) — the message never holds a header's value.
+/// host.name (and service.instance.id with the process id). Throws ConfigError (a bad URL, a
+/// bad header, a bad compression, a TLS file that cannot be used) — the message never holds a
+/// header's value.
 std::optional<transport::OtlpOptions> make_otlp_options(const OtlpFlags& flags,
                                                         const std::string& host_name);
 

@@ -5,6 +5,7 @@
 
 #include "gpustream/config.hpp"
 #include "otlp_options.hpp"
+#include "support/temp_tree.hpp"
 
 namespace gpustream::cli {
 namespace {
@@ -70,8 +71,6 @@ TEST(OtlpFlagsCli, DefaultsAreGzipEveryTenSeconds) {
 }
 
 TEST(OtlpFlagsCli, BadInputIsAUsageErrorWithoutTheSecret) {
-  EXPECT_NE(error_of({.url = "https://c:4318/v1/metrics"}).find("https:// is not supported"),
-            std::string::npos);
   EXPECT_NE(error_of({.url = "nats://c:4222"}).find("expected http://"), std::string::npos);
   EXPECT_NE(error_of({.url = "http://c:1/", .compression = "br"}).find("--otlp-compression"),
             std::string::npos);
@@ -83,6 +82,23 @@ TEST(OtlpFlagsCli, BadInputIsAUsageErrorWithoutTheSecret) {
   EXPECT_NE(own.find("set by the exporter"), std::string::npos) << own;
   const auto in_url = error_of({.url = "http://user:topsecret@c:1/"});
   EXPECT_EQ(in_url.find("topsecret"), std::string::npos) << in_url;
+}
+
+TEST(OtlpFlagsCli, HttpsTakesTheSystemsCasOrTheGivenFiles) {
+  const auto o = make_otlp_options({.url = "https://collector/v1/metrics"}, "h");
+  ASSERT_TRUE(o);
+  EXPECT_TRUE(o->tls_ca_file.empty());  // the system's trusted CAs
+  const auto missing =
+      error_of({.url = "https://c/v1/metrics", .ca = "/nonexistent/gpustream-ca.pem"});
+  EXPECT_NE(missing.find("/nonexistent/gpustream-ca.pem"), std::string::npos) << missing;
+  gpustream::test::TempTree tree;
+  tree.file("not-pem.crt", "hello\n");
+  const auto not_pem = error_of({.url = "https://c/v1/metrics", .ca = tree.path("not-pem.crt")});
+  EXPECT_NE(not_pem.find("no PEM certificate"), std::string::npos) << not_pem;
+  const auto plain = error_of({.url = "http://c/v1/metrics", .ca = tree.path("not-pem.crt")});
+  EXPECT_NE(plain.find("for an https:// --otlp URL"), std::string::npos) << plain;
+  const auto half = error_of({.url = "https://c/v1/metrics", .cert = tree.path("not-pem.crt")});
+  EXPECT_NE(half.find("--otlp-cert needs --otlp-key"), std::string::npos) << half;
 }
 
 TEST(OtlpFlagsCli, TheStartLineNamesHeadersNotTheirValues) {

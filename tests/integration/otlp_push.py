@@ -5,11 +5,14 @@ the ExportMetricsServiceRequest JSON shape (resource attributes, scope, schema U
 OpenTelemetry hardware semantic-convention names, units and attributes, 64-bit integers as
 strings, and hw.energy as a monotonic cumulative sum whose start time holds while its value
 grows. /metrics (asked with Accept-Encoding: gzip) counts the exports; the header's value is in
-no log line. Exit 0 on success, 1 with a FAIL line otherwise."""
+no log line. Then the same over https://: a receiver with a certificate from a CA made here, which
+`--otlp-ca` names. Exit 0 on success, 1 with a FAIL line otherwise."""
 import gzip
 import json
 import os
+import ssl
 import sys
+import tempfile
 import threading
 import time
 import urllib.request
@@ -17,6 +20,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from serve_helper import Server, fail, free_port, parse_args  # noqa: E402
+from tls_pki import Pki  # noqa: E402
 
 SECRET = "Bearer otlp-s3cret-value"
 SCHEMA_PREFIX = "https://opentelemetry.io/schemas/"
@@ -32,7 +36,8 @@ CONVENTION = {
 
 
 class Receiver:
-    def __init__(self):
+    def __init__(self, tls=None):
+        """tls: (cert file, key file) of an https:// receiver."""
         self.lock = threading.Lock()
         self.accepted = []   # decoded requests answered 200
         self.requests = 0
@@ -73,6 +78,10 @@ class Receiver:
                 self.wfile.write(out)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        if tls:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.httpd.socket = context.wrap_socket(self.httpd.socket, server_side=True)
         self.port = self.httpd.server_address[1]
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
@@ -169,6 +178,43 @@ def counter(text, line_start):
     fail(f"/metrics has no {line_start}")
 
 
+def https_push(args):
+    """`--otlp https://...` to a receiver whose certificate chains to `--otlp-ca`."""
+    with tempfile.TemporaryDirectory(prefix="gpustream-otlp-tls-") as folder:
+        pki = Pki(folder)
+        ca = pki.ca("otlp-test-ca")
+        receiver = Receiver(tls=pki.leaf(ca, "collector", sans="IP:127.0.0.1,DNS:localhost"))
+        url = f"https://127.0.0.1:{receiver.port}/v1/metrics"
+        server = Server(args.serve, "--simulate", "2", "--listen", "127.0.0.1:0", "--interval",
+                        "0.2", "--otlp", url, "--otlp-ca", ca[0], "--otlp-interval", "0.5",
+                        "--otlp-header", f"Authorization: {SECRET}")
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                with receiver.lock:
+                    problems = list(receiver.problems)
+                    accepted = list(receiver.accepted)
+                if problems:
+                    fail("the https:// receiver refused an export: " + problems[0])
+                if accepted:
+                    break
+                if time.monotonic() > deadline:
+                    fail("no export delivered over https:// in 30 s; stderr:\n"
+                         + "".join(server.stderr))
+                time.sleep(0.1)
+            try:
+                check_shape(accepted[0])
+            except (AssertionError, KeyError, ValueError) as e:
+                fail(f"an https:// export does not have the documented OTLP shape: {e!r}")
+        finally:
+            server.stop()
+            receiver.close()
+        logs = "".join(server.stderr)
+        if "verified against " + ca[0] not in logs:
+            fail("the start line does not name the --otlp-ca file; stderr:\n" + logs)
+    print("https://: delivered to a receiver verified against --otlp-ca", flush=True)
+
+
 def main():
     args = parse_args()
     receiver = Receiver()
@@ -232,6 +278,7 @@ def main():
         fail("the --otlp-header value was logged")
     if "pushing OTLP metrics to " + url not in logs:
         fail("the start line does not say where OTLP is pushed; stderr:\n" + logs)
+    https_push(args)
     print("PASS", flush=True)
 
 

@@ -1,11 +1,13 @@
 // The OTLP exporter against an in-process OTLP/HTTP receiver (Beast, on the test's io_context):
 // delivery with gzip and headers, 429 with Retry-After, a 503 storm against a bounded queue, a
-// receiver that hangs, a refused connection, an answer that is not retried.
+// receiver that hangs, a refused connection, an answer that is not retried; over https://, a
+// verified receiver, one whose certificate is refused (unknown CA, another name) and mutual TLS.
 #include <deque>
 #include <random>
 
 #include <gtest/gtest.h>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/stream.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http/parser.hpp>
@@ -14,9 +16,13 @@
 #include <boost/beast/http/write.hpp>
 #include <boost/json.hpp>
 
+#include "gpustream/log.hpp"
 #include "gpustream/transport/otlp.hpp"
+#include "support/log_capture.hpp"
 #include "transport/harness.hpp"
+#include "transport/tls_pki.hpp"
 #include "wire/gzip.hpp"
+#include "wire/tls_context.hpp"
 
 namespace gpustream::transport::test {
 namespace {
@@ -29,7 +35,7 @@ using boost::system::error_code;
 
 /// A scripted OTLP/HTTP receiver: each request gets the next reply of `script` (then
 /// `fallback`): an answer with a status and headers, a hang (the request is read, never
-/// answered) or a close.
+/// answered) or a close. With a TLS context it is an https:// receiver.
 class Receiver : public std::enable_shared_from_this<Receiver> {
  public:
   enum class Mode { answer, hang, close };
@@ -44,42 +50,65 @@ class Receiver : public std::enable_shared_from_this<Receiver> {
     std::string body;
   };
 
-  explicit Receiver(asio::io_context& io) : acceptor_(io, {asio::ip::address_v4::loopback(), 0}) {}
+  explicit Receiver(asio::io_context& io, std::shared_ptr<asio::ssl::context> tls = nullptr)
+      : acceptor_(io, {asio::ip::address_v4::loopback(), 0}), tls_(std::move(tls)) {}
   void start() { accept(); }
   void close() {
     error_code ignored;
     acceptor_.close(ignored);
-    for (auto& s : held_) s->close(ignored);
+    for (auto& closer : held_) closer();
     held_.clear();
   }
   unsigned short port() const { return acceptor_.local_endpoint().port(); }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port()) + "/v1/metrics"; }
+  std::string url(const std::string& host = "127.0.0.1") const {
+    return std::string(tls_ ? "https://" : "http://") + host + ":" + std::to_string(port()) +
+           "/v1/metrics";
+  }
 
   std::deque<Reply> script;
   Reply fallback;
   std::vector<Request> requests;
+  int handshakes_failed = 0;  // https://: TLS handshakes that did not complete
 
  private:
+  template <class Stream>
   struct Conn {
-    explicit Conn(tcp::socket s) : socket(std::move(s)) {}
-    tcp::socket socket;
+    template <class... Args>
+    explicit Conn(Args&&... args) : stream(std::forward<Args>(args)...) {}
+    Stream stream;
     beast::flat_buffer buffer;
     http::request_parser<http::string_body> parser;
     http::response<http::string_body> res;
+    tcp::socket& socket() { return beast::get_lowest_layer(stream); }
   };
+  using PlainConn = Conn<tcp::socket>;
+  using TlsConn = Conn<asio::ssl::stream<tcp::socket>>;
 
   void accept() {
     acceptor_.async_accept([self = shared_from_this()](error_code ec, tcp::socket s) {
       if (ec) return;
-      auto c = std::make_shared<Conn>(std::move(s));
-      c->parser.body_limit(std::uint64_t{64} << 20);
-      self->serve(c);
+      if (self->tls_) {
+        auto c = std::make_shared<TlsConn>(std::move(s), *self->tls_);
+        c->parser.body_limit(std::uint64_t{64} << 20);
+        c->stream.async_handshake(asio::ssl::stream_base::server, [self, c](error_code ec2) {
+          if (ec2) {
+            ++self->handshakes_failed;
+            return;
+          }
+          self->serve(c);
+        });
+      } else {
+        auto c = std::make_shared<PlainConn>(std::move(s));
+        c->parser.body_limit(std::uint64_t{64} << 20);
+        self->serve(c);
+      }
       self->accept();
     });
   }
 
-  void serve(const std::shared_ptr<Conn>& c) {
-    http::async_read(c->socket, c->buffer, c->parser,
+  template <class C>
+  void serve(const std::shared_ptr<C>& c) {
+    http::async_read(c->stream, c->buffer, c->parser,
                      [self = shared_from_this(), c](error_code ec, std::size_t) {
                        if (ec) return;
                        const auto& req = c->parser.get();
@@ -96,12 +125,15 @@ class Receiver : public std::enable_shared_from_this<Receiver> {
                          self->script.pop_front();
                        }
                        if (reply.mode == Mode::hang) {
-                         self->held_.push_back(std::make_shared<tcp::socket>(std::move(c->socket)));
+                         self->held_.push_back([c] {
+                           error_code ignored;
+                           c->socket().close(ignored);
+                         });
                          return;
                        }
                        if (reply.mode == Mode::close) {
                          error_code ignored;
-                         c->socket.close(ignored);
+                         c->socket().close(ignored);
                          return;
                        }
                        c->res.result(reply.status);
@@ -111,15 +143,16 @@ class Receiver : public std::enable_shared_from_this<Receiver> {
                        c->res.body() = reply.status == 200 ? "{}" : "{\"message\":\"not now\"}";
                        c->res.keep_alive(false);
                        c->res.prepare_payload();
-                       http::async_write(c->socket, c->res, [c](error_code, std::size_t) {
+                       http::async_write(c->stream, c->res, [c](error_code, std::size_t) {
                          error_code ignored;
-                         c->socket.shutdown(tcp::socket::shutdown_both, ignored);
+                         c->socket().shutdown(tcp::socket::shutdown_both, ignored);
                        });
                      });
   }
 
   tcp::acceptor acceptor_;
-  std::vector<std::shared_ptr<tcp::socket>> held_;
+  std::shared_ptr<asio::ssl::context> tls_;
+  std::vector<std::function<void()>> held_;  // closes a connection left hanging
 };
 
 struct OtlpExport : ::testing::Test {
@@ -396,6 +429,144 @@ TEST_F(OtlpExport, StopCancelsTheRequestAndDropsTheQueue) {
   ASSERT_TRUE(run_until([&] { return stats().queue_exports == 0; }));
   EXPECT_EQ(stats().queue_bytes, 0u);
   EXPECT_EQ(stats().exports_ok, 0u);
+}
+
+/// An https:// receiver with a certificate for 127.0.0.1 and localhost from a test CA.
+struct OtlpExportTls : OtlpExport {
+  OtlpExportTls() {
+    receiver->close();
+    receiver = std::make_shared<Receiver>(io, make_server_tls_context(files()).context);
+    receiver->start();
+  }
+  TlsFiles files() { return {server.cert_file, server.key_file, {}}; }
+  OtlpOptions options() {
+    auto o = OtlpExport::options();
+    o.url = receiver->url();
+    o.tls_ca_file = ca.cert_file;
+    return o;
+  }
+
+  TestPki pki;
+  TestPki::Issued ca = pki.ca("gpustream OTLP test CA");
+  TestPki::Issued server =
+      pki.leaf(ca, {.cn = "collector", .sans = "IP:127.0.0.1,DNS:localhost"}, "collector");
+};
+
+TEST_F(OtlpExportTls, DeliversOverHttpsToAVerifiedReceiver) {
+  auto o = options();
+  o.headers = {{"Authorization", "Bearer s3cret"}};
+  make(o);
+  channel.publish(make_snapshot("sim", 2));
+  exporter->export_now();
+  ASSERT_TRUE(run_until([&] { return stats().exports_ok == 1; }));
+  ASSERT_EQ(receiver->requests.size(), 1u);
+  const auto& r = receiver->requests[0];
+  EXPECT_EQ(r.headers.at("authorization"), "Bearer s3cret");
+  EXPECT_EQ(r.headers.at("host"), "127.0.0.1:" + std::to_string(receiver->port()));
+  const auto body = gunzip(r.body, 64u << 20);
+  ASSERT_TRUE(body) << "not a gzip body";
+  EXPECT_EQ(boost::json::parse(*body).as_object().at("resourceMetrics").as_array().size(), 1u);
+  // A name the certificate carries works as well as the address.
+  channel.publish(make_snapshot("sim", 2));
+  exporter.reset();
+  o.url = receiver->url("localhost");
+  make(o);
+  exporter->export_now();
+  ASSERT_TRUE(run_until([&] { return stats().exports_ok == 1; }));
+  EXPECT_EQ(receiver->requests.size(), 2u);
+}
+
+TEST_F(OtlpExportTls, ARefusedCertificateIsRetriedAndSaidOnceInOpenSslsWords) {
+  test::LogCapture log(spdlog::level::warn);
+  TestPki other;
+  const auto stranger = other.ca("not the receiver's CA");
+  auto o = options();
+  o.tls_ca_file = stranger.cert_file;
+  make(o);
+  channel.publish(make_snapshot("sim", 1));
+  exporter->export_now();
+  ASSERT_TRUE(run_until([&] { return stats().exports_retried >= 3; }));
+  const auto s = stats();
+  EXPECT_EQ(s.exports_ok, 0u);
+  EXPECT_EQ(s.queue_exports, 1u);  // kept: the receiver may be fixed
+  EXPECT_TRUE(receiver->requests.empty());
+  EXPECT_EQ(log.count("certificate verify failed"), 1u) << log.text();
+  EXPECT_EQ(log.count("unable to get local issuer certificate"), 1u) << log.text();
+}
+
+TEST_F(OtlpExportTls, AReceiverWhoseCertificateNamesAnotherHostIsRefused) {
+  test::LogCapture log(spdlog::level::warn);
+  const auto other = pki.leaf(ca, {.cn = "other", .sans = "DNS:other.example"}, "other");
+  receiver->close();
+  receiver = std::make_shared<Receiver>(
+      io, make_server_tls_context({other.cert_file, other.key_file, {}}).context);
+  receiver->start();
+  make(options());  // to 127.0.0.1, which the certificate does not name
+  channel.publish(make_snapshot("sim", 1));
+  exporter->export_now();
+  ASSERT_TRUE(run_until([&] { return stats().exports_retried >= 1; }));
+  EXPECT_EQ(stats().exports_ok, 0u);
+  EXPECT_TRUE(receiver->requests.empty());
+  EXPECT_NE(log.text().find("certificate verify failed: IP address mismatch"), std::string::npos)
+      << log.text();
+}
+
+/// A receiver that asks for a client certificate from the test CA (mutual TLS).
+struct OtlpExportMutualTls : OtlpExportTls {
+  TlsFiles files() { return {server.cert_file, server.key_file, ca.cert_file}; }
+  OtlpExportMutualTls() {
+    receiver->close();
+    receiver = std::make_shared<Receiver>(io, make_server_tls_context(files()).context);
+    receiver->start();
+  }
+  TestPki::Issued client = pki.leaf(ca, {.cn = "gpu-node-7"}, "client");
+};
+
+TEST_F(OtlpExportMutualTls, PresentsItsCertificateWhenGivenOneAndIsRefusedWithout) {
+  test::LogCapture log(spdlog::level::warn);
+  make(options());  // no client certificate
+  channel.publish(make_snapshot("sim", 1));
+  exporter->export_now();
+  ASSERT_TRUE(
+      run_until([&] { return stats().exports_retried >= 1 && receiver->handshakes_failed >= 1; }));
+  EXPECT_EQ(stats().exports_ok, 0u);
+  EXPECT_TRUE(receiver->requests.empty());
+  exporter.reset();
+  auto o = options();
+  o.tls_cert_file = client.cert_file;
+  o.tls_key_file = client.key_file;
+  make(o);
+  exporter->export_now();
+  ASSERT_TRUE(run_until([&] { return stats().exports_ok == 1; }));
+  EXPECT_EQ(receiver->requests.size(), 1u);
+}
+
+TEST(OtlpTlsCheck, TlsFilesAreCheckedAtStart) {
+  TestPki pki;
+  const auto ca = pki.ca("ca");
+  OtlpOptions o;
+  o.url = "https://collector/v1/metrics";
+  EXPECT_NO_THROW(check_otlp_tls(o));  // the system's CAs
+  o.tls_ca_file = ca.cert_file;
+  EXPECT_NO_THROW(check_otlp_tls(o));
+  o.tls_ca_file = pki.write("garbage.pem", "not a certificate\n");
+  EXPECT_THROW(check_otlp_tls(o), std::invalid_argument);
+  o.tls_ca_file = ca.cert_file;
+  o.tls_cert_file = ca.cert_file;  // without its key
+  EXPECT_THROW(check_otlp_tls(o), std::invalid_argument);
+  o.tls_key_file = ca.key_file;
+  EXPECT_NO_THROW(check_otlp_tls(o));
+  o.url = "http://collector/v1/metrics";  // TLS files for a plain URL
+  EXPECT_THROW(check_otlp_tls(o), std::invalid_argument);
+  o = {};
+  o.url = "https://collector/v1/metrics";
+  o.tls_ca_file = "/nonexistent/ca.pem";
+  try {
+    check_otlp_tls(o);
+    ADD_FAILURE() << "a missing CA file accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/ca.pem"), std::string::npos) << e.what();
+  }
 }
 
 TEST(OtlpMetricsText, FamiliesAndValues) {

@@ -233,7 +233,15 @@ TEST(OtlpOptions, UrlsAndHeaders) {
   EXPECT_EQ(parse_otlp_url("http://collector").port, "80");
   EXPECT_EQ(parse_otlp_url("http://collector").path, "/v1/metrics");
   EXPECT_EQ(parse_otlp_url("http://[::1]:4318/x").host, "::1");
-  EXPECT_THROW(parse_otlp_url("https://collector:4318/v1/metrics"), std::invalid_argument);
+  EXPECT_FALSE(t.tls);
+  const auto secure = parse_otlp_url("https://collector:4318/v1/metrics");
+  EXPECT_TRUE(secure.tls);
+  EXPECT_EQ(secure.host, "collector");
+  EXPECT_EQ(secure.port, "4318");
+  EXPECT_EQ(parse_otlp_url("https://collector").port, "443");
+  EXPECT_EQ(parse_otlp_url("https://[::1]/v1/metrics").host, "::1");
+  EXPECT_THROW(parse_otlp_url("https://"), std::invalid_argument);
+  EXPECT_THROW(parse_otlp_url("ftp://collector/"), std::invalid_argument);
   EXPECT_THROW(parse_otlp_url("collector:4318"), std::invalid_argument);
   EXPECT_THROW(parse_otlp_url("http://:4318/"), std::invalid_argument);
   EXPECT_THROW(parse_otlp_url("http://h:port/"), std::invalid_argument);

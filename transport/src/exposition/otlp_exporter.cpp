@@ -1,6 +1,6 @@
 // The OTLP/HTTP exporter: a tick encodes the latest snapshots into the queue; one request at a
-// time takes the oldest export to the receiver (Beast HTTP/1.1 over a fresh connection), within
-// a timeout; failures are retried with backoff or dropped, all on one strand.
+// time takes the oldest export to the receiver (Beast HTTP/1.1 over a fresh connection, TLS for
+// https://), within a timeout; failures are retried with backoff or dropped, all on one strand.
 #include <atomic>
 #include <deque>
 #include <optional>
@@ -8,6 +8,7 @@
 
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/ssl/context.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
@@ -23,6 +24,8 @@
 #include "gpustream/transport/protocol.hpp"
 #include "wire/gzip.hpp"
 #include "wire/http_date.hpp"
+#include "wire/tls_context.hpp"
+#include "wire/tls_stream.hpp"
 
 namespace gpustream::transport {
 namespace asio = boost::asio;
@@ -82,6 +85,9 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
         resolver_(strand_),
         rng_(std::random_device{}()) {
     queue_bytes_limit_ = options_.queue_bytes;
+    if (target_.tls)
+      tls_ = make_client_tls_context(options_.tls_ca_file, options_.tls_cert_file,
+                                     options_.tls_key_file);
   }
 
   void start() {
@@ -143,7 +149,7 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
     retry_.cancel();
     deadline_.cancel();
     resolver_.cancel();
-    if (stream_) stream_->close();
+    if (stream_) stream_->next_layer().close();
     in_flight_ = false;
     waiting_ = false;
     queue_.clear();
@@ -211,8 +217,10 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
     req_.method(http::verb::post);
     req_.target(target_.path);
     req_.version(11);
-    req_.set(http::field::host,
-             target_.port == "80" ? target_.host : target_.host + ":" + target_.port);
+    const bool default_port = target_.port == (target_.tls ? "443" : "80");
+    const bool v6 = target_.host.find(':') != std::string::npos;
+    const std::string host = v6 ? "[" + target_.host + "]" : target_.host;
+    req_.set(http::field::host, default_port ? host : host + ":" + target_.port);
     req_.set(http::field::user_agent, kServerName);
     req_.set(http::field::content_type, "application/json");
     if (options_.gzip) req_.set(http::field::content_encoding, "gzip");
@@ -226,7 +234,7 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
       if (ec || gen != self->generation_ || !self->in_flight_) return;
       self->timed_out_ = true;
       self->resolver_.cancel();
-      if (self->stream_) self->stream_->close();
+      if (self->stream_) self->stream_->next_layer().close();
     });
     resolver_.async_resolve(
         target_.host, target_.port,
@@ -234,16 +242,40 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
           if (gen != self->generation_) return;
           if (ec) return self->failed(ec, "resolve");
           self->stream_.emplace(self->strand_);
-          self->stream_->async_connect(r, [self, gen](error_code ec2, const tcp::endpoint&) {
-            if (gen != self->generation_) return;
-            if (ec2) return self->failed(ec2, "connect");
-            http::async_write(*self->stream_, self->req_, [self, gen](error_code ec3, std::size_t) {
-              if (gen != self->generation_) return;
-              if (ec3) return self->failed(ec3, "write");
-              self->read_response(gen);
-            });
-          });
+          self->stream_->next_layer().async_connect(
+              r, [self, gen](error_code ec2, const tcp::endpoint&) {
+                if (gen != self->generation_) return;
+                if (ec2) return self->failed(ec2, "connect");
+                if (self->tls_) return self->handshake(gen);
+                self->write_request(gen);
+              });
         });
+  }
+
+  /// https://: TLS over the connection, the receiver's certificate verified against the CAs and
+  /// the URL's host (SNI sent for a name).
+  void handshake(std::uint64_t gen) {
+    stream_->use_tls(tls_);
+    SSL* ssl = stream_->ssl()->native_handle();
+    if (!set_tls_peer_name(ssl, target_.host))
+      return failed(make_error_code(boost::system::errc::invalid_argument), "TLS",
+                    "TLS: cannot verify the receiver's name '" + target_.host + "'");
+    stream_->ssl()->async_handshake(asio::ssl::stream_base::client, [self = shared_from_this(),
+                                                                     gen](error_code ec) {
+      if (gen != self->generation_) return;
+      if (ec)
+        return self->failed(ec, "TLS handshake",
+                            describe_client_tls_failure(ec, self->stream_->ssl()->native_handle()));
+      self->write_request(gen);
+    });
+  }
+
+  void write_request(std::uint64_t gen) {
+    http::async_write(*stream_, req_, [self = shared_from_this(), gen](error_code ec, std::size_t) {
+      if (gen != self->generation_) return;
+      if (ec) return self->failed(ec, "write");
+      self->read_response(gen);
+    });
   }
 
   void read_response(std::uint64_t gen) {
@@ -254,9 +286,13 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
     http::async_read(
         *stream_, buffer_, *parser_, [self = shared_from_this(), gen](error_code ec, std::size_t) {
           if (gen != self->generation_) return;
-          // A body over the limit still has its status.
-          if (ec && !(ec == http::error::body_limit && self->parser_->is_header_done()))
-            return self->failed(ec, "read");
+          // A body over the limit still has its status; so has an answer whose TLS connection
+          // was closed without a close_notify (common among receivers that close after it).
+          const bool answered =
+              self->parser_->is_done() ||
+              ((ec == http::error::body_limit || ec == asio::ssl::error::stream_truncated) &&
+               self->parser_->is_header_done());
+          if (ec && !answered) return self->failed(ec, "read");
           self->answered(self->parser_->get());
         });
   }
@@ -265,8 +301,8 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
     deadline_.cancel();
     if (stream_) {
       error_code ignored;
-      stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
-      stream_->close();
+      stream_->next_layer().socket().shutdown(tcp::socket::shutdown_both, ignored);
+      stream_->next_layer().close();
       stream_.reset();
     }
     in_flight_ = false;
@@ -309,11 +345,13 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
     send_next();
   }
 
-  void failed(error_code ec, const char* step) {
+  /// `said`: the failure in words better than the error code's (OpenSSL's, for TLS).
+  void failed(error_code ec, const char* step, const std::string& said = {}) {
     const bool timed_out = timed_out_;
     finish();
-    retry(timed_out ? std::string("no answer within the timeout (") + step + ")"
-                    : std::string(step) + ": " + ec.message(),
+    retry(timed_out      ? std::string("no answer within the timeout (") + step + ")"
+          : said.empty() ? std::string(step) + ": " + ec.message()
+                         : said,
           std::nullopt);
   }
 
@@ -359,6 +397,7 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
   asio::steady_timer deadline_;
   tcp::resolver resolver_;
   std::mt19937_64 rng_;
+  std::shared_ptr<asio::ssl::context> tls_;  // https:// only
   OtlpEncoderState state_;
   LogOnce log_;
   // On the strand:
@@ -371,7 +410,7 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
   bool timed_out_ = false;
   unsigned attempt_ = 0;
   std::uint64_t generation_ = 0;  // a completion of an older request is ignored
-  std::optional<beast::tcp_stream> stream_;
+  std::optional<MaybeTlsStream> stream_;
   http::request<http::string_body> req_;
   std::optional<http::response_parser<http::string_body>> parser_;
   beast::flat_buffer buffer_;
@@ -380,6 +419,27 @@ class OtlpExporter::Impl : public std::enable_shared_from_this<Impl> {
   std::atomic<std::uint64_t> ok_{0}, retried_{0}, rejected_{0}, dropped_{0}, dropped_bytes_{0},
       encoded_{0}, encode_ns_{0}, queue_bytes_{0}, queue_exports_{0};
 };
+
+void check_otlp_tls(const OtlpOptions& options) {
+  const auto target = parse_otlp_url(options.url);
+  const bool files = !options.tls_ca_file.empty() || !options.tls_cert_file.empty() ||
+                     !options.tls_key_file.empty();
+  if (!target.tls) {
+    if (files)
+      throw std::invalid_argument(
+          "--otlp-ca, --otlp-cert and --otlp-key are for an https:// --otlp URL, got '" +
+          redact_url_credentials(options.url) + "'");
+    return;
+  }
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty())
+    throw std::invalid_argument(options.tls_cert_file.empty() ? "--otlp-key needs --otlp-cert"
+                                                              : "--otlp-cert needs --otlp-key");
+  try {
+    (void)make_client_tls_context(options.tls_ca_file, options.tls_cert_file, options.tls_key_file);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(std::string("--otlp: ") + e.what());
+  }
+}
 
 OtlpExporter::OtlpExporter(const asio::any_io_executor& ex, const SnapshotChannel& channel,
                            OtlpOptions options)

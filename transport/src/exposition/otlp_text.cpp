@@ -35,24 +35,22 @@ std::string seconds_text(std::uint64_t ns) {
 
 OtlpTarget parse_otlp_url(std::string_view url) {
   const auto shown = redact_url_credentials(url);
-  if (url.starts_with("https://"))
-    throw std::invalid_argument(
-        "--otlp: https:// is not supported yet; send to a local collector over http:// (or put "
-        "a TLS proxy in front), got '" +
-        shown + "'");
-  if (!url.starts_with("http://"))
-    throw std::invalid_argument("--otlp: expected http://HOST[:PORT]/PATH, got '" + shown + "'");
-  auto rest = url.substr(7);
+  const bool tls = url.starts_with("https://");
+  if (!tls && !url.starts_with("http://"))
+    throw std::invalid_argument("--otlp: expected http://HOST[:PORT]/PATH or https://..., got '" +
+                                shown + "'");
+  auto rest = url.substr(tls ? 8 : 7);
   const auto slash = rest.find('/');
   auto authority = rest.substr(0, slash);
   OtlpTarget t;
+  t.tls = tls;
   t.path = slash == std::string_view::npos ? "/v1/metrics" : std::string(rest.substr(slash));
   if (authority.find('@') != std::string_view::npos)
     throw std::invalid_argument(
         "--otlp: credentials in the URL are not sent; use --otlp-header 'Authorization: ...' "
         "(got '" +
         shown + "')");
-  std::string_view port = "80";
+  std::string_view port = tls ? "443" : "80";
   if (authority.starts_with("[")) {  // [v6]:port
     const auto close = authority.find(']');
     if (close == std::string_view::npos) throw std::invalid_argument("--otlp: bad IPv6 host");

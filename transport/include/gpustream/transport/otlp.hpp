@@ -64,8 +64,14 @@ std::string encode_otlp_metrics(const std::vector<SnapshotPtr>& latest,
 
 /// OTLP/HTTP export settings (the flags --otlp, --otlp-header, --otlp-interval, ...).
 struct OtlpOptions {
-  std::string url;  // http://HOST[:PORT]/PATH (https:// is refused: docs/operations.md)
+  std::string url;  // http://HOST[:PORT]/PATH or https://HOST[:PORT]/PATH
   std::vector<std::pair<std::string, std::string>> headers;  // e.g. {"Authorization", "..."}
+  // https:// only: the receiver's certificate is verified against tls_ca_file (empty: the
+  // system's trusted CAs) and must name the URL's host; tls_cert_file + tls_key_file: a client
+  // certificate presented to a receiver that asks for one (mutual TLS).
+  std::string tls_ca_file;
+  std::string tls_cert_file;
+  std::string tls_key_file;
   std::chrono::milliseconds interval{10'000};
   std::chrono::milliseconds timeout{10'000};  // per request: resolve, connect, write, read
   bool gzip = true;
@@ -77,14 +83,18 @@ struct OtlpOptions {
   OtlpResource resource;
 };
 
-/// The URL's parts, or std::invalid_argument saying what is wrong (https:// included: not
-/// supported).
+/// The URL's parts, or std::invalid_argument saying what is wrong.
 struct OtlpTarget {
   std::string host;
-  std::string port;
+  std::string port;  // 80 for http://, 443 for https:// when the URL gives none
   std::string path;
+  bool tls = false;  // https://
 };
 OtlpTarget parse_otlp_url(std::string_view url);
+/// Checks an https:// URL's TLS files as the exporter will load them (readable, PEM, a key that
+/// belongs to its certificate), or std::invalid_argument saying which and why. TLS files with an
+/// http:// URL are refused too (they would be silently unused). Nothing to check: returns.
+void check_otlp_tls(const OtlpOptions& options);
 /// A header given as "Name: value" (--otlp-header), or std::invalid_argument (no colon, a name
 /// that is not an HTTP token, a control character, a header the exporter sets itself).
 std::pair<std::string, std::string> parse_otlp_header(std::string_view text);
@@ -111,7 +121,8 @@ struct OtlpStats {
 /// queue is dropped. The destructor stops.
 class OtlpExporter {
  public:
-  /// Throws std::invalid_argument for a bad URL (parse_otlp_url).
+  /// Throws std::invalid_argument for a bad URL (parse_otlp_url), std::runtime_error for a TLS
+  /// file that cannot be used (unreadable, not PEM, a key that is not the certificate's).
   OtlpExporter(const boost::asio::any_io_executor& ex, const SnapshotChannel& channel,
                OtlpOptions options);
   ~OtlpExporter();

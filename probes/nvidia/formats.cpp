@@ -48,21 +48,12 @@ std::vector<NvmlProcessEntry> parse_process_infos(std::span<const std::byte> buf
 }
 
 std::vector<std::string> decode_clock_event_reasons(std::uint64_t bits) {
-  static constexpr const char* kNames[] = {"gpu_idle",
-                                           "applications_clocks_setting",
-                                           "sw_power_cap",
-                                           "hw_slowdown",
-                                           "sync_boost",
-                                           "sw_thermal_slowdown",
-                                           "hw_thermal_slowdown",
-                                           "hw_power_brake_slowdown",
-                                           "display_clock_setting"};
   std::vector<std::string> out;
   for (unsigned bit = 0; bit < 64; ++bit) {
     const std::uint64_t mask = std::uint64_t{1} << bit;
     if (!(bits & mask)) continue;
-    if (bit < std::size(kNames)) {
-      out.emplace_back(kNames[bit]);
+    if (bit < kNvmlClockEventReasons.size()) {
+      out.emplace_back(kNvmlClockEventReasons[bit]);
     } else {
       char buf[24];
       std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(mask));

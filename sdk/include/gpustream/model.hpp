@@ -136,6 +136,20 @@ std::optional<EnergyKind> energy_kind_from_string(std::string_view s) noexcept;
 std::optional<PowerState> power_state_from_string(std::string_view s) noexcept;
 std::optional<PowerKind> power_kind_from_string(std::string_view s) noexcept;
 
+/// The names of NVML's clocks-event reason bits, bit 0 up (nvmlClocksEventReason*): what an
+/// NVIDIA probe writes in DeviceSample::throttle_reasons (a bit without a name as "0x..."), and
+/// what `--metrics-compat dcgm` turns back into DCGM_FI_DEV_CLOCK_THROTTLE_REASONS' mask.
+inline constexpr std::array<std::string_view, 9> kNvmlClockEventReasons{
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "display_clock_setting"};
+
 /// Thrown by Reading::value() on an absent metric (like std::bad_optional_access), with the
 /// reason and the source in what(): "gpustream: metric absent (unsupported, source nvml)".
 class BadReadingAccess : public std::logic_error {

@@ -249,20 +249,11 @@ Labels labels_of(const DeviceSample& d, const DeviceSample* parent, const std::s
 /// probe's decode_clock_event_reasons; an unnamed bit is kept as "0x..."). nullopt: a name this
 /// table does not know (the mask would be wrong, so none is written).
 std::optional<std::uint64_t> clock_event_mask(const std::vector<std::string>& reasons) {
-  static constexpr std::array<std::string_view, 9> kBits{"gpu_idle",
-                                                         "applications_clocks_setting",
-                                                         "sw_power_cap",
-                                                         "hw_slowdown",
-                                                         "sync_boost",
-                                                         "sw_thermal_slowdown",
-                                                         "hw_thermal_slowdown",
-                                                         "hw_power_brake_slowdown",
-                                                         "display_clock_setting"};
   std::uint64_t mask = 0;
   for (const auto& r : reasons) {
     bool known = false;
-    for (std::size_t bit = 0; bit < kBits.size(); ++bit)
-      if (r == kBits[bit]) {
+    for (std::size_t bit = 0; bit < kNvmlClockEventReasons.size(); ++bit)
+      if (r == kNvmlClockEventReasons[bit]) {
         mask |= std::uint64_t{1} << bit;
         known = true;
       }

@@ -45,11 +45,11 @@
 //
 // Stopping: stop() is idempotent. It marks every probe `stopped` at once (no sample starts and
 // nothing is published after it returns, except a publish already running on the strand or on
-// a thread taking an inline on-demand sample), then
-// on the strand cancels the timers and calls probe->cancel() for an in-flight detection or
-// sample; a completion that arrives later is dropped. When called from the io thread (and the
-// strand is idle) that happens before stop() returns, otherwise the io_context must run a little
-// longer for it. The destructor calls stop(). The io_context must outlive the Scheduler.
+// a thread taking an inline on-demand sample), then, on the strand, cancels the timers and
+// calls probe->cancel() for an in-flight detection or sample; a completion that arrives later
+// is dropped. When called from the io thread (and the strand is idle) that happens before
+// stop() returns, otherwise the io_context must run a little longer for it. The destructor
+// calls stop(). The io_context must outlive the Scheduler.
 //
 // Sampling on demand (request_sample): takes a fresh sample of one probe now, for a caller that
 // needs a reading at an exact moment (a measurement window's edges). It

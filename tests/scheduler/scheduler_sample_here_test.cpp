@@ -172,6 +172,38 @@ TEST_F(SchedulerSampleHereTest, TwoCallersAtOnceShareOneSample) {
   EXPECT_EQ(published_.size(), 2u);
 }
 
+TEST_F(SchedulerSampleHereTest, ARequestMadeOnceTheCallersSampleIsOutGetsAFreshOne) {
+  auto probe = inline_probe([](std::uint64_t) { return TestProbe::ok(2); });
+  run_for(40ms);
+  // Hold the caller in the stats callback of its sample: published, the claim not yet released.
+  std::promise<void> reported, release;
+  auto released = release.get_future().share();
+  on_stats_ = [&](const ProbeStats& s) {
+    if (s.samples != 2) return;
+    reported.set_value();
+    released.wait();
+  };
+  HereAnswer edge, late;
+  std::thread caller([&] { scheduler().request_sample("sim", edge.handler()); });
+  reported.get_future().wait();
+  ASSERT_EQ(published_.size(), 2u);
+  scheduler().request_sample("sim", late.handler());  // the probe is claimed: to the io thread
+  poll();
+  EXPECT_EQ(late.calls.load(), 0);  // not answered with a sample taken before it was made
+  release.set_value();
+  caller.join();
+  ASSERT_EQ(edge.calls.load(), 1);
+  poll();  // the claim ends on the io thread, which samples again for the late request
+  poll();
+  ASSERT_EQ(late.calls.load(), 1);
+  EXPECT_FALSE(late.ec);
+  ASSERT_TRUE(late.snapshot);
+  EXPECT_NE(late.snapshot, edge.snapshot);
+  EXPECT_EQ(probe->sample_calls(), 3u);  // the first, the caller's, the late request's
+  EXPECT_EQ(published_.size(), 3u);
+  EXPECT_EQ(probe->max_samples_in_flight(), 1u);
+}
+
 TEST_F(SchedulerSampleHereTest, StopDuringTheCallersSampleAnswersStoppedAndPublishesNothing) {
   HeldSample held;
   held.hold = 1;

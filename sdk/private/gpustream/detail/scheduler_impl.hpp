@@ -29,7 +29,10 @@
 // that adopted it and must back off, a grid to re-arm) is finished on the strand
 // (settle_sample_here), the claim held until then. While the strand publishes the result of
 // its own sample (`delivering_`), a request goes to the strand instead, so that the channel
-// gets each probe's snapshots in the order they were taken.
+// gets each probe's snapshots in the order they were taken; and a request that reaches the
+// strand once a caller's sample is counted and being published (`here_out_`) does not join it
+// (it was taken before the request): it waits in `next_` for a fresh sample, started when that
+// claim ends.
 #pragma once
 
 #include <algorithm>
@@ -120,6 +123,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
         // stop_on_strand answers whoever joined; nothing is published after a stop.
         op_ = Op::none;
         on_demand_ = false;
+        here_out_ = false;
         lock.unlock();
         answer(handler, make_error_code(errc::stopped), nullptr);
         return true;
@@ -130,6 +134,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
       } else {
         book_.sample_failed(snap, ec, latency);  // published; the grid goes on (as on_sample)
       }
+      here_out_ = true;  // from here on, a request waits for the next sample (next_)
     }
     // Still claimed while it is published and reported: the channel gets each probe's
     // snapshots in the order they were taken, and its stats callbacks never overlap.
@@ -139,13 +144,15 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     {
       std::lock_guard lock(mu_);
       // What needs the strand: requests that joined this sample meanwhile (their deadlines
-      // are timers there), a tick that adopted it and must now back off after its failure, a
-      // grid to re-arm. Otherwise the claim ends here.
-      settle_on_strand = !stopped() && (!waiters_.empty() || (ec && !on_demand_) ||
-                                        (!ec && armed_ != Action::tick));
+      // are timers there), requests that came once it was out and want the next one, a tick
+      // that adopted it and must now back off after its failure, a grid to re-arm. Otherwise
+      // the claim ends here.
+      settle_on_strand = !stopped() && (!waiters_.empty() || !next_.empty() ||
+                                        (ec && !on_demand_) || (!ec && armed_ != Action::tick));
       if (!settle_on_strand) {
         op_ = Op::none;
         on_demand_ = false;
+        here_out_ = false;
       }
     }
     if (settle_on_strand) {
@@ -175,9 +182,11 @@ class BasicScheduler<Clock, WaitTraits>::Entry
     }
     const bool in_flight = op_ != Op::none;
     auto waiters = take_waiters();
+    auto next = std::exchange(next_, {});
     lock.unlock();
     if (in_flight) probe_->cancel();  // the late completion is dropped (stopped)
     answer_all(waiters, make_error_code(errc::stopped), nullptr);
+    answer_all(next, make_error_code(errc::stopped), nullptr);
   }
 
   /// A request_sample, on the strand: join, start, wait for detection, or answer at once.
@@ -194,8 +203,15 @@ class BasicScheduler<Clock, WaitTraits>::Entry
       answer(handler, make_error_code(errc::timeout), nullptr);
       return;
     }
+    if (op_ == Op::sample && here_out_) {
+      // A sample taken on a requesting thread is being published: it was taken before this
+      // request, so the request gets the next one, started when that claim ends.
+      add_waiter(next_, std::move(handler), deadline);
+      return;
+    }
     if (op_ == Op::sample || op_ == Op::detect || !started_) {
-      add_waiter(std::move(handler), deadline);  // joins the sample in flight or the next one
+      // Joins the sample in flight or the next one.
+      add_waiter(waiters_, std::move(handler), deadline);
       return;
     }
     if (!available_) {  // unavailable, or backing off after failures
@@ -203,7 +219,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
       answer(handler, make_error_code(errc::probe_unavailable), nullptr);
       return;
     }
-    add_waiter(std::move(handler), deadline);
+    add_waiter(waiters_, std::move(handler), deadline);
     begin_sample(lock, sample_due_, /*on_demand=*/true);
   }
 
@@ -464,11 +480,14 @@ class BasicScheduler<Clock, WaitTraits>::Entry
   void settle_sample_here(boost::system::error_code ec, const SnapPtr& published) {
     Lock lock(mu_);
     op_ = Op::none;
+    here_out_ = false;
     const bool on_demand = std::exchange(on_demand_, false);
+    auto waiters = take_waiters();
+    auto next = std::exchange(next_, {});
     if (stopped()) {
-      auto waiters = take_waiters();
       lock.unlock();
       answer_all(waiters, make_error_code(errc::stopped), nullptr);
+      answer_all(next, make_error_code(errc::stopped), nullptr);
       return;
     }
     if (!ec) {
@@ -477,9 +496,16 @@ class BasicScheduler<Clock, WaitTraits>::Entry
       disarm();
       schedule_after_failure();
     }
-    auto waiters = take_waiters();
-    lock.unlock();
+    // The requests that came once the sample was out get a fresh one (as request() would).
+    const bool next_unavailable = !next.empty() && !available_;
+    if (!next.empty() && available_) {
+      waiters_ = std::move(next);
+      next.clear();
+      begin_sample(lock, sample_due_, /*on_demand=*/true);  // unlocks
+    }
+    if (lock.owns_lock()) lock.unlock();
     answer_all(waiters, ec, published);
+    if (next_unavailable) answer_all(next, make_error_code(errc::probe_unavailable), nullptr);
   }
 
   void schedule_after_failure() {
@@ -534,7 +560,8 @@ class BasicScheduler<Clock, WaitTraits>::Entry
 
   // -- request_sample's waiters (strand only, with mu_ held) --
 
-  void add_waiter(SampleNowHandler handler, std::chrono::milliseconds deadline) {
+  void add_waiter(std::vector<Waiter>& to, SampleNowHandler handler,
+                  std::chrono::milliseconds deadline) {
     Waiter w;
     w.id = ++waiter_id_;
     w.handler = std::move(handler);
@@ -546,7 +573,7 @@ class BasicScheduler<Clock, WaitTraits>::Entry
             if (!ec) self->on_waiter_deadline(id);
           });
     }
-    waiters_.push_back(std::move(w));
+    to.push_back(std::move(w));
   }
 
   std::vector<Waiter> take_waiters() {
@@ -557,11 +584,16 @@ class BasicScheduler<Clock, WaitTraits>::Entry
 
   void on_waiter_deadline(std::uint64_t id) {
     Lock lock(mu_);
-    const auto it = std::find_if(waiters_.begin(), waiters_.end(),
-                                 [id](const Waiter& w) { return w.id == id; });
-    if (it == waiters_.end()) return;  // already answered
-    auto handler = std::move(it->handler);
-    waiters_.erase(it);
+    SampleNowHandler handler;
+    for (auto* list : {&waiters_, &next_}) {
+      const auto it =
+          std::find_if(list->begin(), list->end(), [id](const Waiter& w) { return w.id == id; });
+      if (it == list->end()) continue;
+      handler = std::move(it->handler);
+      list->erase(it);
+      break;
+    }
+    if (!handler) return;  // already answered
     lock.unlock();
     answer(handler, make_error_code(errc::timeout), nullptr);
   }
@@ -615,11 +647,13 @@ class BasicScheduler<Clock, WaitTraits>::Entry
   std::uint64_t timer_gen_ = 0;
   TimePoint sample_due_{};
   TimePoint sample_start_{};
-  bool started_ = false;     // start() ran
-  bool available_ = false;   // detected available and not backing off after failures
-  bool on_demand_ = false;   // the sample in flight was started by a request
-  bool delivering_ = false;  // the strand is publishing the result of the last claim
-  std::vector<Waiter> waiters_;
+  bool started_ = false;         // start() ran
+  bool available_ = false;       // detected available and not backing off after failures
+  bool on_demand_ = false;       // the sample in flight was started by a request
+  bool delivering_ = false;      // the strand is publishing the result of the last claim
+  bool here_out_ = false;        // the claim's sample (taken on a requesting thread) is published
+  std::vector<Waiter> waiters_;  // requests for the sample in flight (or the next)
+  std::vector<Waiter> next_;     // requests made once here_out_: they get a fresh sample
   std::uint64_t waiter_id_ = 0;
 };
 

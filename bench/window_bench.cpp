@@ -4,6 +4,8 @@
 //   BM_ChannelOnlyWindow/<probe>   MeasurementWindow(channel): begin(); end();
 //   BM_ExactWindow/<probe>         Telemetry::begin_window("w"); end_window("w") — two fresh
 //                                  edge samples (Scheduler::request_sample) per window;
+//   BM_NextWindow/<probe>          Telemetry::next_window("step"): consecutive windows (the
+//                                  steps of a loop), one edge sample per boundary;
 //   BM_SampleNow/<probe>           Telemetry::sample_now(): one fresh sample of every probe;
 //   BM_WindowOverSnapshots/<n>    MeasurementWindow (fed through add()): begin(); 100
 //                                  snapshots of 2 GPUs, each device carrying <n> driver power
@@ -127,6 +129,24 @@ void BM_ExactWindow(benchmark::State& state) {
   t->stop();
 }
 
+void BM_NextWindow(benchmark::State& state) {
+  auto t = make_telemetry(static_cast<int>(state.range(0)));
+  if (!t) {
+    state.SkipWithError("no probe");
+    return;
+  }
+  t->begin_window("step");
+  std::size_t failed = 0;
+  const double cpu0 = process_cpu_us();
+  for (auto _ : state) failed += t->next_window("step").overhead.failed_edge_samples;
+  state.counters["process_cpu_us"] =
+      benchmark::Counter((process_cpu_us() - cpu0) / static_cast<double>(state.iterations()));
+  state.counters["failed_edges"] = benchmark::Counter(static_cast<double>(failed));
+  t->end_window("step");
+  state.SetLabel(probe_label(static_cast<int>(state.range(0))));
+  t->stop();
+}
+
 void BM_SampleNow(benchmark::State& state) {
   auto t = make_telemetry(static_cast<int>(state.range(0)));
   if (!t) {
@@ -184,6 +204,7 @@ void BM_WindowOverSnapshots(benchmark::State& state) {
 BENCHMARK(BM_WindowOverSnapshots)->Arg(0)->Arg(50)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ChannelOnlyWindow)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_ExactWindow)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_NextWindow)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_SampleNow)->Arg(0)->Arg(1)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
 }  // namespace

@@ -76,28 +76,26 @@ struct Telemetry::Impl {
   };
   mutable std::mutex windows_mu;
   std::map<std::string, NamedWindow, std::less<>> windows;  // guarded by windows_mu
-  // One lossless subscription feeds every open named window (MeasurementWindow::ExternalFeed),
-  // made at the first begin_window and kept: opening a window subscribes nothing. Its callback
-  // takes windows_mu, then a window's own lock. Declared after `windows`: destroyed (reset,
-  // waiting for a running callback) before them.
-  Subscription windows_feed;  // guarded by windows_mu
+  std::uint64_t fed_sequence = 0;  // the last snapshot fed to the windows; guarded by windows_mu
 
-  /// Subscribes windows_feed once. Call with windows_mu held.
-  void feed_windows_locked() {
-    if (windows_feed.active()) return;
-    SubscribeOptions o;
-    o.policy = Backpressure::lossless;
-    o.capacity = 1024;
-    windows_feed = channel.subscribe(
-        std::move(o),
-        [this](const SnapshotPtr& s) {
-          std::lock_guard lock(windows_mu);
-          for (auto& [name, w] : windows) w.window->feed(s);
-        },
-        [this](const Gap&) {
-          std::lock_guard lock(windows_mu);
-          for (auto& [name, w] : windows) w.window->feed_gap();
-        });
+  /// The Scheduler's publish sink (on the io thread, or on the thread of an inline edge
+  /// sample): publishes, then feeds every open named window (MeasurementWindow::ExternalFeed)
+  /// on this same thread — the windows subscribe nothing, so a publish wakes no other thread for
+  /// them. windows_mu is held across both, so the windows get the snapshots in the channel's
+  /// order whichever thread publishes. Lock order: windows_mu, a window's lock, the channel's.
+  SnapshotPtr publish_and_feed(GpuSnapshot s) {
+    std::lock_guard lock(windows_mu);
+    auto published = channel.publish(std::move(s));
+    if (!published) return published;
+    // A sequence skipped: something was published into the channel other than through this
+    // sink; the windows take it from the channel's history.
+    const bool skipped = fed_sequence != 0 && published->sequence != fed_sequence + 1;
+    fed_sequence = published->sequence;
+    for (auto& [name, w] : windows) {
+      if (skipped) w.window->feed_gap();
+      w.window->feed(published);
+    }
+    return published;
   }
 
   Impl(Config c, ProbeFactory f, boost::asio::any_io_executor ex,
@@ -366,11 +364,11 @@ void Telemetry::start() {
 
     im.scheduler = std::make_unique<Scheduler>(
         im.io, Scheduler::PublishShared{},
-        [ch = &im.channel, annotate = im.annotate](GpuSnapshot s) {
+        [impl = &im, annotate = im.annotate](GpuSnapshot s) {
           for (auto& d : s.devices)
             derive_metrics(d);  // free memory where only total/used is known
           if (annotate) annotate(s);
-          return ch->publish(std::move(s));
+          return impl->publish_and_feed(std::move(s));
         },
         [impl = &im](const ProbeStats& s) { impl->on_stats(s); });
     for (const auto& p : im.probes) {
@@ -652,7 +650,6 @@ void Telemetry::begin_window(const std::string& name, SubscriptionFilter filter)
     std::lock_guard lock(im.windows_mu);
     if (im.windows.count(name) > 0)
       window_error("duplicate", "begin_window: window '" + name + "' is already open");
-    im.feed_windows_locked();
     auto w = std::make_unique<MeasurementWindow>(im.channel, edge_sampler(), filter,
                                                  MeasurementWindow::ExternalFeed{});
     window = w.get();

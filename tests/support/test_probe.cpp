@@ -52,6 +52,32 @@ void TestProbe::async_sample(SampleHandler handler) {
   pending_sample_ = std::move(handler);
 }
 
+GpuSnapshot TestProbe::sample_inline(boost::system::error_code& ec) {
+  std::unique_lock lock(mu_);
+  const auto call = sample_calls_++;
+  ++inline_calls_;
+  last_inline_thread_ = std::this_thread::get_id();
+  sample_times_.push_back(now_());
+  ++in_flight_;
+  max_in_flight_ = std::max(max_in_flight_, in_flight_);
+  auto script = sample_script_;
+  lock.unlock();
+  std::optional<SampleResult> r;
+  try {
+    r = script ? script(call) : std::nullopt;
+  } catch (...) {
+    lock.lock();
+    --in_flight_;
+    throw;
+  }
+  lock.lock();
+  --in_flight_;
+  lock.unlock();
+  if (!r) r = failed("no scripted answer for an inline sample");
+  ec = r->ec;
+  return std::move(r->snapshot);
+}
+
 void TestProbe::cancel() noexcept {
   DetectHandler d;
   SampleHandler s;
@@ -169,6 +195,16 @@ std::uint64_t TestProbe::max_samples_in_flight() const {
 std::vector<std::int64_t> TestProbe::sample_times() const {
   std::lock_guard lock(mu_);
   return sample_times_;
+}
+
+std::uint64_t TestProbe::inline_calls() const {
+  std::lock_guard lock(mu_);
+  return inline_calls_;
+}
+
+std::thread::id TestProbe::last_inline_thread() const {
+  std::lock_guard lock(mu_);
+  return last_inline_thread_;
 }
 
 Detection TestProbe::available(std::size_t devices) {

@@ -12,17 +12,21 @@
 // A script returning std::nullopt leaves the operation pending until complete_*() or cancel().
 // A script may throw: async_detect()/async_sample() then throw (to test how callers cope).
 // Handlers are always called through a post to the io executor, never inline.
+// set_samples_inline(true) makes it a probe that samples inline (Probe::samples_inline):
+// sample_inline() then runs the sample script on the calling thread.
 //
 // Thread safety: every member is thread-safe. Pending handlers keep their caller alive (a
 // Scheduler's per-probe state); call drop_pending() at the end of a test that leaves one.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/any_io_executor.hpp>
@@ -52,12 +56,19 @@ class TestProbe : public Probe {
   /// Counts the call; completes a pending operation with operation_aborted unless
   /// set_cancel_completes(false).
   void cancel() noexcept override;
+  bool samples_inline() const noexcept override { return samples_inline_.load(); }
+  /// The sample script's answer for this call, on the calling thread (a script answering
+  /// std::nullopt fails the sample: an inline sample cannot stay pending). Counted as a
+  /// sample call and in flight while the script runs.
+  GpuSnapshot sample_inline(boost::system::error_code& ec) override;
 
   // -- scripting --
   void set_min_interval(std::chrono::milliseconds d);
   void script_detect(DetectScript s);
   void script_sample(SampleScript s);
   void set_cancel_completes(bool v);
+  /// Makes samples_inline() true (false by default). Set before the probe is scheduled.
+  void set_samples_inline(bool v) { samples_inline_.store(v); }
 
   /// Completes the pending operation (posted to io). False when none is pending.
   bool complete_detect(Detection d);
@@ -74,6 +85,9 @@ class TestProbe : public Probe {
   /// Most samples ever in flight at once (from async_sample to the handler's call).
   std::uint64_t max_samples_in_flight() const;
   std::vector<std::int64_t> sample_times() const;
+  /// Samples taken through sample_inline(), and the thread of the last one.
+  std::uint64_t inline_calls() const;
+  std::thread::id last_inline_thread() const;
 
   // -- canned answers --
   static Detection available(std::size_t devices = 1);
@@ -89,6 +103,7 @@ class TestProbe : public Probe {
   const std::string name_;
   const boost::asio::any_io_executor io_;
   const Now now_;
+  std::atomic<bool> samples_inline_{false};
 
   mutable std::mutex mu_;
   std::chrono::milliseconds min_interval_{0};
@@ -103,6 +118,8 @@ class TestProbe : public Probe {
   std::uint64_t in_flight_ = 0;
   std::uint64_t max_in_flight_ = 0;
   std::vector<std::int64_t> sample_times_;
+  std::uint64_t inline_calls_ = 0;
+  std::thread::id last_inline_thread_;
 };
 
 }  // namespace gpustream::test

@@ -9,6 +9,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpustream/probes/simulated_probe.hpp"
@@ -230,10 +231,11 @@ TEST(TelemetryWindowUnavailableTest, AProbeFoundUnavailableIsNoEdge) {
   telemetry.stop();
 }
 
-// Named windows share one subscription (made at the first begin_window): opening, closing and
-// tiling windows subscribes nothing more; and that shared stream, not the channel's history,
-// carries what is published inside a window, so a window longer than the history misses none.
-TEST(TelemetryWindowFeed, WindowsShareOneSubscriptionThatCarriesTheirStream) {
+// Named windows subscribe nothing: the Telemetry's publish sink feeds them on the publishing
+// thread. Opening, closing and tiling windows leaves the channel's subscribers as they were; and
+// that feed, not the channel's history, carries what is published inside a window, so a window
+// longer than the history misses none.
+TEST(TelemetryWindowFeed, WindowsSubscribeNothingAndTheSinkFeedsTheirStream) {
   Config c;
   c.interval = std::chrono::milliseconds{60000};
   c.sample_timeout = std::chrono::milliseconds{10000};
@@ -253,7 +255,7 @@ TEST(TelemetryWindowFeed, WindowsShareOneSubscriptionThatCarriesTheirStream) {
   tick();
   t.begin_window("epoch");
   const std::size_t with_feed = t.channel().subscriber_count();
-  EXPECT_EQ(with_feed, before + 1);
+  EXPECT_EQ(with_feed, before);
   tick();
   t.begin_window("step");
   for (int i = 0; i < 20; ++i) {  // 20 snapshots inside both windows
@@ -266,7 +268,7 @@ TEST(TelemetryWindowFeed, WindowsShareOneSubscriptionThatCarriesTheirStream) {
   EXPECT_EQ(t.channel().subscriber_count(), with_feed);
   tick();
   const auto closed = t.end_windows({"step", "epoch"});
-  EXPECT_EQ(t.channel().subscriber_count(), with_feed);  // kept for the next windows
+  EXPECT_EQ(t.channel().subscriber_count(), with_feed);
   tick();
   t.begin_window("again");
   EXPECT_EQ(t.channel().subscriber_count(), with_feed);
@@ -281,6 +283,75 @@ TEST(TelemetryWindowFeed, WindowsShareOneSubscriptionThatCarriesTheirStream) {
   EXPECT_EQ(closed[1].snapshots, 24u);  // epoch: its edges, step's begin, 20, the boundary
   EXPECT_EQ(closed[1].missed_snapshots, 0u);
   EXPECT_TRUE(closed[1].exact_edges);
+  t.stop();
+}
+
+// A probe that samples inline (the simulated probe's way: Probe::samples_inline) is sampled for
+// a window's edges on the caller's own thread, not on the io thread.
+TEST(TelemetryWindowInline, EdgesOfAProbeThatSamplesInlineAreTakenOnTheCallersThread) {
+  Config c;
+  c.interval = std::chrono::milliseconds{60000};
+  c.sample_timeout = std::chrono::milliseconds{10000};
+  std::shared_ptr<test::TestProbe> probe;
+  Telemetry t(c, [&probe](const Config&, const ProbeExecutors& ex, std::vector<std::string>&) {
+    probe = std::make_shared<test::TestProbe>("inline", ex.io);
+    probe->set_samples_inline(true);
+    probe->script_sample([](std::uint64_t) { return test::TestProbe::ok(2); });
+    return std::vector<ProbePtr>{probe};
+  });
+  t.start();
+  ASSERT_EQ(t.wait_for_first_samples(10s).size(), 1u);
+  // Once answered, nothing of the first sample is left in flight: the probe is idle.
+  ASSERT_EQ(t.sample_now().size(), 1u);
+  const auto inline_before = probe->inline_calls();
+  const auto subscribers = t.channel().subscriber_count();
+
+  t.begin_window("w");
+  const auto s = t.end_window("w");
+  EXPECT_EQ(probe->inline_calls(), inline_before + 2);  // both edges
+  EXPECT_EQ(probe->last_inline_thread(), std::this_thread::get_id());
+  EXPECT_EQ(s.overhead.edge_samples, 2u);
+  EXPECT_EQ(s.overhead.failed_edge_samples, 0u);
+  EXPECT_TRUE(s.edge_errors.empty());
+  EXPECT_EQ(s.snapshots, 2u);  // its two edges
+  EXPECT_EQ(t.channel().subscriber_count(), subscribers);
+  EXPECT_EQ(probe->max_samples_in_flight(), 1u);
+  t.stop();
+}
+
+// Windows opened and closed on several threads at once, over the simulated probe (edges taken
+// on the callers' threads, or joined when another caller's is in flight): every edge is a sample,
+// every window exact, and no edge fails.
+TEST(TelemetryWindowInline, ConcurrentWindowsOnSeveralThreadsAreAllExact) {
+  Config c;
+  c.interval = std::chrono::milliseconds{60000};
+  c.sample_timeout = std::chrono::milliseconds{10000};
+  Telemetry t(c, [](const Config&, const ProbeExecutors& ex, std::vector<std::string>&) {
+    SimulatedProbeOptions o;
+    o.devices = 2;
+    return std::vector<ProbePtr>{make_simulated_probe(ex, o)};
+  });
+  t.start();
+  ASSERT_EQ(t.wait_for_first_samples(10s).size(), 1u);
+  constexpr int kThreads = 3, kEach = 30;
+  std::atomic<int> inexact{0}, failed{0}, windows{0};
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i)
+    threads.emplace_back([&, i] {
+      const std::string name = "w" + std::to_string(i);
+      for (int k = 0; k < kEach; ++k) {
+        t.begin_window(name);
+        const auto s = t.end_window(name);
+        if (!s.exact_edges) ++inexact;
+        failed += static_cast<int>(s.overhead.failed_edge_samples);
+        ++windows;
+      }
+    });
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(windows.load(), kThreads * kEach);
+  EXPECT_EQ(inexact.load(), 0);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_TRUE(t.open_windows().empty());
   t.stop();
 }
 

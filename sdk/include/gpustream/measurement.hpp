@@ -203,8 +203,8 @@ class MeasurementWindow {
   /// With exact edges: `sampler` is called by begin() and end() (a null sampler: channel-only).
   MeasurementWindow(SnapshotChannel& channel, EdgeSampler sampler, SubscriptionFilter filter = {});
   /// Tag of a window with no subscription of its own: its owner hands it the channel's stream
-  /// through feed() and feed_gap() (Telemetry's named windows share one subscription, so opening
-  /// a window subscribes nothing).
+  /// through feed() and feed_gap() (Telemetry's publish sink feeds its named windows: opening a
+  /// window subscribes nothing, and a publish wakes no other thread for them).
   struct ExternalFeed {};
   MeasurementWindow(SnapshotChannel& channel, EdgeSampler sampler, SubscriptionFilter filter,
                     ExternalFeed);

@@ -93,6 +93,20 @@ class Probe {
   /// channel numbers snapshots.
   virtual void async_sample(SampleHandler handler) = 0;
 
+  /// True when one sample is a short computation that never blocks (no file, no system call
+  /// that may wait, no vendor library, no child process: the simulated probe), so that
+  /// sample_inline() may take it on whatever thread needs it now. The Scheduler then takes an
+  /// on-demand sample (a measurement window's edge) on the requesting thread, with no thread
+  /// hop. Constant for the probe's lifetime. Default: false.
+  virtual bool samples_inline() const noexcept { return false; }
+
+  /// One sample on the calling thread, any thread: what async_sample would hand its handler
+  /// (`ec` set on failure, the snapshot's `errors` saying what happened). Called only when
+  /// samples_inline(), by the Scheduler, never while another sample of this probe is in flight
+  /// (its claim on the probe orders them: the probe needs no lock of its own for that). The
+  /// default answers errc::sample_failed.
+  virtual GpuSnapshot sample_inline(boost::system::error_code& ec);
+
   /// Abort whatever is in flight (kill a child process, stop waiting). Idempotent.
   virtual void cancel() noexcept {}
 

@@ -31,17 +31,25 @@
 // (LogOnce, per probe) until a successful sample no longer reports it. Detection results are not
 // published; they reach the stats callback and stats().
 //
-// Threading: all per-probe work runs on a strand of the io executor; probe completions are
-// posted to it. The publish sink and the stats callback are called on that strand, never under
-// a lock; an exception they throw is logged and swallowed. add(), start(), stop() and stats() may
-// be called from any thread.
+// Threading: per-probe work runs on a strand of the io executor; probe completions are posted
+// to it. The one exception is an on-demand sample of a probe that samples inline
+// (Probe::samples_inline: a computation that never blocks, such as the simulated probe):
+// request_sample takes it on the calling thread (see below). The publish sink and the stats
+// callback are called on the strand or, for such a sample, on the requesting thread; never
+// under a lock; an exception they throw is logged and swallowed. So they may run on two
+// threads at once and must be thread-safe; one probe's snapshots still reach the publish sink
+// one at a time, in the order they were taken. The per-probe state the strand and a requesting
+// thread share (what is in flight, the waiting requests) is guarded by a mutex per probe; the
+// timers stay on the strand. add(), start(), stop(), request_sample() and stats() may be called
+// from any thread.
 //
 // Stopping: stop() is idempotent. It marks every probe `stopped` at once (no sample starts and
-// nothing is published after it returns, except a publish already running on the strand), then
-// on the strand cancels the timers and calls probe->cancel() for an in-flight detection or
-// sample; a completion that arrives later is dropped. When called from the io thread (and the
-// strand is idle) that happens before stop() returns, otherwise the io_context must run a little
-// longer for it. The destructor calls stop(). The io_context must outlive the Scheduler.
+// nothing is published after it returns, except a publish already running on the strand or on
+// a thread taking an inline on-demand sample), then, on the strand, cancels the timers and
+// calls probe->cancel() for an in-flight detection or sample; a completion that arrives later
+// is dropped. When called from the io thread (and the strand is idle) that happens before
+// stop() returns, otherwise the io_context must run a little longer for it. The destructor
+// calls stop(). The io_context must outlive the Scheduler.
 //
 // Sampling on demand (request_sample): takes a fresh sample of one probe now, for a caller that
 // needs a reading at an exact moment (a measurement window's edges). It
@@ -54,6 +62,13 @@
 //     available detection;
 //   - publishes its snapshot like any other (subscribers see it) and hands the published
 //     object to the handler;
+//   - for a probe that samples inline, started, available and idle (nothing in flight, nothing
+//     being published), takes the sample on the calling thread: it is counted, published and
+//     reported there, and the handler is called there before request_sample returns — no post
+//     to the strand, no wait for the io thread. `deadline` does not apply (the probe cannot
+//     hang). A tick due meanwhile adopts it, a request made meanwhile joins it (answered on the
+//     strand), and whatever needs a timer after it (that joined request, a backoff, a grid to
+//     re-arm) is finished on the strand. Otherwise, and for every other probe:
 //   - always completes, exactly once, on the strand: success (error_code empty, the snapshot;
 //     a partial sample with `errors` set counts as success), the probe's error (its code, the
 //     failure snapshot that was published), errc::timeout (the sample's or the detection's
@@ -141,9 +156,10 @@ class BasicScheduler {
   bool stopped() const noexcept;
 
   /// Takes a fresh sample of probe `probe` now (see the class comment); `handler` is called
-  /// once, on the strand. `deadline` > 0 bounds the wait for this request alone (errc::timeout
-  /// when it passes; the sample itself goes on); 0 relies on the probe's sample timeout.
-  /// Throws std::invalid_argument when no probe of that name was added. Thread-safe.
+  /// once, on the strand, or on this thread before returning when the probe samples inline
+  /// and is idle. `deadline` > 0 bounds the wait for this request alone (errc::timeout when it
+  /// passes; the sample itself goes on); 0 relies on the probe's sample timeout. Throws
+  /// std::invalid_argument when no probe of that name was added. Thread-safe.
   void request_sample(std::string_view probe, SampleNowHandler handler,
                       std::chrono::milliseconds deadline = std::chrono::milliseconds{0});
 

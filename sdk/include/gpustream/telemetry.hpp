@@ -47,7 +47,10 @@
 //   train_step();
 //   gpustream::WindowSummary step = t.end_window("step");   // energy over exactly the step
 // The blocking calls (sample_now, request_samples, begin_window, end_window) wait at most their
-// timeout; on the Telemetry's own io thread (a callback) they do not wait: every probe is
+// timeout; a probe that samples inline (the simulated one) is sampled on the calling thread
+// itself, the others on the io thread or the work pool. The named windows subscribe nothing:
+// the publish sink feeds them on the publishing thread. On the Telemetry's own io thread (a
+// callback) they do not wait: every probe is
 // answered "would_block" and window edges are estimated. With a caller's io_context, do not
 // make them on a thread running it: nothing would run the samples, and they would wait their
 // whole timeout and answer "timeout".
@@ -99,9 +102,10 @@ class Telemetry {
   void stop(std::chrono::milliseconds deadline = std::chrono::milliseconds{2000});
 
   /// Adds what another source knows to every snapshot before it is published (after
-  /// derive_metrics), e.g. the kubelet's pods (gpustream serve --kubelet-socket). Called on the
-  /// io thread, once per snapshot: it must be quick and never block. Set before start();
-  /// ignored after.
+  /// derive_metrics), e.g. the kubelet's pods (gpustream serve --kubelet-socket). Called once
+  /// per snapshot, on the io thread or, for an edge sample of a probe that samples inline (the
+  /// simulated one), on the thread that asked for it: it must be quick, never block, and be
+  /// thread-safe. Set before start(); ignored after.
   void set_annotator(std::function<void(GpuSnapshot&)> annotate);
 
   SnapshotChannel& channel() noexcept;
@@ -147,10 +151,12 @@ class Telemetry {
   /// Asks every running probe `filter` selects (filter.probes, empty = all; with
   /// filter.devices, only probes whose latest snapshot lists one of them, or that have none
   /// yet) for a fresh sample now (Scheduler::request_sample: joins a sample in flight, leaves
-  /// the timer grid alone; the snapshots are published to channel() as usual). `done` is called
-  /// once, on the io thread, with one EdgeSample per probe, when all have answered; each request
-  /// is bounded by `timeout` (a late one answers "timeout"). Before start() or with no probe it
-  /// is called at once with none. Thread-safe.
+  /// the timer grid alone; the snapshots are published to channel() as usual). A probe that
+  /// samples inline (Probe::samples_inline: the simulated one) and is idle is sampled on this
+  /// thread, with no hop to the io thread. `done` is called once, with one EdgeSample per probe,
+  /// when all have answered: on the io thread, or on this thread before returning when every
+  /// probe was sampled here; each request is bounded by `timeout` (a late one answers
+  /// "timeout"). Before start() or with no probe it is called at once with none. Thread-safe.
   void request_sample(SubscriptionFilter filter, std::chrono::milliseconds timeout,
                       std::function<void(std::vector<EdgeSample>)> done);
   /// The blocking form: returns within about `timeout`.

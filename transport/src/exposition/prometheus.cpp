@@ -865,7 +865,7 @@ PrometheusWriter::PrometheusWriter(std::vector<SnapshotPtr> latest, std::vector<
     : impl_(std::make_unique<Impl>()) {
   impl_->latest = std::move(latest);
   impl_->stats = std::move(stats);
-  impl_->counters = std::move(counters);
+  impl_->counters = counters;
   impl_->options = options;
   impl_->plan();
 }

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -368,6 +369,118 @@ TEST(TransportPrometheus, ProcessCountIsAbsentWhenTheListIsAbsent) {
   ASSERT_EQ(counts.size(), 1u) << text;
   EXPECT_NE(counts[0].find("device=\"" + s.devices[1].id + "\""), std::string::npos) << counts[0];
   EXPECT_EQ(counts[0].substr(counts[0].size() - 2), " 0") << counts[0];
+}
+
+// ---------------------------------------------------------------------------------------------
+// PrometheusWriter: the text in pieces (a streamed /metrics, issue #32).
+
+/// A fleet's worth of snapshots that exercise every per-snapshot family: nodes, host parts
+/// with figures whose names collide after sanitizing (and with a fixed family), processes,
+/// a snapshot without devices, a null entry. The first node has every family (so the order
+/// in which families are first met is the table's); `late_key` adds a host figure first met on
+/// a later node.
+std::vector<SnapshotPtr> fleet_like(int nodes, bool late_key) {
+  std::vector<SnapshotPtr> out;
+  for (int n = 0; n < nodes; ++n) {
+    auto s = make_snapshot("sim", 1 + n % 4, n % 3, n % 2 == 0);
+    s.node = "node-" + std::to_string(n);
+    s.sequence = 100 + static_cast<std::uint64_t>(n);
+    if (s.host) {
+      s.host->metrics["load.1m"] = 0.5 * n;
+      if (n % 4 == 0) s.host->metrics["load_1m"] = 1.5;          // the same family as "load.1m"
+      if (n % 6 == 0) s.host->metrics["memory_used_bytes"] = 7;  // a fixed family's name
+      if (late_key && n == nodes - 2) s.host->metrics["late_key"] = 3;
+    }
+    if (n % 5 == 0) s.devices.front().metrics.set(Metric::fan_rpm, 1200.0 + n, Source::simulated);
+    if (n == 3) s.devices.clear();
+    out.push_back(std::make_shared<const GpuSnapshot>(std::move(s)));
+    if (n == 7) out.push_back(nullptr);
+  }
+  return out;
+}
+
+std::string drain(PrometheusWriter w, std::size_t want, std::size_t* largest_call = nullptr) {
+  std::string out;
+  std::size_t before = 0;
+  while (w.next(out, out.size() + want)) {
+    if (largest_call) *largest_call = std::max(*largest_call, out.size() - before);
+    before = out.size();
+  }
+  EXPECT_FALSE(w.next(out, out.size() + want)) << "the end stays the end";
+  return out;
+}
+
+/// The families of an exposition, in order: name -> (HELP and TYPE lines, sample lines).
+struct ParsedFamily {
+  std::string name, head, samples;
+};
+std::vector<ParsedFamily> families_of(const std::string& text) {
+  std::vector<ParsedFamily> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.starts_with("# HELP ")) {
+      const auto name = line.substr(7, line.find(' ', 7) - 7);
+      out.push_back({name, line + "\n", {}});
+    } else if (line.starts_with("# TYPE ")) {
+      out.back().head += line + "\n";
+    } else {
+      out.back().samples += line + "\n";
+    }
+  }
+  return out;
+}
+
+TEST(TransportPrometheusWriter, PiecesOfAnySizeJoinToTheWholeText) {
+  const auto latest = fleet_like(40, true);
+  const std::vector<ProbeStats> stats{stats_in("sim", ProbeState::available)};
+  ServerCounters c;
+  c.http_requests = 9;
+  PrometheusOptions o;
+  o.max_process_series = 25;  // some per-process values over the bound
+  const auto whole = render_prometheus(latest, stats, &c, o);
+  ASSERT_GT(whole.size(), 40'000u);
+  for (const std::size_t want :
+       {std::size_t{1}, std::size_t{100}, std::size_t{4096}, std::size_t{1} << 20}) {
+    std::size_t largest = 0;
+    EXPECT_EQ(drain(PrometheusWriter(latest, stats, c, o), want, &largest), whole) << want;
+    // A call passes `want` by one piece at most: one device's samples of one family, or a
+    // small family (the probes' statistics, the server's counters: a few KB) whole.
+    if (want == 1) {
+      EXPECT_LT(largest, 4096u);
+    }
+  }
+}
+
+// The text is what collecting every snapshot's samples per family and joining them gives
+// (how /metrics was made before it was streamed): each family once, its samples in snapshot
+// order, the families in the order they are first met. Checked against each snapshot's own
+// exposition, merged here.
+TEST(TransportPrometheusWriter, EachFamilyIsEverySnapshotsSamplesInOrder) {
+  const auto latest = fleet_like(30, false);
+  std::vector<ParsedFamily> merged;
+  for (const auto& s : latest) {
+    if (!s) continue;
+    for (auto& f : families_of(render_prometheus({s}, {}, nullptr))) {
+      const auto it = std::find_if(merged.begin(), merged.end(),
+                                   [&](const ParsedFamily& m) { return m.name == f.name; });
+      if (it == merged.end())
+        merged.push_back(std::move(f));
+      else
+        it->samples += f.samples;
+    }
+  }
+  std::string expected;
+  for (const auto& f : merged) expected += f.head + f.samples;
+  EXPECT_EQ(render_prometheus(latest, {}, nullptr), expected);
+  EXPECT_EQ(drain(PrometheusWriter(latest, {}, std::nullopt), 1), expected);
+}
+
+TEST(TransportPrometheusWriter, NothingToWriteIsFalseAtOnce) {
+  PrometheusWriter w({}, {}, std::nullopt);
+  std::string out;
+  EXPECT_FALSE(w.next(out, 1000));
+  EXPECT_EQ(out, "");
 }
 
 }  // namespace

@@ -46,6 +46,32 @@ TEST(Gzip, RoundTripsEveryLevelAndSize) {
   }
 }
 
+// GzipWriter (a streamed /metrics): text given in pieces of any size makes one member that
+// inflates to the whole text, with the CRC-32 and size of the whole.
+TEST(Gzip, AWriterFedInPiecesMakesTheMemberOfTheWhole) {
+  std::mt19937 rng(11);
+  std::string text;
+  for (std::size_t i = 0; i < 300000; ++i)
+    text += (i % 5 == 0) ? static_cast<char>(rng() & 0xff) : "gpustream_gpu_power_watts"[i % 25];
+  for (const auto& [size, piece] : std::initializer_list<std::pair<std::size_t, std::size_t>>{
+           {5000, 1}, {20000, 7}, {300000, 1000}, {300000, 16384}, {300000, 300000}}) {
+    const std::string_view whole = std::string_view(text).substr(0, size);
+    GzipWriter w;
+    std::string z;
+    for (std::size_t at = 0; at < whole.size(); at += piece) w.write(whole.substr(at, piece), z);
+    w.finish(z);
+    EXPECT_EQ(z, gzip_compress(whole)) << piece << ": the bytes of the one-shot member";
+    const auto back = gunzip(z, whole.size());
+    ASSERT_TRUE(back) << piece;
+    EXPECT_EQ(*back, whole) << piece;
+  }
+  GzipWriter empty;
+  std::string z;
+  empty.finish(z);
+  EXPECT_EQ(gunzip(z, 0), "");
+  EXPECT_THROW(empty.finish(z), std::logic_error);
+}
+
 TEST(Gzip, RefusesACorruptOrTruncatedMemberOrTrailingBytes) {
   const std::string text(10000, 'x');
   const auto z = gzip_compress(text + "tail");

@@ -1,5 +1,6 @@
 // The HTTP endpoints: /, /ws (upgrade checks), /metrics, /api/v1/* (fit included), /healthz.
 #include <algorithm>
+#include <limits>
 
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
@@ -151,6 +152,7 @@ std::string api_stats(ServerCore& core) {
                       {"http_busy", c.http_busy},
                       {"http_response_bytes", c.http_response_bytes},
                       {"encoded_bytes_live", c.encoded_bytes_live},
+                      {"http_stream_bytes", c.http_stream_bytes},
                       {"last_sequence", core.cursor()}};
   if (c.tls) {
     json::object failures;
@@ -194,6 +196,66 @@ HttpResponse negotiated(ServerCore& core, const HttpRequest& req, HttpResponse r
   }
   res.set(http::field::content_encoding, "gzip");
   return res;
+}
+
+/// The /metrics body in its order: the device families under dcgm-exporter's names
+/// (`--metrics-compat dcgm`: made whole), the exposition (made family by family as it is
+/// sent), then the event counters, the GPU counts and the extra families (a fleet's): small,
+/// made now. Everything it reads is taken now: the latest snapshots (held, not copied), the
+/// probes' statistics and the server's counters of this request.
+class MetricsBody final : public BodySource {
+ public:
+  MetricsBody(std::string head, PrometheusWriter writer, std::string tail)
+      : head_(std::move(head)), writer_(std::move(writer)), tail_(std::move(tail)) {}
+
+  bool next(std::string& out, std::size_t want) override {
+    const std::size_t before = out.size();
+    while (stage_ < 3 && (out.size() < want || out.size() == before)) {
+      if (stage_ == 1) {
+        if (!writer_.next(out, want)) ++stage_;
+        continue;
+      }
+      // The head and the tail are copied in slices up to `want`: a big head (dcgm's device
+      // families) never makes the caller's buffer bigger than it asked for.
+      auto& part = stage_ == 0 ? head_ : tail_;
+      const std::size_t room = out.size() < want ? want - out.size() : 1;
+      const std::size_t n = std::min(part.size() - offset_, room);
+      out.append(part, offset_, n);
+      offset_ += n;
+      if (offset_ == part.size()) {
+        std::string().swap(part);
+        offset_ = 0;
+        ++stage_;
+      }
+    }
+    return out.size() != before;
+  }
+
+ private:
+  std::string head_;
+  PrometheusWriter writer_;
+  std::string tail_;
+  std::size_t offset_ = 0;  // of the head or the tail: what was copied
+  int stage_ = 0;           // 0: head, 1: the writer, 2: tail, 3: done
+};
+
+std::unique_ptr<BodySource> metrics_body(ServerCore& core) {
+  const auto counters = core.counters();
+  auto latest = core.channel().latest();
+  std::string head;
+  PrometheusOptions po{core.options().metrics_processes};
+  if (core.options().metrics_compat == MetricsCompat::dcgm) {
+    // dcgm-exporter's device series instead of ours; the rest keeps gpustream's names.
+    static const std::string kHostname = dcgm_local_hostname();
+    head = render_prometheus_dcgm(latest, core.channel().events().recent(), {kHostname});
+    po.device_families = false;
+  }
+  std::string tail =
+      render_event_metrics(core.channel().events().totals(), &counters) + gpu_count_metrics(core);
+  if (const auto& extra = core.options().extra_metrics) tail += extra();
+  return std::make_unique<MetricsBody>(
+      std::move(head), PrometheusWriter(std::move(latest), core.probe_stats(), counters, po),
+      std::move(tail));
 }
 
 /// The /api/v1/* answers and the extra routes (a fleet's pages and API); a body shared by every
@@ -264,7 +326,8 @@ HttpResponse text_response(const HttpRequest& req, http::status status, std::str
 bool reserved_path(std::string_view path) { return path == "/healthz" || path == "/metrics"; }
 
 HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
-                                 std::shared_ptr<const std::string>* shared) {
+                                 std::shared_ptr<const std::string>* shared,
+                                 std::unique_ptr<BodySource>* streamed) {
   auto& c = core.context().metrics;
   const auto target = sv(req.target());
   const auto path = target_path(target);
@@ -319,23 +382,21 @@ HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
     return res;
   }
   if (path == "/metrics") {
-    const auto counters = core.counters();
-    const auto latest = core.channel().latest();
-    const auto events = core.channel().events().totals();
-    std::string text;
-    PrometheusOptions po{core.options().metrics_processes};
-    if (core.options().metrics_compat == MetricsCompat::dcgm) {
-      // dcgm-exporter's device series instead of ours; the rest keeps gpustream's names.
-      static const std::string kHostname = dcgm_local_hostname();
-      text = render_prometheus_dcgm(latest, core.channel().events().recent(), {kHostname});
-      po.device_families = false;
+    auto body = metrics_body(core);
+    if (!streamed) {
+      std::string text;
+      while (body->next(text, std::numeric_limits<std::size_t>::max())) {}
+      return negotiated(
+          core, req, text_response(req, http::status::ok, std::move(text), kPrometheusContentType),
+          nullptr, {});
     }
-    text += render_prometheus(latest, core.probe_stats(), &counters, po) +
-            render_event_metrics(events, &counters) + gpu_count_metrics(core);
-    if (const auto& extra = core.options().extra_metrics) text += extra();
-    return negotiated(core, req,
-                      text_response(req, http::status::ok, std::move(text), kPrometheusContentType),
-                      nullptr, {});
+    // Streamed (issue #32): the session makes the body while it writes it, gzip'd when
+    // accepted; the headers say so now.
+    auto res = text_response(req, http::status::ok, {}, kPrometheusContentType);
+    res.set(http::field::vary, "Accept-Encoding");
+    if (gzip_accepted(req)) res.set(http::field::content_encoding, "gzip");
+    *streamed = std::move(body);
+    return res;
   }
   if (path == "/ws")
     return text_response(req, http::status::upgrade_required, "use a WebSocket client\n");

@@ -3,12 +3,17 @@
 
 #include <algorithm>
 
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/read.hpp>
+#include <boost/beast/http/serializer.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
 
 #include "server/tls_accept.hpp"
 #include "server/ws_session.hpp"
+#include "wire/gzip.hpp"
 #include "wire/request_target.hpp"
 
 namespace gpustream::transport {
@@ -27,10 +32,30 @@ boost::asio::ip::address peer_of(const tcp::socket& s) {
 }
 }  // namespace
 
+/// A streamed body being written: its source, the gzip stream, the chunk in the making.
+struct HttpSession::Streamed {
+  std::unique_ptr<BodySource> body;
+  std::optional<GzipWriter> gzip;
+  http::response<http::empty_body> head;
+  std::optional<http::response_serializer<http::empty_body>> serializer;
+  std::string text;      // one piece of text before compression (gzip only)
+  std::string out;       // the chunk being written
+  bool chunked = true;   // HTTP/1.1; false: HTTP/1.0, the raw bytes then a close
+  bool ended = false;    // the source gave its last piece (and gzip its trailer)
+  bool last = false;     // the last chunk is being written
+  std::size_t held = 0;  // counted in ServerMetrics::http_stream_bytes
+};
+
+std::size_t stream_held_bound(bool gzip) noexcept {
+  return kStreamChunkBytes + 2 * kStreamPieceBytes +
+         (gzip ? 2 * kStreamPieceBytes + GzipWriter::kStateBytes : 0);
+}
+
 HttpSession::HttpSession(std::shared_ptr<ServerCore> core, tcp::socket socket, ConnKind kind)
     : Connection(kind, peer_of(socket)), core_(std::move(core)), stream_(std::move(socket)) {}
 
 HttpSession::~HttpSession() {
+  if (streamed_) ctx().metrics.http_stream_bytes.fetch_sub(streamed_->held);
   if (response_id_) core_->end_response(response_id_);
   if (registered_) core_->remove(this);
 }
@@ -137,7 +162,12 @@ void HttpSession::on_read(error_code ec) {
     return;
   }
   std::shared_ptr<const std::string> shared;
-  auto res = handle_http_request(*core_, req, &shared);
+  std::unique_ptr<BodySource> streamed;
+  auto res = handle_http_request(*core_, req, &shared, &streamed);
+  if (streamed) {
+    send_streamed(std::move(res), std::move(streamed));
+    return;
+  }
   send(std::move(res), std::move(shared), reserved_path(path));
 }
 
@@ -204,6 +234,138 @@ void HttpSession::written(error_code ec) {
   shared_response_.reset();
   shared_body_.reset();
   if (ec || !keep || core_->stopping()) {
+    close();
+    return;
+  }
+  do_read();
+}
+
+void HttpSession::send_streamed(HttpResponse head, std::unique_ptr<BodySource> body) {
+  streamed_ = std::make_unique<Streamed>();
+  auto& st = *streamed_;
+  st.body = std::move(body);
+  if (head[http::field::content_encoding] == "gzip") {
+    st.gzip.emplace(kGzipLevel);
+    st.text.reserve(2 * kStreamPieceBytes);
+  }
+  // Sized once: a chunk, and the piece (or deflater output) that passes it.
+  st.out.reserve(kStreamChunkBytes + 2 * kStreamPieceBytes);
+  if (!fill()) return;
+  if (st.ended) {
+    // The whole body fit in the first chunk: an ordinary response with its Content-Length.
+    head.body() = std::move(st.out);
+    ctx().metrics.http_stream_bytes.fetch_sub(st.held);
+    streamed_.reset();
+    send(std::move(head), nullptr, true);
+    return;
+  }
+  // Counted in the response budget at what it can hold, not at the body's size (unknown).
+  // Like every /metrics answer it is never refused (reserved_path), only counted.
+  response_id_ = streamed_.get();
+  core_->begin_response(response_id_, stream_held_bound(st.gzip.has_value()), true);
+  st.head.base() = std::move(head.base());
+  if (st.head.version() >= 11) {
+    st.head.chunked(true);
+  } else {
+    st.chunked = false;  // HTTP/1.0 has no chunks: the body ends with the connection
+    st.head.keep_alive(false);
+  }
+  st.serializer.emplace(st.head);
+  writing_ = true;
+  stream_.next_layer().expires_after(ctx().limits.write_timeout);
+  http::async_write_header(
+      stream_, *st.serializer,
+      [self = shared_from_this()](error_code ec, std::size_t) { self->chunk_written(ec); });
+}
+
+bool HttpSession::fill() {
+  auto& st = *streamed_;
+  st.out.clear();
+  try {
+    while (!st.ended && st.out.size() < kStreamChunkBytes) {
+      if (st.gzip) {
+        st.text.clear();
+        if (st.body->next(st.text, kStreamPieceBytes)) {
+          st.gzip->write(st.text, st.out);
+        } else {
+          st.gzip->finish(st.out);
+          st.ended = true;
+        }
+      } else if (!st.body->next(st.out, kStreamChunkBytes)) {
+        st.ended = true;
+      }
+    }
+  } catch (const std::exception&) {
+    // Out of memory, or the deflater failed: nothing sensible to send; the client sees the
+    // connection end without the last chunk (a truncated body, never a wrong one).
+    ServerMetrics::bump(ctx().metrics.messages_rejected);
+    end_stream(false);
+    return false;
+  }
+  // What the buffers took from the heap (an empty string's inline capacity is not).
+  const auto heap = [](const std::string& s) {
+    return s.capacity() > std::string().capacity() ? s.capacity() : 0;
+  };
+  const std::size_t held = heap(st.text) + heap(st.out) + (st.gzip ? GzipWriter::kStateBytes : 0);
+  if (held > st.held)
+    ctx().metrics.http_stream_bytes.fetch_add(held - st.held);
+  else
+    ctx().metrics.http_stream_bytes.fetch_sub(st.held - held);
+  st.held = held;
+  return true;
+}
+
+void HttpSession::write_chunk() {
+  auto& st = *streamed_;
+  auto done = [self = shared_from_this()](error_code ec, std::size_t) { self->chunk_written(ec); };
+  stream_.next_layer().expires_after(ctx().limits.write_timeout);
+  if (st.out.empty()) {
+    st.last = true;
+    if (st.chunked) {
+      boost::asio::async_write(stream_, http::make_chunk_last(), std::move(done));
+    } else {
+      end_stream(true);
+    }
+    return;
+  }
+  if (st.chunked)
+    boost::asio::async_write(stream_, http::make_chunk(boost::asio::buffer(st.out)),
+                             std::move(done));
+  else
+    boost::asio::async_write(stream_, boost::asio::buffer(st.out), std::move(done));
+}
+
+void HttpSession::chunk_written(error_code ec) {
+  if (!streamed_) return;
+  if (ec) {
+    // The scraper went away (or stalled past the write timeout): everything goes now.
+    end_stream(false);
+    return;
+  }
+  auto& st = *streamed_;
+  if (st.last) {
+    end_stream(true);
+    return;
+  }
+  // After the header the first chunk is ready; after a chunk, the next is made now.
+  if (st.serializer) {
+    st.serializer.reset();
+  } else if (st.ended) {
+    st.out.clear();
+  } else if (!fill()) {
+    return;
+  }
+  write_chunk();
+}
+
+void HttpSession::end_stream(bool ok) {
+  const bool keep = ok && streamed_ && streamed_->chunked && streamed_->head.keep_alive();
+  if (streamed_) ctx().metrics.http_stream_bytes.fetch_sub(streamed_->held);
+  streamed_.reset();
+  writing_ = false;
+  if (response_id_) core_->end_response(response_id_);
+  response_id_ = nullptr;
+  if (!keep || core_->stopping()) {
     close();
     return;
   }

@@ -23,11 +23,37 @@ namespace gpustream::transport {
 using HttpRequest = boost::beast::http::request<boost::beast::http::string_body>;
 using HttpResponse = boost::beast::http::response<boost::beast::http::string_body>;
 
+/// A response body made in pieces while it is sent (/metrics): next() appends the next pieces
+/// to `out`, stopping once it holds `want` bytes (one piece over at most), and returns false
+/// when nothing is left. Runs on the session's strand, after the request was answered: what it
+/// reads it took when it was made (a consistent state of the server's data).
+class BodySource {
+ public:
+  virtual ~BodySource() = default;
+  virtual bool next(std::string& out, std::size_t want) = 0;
+};
+
+/// How a streamed response is written: the text in pieces of kStreamPieceBytes, gzip'd when the
+/// response says `Content-Encoding: gzip`, sent in chunks of about kStreamChunkBytes (HTTP/1.1
+/// chunked; to an HTTP/1.0 client, the raw bytes and a close). The next chunk is made only
+/// after the previous one was written, so a slow reader pauses the rendering, and what the
+/// session holds is bounded by kStreamHeldBytes, whatever the body's size. A body that ends
+/// within the first chunk is sent as an ordinary response with its Content-Length.
+inline constexpr std::size_t kStreamPieceBytes = 16 * 1024;
+inline constexpr std::size_t kStreamChunkBytes = 64 * 1024;
+/// What one streamed response holds at most (ServerCounters::http_stream_bytes): its chunk
+/// buffer (a chunk and a piece over), with gzip a piece of text and the deflater's state.
+std::size_t stream_held_bound(bool gzip) noexcept;
+
 /// The answer to one request (never throws; an error status with a short text body). With
 /// `shared` non-null, a big answer that is the same for every client (/api/v1/snapshot,
 /// /api/v1/devices) leaves its body there (ServerCore::shared_body) and the response's empty.
+/// With `streamed` non-null, a 200 of /metrics leaves its body there (the response has its
+/// headers only: the session writes the body with send_streamed); without, the body is made
+/// whole.
 HttpResponse handle_http_request(ServerCore& core, const HttpRequest& req,
-                                 std::shared_ptr<const std::string>* shared = nullptr);
+                                 std::shared_ptr<const std::string>* shared = nullptr,
+                                 std::unique_ptr<BodySource>* streamed = nullptr);
 /// Paths a reserved connection may ask for (ConnKind::http_reserved); also exempt from
 /// limits.http_response_bytes.
 bool reserved_path(std::string_view path);
@@ -55,6 +81,15 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   void send(HttpResponse res, std::shared_ptr<const std::string> shared = nullptr,
             bool exempt = true);
   void written(boost::system::error_code ec);
+  /// Writes `head` and then `body` in chunks (see kStreamChunkBytes).
+  void send_streamed(HttpResponse head, std::unique_ptr<BodySource> body);
+  /// The next chunk of a streamed body into its buffer; false when the body had ended before.
+  bool fill();
+  void write_chunk();
+  void chunk_written(boost::system::error_code ec);
+  /// The streamed response is over (`ok`: all of it written): its memory goes, and the
+  /// connection reads the next request or closes.
+  void end_stream(bool ok);
   void close();
   const SessionContext& ctx() const noexcept { return core_->context(); }
 
@@ -67,6 +102,8 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   std::optional<SharedResponse> shared_response_;
   std::shared_ptr<const std::string> shared_body_;  // shared_response_'s body
   const void* response_id_ = nullptr;               // counted in the core's response budget
+  struct Streamed;                                  // a streamed body being written
+  std::unique_ptr<Streamed> streamed_;
   bool registered_ = false;
   bool first_ = true;
   bool writing_ = false;

@@ -21,7 +21,7 @@ struct ServerMetrics {
       snapshots_sent{0}, snapshots_dropped{0}, idle_closed{0}, encoded_cache_bytes{0},
       encoded_cache_entries{0}, events_received{0}, events_sent{0}, events_dropped{0},
       messages_too_large{0}, http_busy{0}, http_response_bytes{0}, tls_handshakes{0},
-      tls_reloads{0}, tls_reload_failures{0};
+      tls_reloads{0}, tls_reload_failures{0}, http_stream_bytes{0};
   std::array<Counter, kTlsFailureReasons> tls_handshake_failures{};
   std::atomic<std::int64_t> tls_certificate_not_after{0};
   /// Bytes of the shared messages alive anywhere (the cache, send queues, writes, responses),
@@ -74,6 +74,7 @@ struct ServerMetrics {
     out.http_busy = r(http_busy);
     out.http_response_bytes = r(http_response_bytes);
     out.encoded_bytes_live = r(*encoded_bytes_live);
+    out.http_stream_bytes = r(http_stream_bytes);
     out.tls_handshakes = r(tls_handshakes);
     for (std::size_t i = 0; i < kTlsFailureReasons; ++i)
       out.tls_handshake_failures[i] = r(tls_handshake_failures[i]);

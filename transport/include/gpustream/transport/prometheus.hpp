@@ -10,6 +10,8 @@
 // Thread safety: reentrant; the inputs are immutable snapshots and values.
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +42,32 @@ struct PrometheusOptions {
 std::string render_prometheus(const std::vector<SnapshotPtr>& latest,
                               const std::vector<ProbeStats>& stats, const ServerCounters* counters,
                               const PrometheusOptions& options = {});
+
+/// render_prometheus()'s text written in pieces (a streamed /metrics, issue #32), family by
+/// family, from the inputs given at construction: the snapshots are held (one pointer each),
+/// never copied, and the text is never held whole. next() appends at least one piece (one
+/// snapshot's samples of one family, or one of the small families whole) and stops once `out`
+/// holds `want` bytes, so a caller's buffer passes `want` by one piece at most. The text is
+/// byte for byte render_prometheus()'s of the same inputs.
+///
+/// Memory: the inputs, the list of families (with the host figures' distinct names) and a
+/// cursor. Thread safety: one caller at a time; the snapshots are immutable.
+class PrometheusWriter {
+ public:
+  PrometheusWriter(std::vector<SnapshotPtr> latest, std::vector<ProbeStats> stats,
+                   std::optional<ServerCounters> counters, PrometheusOptions options = {});
+  ~PrometheusWriter();
+  PrometheusWriter(PrometheusWriter&&) noexcept;
+  PrometheusWriter& operator=(PrometheusWriter&&) noexcept;
+
+  /// Appends the next pieces to `out` until out.size() >= want or the text ends; false once
+  /// the whole text has been written (then nothing is appended).
+  bool next(std::string& out, std::size_t want);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 /// A label value escaped for the exposition format (\\, \", \n).
 std::string escape_label_value(std::string_view v);

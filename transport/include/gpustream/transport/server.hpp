@@ -219,8 +219,11 @@ struct ServerCounters {
   std::uint64_t http_busy = 0;            // HTTP 503s: limits.http_response_bytes was in use
   std::uint64_t http_response_bytes = 0;  // gauge: bytes of HTTP responses being written
   std::uint64_t encoded_bytes_live = 0;   // gauge: shared messages alive, each counted once
-  bool tls = false;                       // the listeners speak TLS (the figures below count)
-  std::uint64_t tls_handshakes = 0;       // TLS handshakes completed
+  /// gauge: bytes the streamed /metrics responses hold now (their text and chunk buffers and
+  /// gzip state): a fixed amount per response being written, whatever the body's size.
+  std::uint64_t http_stream_bytes = 0;
+  bool tls = false;                  // the listeners speak TLS (the figures below count)
+  std::uint64_t tls_handshakes = 0;  // TLS handshakes completed
   /// TLS handshakes failed, by TlsFailure (index: the enum's value).
   std::array<std::uint64_t, kTlsFailureReasons> tls_handshake_failures{};
   std::uint64_t tls_reloads = 0;               // reload_tls() calls that installed new files

@@ -33,6 +33,7 @@ set(GPUSTREAM_FUZZ_INSTRUMENTED_SOURCES
   probes/apple/macmon_parse.cpp
   sdk/src/json_parse.cpp
   sdk/src/json_read.cpp
+  sdk/src/json_patch.cpp
   sdk/src/json_utf8.cpp
   sdk/src/model.cpp
   sdk/src/config.cpp

@@ -17,6 +17,7 @@
 #include <boost/beast/zlib/inflate_stream.hpp>
 #include <boost/json.hpp>
 
+#include "gpustream/detail/json_patch.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
 #include "wire/gzip.hpp"
@@ -417,6 +418,42 @@ void check_counts(const json::value& doc, const BusLimits& l) {
                    BusRefusal::too_many_devices);
 }
 
+/// check_counts for a snapshot (a delta patched onto a kept snapshot).
+void check_snapshot_counts(const GpuSnapshot& s, const BusLimits& l) {
+  if (s.devices.size() > l.max_devices)
+    throw BusError("bus message: a snapshot of " + std::to_string(s.devices.size()) +
+                       " devices, more than the " + std::to_string(l.max_devices) + " allowed",
+                   BusRefusal::too_many_devices);
+  std::size_t processes = s.host ? s.host->processes.size() : 0;
+  for (const auto& d : s.devices) processes += d.processes.size();
+  if (processes > l.max_processes)
+    throw BusError("bus message: a snapshot of " + std::to_string(processes) +
+                       " processes, more than the " + std::to_string(l.max_processes) + " allowed",
+                   BusRefusal::too_many_devices);
+}
+
+/// A patch that replaces the device list with more devices than allowed is refused before
+/// they are read (as check_counts refuses a full's before it is converted).
+void check_patch_devices(const json::object& patch, const BusLimits& l) {
+  const auto* d = patch.if_contains("devices");
+  if (!d || !d->is_array() || d->get_array().size() != 1) return;
+  if (const auto* list = d->get_array()[0].if_array(); list && list->size() > l.max_devices)
+    throw BusError("bus message: a snapshot of " + std::to_string(list->size()) +
+                       " devices, more than the " + std::to_string(l.max_devices) + " allowed",
+                   BusRefusal::too_many_devices);
+}
+
+/// Whether `s` written out is `text`, byte for byte: then a patch made against `text`'s
+/// document applies to `s` itself (gpustream/detail/json_patch.hpp).
+bool writes_as(const GpuSnapshot& s, std::string_view text) {
+  thread_local std::string written;
+  written.clear();
+  append_json(written, s);
+  const bool same = written == text;
+  if (written.capacity() > (std::size_t{1} << 20)) std::string().swap(written);
+  return same;
+}
+
 }  // namespace
 
 void json_patch(json::value& doc, const json::value& patch) {
@@ -623,11 +660,18 @@ json::value in_own_arena(const json::value& doc, std::size_t first,
 }  // namespace
 
 BusDecoder::Streams::iterator BusDecoder::keep(const Key& key, Streams::iterator it,
-                                               const json::value& doc) {
+                                               const json::value& doc,
+                                               std::unique_ptr<const GpuSnapshot> snapshot) {
   auto count = std::make_shared<std::size_t>(0);
-  // One block of what it took in the scratch arena, and a little room for patches.
-  const std::size_t used = scratch_->used();
-  json::value stored = in_own_arena(doc, used + used / 16 + 256, count);
+  json::value stored;
+  if (snapshot) {
+    // The snapshot itself (what it allocates, as approx_bytes counts it); no document.
+    *count = approx_bytes(*snapshot);
+  } else {
+    // One block of what it took in the scratch arena, and a little room for patches.
+    const std::size_t used = scratch_->used();
+    stored = in_own_arena(doc, used + used / 16 + 256, count);
+  }
   const std::size_t fixed = key.first.size() + key.second.size() + sizeof(Stream) + kStreamOverhead;
   const std::size_t bytes = *count + fixed;
   if (it != streams_.end()) erase(it);  // its old base goes first; the stream rebuilds below
@@ -642,6 +686,7 @@ BusDecoder::Streams::iterator BusDecoder::keep(const Key& key, Streams::iterator
   }
   // Moved in by construction: an assignment would copy it into the default resource.
   it = streams_.emplace(key, Stream{.base_doc = std::move(stored)}).first;
+  it->second.base_snapshot = std::move(snapshot);
   it->second.kept_bytes = *count;
   it->second.doc_bytes = std::move(count);
   it->second.fixed_bytes = fixed;
@@ -783,8 +828,28 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
     } catch (const JsonError& e) {
       throw BusError(std::string("bus message: snapshot: ") + e.what());
     }
-    out.snapshot.node = out.header.node;  // the header names the node; the body must agree
   };
+  if (!out.header.full && it->second.base_snapshot) {
+    // Onto a copy of the kept snapshot: only what the patch names is read, and a refused
+    // patch leaves the base as it was (it was never touched).
+    auto& st = it->second;
+    const json::value patch = parse_body(body, json::storage_ptr(scratch_.get()));
+    if (!patch.is_object()) throw BusError("bus patch: expected an object");
+    check_patch_devices(patch.get_object(), limits_);
+    out.snapshot = *st.base_snapshot;
+    try {
+      gpustream::detail::patch_snapshot(out.snapshot, patch.get_object());
+    } catch (const JsonError& e) {
+      throw BusError(std::string("bus patch: ") + e.what());
+    }
+    check_snapshot_counts(out.snapshot, limits_);
+    out.snapshot.node = out.header.node;  // the header names the node; the body must agree
+    st.last_seq = out.header.seq;
+    st.dropped = 0;
+    st.newest_ns = std::max(st.newest_ns, out.snapshot.time_unix_ns);
+    touch(it);
+    return out;
+  }
   if (!out.header.full) {
     // In place on the kept base, undone whatever happens (a patch that fails half-way too).
     auto& st = it->second;
@@ -797,6 +862,7 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
         apply_one(st.base_doc, patch, &undo);
         check_counts(st.base_doc, limits_);
         to_snapshot(st.base_doc);
+        out.snapshot.node = out.header.node;
       } catch (...) {
         if (undo.undo()) {
           compact(it, true);  // the refused patch's copies go too
@@ -823,6 +889,11 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
   const json::value doc = parse_body(body, json::storage_ptr(scratch_.get()));
   check_counts(doc, limits_);
   to_snapshot(doc);
+  // A document as this release writes it is kept as its snapshot (deltas patch a copy of it);
+  // any other (another producer's spelling, keys this reader ignores) as the document.
+  std::unique_ptr<const GpuSnapshot> base;
+  if (writes_as(out.snapshot, body)) base = std::make_unique<const GpuSnapshot>(out.snapshot);
+  out.snapshot.node = out.header.node;  // the header names the node; the body must agree
   std::int64_t newest_ns = it != streams_.end() ? it->second.newest_ns : INT64_MIN;
   if (resync) {
     // Taken anyway only when newer than anything the stream took, and not dated far ahead: a
@@ -851,7 +922,7 @@ std::optional<BusDecoder::Decoded> BusDecoder::decode_counted(std::string_view m
       retired[0] = it->second.epoch;
     }
   }
-  it = keep(key, it, doc);
+  it = keep(key, it, doc, std::move(base));
   if (it == streams_.end())
     return out;  // decoded, but too big to keep: its deltas wait for a full that fits
   it->second.retired = retired;

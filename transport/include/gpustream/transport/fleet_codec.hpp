@@ -33,10 +33,16 @@
 // size, so a deflate bomb costs at most one pass over that bound. A snapshot may carry at most
 // max_devices devices and max_processes processes (devices' and the host's together), counted
 // on the JSON document before it becomes a snapshot, for a full and after applying a delta.
-// A delta is applied in place to the kept base with an undo record, converted, then undone: it
-// costs O(patch) plus the conversion of the base (BusDecoder::cost_bytes), never a copy of the
-// base. What a decoder keeps is bounded too: at most max_streams streams and max_state_bytes of
-// them together (the stream heard from longest ago is evicted first).
+// The kept base of a stream is the last full's snapshot when its document is exactly as this
+// release writes that snapshot (every agent of this format: the decoder compares the texts);
+// a delta is then read onto a copy of it, only the paths its patch names
+// (gpustream/detail/json_patch.hpp): it costs O(patch) plus the copy, which is the snapshot it
+// returns, and a refused delta never touched the base. Any other document (another producer's
+// spelling, keys this reader ignores) is kept as the document, and a delta is applied to it in
+// place with an undo record, converted, then undone: O(patch) plus the conversion of the base.
+// Either way BusDecoder::cost_bytes counts the base. What a decoder keeps is bounded too: at
+// most max_streams streams and max_state_bytes of them together (the stream heard from longest
+// ago is evicted first).
 //
 // Sequence rule, per (node, probe) stream, so that a replay cannot freeze a stream: a message
 // of the stream's epoch whose seq is <= the last taken is dropped (stale()); one whose seq is more
@@ -113,9 +119,10 @@ struct BusLimits {
   std::size_t max_message_bytes = 1024 * 1024;   // one message as received
   std::size_t max_body_bytes = 8 * 1024 * 1024;  // its body once inflated
   std::size_t max_streams = 100000;              // (node, probe) streams a decoder keeps
-  /// Bytes the kept streams may hold together (their base documents as allocated, keys and
-  /// bookkeeping). Beyond it the stream heard from longest ago is evicted: it rebuilds from its
-  /// next full message. A single full message bigger than this is decoded but not kept.
+  /// Bytes the kept streams may hold together (their base snapshots' approx_bytes or base
+  /// documents as allocated, keys and bookkeeping). Beyond it the stream heard from longest ago is
+  /// evicted: it rebuilds from its next full message. A single full message bigger than this is
+  /// decoded but not kept.
   std::size_t max_state_bytes = std::size_t{512} << 20;
   /// A compressed body inflates to at most this many times its compressed bytes.
   std::size_t max_inflation_ratio = 64;
@@ -211,9 +218,10 @@ namespace detail {
 class BusArena;  // fleet_codec.cpp: a bump allocator for JSON documents
 }
 
-/// Decodes the bus: keeps the last full message of each stream to apply deltas to. Each kept
-/// base document lives in an arena of its own (one block sized to it: no allocator header per
-/// key and object); a message's body is parsed into the decoder's scratch arena (reused, nothing
+/// Decodes the bus: keeps the last full message of each stream to apply deltas to, as its
+/// snapshot (the file comment) or, for a document this release would not write, as the
+/// document in an arena of its own (one block sized to it: no allocator header per key and
+/// object); a message's body is parsed into the decoder's scratch arena (reused, nothing
 /// allocated per message below 256 KiB of parsed document).
 class BusDecoder {
  public:
@@ -234,10 +242,12 @@ class BusDecoder {
   /// over a limit, counted by BusError::reason() in counters().
   std::optional<Decoded> decode(std::string_view message);
   /// What decoding a message with header `h` costs, known before decoding it: its inflated body
-  /// bytes plus, for a delta, the bytes of the kept base it applies to (converting the patched
-  /// base walks all of it; 0 when this decoder has no such base: the delta would wait). Bytes of
-  /// JSON parsed or walked: the view's decode budget charges these before decoding (measured:
-  /// ≈ 1.4 ms of CPU per MB of base for a delta, BM_BusDeltaOnBigBase, docs/benchmarks.md).
+  /// bytes plus, for a delta, the bytes of the kept base it applies to (copying the base
+  /// snapshot, or converting the patched base document, walks all of it; 0 when this decoder
+  /// has no such base: the delta would wait). The view's decode budget charges these before
+  /// decoding (measured, BM_BusDeltaOnBigBase in docs/benchmarks.md: a tiny delta on a
+  /// 1,000-device base of 4 MB of JSON costs ≈ 0.3 ms kept as its snapshot, ≈ 5 ms as the
+  /// document).
   std::size_t cost_bytes(const BusHeader& h) const;
   /// Drops the streams of `node` (it is gone).
   void forget(std::string_view node);
@@ -266,18 +276,24 @@ class BusDecoder {
     std::uint32_t dropped = 0;           // consecutive messages dropped by the sequence rule
     std::int64_t newest_ns = INT64_MIN;  // the newest time_unix_ns taken (a resync must pass it)
     std::uint64_t tick = 0;              // when a message of it was last taken (the eviction order)
-    std::size_t bytes = 0;               // what it holds: base_doc as allocated, key, bookkeeping
+    std::size_t bytes = 0;               // what it holds: its base as counted, key, bookkeeping
     std::size_t fixed_bytes = 0;         // of which key and bookkeeping
     std::shared_ptr<std::size_t> doc_bytes;  // base_doc's arena's bytes, as they change
     std::size_t kept_bytes = 0;              // *doc_bytes when it was kept (or compacted)
-    boost::json::value base_doc;             // allocated from its own arena
+    boost::json::value base_doc;             // allocated from its own arena; null when:
+    /// the last full's snapshot, when its document was as this release writes it (the bytes
+    /// are its approx_bytes); deltas are applied to a copy of it, base_doc is not kept.
+    std::unique_ptr<const GpuSnapshot> base_snapshot;
   };
   using Streams = std::map<Key, Stream, std::less<>>;
   void touch(Streams::iterator it);
   void erase(Streams::iterator it);
   /// Stores `doc` as the base of `key`'s stream, evicting the stalest others to make room.
   /// Returns the stream, or streams_.end() when `doc` alone is over max_state_bytes.
-  Streams::iterator keep(const Key& key, Streams::iterator it, const boost::json::value& doc);
+  /// `snapshot`: doc's snapshot, kept instead of doc when set (doc is as this release writes
+  /// it, so deltas patch a copy of the snapshot).
+  Streams::iterator keep(const Key& key, Streams::iterator it, const boost::json::value& doc,
+                         std::unique_ptr<const GpuSnapshot> snapshot);
   /// base_doc copied into a new arena of the size it was kept with, when patches undone since
   /// then left more than as much again in its arena (they are not freed one by one), or `now`.
   void compact(Streams::iterator it, bool now = false);

@@ -90,7 +90,7 @@ void ChannelState::add(const std::shared_ptr<Subscriber>& sub, std::optional<std
         const std::size_t slot = (history_head_ + i) % history_.size();
         const SnapshotPtr& h = history_[slot];
         if (h->sequence > from && sub->matches(*h))
-          wake = sub->offer(SnapshotRef(h), history_entry_bytes_[slot]) || wake;
+          wake = sub->offer(h, history_entry_bytes_[slot]) || wake;
       }
     }
     subscribers_.push_back(sub);
@@ -170,67 +170,52 @@ SnapshotChannel::~SnapshotChannel() {
 }
 
 SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
-  // One allocation: the snapshot with its count of queue entries (detail::Published).
-  auto block = std::make_shared<detail::Published>(std::move(s));
-  detail::Published& published = *block;
-  SnapshotPtr snap(std::move(block), &published.snap);
+  auto snap = std::make_shared<GpuSnapshot>(std::move(s));
   const std::size_t bytes = approx_bytes(*snap);
   auto& wake = wake_list();
   const std::size_t mark = wake.size();
   auto& evicted = evicted_list();  // history and latest entries, released after unlocking
   const std::size_t evicted_mark = evicted.size();
-  auto& batches = batch_list();
-  const std::size_t batch_mark = batches.size();
-  // The subscribers' entries share one reference, counted here and settled once (even if a
-  // wake list grows out of memory below).
-  struct Shares {
-    detail::Published& published;
-    std::size_t made = 0;
-    ~Shares() { published.close(made); }
-  } shares{published};
-  published.open(snap);
   {
     auto& st = *state_;
     std::lock_guard lock(st.mu_);
-    published.snap.sequence = ++st.last_sequence_;
+    snap->sequence = ++st.last_sequence_;
+    SnapshotPtr ptr = snap;
     if (!st.history_.empty()) {
       const std::size_t cap = st.history_.size();
       auto evict_oldest = [&] {
         evicted.push_back(std::move(st.history_[st.history_head_]));
         st.history_bytes_ -= st.history_entry_bytes_[st.history_head_];
-        st.history_head_ = st.history_head_ + 1 == cap ? 0 : st.history_head_ + 1;
+        st.history_head_ = (st.history_head_ + 1) % cap;
         --st.history_size_;
       };
       // The byte bound first (keeping room for this one), then the count.
       while (st.history_size_ > 0 && st.history_bytes_ + bytes > st.history_max_bytes_)
         evict_oldest();
       if (st.history_size_ == cap) evict_oldest();
-      std::size_t slot = st.history_head_ + st.history_size_;
-      if (slot >= cap) slot -= cap;
-      st.history_[slot] = snap;
+      const std::size_t slot = (st.history_head_ + st.history_size_) % cap;
+      st.history_[slot] = ptr;
       st.history_entry_bytes_[slot] = bytes;
       st.history_bytes_ += bytes;
       ++st.history_size_;
     }
-    st.set_latest_locked(snap, bytes, evicted);
-    for (const auto& sub : st.subscribers_) {
-      if (!sub->matches(published.snap)) continue;
-      ++shares.made;
-      if (!sub->offer(detail::SnapshotRef::share(published), bytes)) continue;
-      // Subscribers on a plain io_context executor: one task per io_context delivers to all of
-      // them, in the channel's order (posting to an io_context never runs the task inline).
-      // Linked by pointer: a scheduled subscriber keeps itself alive (Subscriber::keep_alive).
-      if (boost::asio::io_context* ctx = sub->batch_context()) {
-        auto it = std::find_if(batches.begin() + static_cast<std::ptrdiff_t>(batch_mark),
-                               batches.end(), [&](const auto& b) { return b.first == ctx; });
-        if (it == batches.end()) it = batches.emplace(batches.end(), ctx, detail::DeliveryBatch{});
-        it->second.append(sub.get());
-      } else {
-        wake.push_back(sub);
-      }
-    }
+    st.set_latest_locked(ptr, bytes, evicted);
+    for (const auto& sub : st.subscribers_)
+      if (sub->matches(*ptr) && sub->offer(ptr, bytes)) wake.push_back(sub);
   }
   evicted.erase(evicted.begin() + static_cast<std::ptrdiff_t>(evicted_mark), evicted.end());
+  // Subscribers on a plain io_context executor: one task per io_context delivers to all of
+  // them, in the channel's order (posting to an io_context never runs the task inline).
+  auto& batches = batch_list();
+  const std::size_t batch_mark = batches.size();
+  for (std::size_t i = mark; i < wake.size(); ++i) {
+    boost::asio::io_context* ctx = wake[i]->batch_context();
+    if (!ctx) continue;
+    auto it = std::find_if(batches.begin() + static_cast<std::ptrdiff_t>(batch_mark), batches.end(),
+                           [&](const auto& b) { return b.first == ctx; });
+    if (it == batches.end()) it = batches.emplace(batches.end(), ctx, detail::DeliveryBatch{});
+    it->second.append(std::move(wake[i]));
+  }
   for (std::size_t i = batch_mark; i < batches.size(); ++i)
     boost::asio::post(batches[i].first->get_executor(),
                       boost::asio::bind_allocator(detail::BatchSlotAllocator<void>{},
@@ -239,6 +224,7 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
   // The others (and queues) one by one. Index-based: wake() may run a nested publish on this
   // thread (an executor that runs inline), which uses the list above us.
   for (std::size_t i = mark; i < wake.size(); ++i) {
+    if (!wake[i]) continue;  // in a batch
     auto sub = std::move(wake[i]);
     sub->wake();
   }
@@ -252,7 +238,6 @@ Subscription SnapshotChannel::subscribe(SubscribeOptions options,
   auto ex = options.executor ? *options.executor : state_->ex_;
   auto sub = std::make_shared<detail::Subscriber>(options, std::move(ex), std::move(on_snapshot),
                                                   std::move(on_gap));
-  if (sub->batch_context()) sub->keep_alive(sub);
   state_->add(sub, options.since);
   return Subscription(std::move(sub), state_);
 }

@@ -116,96 +116,9 @@ class SlotAllocator {
   HandlerSlot* slot_;
 };
 
-/// The one allocation of a publish: the snapshot, and the count of the subscribers' queue
-/// entries that still hold it. The entries share one reference (`held`, an aliasing pointer to
-/// `snap` that keeps this block alive) instead of a shared_ptr each: queueing a snapshot for a
-/// subscriber takes no atomic operation, delivering it takes one (the count's decrement), and
-/// the entry whose release brings the count to zero drops `held` (and so frees the snapshot, when
-/// nothing else holds it).
-class Published {
- public:
-  explicit Published(GpuSnapshot&& s) : snap(std::move(s)) {}
-  Published(const Published&) = delete;
-  Published& operator=(const Published&) = delete;
-
-  GpuSnapshot snap;
-
-  /// Publish, before the first share(): `self` is the SnapshotPtr of this block, which the
-  /// entries will share.
-  void open(const SnapshotPtr& self) {
-    held_ = self;
-    refs_.store(kOpen, std::memory_order_relaxed);
-  }
-  /// Publish, after the last share(): `shares` entries were made (whether or not each is still
-  /// queued). When none is left, drops the shared reference.
-  void close(std::size_t shares) noexcept { release(kOpen - shares); }
-  /// The reference the entries share; valid while the caller holds an entry.
-  const SnapshotPtr& held() const noexcept { return held_; }
-  /// An entry goes (delivered, dropped or discarded).
-  void release_one() noexcept { release(1); }
-
- private:
-  /// The count while publish is still making entries: more than any number of entries, so that
-  /// entries released meanwhile (by delivering threads) cannot bring it to zero.
-  static constexpr std::size_t kOpen = std::size_t{1} << 62;
-  void release(std::size_t n) noexcept {
-    if (refs_.fetch_sub(n, std::memory_order_acq_rel) == n) {
-      const SnapshotPtr last = std::move(held_);  // may destroy *this: the last thing done
-    }
-  }
-
-  std::atomic<std::size_t> refs_{0};
-  SnapshotPtr held_;
-};
-
-/// A queued snapshot: a share of its publish's reference (live publishes), or a reference of
-/// its own (the history replayed to a resuming subscriber). Move-only.
-class SnapshotRef {
- public:
-  SnapshotRef() noexcept = default;
-  explicit SnapshotRef(SnapshotPtr own) noexcept : own_(std::move(own)) {}
-  /// One more entry of `p`'s publish (counted by the publish, so no atomic operation here).
-  static SnapshotRef share(Published& p) noexcept {
-    SnapshotRef r;
-    r.shared_ = &p;
-    return r;
-  }
-  SnapshotRef(SnapshotRef&& o) noexcept
-      : shared_(std::exchange(o.shared_, nullptr)), own_(std::move(o.own_)) {}
-  SnapshotRef& operator=(SnapshotRef&& o) noexcept {
-    if (this != &o) {
-      reset();
-      shared_ = std::exchange(o.shared_, nullptr);
-      own_ = std::move(o.own_);
-    }
-    return *this;
-  }
-  SnapshotRef(const SnapshotRef&) = delete;
-  SnapshotRef& operator=(const SnapshotRef&) = delete;
-  ~SnapshotRef() { reset(); }
-
-  /// The snapshot's pointer, valid while this entry is held. Null for an empty entry.
-  const SnapshotPtr& ptr() const noexcept { return shared_ ? shared_->held() : own_; }
-  const GpuSnapshot* operator->() const noexcept { return ptr().get(); }
-  /// A SnapshotPtr of its own (for a queue's pop).
-  SnapshotPtr take() && {
-    SnapshotPtr out = shared_ ? shared_->held() : std::move(own_);
-    reset();
-    return out;
-  }
-  void reset() noexcept {
-    if (Published* p = std::exchange(shared_, nullptr)) p->release_one();
-    own_.reset();
-  }
-
- private:
-  Published* shared_ = nullptr;
-  SnapshotPtr own_;
-};
-
 /// One queued snapshot. `missed_before` snapshots were lost just before it (a Gap to report).
 struct Pending {
-  SnapshotRef snap;
+  SnapshotPtr snap;
   std::size_t bytes = 0;  // approx_bytes(*snap)
   std::uint64_t missed_before = 0;
   GapReason reason = GapReason::dropped_slow_subscriber;
@@ -219,7 +132,7 @@ class PendingRing {
   std::size_t bytes() const noexcept { return bytes_; }
   bool empty() const noexcept { return size_ == 0; }
   bool full() const noexcept { return size_ == buf_.size(); }
-  Pending& at(std::size_t i) noexcept { return buf_[index(i)]; }
+  Pending& at(std::size_t i) noexcept { return buf_[(head_ + i) % buf_.size()]; }
   Pending& front() noexcept { return buf_[head_]; }
   void push_back(Pending p) noexcept;
   Pending pop_front() noexcept;
@@ -227,13 +140,6 @@ class PendingRing {
   void clear() noexcept;
 
  private:
-  /// The slot of the i-th entry (i < capacity): a wrap by subtraction, not a division (two per
-  /// delivery were a measurable part of it).
-  std::size_t index(std::size_t i) const noexcept {
-    const std::size_t k = head_ + i;
-    return k < buf_.size() ? k : k - buf_.size();
-  }
-
   std::vector<Pending> buf_;
   std::size_t head_ = 0;
   std::size_t size_ = 0;
@@ -263,16 +169,11 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   /// Resume bookkeeping before any offer: the stream continues after `since`, and `missed`
   /// sequence numbers are gone from the history. True when the caller must call wake().
   bool start_after(std::uint64_t since, std::uint64_t missed_from_history);
-  /// Queues `s` (approx_bytes `bytes`) under the policy (or drops it: lossless and full). True
-  /// when the caller must call wake() (after unlocking), or, with a batch_context(), add it to a
-  /// DeliveryBatch instead (which it may do before unlocking: see keep_alive()).
-  bool offer(SnapshotRef&& s, std::size_t bytes);
+  /// Queues `s` (approx_bytes `bytes`) under the policy. True when the caller must call wake()
+  /// (after unlocking), or, with a batch_context(), add it to a DeliveryBatch instead.
+  bool offer(const SnapshotPtr& s, std::size_t bytes);
 
   // --- any thread, no channel lock ---
-  /// A subscriber with a batch_context() holds a reference to itself from subscribe until it is
-  /// deactivated and no delivery task of it is pending, so that a DeliveryBatch can name it by
-  /// pointer (no reference count per delivery). Called once, by subscribe.
-  void keep_alive(std::shared_ptr<Subscriber> self);
   void wake();
   /// Unsubscribe: nothing more is queued or delivered. Waits for a callback of this subscriber
   /// running on another thread to return.
@@ -291,40 +192,19 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
 
  private:
   friend class DeliveryBatch;
-  /// One delivery task of this subscriber alone. Destroyed without having run (its executor
-  /// shut down), it tells the subscriber, which then no longer waits for it to let itself go.
   struct DeliveryTask {
-    explicit DeliveryTask(std::shared_ptr<Subscriber> s) noexcept : self(std::move(s)) {}
-    DeliveryTask(DeliveryTask&& o) noexcept : self(std::move(o.self)), ran(o.ran) {}
-    DeliveryTask& operator=(DeliveryTask&&) = delete;
-    DeliveryTask(const DeliveryTask&) = delete;
-    DeliveryTask& operator=(const DeliveryTask&) = delete;
-    ~DeliveryTask() {
-      if (self && !ran) self->delivery_dropped();
-    }
-    void operator()() {
-      ran = true;
-      self->run_delivery();
-    }
     std::shared_ptr<Subscriber> self;
-    bool ran = false;
+    void operator()() const { self->run_delivery(); }
   };
-  /// What take_locked hands out: a queued snapshot or a gap.
-  using Item = std::variant<SnapshotRef, Gap>;
 
   void run_delivery();
-  /// A pending delivery task was destroyed without running (its io_context went first).
-  void delivery_dropped() noexcept;
-  /// With mu_ held: the self-reference to drop once unlocked, when nothing needs it any more.
-  std::shared_ptr<Subscriber> release_self_locked() noexcept;
-  static std::optional<QueueItem> to_queue_item(std::optional<Item> item);
-  std::optional<Item> take_locked();
+  std::optional<QueueItem> take_locked();
   void add_missed_locked(std::uint64_t n, GapReason why);
   /// With mu_ held: no room for one more snapshot of `bytes` (count or byte bound reached).
   bool full_for_locked(std::size_t bytes) const noexcept;
   /// With mu_ held, drop_oldest: drops the oldest queued snapshot, carrying its gap forward.
   void drop_oldest_locked();
-  void invoke(Item& item) noexcept;
+  void invoke(QueueItem& item) noexcept;
 
   const SubscriptionFilter filter_;
   const bool match_all_;
@@ -334,10 +214,12 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   const bool queue_mode_;
   boost::asio::any_io_executor executor_;
   boost::asio::io_context* batch_context_ = nullptr;
-  // While this subscriber waits in a DeliveryBatch: the batch's next subscriber. Written by the
+  // While this subscriber waits in a DeliveryBatch: the batch's next subscriber, and the
+  // reference that keeps this one alive until the batch has delivered to it. Written by the
   // publisher whose offer() set scheduled_, read by the batch before run_delivery() can clear
   // it (scheduled_, under mu_, orders the two).
   Subscriber* batch_next_ = nullptr;
+  std::shared_ptr<Subscriber> batch_self_;
   SnapshotFn on_snapshot_;  // touched only by the delivering thread, or when none runs
   GapFn on_gap_;
 
@@ -349,11 +231,8 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
   std::uint64_t last_taken_ = 0;  // sequence of the last snapshot handed out
   bool active_ = true;
   bool channel_gone_ = false;
-  bool scheduled_ = false;     // a delivery task is posted (callback mode)
-  bool task_dropped_ = false;  // ... but it was destroyed without running (executor gone)
-  // keep_alive(): this subscriber's own reference, while active_ or scheduled_ (see there).
-  std::shared_ptr<Subscriber> self_;
-  bool running_ = false;  // a callback is running on running_thread_
+  bool scheduled_ = false;  // a delivery task is posted (callback mode)
+  bool running_ = false;    // a callback is running on running_thread_
   std::thread::id running_thread_;
   std::size_t waiters_ = 0;
   bool logged_exception_ = false;
@@ -363,8 +242,9 @@ class Subscriber : public std::enable_shared_from_this<Subscriber> {
 };
 
 /// The delivery task of the subscribers of one io_context that one publish woke: it runs each
-/// one's delivery in turn, in the order they were appended (the channel's order). Destroyed
-/// without running (its io_context destroyed first), it tells each of them. Move-only.
+/// one's delivery in turn, in the order they were appended (the channel's order). It owns them
+/// until it has delivered to them; destroyed without running (its io_context destroyed first),
+/// it releases them. Move-only.
 class DeliveryBatch {
  public:
   DeliveryBatch() noexcept = default;
@@ -382,9 +262,8 @@ class DeliveryBatch {
   DeliveryBatch& operator=(const DeliveryBatch&) = delete;
   ~DeliveryBatch() { release(); }
 
-  /// Appends a subscriber whose offer() asked for a wake-up. Its self-reference (keep_alive)
-  /// keeps it alive until the batch has delivered to it or is destroyed.
-  void append(Subscriber* sub) noexcept;
+  /// Appends a subscriber whose offer() asked for a wake-up; the batch takes `owner`.
+  void append(std::shared_ptr<Subscriber>&& owner) noexcept;
   bool empty() const noexcept { return head_ == nullptr; }
   void operator()();
 

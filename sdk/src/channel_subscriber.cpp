@@ -46,7 +46,9 @@ void BatchSlots::deallocate(void* p) noexcept {
   ::operator delete(p);
 }
 
-void DeliveryBatch::append(Subscriber* sub) noexcept {
+void DeliveryBatch::append(std::shared_ptr<Subscriber>&& owner) noexcept {
+  Subscriber* sub = owner.get();
+  sub->batch_self_ = std::move(owner);
   sub->batch_next_ = nullptr;
   if (tail_)
     tail_->batch_next_ = sub;
@@ -59,8 +61,8 @@ void DeliveryBatch::operator()() {
   while (Subscriber* sub = head_) {
     head_ = std::exchange(sub->batch_next_, nullptr);
     if (!head_) tail_ = nullptr;
-    // batch_next_ is read before run_delivery: once it clears scheduled_, a publisher may link
-    // the subscriber again, and an unsubscribed one may let itself go (not touched after).
+    // Read before run_delivery: once it clears scheduled_, a publisher may link it again.
+    const std::shared_ptr<Subscriber> owner = std::move(sub->batch_self_);
     sub->run_delivery();
   }
 }
@@ -68,20 +70,20 @@ void DeliveryBatch::operator()() {
 void DeliveryBatch::release() noexcept {
   while (Subscriber* sub = head_) {
     head_ = std::exchange(sub->batch_next_, nullptr);
-    sub->delivery_dropped();
+    const std::shared_ptr<Subscriber> owner = std::move(sub->batch_self_);
   }
   tail_ = nullptr;
 }
 
 void PendingRing::push_back(Pending p) noexcept {
   bytes_ += p.bytes;
-  buf_[index(size_)] = std::move(p);
+  buf_[(head_ + size_) % buf_.size()] = std::move(p);
   ++size_;
 }
 
 Pending PendingRing::pop_front() noexcept {
   Pending p = std::move(buf_[head_]);
-  head_ = index(1);
+  head_ = (head_ + 1) % buf_.size();
   --size_;
   bytes_ -= p.bytes;
   return p;
@@ -160,24 +162,7 @@ void Subscriber::drop_oldest_locked() {
   }
 }
 
-void Subscriber::keep_alive(std::shared_ptr<Subscriber> self) {
-  std::lock_guard lock(mu_);
-  self_ = std::move(self);
-}
-
-std::shared_ptr<Subscriber> Subscriber::release_self_locked() noexcept {
-  if (active_ || (scheduled_ && !task_dropped_)) return nullptr;
-  return std::move(self_);
-}
-
-void Subscriber::delivery_dropped() noexcept {
-  std::shared_ptr<Subscriber> self;  // released after unlocking: may be the last reference
-  std::lock_guard lock(mu_);
-  task_dropped_ = true;
-  self = release_self_locked();
-}
-
-bool Subscriber::offer(SnapshotRef&& s, std::size_t bytes) {
+bool Subscriber::offer(const SnapshotPtr& s, std::size_t bytes) {
   std::lock_guard lock(mu_);
   if (!active_) return false;
   switch (policy_) {
@@ -205,7 +190,7 @@ bool Subscriber::offer(SnapshotRef&& s, std::size_t bytes) {
       }
       break;
   }
-  ring_.push_back(Pending{std::move(s), bytes, pending_missed_, pending_reason_});
+  ring_.push_back(Pending{s, bytes, pending_missed_, pending_reason_});
   pending_missed_ = 0;
   if (queue_mode_) return waiters_ > 0;
   if (scheduled_) return false;
@@ -213,30 +198,24 @@ bool Subscriber::offer(SnapshotRef&& s, std::size_t bytes) {
   return true;
 }
 
-std::optional<Subscriber::Item> Subscriber::take_locked() {
+std::optional<QueueItem> Subscriber::take_locked() {
   if (!ring_.empty()) {
     Pending& front = ring_.front();
     if (front.missed_before > 0) {
       Gap gap{last_taken_, front.missed_before, std::string(to_string(front.reason))};
       front.missed_before = 0;
-      return Item{std::move(gap)};
+      return QueueItem{std::move(gap)};
     }
     Pending p = ring_.pop_front();
     last_taken_ = p.snap->sequence;
-    return Item{std::move(p.snap)};
+    return QueueItem{std::move(p.snap)};
   }
   if (pending_missed_ > 0) {
     Gap gap{last_taken_, pending_missed_, std::string(to_string(pending_reason_))};
     pending_missed_ = 0;
-    return Item{std::move(gap)};
+    return QueueItem{std::move(gap)};
   }
   return std::nullopt;
-}
-
-std::optional<QueueItem> Subscriber::to_queue_item(std::optional<Item> item) {
-  if (!item) return std::nullopt;
-  if (auto* snap = std::get_if<SnapshotRef>(&*item)) return QueueItem{std::move(*snap).take()};
-  return QueueItem{std::move(std::get<Gap>(*item))};
 }
 
 void Subscriber::wake() {
@@ -248,7 +227,7 @@ void Subscriber::wake() {
   // The task lives in slot_ (at most one is in flight), so waking does not allocate when the
   // executor is a plain io_context or thread_pool one. Other executors (strands, any_io_executor
   // wrappers of other types) use their own allocation.
-  auto task = asio::bind_allocator(SlotAllocator<void>(&slot_), DeliveryTask(shared_from_this()));
+  auto task = asio::bind_allocator(SlotAllocator<void>(&slot_), DeliveryTask{shared_from_this()});
   if (auto* io = executor_.target<asio::io_context::executor_type>())
     asio::post(*io, std::move(task));
   else if (auto* pool = executor_.target<asio::thread_pool::executor_type>())
@@ -257,10 +236,10 @@ void Subscriber::wake() {
     asio::post(executor_, std::move(task));
 }
 
-void Subscriber::invoke(Item& item) noexcept {
+void Subscriber::invoke(QueueItem& item) noexcept {
   try {
-    if (auto* snap = std::get_if<SnapshotRef>(&item)) {
-      if (on_snapshot_) on_snapshot_(snap->ptr());
+    if (auto* snap = std::get_if<SnapshotPtr>(&item)) {
+      if (on_snapshot_) on_snapshot_(*snap);
     } else if (on_gap_) {
       on_gap_(std::get<Gap>(item));
     }
@@ -274,14 +253,12 @@ void Subscriber::invoke(Item& item) noexcept {
 }
 
 void Subscriber::run_delivery() {
-  std::shared_ptr<Subscriber> self;  // released last, after unlocking: may be the last reference
   std::unique_lock lock(mu_);
   // Deliver at most about one queue's worth per task, then yield the executor to others.
   std::size_t budget = capacity_ + 2;
   for (;;) {
     if (!active_) {
       scheduled_ = false;
-      self = release_self_locked();
       auto on_snapshot = std::move(on_snapshot_);  // released outside the lock
       auto on_gap = std::move(on_gap_);
       lock.unlock();
@@ -302,7 +279,7 @@ void Subscriber::run_delivery() {
     running_thread_ = std::this_thread::get_id();
     lock.unlock();
     invoke(*item);
-    item.reset();  // the last delivery of a snapshot frees it (when nothing else holds it)
+    item.reset();
     lock.lock();
     running_ = false;
     running_thread_ = std::thread::id{};
@@ -311,8 +288,7 @@ void Subscriber::run_delivery() {
 }
 
 void Subscriber::deactivate() {
-  std::shared_ptr<Subscriber> self;  // released after unlocking (the caller holds another)
-  SnapshotFn on_snapshot;            // released after unlocking
+  SnapshotFn on_snapshot;  // released after unlocking
   GapFn on_gap;
   std::unique_lock lock(mu_);
   active_ = false;
@@ -328,7 +304,6 @@ void Subscriber::deactivate() {
   --waiters_;
   on_snapshot = std::move(on_snapshot_);
   on_gap = std::move(on_gap_);
-  self = release_self_locked();
   cv_.notify_all();
   lock.unlock();
 }
@@ -344,7 +319,7 @@ void Subscriber::channel_gone() {
 std::optional<QueueItem> Subscriber::try_pop() {
   std::lock_guard lock(mu_);
   if (!active_) return std::nullopt;
-  return to_queue_item(take_locked());
+  return take_locked();
 }
 
 std::optional<QueueItem> Subscriber::pop_for(std::chrono::steady_clock::duration timeout) {
@@ -354,14 +329,14 @@ std::optional<QueueItem> Subscriber::pop_for(std::chrono::steady_clock::duration
   std::unique_lock lock(mu_);
   for (;;) {
     if (!active_) return std::nullopt;
-    if (auto item = take_locked()) return to_queue_item(std::move(item));
+    if (auto item = take_locked()) return item;
     if (channel_gone_) return std::nullopt;
     ++waiters_;
     const auto status = cv_.wait_until(lock, deadline);
     --waiters_;
     if (status == std::cv_status::timeout) {
       if (!active_) return std::nullopt;
-      return to_queue_item(take_locked());
+      return take_locked();
     }
   }
 }

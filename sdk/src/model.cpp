@@ -168,7 +168,7 @@ namespace {
 
 // What a string owns beyond its own object: the buffer, when it is not the small-string one.
 std::size_t heap_of(const std::string& s) noexcept {
-  constexpr std::size_t kInline = std::string().capacity();  // the small-string buffer
+  static const std::size_t kInline = std::string().capacity();
   return s.capacity() > kInline ? s.capacity() + 1 : 0;
 }
 

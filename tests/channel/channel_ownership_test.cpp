@@ -1,7 +1,7 @@
-// Who holds a published snapshot: the subscribers' queue entries share one reference per publish
-// (counted down by their deliveries), so a snapshot lives exactly as long as the last entry, the
-// history, the latest cache or a user still holds it; a subscriber on an io_context keeps
-// itself alive while a delivery task names it.
+// Who holds a published snapshot: it lives exactly as long as a subscriber's queue entry, the
+// history, the latest cache or a user still holds it, so the last delivery (or the drop or
+// unsubscribe that discards the last entry) frees it; a subscriber unsubscribed, or whose
+// io_context went, while a delivery task names it leaves nothing behind (LeakSanitizer).
 #include <atomic>
 #include <memory>
 #include <thread>

@@ -297,6 +297,37 @@ void BM_CopyPerSubscriberBaseline(benchmark::State& state) {
   report(state, total, n, delivered);
 }
 
+// The floor of BM_ChannelFanout: freeing one snapshot like the one each publish evicts from the
+// channel's history (its ~390 heap blocks), whatever the number of subscribers. The argument is
+// how many copies were made after it (16: as the channel benchmark's history), so that it is
+// as far out of the cache as the evicted one. Timed: the destructions alone, kPublishesPerIteration
+// per timed region (as the channel benchmark, so that the clock reads cost as little).
+void BM_SnapshotFree(benchmark::State& state) {
+  const std::size_t n = static_cast<std::size_t>(state.range(0)) + kPublishesPerIteration;
+  std::vector<GpuSnapshot> ring(n, big_snapshot());
+  std::size_t oldest = 0;
+  Timed total;
+  for (auto _ : state) {
+    timed(state, total, [&] {
+      for (std::size_t k = 0; k < kPublishesPerIteration; ++k) ring[(oldest + k) % n] = {};
+    });
+    for (std::size_t k = 0; k < kPublishesPerIteration; ++k)  // untimed: the newest copies
+      ring[(oldest + k) % n] = big_snapshot();
+    oldest = (oldest + kPublishesPerIteration) % n;
+  }
+  const double frees = static_cast<double>(state.iterations() * kPublishesPerIteration);
+  state.counters["cpu_ns_per_free"] = total.cpu_ns / frees;
+  state.counters["ns_per_free"] = total.ns / frees;
+  const auto before = g_allocations.load();
+  g_counting = true;
+  {
+    const GpuSnapshot copy = big_snapshot();  // as many blocks as a free releases
+    benchmark::DoNotOptimize(copy.devices.data());
+  }
+  g_counting = false;
+  state.counters["blocks_per_free"] = static_cast<double>(g_allocations.load() - before);
+}
+
 // What publish adds for the channel's byte bounds: approx_bytes of the same snapshot, once per
 // publish (compare with BM_ChannelFanout/1).
 void BM_ApproxBytes(benchmark::State& state) {
@@ -306,6 +337,7 @@ void BM_ApproxBytes(benchmark::State& state) {
 }
 
 BENCHMARK(BM_ApproxBytes);
+BENCHMARK(BM_SnapshotFree)->Arg(0)->Arg(16)->UseManualTime();
 BENCHMARK(BM_ChannelFanout)->Arg(1)->Arg(64)->Arg(1024)->UseManualTime();
 BENCHMARK(BM_ChannelFanoutFreedOutside)->Arg(1)->Arg(64)->Arg(1024)->UseManualTime();
 BENCHMARK(BM_CopyPerSubscriberBaseline)->Arg(1)->Arg(64)->Arg(1024)->UseManualTime();

@@ -1,5 +1,6 @@
-"""Helpers the bench/ scripts share: loopback ports, a process's CPU and RSS from /proc, and
-percentiles (bench/fleet_bench.py, bench/fleet_load.py, bench/tls_bench.py)."""
+"""Helpers the bench/ scripts share: loopback ports, a process's CPU and RSS from /proc,
+percentiles, and the staleness of a fleet view's snapshots (bench/fleet_bench.py,
+bench/fleet_load.py, bench/tls_bench.py)."""
 import os
 import socket
 import time
@@ -41,3 +42,16 @@ def percentile(values, p):
         return float("nan")
     v = sorted(values)
     return v[min(len(v) - 1, int(round(p / 100 * (len(v) - 1))))]
+
+
+def note_staleness(doc, node, seen, lat):
+    """One `/api/v1/snapshot?node=NODE` answer of a fleet view: appends to `lat` the age in ms of
+    each snapshot newer than the last one seen of its (node, probe); the first sighting of a
+    (node, probe) only sets `seen` (its age says when polling began, not how stale it is)."""
+    now = time.time_ns()
+    for s in doc["snapshots"]:
+        key = (node, s["probe"])
+        if seen.get(key) != s["time_unix_ns"] and s["devices"]:
+            if key in seen:
+                lat.append((now - s["time_unix_ns"]) / 1e6)
+            seen[key] = s["time_unix_ns"]

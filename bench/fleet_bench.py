@@ -25,7 +25,7 @@ import tempfile
 import threading
 import time
 import urllib.request
-from bench_proc import free_port, wait_port, cpu_seconds, rss_bytes, percentile
+from bench_proc import free_port, wait_port, cpu_seconds, rss_bytes, percentile, note_staleness
 
 NATS_SERVER = "/usr/sbin/nats-server"
 GPUS = 8
@@ -87,13 +87,7 @@ def run(gpustream, n, encoding, window, settle):
                         doc = get_json(f"http://{http}/api/v1/snapshot?node={node}")
                     except OSError:
                         continue
-                    now = time.time_ns()
-                    for s in doc["snapshots"]:
-                        key = (node, s["probe"])
-                        if seen.get(key) != s["time_unix_ns"] and s["devices"]:
-                            if key in seen:
-                                lat.append((now - s["time_unix_ns"]) / 1e6)
-                            seen[key] = s["time_unix_ns"]
+                    note_staleness(doc, node, seen, lat)
                 time.sleep(0.02)
 
         # Window 1: the bus and the fleet's own cost (no client polling it).

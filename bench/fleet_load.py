@@ -47,7 +47,7 @@ import sys
 import threading
 import time
 import urllib.request
-from bench_proc import free_port, wait_port, cpu_seconds, rss_bytes, percentile
+from bench_proc import free_port, wait_port, cpu_seconds, rss_bytes, percentile, note_staleness
 
 GPUS = 8
 
@@ -245,13 +245,7 @@ def staleness(views, nodes_of, seconds):
                     doc = get_json(f"{base}/api/v1/snapshot?node={node}")
                 except OSError:
                     continue
-                now = time.time_ns()
-                for s in doc["snapshots"]:
-                    key = (node, s["probe"])
-                    if seen.get(key) != s["time_unix_ns"] and s["devices"]:
-                        if key in seen:
-                            lat[k].append((now - s["time_unix_ns"]) / 1e6)
-                        seen[key] = s["time_unix_ns"]
+                note_staleness(doc, node, seen, lat[k])
         time.sleep(0.05)
     return lat
 
@@ -513,13 +507,7 @@ def run(a):
                         doc = get_json(f"{base}/api/v1/snapshot?node={node}")
                     except OSError:
                         continue
-                    now = time.time_ns()
-                    for s in doc["snapshots"]:
-                        key = (node, s["probe"])
-                        if seen.get(key) != s["time_unix_ns"] and s["devices"]:
-                            if key in seen:
-                                lat.append((now - s["time_unix_ns"]) / 1e6)
-                            seen[key] = s["time_unix_ns"]
+                    note_staleness(doc, node, seen, lat)
                 time.sleep(0.05)
 
         poller = threading.Thread(target=poll, daemon=True)

@@ -477,7 +477,7 @@ TEST_F(OtlpExportTls, DeliversOverHttpsToAVerifiedReceiver) {
 }
 
 TEST_F(OtlpExportTls, ARefusedCertificateIsRetriedAndSaidOnceInOpenSslsWords) {
-  test::LogCapture log(spdlog::level::warn);
+  gpustream::test::LogCapture log(spdlog::level::warn);
   TestPki other;
   const auto stranger = other.ca("not the receiver's CA");
   auto o = options();
@@ -495,7 +495,7 @@ TEST_F(OtlpExportTls, ARefusedCertificateIsRetriedAndSaidOnceInOpenSslsWords) {
 }
 
 TEST_F(OtlpExportTls, AReceiverWhoseCertificateNamesAnotherHostIsRefused) {
-  test::LogCapture log(spdlog::level::warn);
+  gpustream::test::LogCapture log(spdlog::level::warn);
   const auto other = pki.leaf(ca, {.cn = "other", .sans = "DNS:other.example"}, "other");
   receiver->close();
   receiver = std::make_shared<Receiver>(
@@ -523,7 +523,7 @@ struct OtlpExportMutualTls : OtlpExportTls {
 };
 
 TEST_F(OtlpExportMutualTls, PresentsItsCertificateWhenGivenOneAndIsRefusedWithout) {
-  test::LogCapture log(spdlog::level::warn);
+  gpustream::test::LogCapture log(spdlog::level::warn);
   make(options());  // no client certificate
   channel.publish(make_snapshot("sim", 1));
   exporter->export_now();

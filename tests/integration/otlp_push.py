@@ -178,6 +178,22 @@ def counter(text, line_start):
     fail(f"/metrics has no {line_start}")
 
 
+def wait_accepted(receiver, server, n):
+    """The exports the receiver accepted once there are `n` (30 s at most; a refused one fails)."""
+    deadline = time.monotonic() + 30
+    while True:
+        with receiver.lock:
+            problems = list(receiver.problems)
+            accepted = list(receiver.accepted)
+        if problems:
+            fail("the receiver refused an export: " + problems[0])
+        if len(accepted) >= n:
+            return accepted
+        if time.monotonic() > deadline:
+            fail(f"{len(accepted)} export(s) delivered in 30 s; stderr:\n" + "".join(server.stderr))
+        time.sleep(0.1)
+
+
 def https_push(args):
     """`--otlp https://...` to a receiver whose certificate chains to `--otlp-ca`."""
     with tempfile.TemporaryDirectory(prefix="gpustream-otlp-tls-") as folder:
@@ -189,19 +205,7 @@ def https_push(args):
                         "0.2", "--otlp", url, "--otlp-ca", ca[0], "--otlp-interval", "0.5",
                         "--otlp-header", f"Authorization: {SECRET}")
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                with receiver.lock:
-                    problems = list(receiver.problems)
-                    accepted = list(receiver.accepted)
-                if problems:
-                    fail("the https:// receiver refused an export: " + problems[0])
-                if accepted:
-                    break
-                if time.monotonic() > deadline:
-                    fail("no export delivered over https:// in 30 s; stderr:\n"
-                         + "".join(server.stderr))
-                time.sleep(0.1)
+            accepted = wait_accepted(receiver, server, 1)
             try:
                 check_shape(accepted[0])
             except (AssertionError, KeyError, ValueError) as e:
@@ -223,19 +227,7 @@ def main():
                     "--otlp", url, "--otlp-interval", "0.5", "--otlp-header",
                     f"Authorization: {SECRET}")
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            with receiver.lock:
-                problems = list(receiver.problems)
-                accepted = list(receiver.accepted)
-            if problems:
-                fail("the receiver refused an export: " + problems[0])
-            if len(accepted) >= 4:
-                break
-            if time.monotonic() > deadline:
-                fail(f"{len(accepted)} export(s) delivered in 30 s; stderr:\n"
-                     + "".join(server.stderr))
-            time.sleep(0.1)
+        accepted = wait_accepted(receiver, server, 4)
         print(f"{receiver.requests} requests, {len(accepted)} delivered", flush=True)
         previous = None
         for request in accepted:

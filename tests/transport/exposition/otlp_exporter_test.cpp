@@ -511,6 +511,34 @@ TEST_F(OtlpExportTls, AReceiverWhoseCertificateNamesAnotherHostIsRefused) {
       << log.text();
 }
 
+TEST_F(OtlpExportTls, AReceiverSilentInTheHandshakeTimesOutAndIsRetried) {
+  // Accepts the connection and never answers the ClientHello: the request's timeout covers the
+  // handshake too.
+  tcp::acceptor silent(io, {asio::ip::address_v4::loopback(), 0});
+  std::vector<tcp::socket> held;
+  std::function<void()> accept = [&] {
+    silent.async_accept([&](error_code ec, tcp::socket s) {
+      if (ec) return;
+      held.push_back(std::move(s));
+      accept();
+    });
+  };
+  accept();
+  auto o = options();
+  o.url = "https://127.0.0.1:" + std::to_string(silent.local_endpoint().port()) + "/v1/metrics";
+  o.timeout = 200ms;
+  make(o);
+  channel.publish(make_snapshot("sim", 1));
+  exporter->export_now();
+  ASSERT_TRUE(run_until([&] { return stats().exports_retried >= 2; }));
+  EXPECT_GE(held.size(), 2u);  // each attempt a fresh connection, the stale one closed
+  const auto s = stats();
+  EXPECT_EQ(s.exports_ok, 0u);
+  EXPECT_EQ(s.queue_exports, 1u);
+  exporter.reset();
+  silent.close();
+}
+
 /// A receiver that asks for a client certificate from the test CA (mutual TLS).
 struct OtlpExportMutualTls : OtlpExportTls {
   TlsFiles files() { return {server.cert_file, server.key_file, ca.cert_file}; }

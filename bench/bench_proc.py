@@ -3,6 +3,7 @@ percentiles, and the staleness of a fleet view's snapshots (bench/fleet_bench.py
 bench/fleet_load.py, bench/tls_bench.py)."""
 import os
 import socket
+import threading
 import time
 
 
@@ -55,3 +56,14 @@ def note_staleness(doc, node, seen, lat):
             if key in seen:
                 lat.append((now - s["time_unix_ns"]) / 1e6)
             seen[key] = s["time_unix_ns"]
+
+
+def fleet_http(proc):
+    """The http://HOST:PORT a `gpustream fleet` started with stdout=PIPE says it listens on
+    (its "listening http" line); the rest of its stdout is drained so it never blocks. None when
+    it ended without saying one."""
+    for line in proc.stdout:
+        if line.startswith("listening http"):
+            threading.Thread(target=proc.stdout.read, daemon=True).start()
+            return "http://" + line.split()[2]
+    return None

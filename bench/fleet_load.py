@@ -47,7 +47,8 @@ import sys
 import threading
 import time
 import urllib.request
-from bench_proc import free_port, wait_port, cpu_seconds, rss_bytes, percentile, note_staleness
+from bench_proc import (cpu_seconds, fleet_http, free_port, note_staleness, percentile, rss_bytes,
+                        wait_port)
 
 GPUS = 8
 
@@ -217,15 +218,10 @@ def start_view(a, url, prefix):
          "--subject-prefix", prefix, "--stale", str(a.stale), "--gone", str(max(a.stale, 600)),
          "--max-http-connections", "64"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    http = None
-    for line in fleet.stdout:
-        if line.startswith("listening http"):
-            http = line.split()[2]
-            break
-    if not http:
+    base = fleet_http(fleet)
+    if not base:
         raise SystemExit("a fleet view did not start")
-    threading.Thread(target=lambda: fleet.stdout.read(), daemon=True).start()
-    return fleet, f"http://{http}"
+    return fleet, base
 
 
 def varz(monitor):
@@ -437,15 +433,9 @@ def run(a):
              "--max-http-connections", "64"],
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         procs.append(fleet)
-        http = None
-        for line in fleet.stdout:
-            if line.startswith("listening http"):
-                http = line.split()[2]
-                break
-        if not http:
+        base = fleet_http(fleet)
+        if not base:
             raise SystemExit("the fleet did not start")
-        threading.Thread(target=lambda: fleet.stdout.read(), daemon=True).start()
-        base = f"http://{http}"
         t_start = time.monotonic()
         for k in range(a.processes):
             lo = 1 + a.nodes * k // a.processes

@@ -373,6 +373,23 @@ TEST_F(OtlpExport, AnExportLargerThanTheQueueIsDroppedAndCounted) {
   EXPECT_TRUE(receiver->requests.empty());
 }
 
+/// Other work on the exporter's io_context: a timer every 5 ms, counted.
+struct OtherWork {
+  explicit OtherWork(asio::io_context& io) : timer(io) {}
+  asio::steady_timer timer;
+  int ticks = 0;
+  bool stopped = false;
+};
+
+void tick_every_5ms(const std::shared_ptr<OtherWork>& w) {
+  w->timer.expires_after(5ms);
+  w->timer.async_wait([w](error_code ec) {
+    if (ec || w->stopped) return;
+    ++w->ticks;
+    tick_every_5ms(w);
+  });
+}
+
 TEST_F(OtlpExport, AHangingReceiverTimesOutWithoutStallingOtherWork) {
   auto o = options();
   o.timeout = 1s;
@@ -382,21 +399,15 @@ TEST_F(OtlpExport, AHangingReceiverTimesOutWithoutStallingOtherWork) {
   exporter->export_now();
   // Other work on the same io_context goes on while the request hangs: timers due long before
   // the request's deadline run while it is pending.
-  asio::steady_timer other(io);
-  int other_ticks = 0;
-  std::function<void()> tick = [&] {
-    other.expires_after(5ms);
-    other.async_wait([&](error_code ec) {
-      if (ec) return;
-      ++other_ticks;
-      tick();
-    });
-  };
-  tick();
-  ASSERT_TRUE(run_until([&] { return receiver->requests.size() == 1 && other_ticks >= 5; }));
+  // The ticker is owned by its pending wait, not by this scope: a completion already queued
+  // when the test ends (or an ASSERT returns) runs later, in the fixture's destructor.
+  auto other = std::make_shared<OtherWork>(io);
+  tick_every_5ms(other);
+  ASSERT_TRUE(run_until([&] { return receiver->requests.size() == 1 && other->ticks >= 5; }));
   EXPECT_EQ(stats().exports_retried, 0u);  // still waiting for its answer
   ASSERT_TRUE(run_until([&] { return stats().exports_ok == 1; }));
-  other.cancel();
+  other->stopped = true;
+  other->timer.cancel();
   EXPECT_EQ(stats().exports_retried, 1u);  // the timeout, then delivered on a new connection
   EXPECT_EQ(receiver->requests.size(), 2u);
 }

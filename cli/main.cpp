@@ -23,13 +23,6 @@
 
 namespace gpustream::cli {
 
-// Set by the SIGINT/SIGTERM handler, read by every command's loop: a signal handler can reach
-// nothing but a global.
-// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
-std::atomic<bool> g_interrupted{false};
-// NOLINTNEXTLINE(cppcoreguidelines-avoid-non-const-global-variables)
-std::atomic<int> g_interrupt_signal{0};
-
 namespace {
 
 // The self-pipe: the handler writes one byte and nobody reads it, so its read end stays

@@ -8,8 +8,11 @@
 //   reload.add("tls", {"serve.tls_cert", "serve.tls_key"}, [&](const ReloadInput& in) { ... });
 //   signal_stop.run(stop, stop_early, [&] { reload.reload(); });
 //
-// Thread safety: add() before the first reload(); reload() on one thread (the io_context's that
-// owns what the reloaders touch); ok_count(), failed_count() and metrics() from any thread.
+// Thread safety: add() before the first reload(); reload() on one thread at a time — SignalStop
+// runs it on a thread of its own, not the io_context's (a file on a hung mount must not stall
+// the server), so what a reloader touches must be safe from any thread (Server::set_token and
+// reload_tls, NatsBridge's and FleetView's set_auth, the log settings are); ok_count(),
+// failed_count() and metrics() from any thread.
 #pragma once
 
 #include <atomic>

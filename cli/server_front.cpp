@@ -49,14 +49,45 @@ void announce_listening(const transport::Server& server, bool with_token,
 SignalStop::SignalStop(boost::asio::io_context& io)
     : io_(io), signals_(io, SIGINT, SIGTERM), hangup_(io, SIGHUP) {}
 
+SignalStop::~SignalStop() {
+  stop_reloads();
+  if (reload_thread_.joinable()) reload_thread_.join();
+}
+
+void SignalStop::request_reload() {
+  std::lock_guard lock(reload_mu_);
+  reload_requested_ = true;
+  reload_cv_.notify_one();
+}
+
+void SignalStop::stop_reloads() {
+  std::lock_guard lock(reload_mu_);
+  reloads_stopped_ = true;
+  reload_cv_.notify_one();
+}
+
+void SignalStop::reload_loop(const std::function<void()>& reload) {
+  std::unique_lock lock(reload_mu_);
+  while (true) {
+    reload_cv_.wait(lock, [&] { return reload_requested_ || reloads_stopped_; });
+    if (reloads_stopped_) return;
+    reload_requested_ = false;  // the SIGHUPs from here on ask for one more
+    lock.unlock();
+    reload();  // ReloadRegistry::reload catches what its parts throw
+    lock.lock();
+  }
+}
+
 void SignalStop::run(const std::function<void()>& stop, const std::function<void()>& stop_early,
                      const std::function<void()>& reload) {
+  if (reload && !reload_thread_.joinable())
+    reload_thread_ = std::thread([this, &reload] { reload_loop(reload); });
   bool stopping = false;
   std::function<void()> wait_hangup;
   wait_hangup = [&] {
     hangup_.async_wait([&](const boost::system::error_code& ec, int) {
       if (ec) return;
-      if (!stopping && reload) reload();
+      if (!stopping && reload) request_reload();
       wait_hangup();
     });
   };
@@ -70,6 +101,7 @@ void SignalStop::run(const std::function<void()>& stop, const std::function<void
         say("stopping");
         stopping = true;
         hangup_.cancel();
+        stop_reloads();
         stop();
         wait_signal();
       } else {
@@ -81,9 +113,13 @@ void SignalStop::run(const std::function<void()>& stop, const std::function<void
   if (g_interrupted.load()) {  // a signal before the set existed
     stopping = true;
     hangup_.cancel();
+    stop_reloads();
     stop_early();
   }
   io_.run();
+  // `reload` is the caller's and lives until run() returns: the thread ends before that.
+  stop_reloads();
+  if (reload_thread_.joinable()) reload_thread_.join();
 }
 
 Reloader token_reloader(transport::Server& server, std::string token_file, std::string token) {

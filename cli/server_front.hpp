@@ -2,10 +2,13 @@
 // "listening" lines, and the stop loop on SIGINT/SIGTERM.
 #pragma once
 
+#include <condition_variable>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/signal_set.hpp>
@@ -39,18 +42,38 @@ void announce_listening(const transport::Server& server, bool with_token,
 class SignalStop {
  public:
   explicit SignalStop(boost::asio::io_context& io);
+  /// Joins the reload thread (a reload in progress is waited for).
+  ~SignalStop();
+  SignalStop(const SignalStop&) = delete;
+  SignalStop& operator=(const SignalStop&) = delete;
+
   /// Runs the io_context until it stops. The first signal says "stopping" and calls `stop`
   /// (which ends by stopping the io_context, e.g. once the server has closed its clients); a
   /// second one stops it at once. A signal that arrived before (g_interrupted) calls
-  /// `stop_early` right away. Each SIGHUP calls `reload` on the io_context's thread (a storm of
-  /// them is coalesced by the signal set: one call per wake-up).
+  /// `stop_early` right away. Each SIGHUP calls `reload` on a thread of its own, not the
+  /// io_context's: a reload reads files (the config, the token, certificates, NATS credentials),
+  /// and a file on a hung mount must not stall the server, so `reload` may only do what is safe
+  /// from any thread (ReloadRegistry::reload: every reloader's target is thread-safe). One
+  /// reload at a time; the SIGHUPs that come while one runs make one more after it (a storm
+  /// costs two reloads, none is lost). After the first stop signal no new reload starts; one in
+  /// progress is waited for when run() returns.
   void run(const std::function<void()>& stop, const std::function<void()>& stop_early,
            const std::function<void()>& reload);
 
  private:
+  /// The reload thread's loop: one `reload` per request, until stop_reloads().
+  void reload_loop(const std::function<void()>& reload);
+  void request_reload();
+  void stop_reloads();
+
   boost::asio::io_context& io_;
   boost::asio::signal_set signals_;
   boost::asio::signal_set hangup_;
+  std::mutex reload_mu_;
+  std::condition_variable reload_cv_;
+  bool reload_requested_ = false;  // guarded by reload_mu_
+  bool reloads_stopped_ = false;   // guarded by reload_mu_
+  std::thread reload_thread_;
 };
 
 /// The token's reloader for SIGHUP (reload.hpp): re-reads the token file (`token_file`, empty:

@@ -75,6 +75,21 @@ const std::vector<ServerOptionRow>& server_option_table() {
       {"--send-queue", "send_queue",
        "Snapshots queued per client before it counts as slow (default 64)",
        &ServerLimits::send_queue_messages, CLI::Range(1, 100000)},
+      {"--send-queue-bytes", "send_queue_bytes",
+       "Bytes of messages queued per client before it counts as slow; also the largest "
+       "snapshot message sent (default 8388608)",
+       &ServerLimits::send_queue_bytes, CLI::Range(std::size_t{65536}, std::size_t{1} << 30)},
+      {"--slow-client-timeout", "slow_client_timeout_seconds",
+       "Seconds a client's send queue may stay full before it is disconnected (default 5)",
+       &ServerLimits::slow_client_timeout, CLI::Range(0.05, 3600.0)},
+      {"--retained-bytes", "retained_bytes",
+       "Bytes of shared messages alive for all clients together; beyond, a client with a "
+       "snapshot waiting gets no new one (default 268435456)",
+       &ServerLimits::retained_bytes, CLI::Range(std::size_t{1} << 20, std::size_t{1} << 36)},
+      {"--http-response-bytes", "http_response_bytes",
+       "Bytes of HTTP responses being written, all connections together; beyond: 503 "
+       "(default 67108864)",
+       &ServerLimits::http_response_bytes, CLI::Range(std::size_t{1} << 20, std::size_t{1} << 36)},
       {"--max-subscribes", "max_subscribes",
        "Subscribe messages allowed per connection (default 64)",
        &ServerLimits::max_subscribes_per_connection, CLI::Range(1, 1000000)},

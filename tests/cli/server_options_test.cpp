@@ -36,10 +36,11 @@ std::string describe(const ServerFlags& f, const ServerOptions& o) {
   for (const auto& x : o.allowed_origins) s += x + ",";
   s += "|";
   for (const auto& x : o.allowed_hosts) s += x + ",";
-  for (const auto n : {l.max_connections, l.max_http_connections, l.max_connections_per_address,
-                       l.max_message_bytes, l.send_queue_messages, l.send_queue_bytes,
-                       l.max_subscribes_per_connection, l.max_client_messages, o.encoded_cache,
-                       o.encoded_cache_bytes, o.metrics_processes})
+  for (const auto n :
+       {l.max_connections, l.max_http_connections, l.max_connections_per_address,
+        l.max_message_bytes, l.send_queue_messages, l.send_queue_bytes, l.retained_bytes,
+        l.http_response_bytes, l.max_subscribes_per_connection, l.max_client_messages,
+        o.encoded_cache, o.encoded_cache_bytes, o.metrics_processes})
     s += "|" + std::to_string(n);
   for (const auto d : {l.handshake_timeout, l.idle_timeout, l.tcp_idle_timeout, l.write_timeout,
                        l.slow_client_timeout, l.shutdown_timeout})
@@ -60,7 +61,7 @@ std::string sample_value(const ServerOptionRow& row, const std::string& token_fi
           return "0.25";
         else if constexpr (std::is_same_v<Member, std::size_t ServerLimits::*> ||
                            std::is_same_v<Member, std::size_t ServerOptions::*>)
-          return "300";
+          return row.flag.ends_with("-bytes") ? "1048576" : "300";  // byte bounds start higher
         else
           return "http://gpu-box.lan:9400";
       },
@@ -77,9 +78,9 @@ void set_expected(const ServerOptionRow& row, const std::string& value, ServerFl
         else if constexpr (std::is_same_v<Member, milliseconds ServerLimits::*>)
           flags.options.limits.*member = milliseconds(250);
         else if constexpr (std::is_same_v<Member, std::size_t ServerLimits::*>)
-          flags.options.limits.*member = 300;
+          flags.options.limits.*member = std::stoull(value);
         else if constexpr (std::is_same_v<Member, std::size_t ServerOptions::*>)
-          flags.options.*member = 300;
+          flags.options.*member = std::stoull(value);
         else
           flags.options.*member = {value};
       },
@@ -96,7 +97,7 @@ TEST(ServerOptionTable, EveryRowHasAFlagAConfigKeyAndHelp) {
     EXPECT_TRUE(flags.insert(row.flag).second) << "twice: " << row.flag;
     EXPECT_TRUE(keys.insert(row.key).second) << "twice: " << row.key;
   }
-  EXPECT_EQ(server_option_table().size(), 21u);
+  EXPECT_EQ(server_option_table().size(), 25u);
 }
 
 TEST(ServerOptionTable, ConfigKeysAreTheRowsKeys) {

@@ -72,6 +72,10 @@ const std::vector<ServerOptionRow>& server_option_table() {
       {"--write-timeout", "write_timeout_seconds",
        "Seconds a write to a client may stall before it is disconnected (default 10)",
        &ServerLimits::write_timeout, CLI::Range(0.05, 3600.0)},
+      {"--stream-timeout", "stream_timeout_seconds",
+       "Seconds a streamed response (/metrics) may take to be written whole before it is cut "
+       "off (default 60)",
+       &ServerLimits::stream_timeout, CLI::Range(0.05, 3600.0)},
       {"--send-queue", "send_queue",
        "Snapshots queued per client before it counts as slow (default 64)",
        &ServerLimits::send_queue_messages, CLI::Range(1, 100000)},

@@ -43,7 +43,7 @@ std::string describe(const ServerFlags& f, const ServerOptions& o) {
         o.encoded_cache, o.encoded_cache_bytes, o.metrics_processes})
     s += "|" + std::to_string(n);
   for (const auto d : {l.handshake_timeout, l.idle_timeout, l.tcp_idle_timeout, l.write_timeout,
-                       l.slow_client_timeout, l.shutdown_timeout})
+                       l.slow_client_timeout, l.shutdown_timeout, l.stream_timeout})
     s += "|" + std::to_string(d.count());
   return s;
 }
@@ -97,7 +97,7 @@ TEST(ServerOptionTable, EveryRowHasAFlagAConfigKeyAndHelp) {
     EXPECT_TRUE(flags.insert(row.flag).second) << "twice: " << row.flag;
     EXPECT_TRUE(keys.insert(row.key).second) << "twice: " << row.key;
   }
-  EXPECT_EQ(server_option_table().size(), 25u);
+  EXPECT_EQ(server_option_table().size(), 26u);
 }
 
 TEST(ServerOptionTable, ConfigKeysAreTheRowsKeys) {

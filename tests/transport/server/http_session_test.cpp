@@ -1,7 +1,8 @@
 // A streamed /metrics (issue #32): a body bigger than one chunk is made while it is written
 // (HTTP/1.1 chunks, or HTTP/1.0's close-delimited body), gzip'd when accepted; it arrives whole
 // and equal to the exposition of the same state; a reader that does not read pauses it with the
-// server's buffers at their fixed bound; a reader that goes away mid-body frees everything.
+// server's buffers at their fixed bound; a reader that goes away mid-body frees everything; one
+// too slow to have the body by limits.stream_timeout is cut off there.
 // Time is driven: the io_context runs until nothing is ready, or until a condition holds.
 #include <algorithm>
 #include <sstream>
@@ -250,6 +251,38 @@ TEST_F(StreamedMetrics, AReaderGoneMidBodyFreesEverything) {
     })) << encoding;
   }
   // And the server still answers.
+  EXPECT_EQ(http_request(f, "/healthz").status, 200);
+}
+
+// A scraper too slow to have the body whole by limits.stream_timeout (here: one that stops
+// reading; its writes are far from the write timeout) is cut off at the deadline and counted as
+// a slow client; the body it got is truncated (no last chunk), never wrong; the server frees
+// what the response held and answers the next request.
+TEST(StreamedMetricsDeadline, AScrapeNotWholeByTheDeadlineIsCutOffAndCounted) {
+  Fixture f;
+  ServerOptions o;
+  o.limits.socket_send_buffer = 8192;
+  o.limits.write_timeout = std::chrono::seconds(60);
+  o.limits.stream_timeout = std::chrono::milliseconds(300);
+  f.start(o);
+  for (const std::string probe : {"a", "b", "c"}) f.publish(probe, 700);
+  f.run_for(5ms);
+  RawClient c(f, 4096);
+  c.send(metrics_request(f, "1.1", ""));
+  run_until_quiet(f, [] {});
+  ASSERT_GT(f.server->counters().http_stream_bytes, 0u) << "the body is paused, being written";
+  EXPECT_EQ(f.server->counters().slow_clients_disconnected, 0u);
+  ASSERT_TRUE(f.run_until([&] { return f.server->counters().slow_clients_disconnected == 1; }))
+      << "the deadline did not end the response";
+  c.start_reading();
+  ASSERT_TRUE(f.run_until([&] { return c.ended; }));
+  const auto r = parse_streamed(c.received);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_FALSE(r.complete) << "a body cut off must not look whole";
+  EXPECT_TRUE(f.run_until([&] {
+    const auto counters = f.server->counters();
+    return counters.http_stream_bytes == 0 && counters.http_response_bytes == 0;
+  }));
   EXPECT_EQ(http_request(f, "/healthz").status, 200);
 }
 

@@ -44,6 +44,8 @@ struct HttpSession::Streamed {
   bool ended = false;    // the source gave its last piece (and gzip its trailer)
   bool last = false;     // the last chunk is being written
   std::size_t held = 0;  // counted in ServerMetrics::http_stream_bytes
+  /// limits.stream_timeout after the request: every write's timer ends by then at the latest.
+  std::chrono::steady_clock::time_point deadline;
 };
 
 std::size_t stream_held_bound(bool gzip) noexcept {
@@ -272,7 +274,8 @@ void HttpSession::send_streamed(HttpResponse head, std::unique_ptr<BodySource> b
   }
   st.serializer.emplace(st.head);
   writing_ = true;
-  stream_.next_layer().expires_after(ctx().limits.write_timeout);
+  st.deadline = std::chrono::steady_clock::now() + ctx().limits.stream_timeout;
+  arm_stream_timer();
   http::async_write_header(
       stream_, *st.serializer,
       [self = shared_from_this()](error_code ec, std::size_t) { self->chunk_written(ec); });
@@ -315,10 +318,15 @@ bool HttpSession::fill() {
   return true;
 }
 
+void HttpSession::arm_stream_timer() {
+  const auto stalled = std::chrono::steady_clock::now() + ctx().limits.write_timeout;
+  stream_.next_layer().expires_at(std::min(stalled, streamed_->deadline));
+}
+
 void HttpSession::write_chunk() {
   auto& st = *streamed_;
   auto done = [self = shared_from_this()](error_code ec, std::size_t) { self->chunk_written(ec); };
-  stream_.next_layer().expires_after(ctx().limits.write_timeout);
+  arm_stream_timer();
   if (st.out.empty()) {
     st.last = true;
     if (st.chunked) {
@@ -338,7 +346,10 @@ void HttpSession::write_chunk() {
 void HttpSession::chunk_written(error_code ec) {
   if (!streamed_) return;
   if (ec) {
-    // The scraper went away (or stalled past the write timeout): everything goes now.
+    // The scraper went away, stalled past the write timeout or read too slowly to have the
+    // body whole by the stream's deadline: everything goes now.
+    if (ec == beast::error::timeout && std::chrono::steady_clock::now() >= streamed_->deadline)
+      ServerMetrics::bump(ctx().metrics.slow_clients_disconnected);
     end_stream(false);
     return;
   }

@@ -85,6 +85,8 @@ class HttpSession final : public Connection, public std::enable_shared_from_this
   void send_streamed(HttpResponse head, std::unique_ptr<BodySource> body);
   /// The next chunk of a streamed body into its buffer; false when the body had ended before.
   bool fill();
+  /// The write timer of a streamed body: write_timeout from now, or its deadline if sooner.
+  void arm_stream_timer();
   void write_chunk();
   void chunk_written(boost::system::error_code ec);
   /// The streamed response is over (`ok`: all of it written): its memory goes, and the

@@ -62,7 +62,14 @@ struct ServerLimits {
   /// `error` "timeout"). A client expecting long silences sends empty lines as keep-alives.
   std::chrono::milliseconds tcp_idle_timeout{300000};
   std::chrono::milliseconds write_timeout{10000};  // one write stalled this long → disconnect
-  std::size_t send_queue_messages = 64;            // per client: snapshots waiting to be written
+  /// A streamed response (/metrics, written chunk by chunk from the snapshots taken when the
+  /// request came) must be written whole within this long: a scraper that reads just fast
+  /// enough to pass write_timeout at each chunk would otherwise keep a scrape's inputs (a
+  /// fleet's snapshots of that moment) alive for as long as it likes. Past it the connection
+  /// closes without the last chunk (a truncated body, never a wrong one), counted in
+  /// ServerCounters::slow_clients_disconnected.
+  std::chrono::milliseconds stream_timeout{60000};
+  std::size_t send_queue_messages = 64;  // per client: snapshots waiting to be written
   /// Per client: bytes of the messages waiting to be written or being written (hello,
   /// snapshots, events and control messages), each counted at its full size even when its
   /// buffer is shared with other clients. Also the largest snapshot message the server sends:

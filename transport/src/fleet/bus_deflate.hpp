@@ -30,7 +30,9 @@ void bus_deflate_into(std::string& out, std::string_view in, int level);
 /// How bus_inflate_exact ended.
 enum class BusInflateResult {
   ok,          // `in` is exactly one stream of exactly `expected` bytes
-  past,        // the stream goes on past `expected` bytes (stopped at the bound)
+  past,        // the stream goes on past `expected` bytes (stopped at the bound); also a
+               // stream cut short whose last bits, with the zeros libdeflate reads past the
+               // end of its input (at most 8 bytes), decode to more than `expected`
   short_body,  // the stream ends short of `expected` bytes, or bytes follow it in `in`
   bad_data,    // not a valid raw DEFLATE stream (corrupt or truncated)
 };

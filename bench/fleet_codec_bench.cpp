@@ -5,6 +5,8 @@
 //   build-dir/bench/fleet_codec_bench --benchmark_min_time=0.5
 //
 // Counters: bytes_per_gpu_sample (the bus cost: mean message bytes / 8), ratio_vs_json.
+// BM_BusBodyDeflate and BM_BusBodyInflate compare the bus bodies' deflater and inflater
+// (libdeflate, fleet/bus_deflate.hpp) with Boost.Beast's zlib port, the baseline, in one run.
 // main() first checks that every compact message decodes to the very snapshot it was made from.
 #include <benchmark/benchmark.h>
 
@@ -16,7 +18,11 @@
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
+#include <boost/beast/zlib/deflate_stream.hpp>
+#include <boost/beast/zlib/error.hpp>
+#include <boost/beast/zlib/inflate_stream.hpp>
 
+#include "fleet/bus_deflate.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/probes/simulated_probe.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
@@ -126,6 +132,114 @@ void BM_BusDecodeCompact(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<std::int64_t>(state.iterations()) * kTicks);
 }
 BENCHMARK(BM_BusDecodeCompact)->Unit(benchmark::kMicrosecond);
+
+/// The 100 plain bodies the encoder compresses (a full every 10, deltas between): what the bus
+/// deflates and inflates, for the body-level benchmarks below.
+const std::vector<std::string>& bus_bodies() {
+  static const std::vector<std::string> all = [] {
+    BusEncoder enc("bench-node-0001", {}, {10, false, 6});
+    std::vector<std::string> out;
+    for (const auto& s : ticks()) {
+      const std::string& m = enc.encode(s);
+      out.push_back(m.substr(m.find('\n') + 1));
+    }
+    return out;
+  }();
+  return all;
+}
+
+std::string beast_deflate_body(std::string_view in, int level) {
+  namespace zlib = boost::beast::zlib;
+  zlib::deflate_stream ds;  // per body, as the bus encoder did before session 15
+  ds.reset(level, 15, 8, zlib::Strategy::normal);
+  std::string out(ds.upper_bound(in.size()) + 16, '\0');
+  zlib::z_params zs;
+  zs.next_in = in.data();
+  zs.avail_in = in.size();
+  zs.next_out = out.data();
+  zs.avail_out = out.size();
+  boost::system::error_code ec;
+  ds.write(zs, zlib::Flush::finish, ec);
+  out.resize(zs.total_out);
+  return out;
+}
+
+/// Session 15: one body's deflate; arg 0: 0 Beast's zlib port (a deflate_stream per body, the
+/// encoder before), 1 libdeflate (bus_deflate_into, the encoder now); arg 1: the level (the
+/// encoder's default is 6). Counters: compressed_bytes, the mean compressed body; body_bytes,
+/// the mean plain one.
+void BM_BusBodyDeflate(benchmark::State& state) {
+  const bool libdeflate = state.range(0) != 0;
+  const int level = static_cast<int>(state.range(1));
+  std::string out;
+  std::size_t bytes = 0, bodies = 0;
+  for (auto _ : state) {
+    for (const auto& b : bus_bodies()) {
+      if (libdeflate) {
+        out.clear();
+        gpustream::transport::bus_deflate_into(out, b, level);
+      } else {
+        out = beast_deflate_body(b, level);
+      }
+      bytes += out.size();
+      ++bodies;
+    }
+  }
+  std::size_t plain = 0;
+  for (const auto& b : bus_bodies()) plain += b.size();
+  state.counters["compressed_bytes"] = double(bytes) / double(bodies);
+  state.counters["body_bytes"] = double(plain) / double(bus_bodies().size());
+  state.SetItemsProcessed(static_cast<std::int64_t>(bodies));
+}
+BENCHMARK(BM_BusBodyDeflate)
+    ->Args({0, 6})
+    ->Args({1, 6})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({1, 4})
+    ->Args({0, 9})
+    ->Args({1, 9})
+    ->Unit(benchmark::kMicrosecond);
+
+/// Session 15: one body's inflate, the same 100 bodies deflated by Beast at level 6 (what both
+/// inflaters can read). Arg 0: Beast's inflate_stream reused per thread, with the padded input
+/// and spare output byte its quirks need (the decoder before), arg 1: libdeflate into a buffer
+/// of exactly the declared size (bus_inflate_exact, the decoder now).
+void BM_BusBodyInflate(benchmark::State& state) {
+  namespace zlib = boost::beast::zlib;
+  const bool libdeflate = state.range(0) != 0;
+  std::vector<std::string> packed;
+  for (const auto& b : bus_bodies()) packed.push_back(beast_deflate_body(b, 6));
+  zlib::inflate_stream is;
+  std::string padded, out;
+  std::size_t ok = 0, bodies = 0;
+  for (auto _ : state) {
+    for (std::size_t i = 0; i < packed.size(); ++i) {
+      const std::size_t expected = bus_bodies()[i].size();
+      if (libdeflate) {
+        ok += gpustream::transport::bus_inflate_exact(packed[i], expected, out) ==
+              gpustream::transport::BusInflateResult::ok;
+      } else {
+        padded.assign(packed[i]);
+        padded += '\0';
+        out.assign(expected + 1, '\0');
+        is.reset(15);
+        zlib::z_params zs;
+        zs.next_in = padded.data();
+        zs.avail_in = padded.size();
+        zs.next_out = out.data();
+        zs.avail_out = out.size();
+        boost::system::error_code ec;
+        is.write(zs, zlib::Flush::finish, ec);
+        ok += ec == zlib::error::end_of_stream && zs.total_out == expected;
+      }
+      ++bodies;
+    }
+  }
+  if (ok != bodies) state.SkipWithError("a body did not inflate");
+  state.SetItemsProcessed(static_cast<std::int64_t>(bodies));
+}
+BENCHMARK(BM_BusBodyInflate)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 /// Issue #27: a tiny delta against a big base (arg: devices in the base, 8 GPUs' worth of
 /// metrics each). Each delta sets one device's power: the cost is applying the patch to the kept

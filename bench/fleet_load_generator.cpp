@@ -42,10 +42,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/thread_pool.hpp>
 
+#include "fleet/bus_deflate.hpp"
 #include "gpustream/model.hpp"
 #include "gpustream/probes/simulated_probe.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
-#include "wire/gzip.hpp"
 
 namespace {
 
@@ -178,7 +178,7 @@ void templated_message(std::string& out, std::string& scratch, const std::vector
     out += std::to_string(v);
   }
   out += " gpustream/0.1.0\n";
-  gpustream::transport::deflate_into(out, scratch, level);
+  gpustream::transport::bus_deflate_into(out, scratch, level);  // as BusEncoder does
 }
 
 std::string load_node_name(int i) {

@@ -87,7 +87,7 @@ install(FILES ${PROJECT_BINARY_DIR}/gpustreamConfig.cmake
 # `pkg-config --libs --static gpustream` adds the libraries they use (Libs.private), named
 # directly rather than through Requires.private, so that --cflags stays just the include
 # directory (no spdlog or fmt definitions for a program that uses neither). Boost ships no .pc.
-set(GPUSTREAM_PC_LIBS_PRIVATE "-lboost_json -lboost_url -lspdlog -lfmt -lssl -lcrypto")
+set(GPUSTREAM_PC_LIBS_PRIVATE "-lboost_json -lboost_url -lspdlog -lfmt -lssl -lcrypto -ldeflate")
 if(GPUSTREAM_NATS_PROVIDER STREQUAL "pkg-config")
   string(APPEND GPUSTREAM_PC_LIBS_PRIVATE " -lnats")
 endif()

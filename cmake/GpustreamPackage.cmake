@@ -71,7 +71,8 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION "libdevel")
 set(CPACK_DEBIAN_DEV_DESCRIPTION
   "Embeddable, asynchronous GPU telemetry: C++ SDK\n${_gpustream_about}\n This package holds the headers, the static libraries, the CMake package\n (find_package(gpustream)) and the pkg-config file.")
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-  "libboost1.81-dev, libboost-json1.81-dev, libboost-url1.81-dev, libspdlog-dev, libfmt-dev")
+  "libboost1.81-dev, libboost-json1.81-dev, libboost-url1.81-dev, libspdlog-dev, libfmt-dev,
+  libdeflate-dev")
 set(CPACK_DEBIAN_DEV_PACKAGE_SUGGESTS "libnats-dev, libbenchmark-dev")
 
 # python3-gpustream: the Python module.

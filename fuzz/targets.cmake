@@ -17,7 +17,8 @@ set(GPUSTREAM_FUZZ_TARGETS
   event_message    # the server's event messages (transport/src/wire/protocol_event.cpp)
   http_access      # Host/Origin/token checks (transport/src/server/access.cpp, wire/request_target.cpp)
   config           # the config file (sdk/src/config.cpp)
-  bus_decoder      # the fleet bus decoder, GSB1/GSK1 (transport/src/fleet/fleet_codec.cpp)
+  bus_decoder      # the fleet bus decoder, GSB1/GSK1 (transport/src/fleet/fleet_codec.cpp,
+                   # bus_deflate.cpp over libdeflate)
   bus_stream)      # one bus decoder over a stream: deltas in place, replays, forged seqs
 
 # The translation units the fuzzers exercise. The libFuzzer build compiles these (only) with
@@ -41,4 +42,5 @@ set(GPUSTREAM_FUZZ_INSTRUMENTED_SOURCES
   transport/src/wire/protocol_event.cpp
   transport/src/server/access.cpp
   transport/src/wire/request_target.cpp
-  transport/src/fleet/fleet_codec.cpp)
+  transport/src/fleet/fleet_codec.cpp
+  transport/src/fleet/bus_deflate.cpp)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gpustream needs, if any are missing.
 #   scripts/deps.sh build    — compiler, CMake, Boost 1.81, spdlog, CLI11, libnats (NATS bridge),
-#                              libssl-dev (TLS on the listeners and clients),
+#                              libssl-dev (TLS on the listeners and clients), libdeflate-dev
+#                              (the fleet bus's compression),
 #                              pybind11 + python3-dev (the Python module)
 #   scripts/deps.sh test     — build + GoogleTest, Google Benchmark, nlohmann-json (bench only),
 #                              and the real parts the integration tests drive: Prometheus,
@@ -26,7 +27,8 @@ set -euo pipefail
 profile="${1:-build}"
 build_pkgs=(cmake ninja-build g++ pkg-config ccache
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
-  libspdlog-dev libfmt-dev libcli11-dev libnats-dev pybind11-dev python3-dev libssl-dev)
+  libspdlog-dev libfmt-dev libcli11-dev libnats-dev pybind11-dev python3-dev libssl-dev
+  libdeflate-dev)
 test_pkgs=(libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev
   prometheus python3-websockets chromium nodejs libze1 libwebsocketpp-dev nats-server
   clang libfuzzer-14-dev libdrm-common clang-format clang-tidy python3-pytest mypy

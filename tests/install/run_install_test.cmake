@@ -114,11 +114,23 @@ message(STATUS "find_package(gpustream 99.0) refused, as it must be")
 # builds and runs, and libnats is not even looked for; find_package(gpustream) without
 # COMPONENTS still works (transport is left out, saying why); asking for transport fails naming
 # libnats.
+# libdeflate (which transport always needs) stays visible there: its .pc file is copied in.
 set(no_nats "${WORK_DIR}/no-pkgconfig")
 file(MAKE_DIRECTORY "${no_nats}")
+find_program(PKG_CONFIG NAMES pkg-config pkgconf REQUIRED)
+run("${PKG_CONFIG}" --variable=pcfiledir libdeflate)
+string(STRIP "${last_output}" deflate_pc_dir)
+file(COPY "${deflate_pc_dir}/libdeflate.pc" DESTINATION "${no_nats}")
+set(no_pkgconfig "${WORK_DIR}/empty-pkgconfig")
+file(MAKE_DIRECTORY "${no_pkgconfig}")
 set(hide_nats ${CMAKE_COMMAND} -E env PKG_CONFIG_LIBDIR=${no_nats} PKG_CONFIG_PATH=)
 function(configure_components dir want)
-  execute_process(COMMAND ${hide_nats} ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/components"
+  if(ARGC GREATER 2)
+    set(hide ${CMAKE_COMMAND} -E env PKG_CONFIG_LIBDIR=${ARGV2} PKG_CONFIG_PATH=)
+  else()
+    set(hide ${hide_nats})
+  endif()
+  execute_process(COMMAND ${hide} ${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/components"
       -B "${WORK_DIR}/${dir}" -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER}
       -DCMAKE_PREFIX_PATH=${prefix} "-DWANT=${want}"
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
@@ -169,6 +181,15 @@ if(NATS)
   endif()
   message(STATUS "find_package(gpustream COMPONENTS transport) without libnats refused, naming it")
 endif()
+
+# With nothing visible to pkg-config, transport is refused naming libdeflate (the bus's
+# compression: needed with or without the NATS bridge).
+configure_components(transport-no-deflate "transport" "${no_pkgconfig}")
+if(rc EQUAL 0 OR NOT out MATCHES "component 'transport' needs libdeflate")
+  message(FATAL_ERROR "find_package(gpustream COMPONENTS transport) without libdeflate did not "
+    "fail naming libdeflate (rc=${rc}):\n${out}")
+endif()
+message(STATUS "find_package(gpustream COMPONENTS transport) without libdeflate refused, naming it")
 
 configure_components(unknown "probes;nonsense")
 if(rc EQUAL 0 OR NOT out MATCHES "component 'nonsense' is not part of this gpustream")

@@ -82,8 +82,9 @@ expect_field "$dev_deb" Package libgpustream-dev
 expect_field "$dev_deb" Section libdevel
 check_depends "$deb"
 case ",$(field "$deb" Depends)," in *libc6*) ;; *) fail "gpustream Depends lacks libc6" ;; esac
+case ",$(field "$deb" Depends)," in *libdeflate0*) ;; *) fail "gpustream Depends lacks libdeflate0 (the fleet bus's compression)" ;; esac
 check_depends "$dev_deb"
-case "$(field "$dev_deb" Depends)" in *libboost-json1.81-dev*libspdlog-dev*) ;;
+case "$(field "$dev_deb" Depends)" in *libboost-json1.81-dev*libspdlog-dev*libdeflate-dev*) ;;
   *) fail "libgpustream-dev does not depend on the -dev packages its headers need" ;; esac
 version="$(field "$deb" Version)"
 for d in "${debs[@]}"; do

@@ -16,6 +16,8 @@
 #include <gtest/gtest.h>
 
 #include <boost/beast/zlib/deflate_stream.hpp>
+#include <boost/beast/zlib/error.hpp>
+#include <boost/beast/zlib/inflate_stream.hpp>
 #include <boost/json.hpp>
 
 #include "gpustream/detail/json_patch.hpp"
@@ -63,6 +65,58 @@ GpuSnapshot sample(int tick, int gpus = 8) {
 GpuSnapshot with_node(GpuSnapshot s, const std::string& node) {
   s.node = node;
   return s;
+}
+
+/// Raw deflate of `in` by Boost.Beast's zlib port at `level`: what the bus encoder wrote before
+/// it moved to libdeflate (session 15), and the reference deflater of the wire-format tests.
+std::string beast_deflate(std::string_view in, int level = 6) {
+  namespace zlib = boost::beast::zlib;
+  zlib::deflate_stream ds;
+  ds.reset(level, 15, 8, zlib::Strategy::normal);
+  std::string out(ds.upper_bound(in.size()) + 16, '\0');
+  zlib::z_params zs;
+  zs.next_in = in.data();
+  zs.avail_in = in.size();
+  zs.next_out = out.data();
+  zs.avail_out = out.size();
+  boost::system::error_code ec;
+  ds.write(zs, zlib::Flush::finish, ec);
+  EXPECT_TRUE(!ec || ec == zlib::error::end_of_stream) << ec.message();
+  out.resize(zs.total_out);
+  return out;
+}
+
+/// `in` inflated by Boost.Beast's inflate_stream (the reference inflater: what decoders before
+/// session 15 ran), or nullopt when it is not exactly one raw deflate stream. The input is
+/// padded by one byte and the output has room to spare: Beast may read a byte past a stream's
+/// end and stop early on an exactly full buffer (fleet_codec.cpp before session 15 said why).
+std::optional<std::string> beast_inflate(std::string_view in) {
+  namespace zlib = boost::beast::zlib;
+  zlib::inflate_stream is;
+  std::string padded(in);
+  padded += '\0';
+  std::string out(64 * in.size() + 1024, '\0');
+  zlib::z_params zs;
+  zs.next_in = padded.data();
+  zs.avail_in = padded.size();
+  zs.next_out = out.data();
+  zs.avail_out = out.size();
+  boost::system::error_code ec;
+  is.write(zs, zlib::Flush::finish, ec);
+  const std::size_t read_ahead = static_cast<std::size_t>(zs.data_type & 63) / 8;
+  if (ec != zlib::error::end_of_stream || zs.total_in - read_ahead != in.size())
+    return std::nullopt;
+  out.resize(zs.total_out);
+  return out;
+}
+
+/// `m` (a message) with its body replaced by `body`, compressed (`z`) or plain; the header's
+/// other fields kept.
+std::string rebodied(const std::string& m, bool z, std::string_view body) {
+  std::string out = m.substr(0, m.find('\n') + 1);
+  out.replace(out.find(z ? " p " : " z "), 3, z ? " z " : " p ");
+  out += body;
+  return out;
 }
 
 TEST(NodeName, AcceptsSubjectTokensOnly) {
@@ -499,11 +553,14 @@ std::map<std::string, std::string> make_bus_seeds() {
 /// The regression input of the bus_decoder fuzz target for ADeltaWhoseEndBeastReadsPastInflates:
 /// a node state holding a full then the delta whose stream end Beast reads past.
 std::string lookahead_regression() {
-  BusEncoder enc("node-1", "a", {.full_every = 2});
+  BusEncoder enc("node-1", "a", {.full_every = 2, .compress = false});
   GpuSnapshot s = sample(0, 1);
-  const std::string full = enc.encode(s);
+  const std::string plain_full = enc.encode(s);
   s.devices[0].name = "changed";
-  const std::string delta = enc.encode(s);
+  const std::string plain_delta = enc.encode(s);
+  const auto body_of = [](const std::string& m) { return m.substr(m.find('\n') + 1); };
+  const std::string full = rebodied(plain_full, true, beast_deflate(body_of(plain_full)));
+  const std::string delta = rebodied(plain_delta, true, beast_deflate(body_of(plain_delta)));
   return "GSK1 2\n" + std::to_string(full.size()) + "\n" + full + std::to_string(delta.size()) +
          "\n" + delta;
 }
@@ -575,19 +632,162 @@ TEST(BusCodec, LargeBodiesInflate) {
 namespace gpustream::transport::test {
 namespace {
 
+// ---- the wire format across deflaters (session 15: the bus moved from Beast's zlib port to
+// libdeflate): a body is plain RFC 1951, whoever wrote it ----
+
+/// 60 snapshots of 1 to 8 GPUs whose bodies take many sizes, then one of about 1 MiB.
+std::vector<GpuSnapshot> wire_snapshots() {
+  std::vector<GpuSnapshot> out;
+  for (int t = 0; t < 60; ++t) {
+    auto s = sample(t, 1 + t % 8);
+    s.devices[0].name += std::string(static_cast<std::size_t>(t * 7 % 97), 'x');
+    out.push_back(std::move(s));
+  }
+  out.push_back(at_body_size((std::size_t{1} << 20) - 1024));
+  return out;
+}
+
+// What this encoder deflates, at every level, a reference inflater (Beast's, what decoders
+// before session 15 ran) inflates to exactly the plain body: older views read newer agents.
+TEST(BusWire, TheEncodersBodiesInflateWithBeastsInflater) {
+  const auto snaps = wire_snapshots();
+  for (int level = 1; level <= 9; ++level) {
+    BusEncoder z("node-1", "a", {.full_every = 5, .level = level});
+    BusEncoder p("node-1", "a", {.full_every = 5, .compress = false});
+    std::size_t compressed = 0;
+    for (std::size_t i = 0; i < snaps.size(); ++i) {
+      const std::string mz = z.encode(snaps[i]);
+      const std::string mp = p.encode(snaps[i]);
+      const auto hz = parse_bus_header(mz);
+      const auto hp = parse_bus_header(mp);
+      EXPECT_EQ(hz.full, hp.full) << level << " " << i;
+      ASSERT_EQ(hz.body_bytes, hp.body_bytes) << level << " " << i;
+      const std::string body = mp.substr(mp.find('\n') + 1);
+      ASSERT_EQ(body.size(), hp.body_bytes);
+      if (!hz.compressed) continue;  // over the inflation ratio: sent plain
+      ++compressed;
+      const auto inflated = beast_inflate(std::string_view(mz).substr(mz.find('\n') + 1));
+      ASSERT_TRUE(inflated) << "level " << level << ", message " << i;
+      EXPECT_EQ(*inflated, body) << "level " << level << ", message " << i;
+    }
+    EXPECT_GT(compressed, snaps.size() / 2) << level;
+  }
+}
+
+// What Beast's deflater wrote (agents before session 15), at levels 1, 6 and 9, this decoder
+// decodes to the same snapshots as the plain messages: newer views read older agents.
+TEST(BusWire, BeastsDeflatedBodiesDecode) {
+  const auto snaps = wire_snapshots();
+  for (const int level : {1, 6, 9}) {
+    BusEncoder p("node-1", "a", {.full_every = 5, .compress = false});
+    BusDecoder dec;
+    for (std::size_t i = 0; i < snaps.size(); ++i) {
+      const std::string mp = p.encode(snaps[i]);
+      const std::string mz =
+          rebodied(mp, true, beast_deflate(std::string_view(mp).substr(mp.find('\n') + 1), level));
+      const auto d = dec.decode(mz);
+      ASSERT_TRUE(d) << "level " << level << ", message " << i;
+      EXPECT_EQ(d->snapshot, with_node(snaps[i], "node-1")) << "level " << level << ", " << i;
+    }
+    EXPECT_EQ(dec.counters().malformed + dec.counters().inflation, 0u) << level;
+  }
+}
+
+// The decoder's refusals of a body in the new inflater, each the BusError of before: one byte
+// more (inflation, "past the declared"), one short (malformed), corrupt, truncated, or
+// followed by a byte (malformed); and the decoder goes on decoding after each.
+TEST(BusWire, EveryWayABodyFailsIsTheSameRefusal) {
+  BusEncoder p("n", "a", {.full_every = 1, .compress = false});
+  const std::string mp = p.encode(sample(3, 2));
+  const auto h = parse_bus_header(mp);
+  const std::string body = mp.substr(mp.find('\n') + 1);
+  const std::string packed = beast_deflate(body);
+  const auto with = [&](std::size_t declared, std::string_view bytes) {
+    std::string m = mp.substr(0, mp.find('\n'));
+    m.replace(m.find(" p "), 3, " z ");
+    m.replace(m.rfind(" " + std::to_string(h.body_bytes) + " "),
+              std::to_string(h.body_bytes).size() + 2, " " + std::to_string(declared) + " ");
+    return m + "\n" + std::string(bytes);
+  };
+  BusDecoder dec;
+  const auto refused = [&](const std::string& m) -> std::optional<BusError> {
+    try {
+      (void)dec.decode(m);
+    } catch (const BusError& e) {
+      return e;
+    }
+    return std::nullopt;
+  };
+  const auto past = refused(with(body.size() - 1, packed));
+  ASSERT_TRUE(past);
+  EXPECT_EQ(past->reason(), BusRefusal::inflation);
+  EXPECT_NE(std::string(past->what()).find("past the declared " + std::to_string(body.size() - 1)),
+            std::string::npos)
+      << past->what();
+  const auto short_of = refused(with(body.size() + 1, packed));
+  ASSERT_TRUE(short_of);
+  EXPECT_EQ(short_of->reason(), BusRefusal::malformed);
+  EXPECT_NE(std::string(short_of->what()).find("does not inflate to the declared"),
+            std::string::npos)
+      << short_of->what();
+  std::string corrupt = packed;
+  corrupt[0] = static_cast<char>(0x07);  // BTYPE 11: a reserved block type
+  const auto bad = refused(with(body.size(), corrupt));
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->reason(), BusRefusal::malformed);
+  EXPECT_NE(std::string(bad->what()).find("bad deflate body"), std::string::npos) << bad->what();
+  // Cut to at least half its bytes: shorter, the header's declared size is over the inflation
+  // ratio for what is left (refused from the header, as before any inflater). A stream cut short
+  // is malformed, or inflating past the declared size when the zero bits libdeflate reads past
+  // the end of its input (at most 8 bytes: then it calls the stream truncated) decode to more
+  // than the declared bytes, as they can near the stream's end: refused either way.
+  ASSERT_LT(body.size(), BusLimits{}.max_inflation_ratio * (packed.size() / 2));
+  std::uint64_t cut_past = 0;
+  for (std::size_t cut = packed.size() / 2; cut < packed.size(); cut += 3) {
+    const auto truncated = refused(with(body.size(), std::string_view(packed).substr(0, cut)));
+    ASSERT_TRUE(truncated) << cut;
+    if (truncated->reason() == BusRefusal::inflation) {
+      ++cut_past;
+      EXPECT_NE(std::string(truncated->what()).find("past the declared"), std::string::npos);
+    } else {
+      EXPECT_EQ(truncated->reason(), BusRefusal::malformed) << cut;
+    }
+  }
+  for (const std::string tail : {std::string(1, '\0'), std::string("x")}) {
+    const auto trailing = refused(with(body.size(), packed + tail));
+    ASSERT_TRUE(trailing);
+    EXPECT_EQ(trailing->reason(), BusRefusal::malformed);
+  }
+  EXPECT_EQ(dec.counters().inflation, 1u + cut_past);
+  const auto d = dec.decode(with(body.size(), packed));
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->snapshot, with_node(sample(3, 2), "n"));
+}
+
+}  // namespace
+}  // namespace gpustream::transport::test
+
+namespace gpustream::transport::test {
+namespace {
+
 // Found by BusCodec.StateBytesAreBounded…: this delta's 37-byte deflate stream is valid (zlib
 // inflates it whole) but Beast's inflate_stream reads one byte past its end before it reports
-// the end, so the decoder refused it ("need buffers"). The bytes are deterministic (level 6);
-// the same stream is fuzz/regressions/bus_decoder/lookahead_delta.gsk.
+// the end, so the decoder refused it ("need buffers"). The bytes are deterministic (Beast's
+// deflate at level 6, what the encoder wrote before session 15 moved it to libdeflate); the same
+// stream is fuzz/regressions/bus_decoder/lookahead_delta.gsk.
 TEST(BusCodec, ADeltaWhoseEndBeastReadsPastInflates) {
-  BusEncoder enc("node-1", "a", {.full_every = 2});
+  BusEncoder enc("node-1", "a", {.full_every = 2, .compress = false});
   BusDecoder dec;
   GpuSnapshot s = sample(0, 1);
-  const std::string full = enc.encode(s);
+  const std::string plain_full = enc.encode(s);
+  const std::string full =
+      rebodied(plain_full, true, beast_deflate(plain_full.substr(plain_full.find('\n') + 1)));
   ASSERT_TRUE(dec.decode(full));
   s.devices[0].name = "changed";
-  const std::string delta = enc.encode(s);
+  const std::string plain_delta = enc.encode(s);
   ASSERT_FALSE(enc.last_was_full());
+  const std::string delta =
+      rebodied(plain_delta, true, beast_deflate(plain_delta.substr(plain_delta.find('\n') + 1)));
   const std::string body = delta.substr(delta.find('\n') + 1);
   ASSERT_EQ(body.size(), 37u);
   EXPECT_EQ(static_cast<unsigned char>(body.back()), 0u);
@@ -608,22 +808,9 @@ namespace {
 
 // ---- issue #27: the bus is hostile input ----
 
-/// Raw deflate of `in` (as the encoder does it), for messages the encoder would never make.
-std::string deflated(std::string_view in) {
-  namespace zlib = boost::beast::zlib;
-  zlib::deflate_stream ds;
-  ds.reset(6, 15, 8, zlib::Strategy::normal);
-  std::string out(ds.upper_bound(in.size()) + 16, '\0');
-  zlib::z_params zs;
-  zs.next_in = in.data();
-  zs.avail_in = in.size();
-  zs.next_out = out.data();
-  zs.avail_out = out.size();
-  boost::system::error_code ec;
-  ds.write(zs, zlib::Flush::finish, ec);
-  out.resize(zs.total_out);
-  return out;
-}
+/// Raw deflate of `in` (level 6, by another deflater than the encoder's), for messages the
+/// encoder would never make.
+std::string deflated(std::string_view in) { return beast_deflate(in); }
 
 /// A message with any header fields and body (compressed when `z`), body_bytes as given.
 std::string message(bool full, bool z, std::uint64_t epoch, std::uint64_t seq, std::uint64_t base,

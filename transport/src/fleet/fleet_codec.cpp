@@ -13,18 +13,15 @@
 #include <stdexcept>
 #include <vector>
 
-#include <boost/beast/zlib/error.hpp>
-#include <boost/beast/zlib/inflate_stream.hpp>
 #include <boost/json.hpp>
 
+#include "fleet/bus_deflate.hpp"
 #include "gpustream/detail/json_patch.hpp"
 #include "gpustream/json.hpp"
 #include "gpustream/transport/protocol.hpp"
-#include "wire/gzip.hpp"
 
 namespace gpustream::transport {
 namespace json = boost::json;
-namespace zlib = boost::beast::zlib;
 
 namespace {
 
@@ -51,52 +48,24 @@ std::uint64_t random_epoch() {
 }
 
 /// Inflates `in`, expecting exactly `expected` bytes (<= the limits, the inflation ratio's
-/// included: parse_bus_header checked): never more than one byte beyond is produced, so a bomb
-/// costs one pass over `expected` + 1 bytes. Two quirks of Beast's inflate_stream are worked
-/// around:
-///  - with an output buffer exactly filled, it can stop with need_buffers before it has read the
-///    stream's end marker: the output has one spare byte;
-///  - it can need one byte of input beyond the end of a valid stream to see that end (it reads
-///    the bit buffer ahead; found with a 37-byte delta body that zlib itself inflates whole): the
-///    input gets one zero byte of padding. What it read ahead stays in its bit buffer, whose size
-///    in bits is the low 6 bits of z_params::data_type (as in zlib): the stream's own length is
-///    total_in less those whole bytes, and it must be all of `in` (nothing trails the stream).
+/// included: parse_bus_header checked) into `out`, a buffer of exactly `expected` bytes: a stream
+/// that goes on past them is stopped there, so a bomb costs one pass over `expected` bytes.
+/// libdeflate's whole-buffer decompressor (fleet/bus_deflate.hpp), the thread's own, reused.
 std::string_view inflate_exact(std::string_view in, std::size_t expected, std::string& out) {
-  // The stream, the padded input and the output are the thread's, reused (issue #32: building
-  // them per message was a third of the inflation's cost); a body over 1 MiB does not stay.
-  thread_local zlib::inflate_stream is;
-  thread_local std::string padded;
-  constexpr std::size_t kKeep = std::size_t{1} << 20;
-  struct Shrink {
-    std::string& s;
-    ~Shrink() {
-      if (s.capacity() > kKeep) std::string().swap(s);
-    }
-  } shrink_in{padded};
-  padded.assign(in);
-  padded += '\0';
-  out.assign(expected + 1, '\0');
-  is.reset(15);  // a fresh stream's state; the window it allocated stays
-  zlib::z_params zs;
-  zs.next_in = padded.data();
-  zs.avail_in = padded.size();
-  zs.next_out = out.data();
-  zs.avail_out = out.size();
-  boost::system::error_code ec;
-  is.write(zs, zlib::Flush::finish, ec);
-  if (zs.total_out > expected)  // stopped at the first byte past the bound (need_buffers)
-    throw BusError(
-        "bus message: the body inflates past the declared " + std::to_string(expected) + " bytes",
-        BusRefusal::inflation);
-  if (ec && ec != zlib::error::end_of_stream)
-    throw BusError("bus message: bad deflate body: " + ec.message());
-  const std::size_t read_ahead = static_cast<std::size_t>(zs.data_type & 63) / 8;
-  if (ec != zlib::error::end_of_stream || zs.total_out != expected ||
-      zs.total_in - read_ahead != in.size())
-    throw BusError("bus message: the body does not inflate to the declared " +
-                   std::to_string(expected) + " bytes");
-  out.resize(expected);
-  return out;
+  switch (bus_inflate_exact(in, expected, out)) {
+    case BusInflateResult::ok:
+      return out;
+    case BusInflateResult::past:
+      throw BusError(
+          "bus message: the body inflates past the declared " + std::to_string(expected) + " bytes",
+          BusRefusal::inflation);
+    case BusInflateResult::bad_data:
+      throw BusError("bus message: bad deflate body: not a valid raw deflate stream");
+    case BusInflateResult::short_body:
+      break;
+  }
+  throw BusError("bus message: the body does not inflate to the declared " +
+                 std::to_string(expected) + " bytes");
 }
 
 std::uint64_t parse_u64(std::string_view s, const char* what) {
@@ -512,7 +481,7 @@ const std::string& BusEncoder::encode(const GpuSnapshot& s) {
   h.body_bytes = body_.size();
   if (options_.compress) {
     packed_.clear();
-    deflate_into(packed_, body_, options_.level);
+    bus_deflate_into(packed_, body_, options_.level);
     // A body that deflates past the decoders' inflation ratio would be refused: it goes plain.
     const std::size_t ratio = std::max<std::size_t>(options_.max_inflation_ratio, 1);
     h.compressed = packed_.size() >= (body_.size() + ratio - 1) / ratio;

@@ -29,8 +29,9 @@
 // crash. A compressed body inflates to at most
 //   min(header body_bytes, max_body_bytes, max_inflation_ratio × its compressed bytes)
 // (default 64: a 1 MiB message at most 8 MiB, an 8 KB one at most 512 KiB); a header declaring
-// more is refused from the header alone, and inflation stops at the first byte past the declared
-// size, so a deflate bomb costs at most one pass over that bound. A snapshot may carry at most
+// more is refused from the header alone, and inflation (libdeflate's, into a buffer of exactly the
+// declared size) stops where the stream would go past it, so a deflate bomb costs at most one
+// pass over that bound. A snapshot may carry at most
 // max_devices devices and max_processes processes (devices' and the host's together), counted
 // on the JSON document before it becomes a snapshot, for a full and after applying a delta.
 // The kept base of a stream is the last full's snapshot when its document is exactly as this

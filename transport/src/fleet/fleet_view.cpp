@@ -210,6 +210,7 @@ void FleetView::Impl::process(const IntakeItem& item) {
       // The declared body and, for a delta, the base it applies to (the conversion walks it).
       if (!within_budget(item, decoder.cost_bytes(h), now)) return;
       std::optional<BusDecoder::Decoded> d;
+      const auto waiting_before = decoder.waiting();
       {
         CpuMeter meter(*this, item.node);
         d = decoder.decode(data);
@@ -217,6 +218,8 @@ void FleetView::Impl::process(const IntakeItem& item) {
       if (d) {
         agent = d->header.agent;
         snap = std::move(d->snapshot);
+      } else if (!item.kv_key && decoder.waiting() != waiting_before) {
+        want_base(item.node, h.probe);  // a delta of a full this view never got
       }
     } else if (!data.empty() && data.front() == '{') {  // serve --nats-encoding json
       if (!within_budget(item, data.size(), now)) return;
@@ -389,6 +392,7 @@ FleetStats FleetView::Impl::st_copy() const {
   out.reconnects = reconnects;
   out.kv_created = kv_created;
   out.kv_rereads = kv_rereads;
+  out.kv_base_fetches = kv_base_fetches;
   out.auth_reloads = auth_reloads;
   out.auth_reload_failures = auth_reload_failures;
   out.messages = messages;

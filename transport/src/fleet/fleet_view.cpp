@@ -218,8 +218,12 @@ void FleetView::Impl::process(const IntakeItem& item) {
       if (d) {
         agent = d->header.agent;
         snap = std::move(d->snapshot);
-      } else if (!item.kv_key && decoder.waiting() != waiting_before) {
-        want_base(item.node, h.probe);  // a delta of a full this view never got
+      } else if (!item.kv_key && decoder.waiting() != waiting_before &&
+                 decoder.state_bytes() < decoder.limits().max_state_bytes / 10 * 9) {
+        // A delta of a full this view never got: fetched from the bucket. Not near the
+        // decoder's bytes bound, where each full taken evicts another stream (which would then
+        // fetch its own, and so on): there the streams wait for their next full, as before.
+        want_base(item.node, h.probe);
       }
     } else if (!data.empty() && data.front() == '{') {  // serve --nats-encoding json
       if (!within_budget(item, data.size(), now)) return;

@@ -477,11 +477,27 @@ authorization {
     view.start();
     ASSERT_TRUE(view.wait_for_bucket(nats::kWait));
     EXPECT_TRUE(knows(view, "node-a")) << logs.text();
-    BusEncoder b("node-b", "gpustream/test");
+    BusEncoder b("node-b", "gpustream/test", {.full_every = 1000});
+    std::int64_t t = 1'700'000'000'000'000'000;
+    const auto sample = [&] {
+      auto s = make_snapshot("sim", 2);
+      s.time_unix_ns = t += 1'000'000'000;
+      return s;
+    };
     ASSERT_TRUE(wait_for([&] {
-      admin.publish("gpustream.node-b.sim", b.encode(make_snapshot("sim", 2)));
+      admin.publish("gpustream.node-b.sim", b.encode(sample()));
       return knows(view, "node-b");
     }));
+    // A full the view missed, fetched from the bucket (a watcher of its key) at its patches.
+    b.force_full();
+    b.encode(sample());
+    const std::int64_t full_time = t;
+    ASSERT_TRUE(admin.put("perm_nodes", "node-b", encode_node_state(b.last_fulls())));
+    ASSERT_TRUE(wait_for([&] {
+      admin.publish("gpustream.node-b.sim", b.encode(sample()));
+      return newest_sample(view, "node-b") > full_time;
+    })) << logs.text();
+    EXPECT_GE(view.stats().kv_base_fetches, 1U);
   }
   EXPECT_EQ(logs.count("Permissions Violation"), 0U) << logs.text();
   // libnats's own prefix: the replies to _INBOX.* are not this user's to read.

@@ -82,9 +82,12 @@ void FleetView::Impl::want_base(const std::string& node, const std::string& prob
   kv_cv.notify_all();
 }
 
-/// On kv_thread: the state of each node in `wanted` read from the bucket (one round trip each),
-/// only the messages of the streams that wait for their base taken (the others' fulls, which
-/// this view has, would be dropped as old), through the same per-publisher path as the bus.
+/// On kv_thread: the state of each node in `wanted` read from the bucket, only the messages of
+/// the streams that wait for their base taken (the others' fulls, which this view has, would be
+/// dropped as old), through the same per-publisher path as the bus. Read with a watcher of that
+/// one key (its last value, then the end of the initial values), not kvStore_Get: the view's
+/// documented NATS permissions are the watcher's (docs/fleet.md), a get would need $JS.API.
+/// DIRECT.GET as well, and without it each fetch would wait connect_timeout for no answer.
 void FleetView::Impl::fetch_bases(std::set<std::pair<std::string, std::string>> wanted) {
   if (!connected()) return;  // the next delta of each asks again (after a reconnect_wait)
   jsCtx* js = nullptr;
@@ -98,13 +101,33 @@ void FleetView::Impl::fetch_bases(std::set<std::pair<std::string, std::string>> 
       const std::string node = it->first;
       std::set<std::string> probes;
       for (; it != wanted.end() && it->first == node; ++it) probes.insert(it->second);
+      if (node_name_error(node)) continue;  // not a key (a subject token is one: not reached)
+      kvWatchOptions wo;
+      kvWatchOptions_Init(&wo);
+      wo.IgnoreDeletes = true;
+      kvWatcher* w = nullptr;
+      if (kvStore_Watch(&w, kv, node.c_str(), &wo) != NATS_OK) continue;
+      {
+        std::lock_guard lock(kv_mu);
+        watcher = w;
+        if (stopping) kvWatcher_Stop(w);
+      }
       kvEntry* e = nullptr;
-      if (kvStore_Get(&e, kv, node.c_str()) != NATS_OK) continue;  // none (yet): the next full
-      const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
-                                   static_cast<std::size_t>(kvEntry_ValueLen(e)));
-      ++kv_base_fetches;
-      load_node_state(node, value, kvEntry_Created(e), clock(), wall_now_ns(), false, &probes);
-      kvEntry_Destroy(e);
+      // None (yet: the agent has not put it since the bucket came back): its next patch asks
+      // again after a reconnect_wait.
+      if (kvWatcher_Next(&e, w, options.connect_timeout.count()) == NATS_OK && e) {
+        const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
+                                     static_cast<std::size_t>(kvEntry_ValueLen(e)));
+        ++kv_base_fetches;
+        load_node_state(node, value, kvEntry_Created(e), clock(), wall_now_ns(), false, &probes);
+        kvEntry_Destroy(e);
+      }
+      {
+        std::lock_guard lock(kv_mu);
+        watcher = nullptr;
+      }
+      kvWatcher_Stop(w);
+      kvWatcher_Destroy(w);
     }
   }
   if (kv) kvStore_Destroy(kv);

@@ -53,7 +53,7 @@ void FleetView::Impl::run_bucket() {
       again = true;  // another user may see another bucket (or be allowed to create it)
     }
     if (again && bucket) see_to_bucket(true);
-    if (!bases.empty() && bucket) fetch_bases(std::move(bases));
+    if (!bases.empty() && bucket) fetch_bases(bases);
   }
 }
 
@@ -88,7 +88,7 @@ void FleetView::Impl::want_base(const std::string& node, const std::string& prob
 /// one key (its last value, then the end of the initial values), not kvStore_Get: the view's
 /// documented NATS permissions are the watcher's (docs/fleet.md), a get would need $JS.API.
 /// DIRECT.GET as well, and without it each fetch would wait connect_timeout for no answer.
-void FleetView::Impl::fetch_bases(std::set<std::pair<std::string, std::string>> wanted) {
+void FleetView::Impl::fetch_bases(const std::set<std::pair<std::string, std::string>>& wanted) {
   if (!connected()) return;  // the next delta of each asks again (after a reconnect_wait)
   jsCtx* js = nullptr;
   jsOptions jo;

@@ -192,8 +192,8 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   bool load_node_state(std::string_view key, std::string_view value, std::int64_t written_ns,
                        Clock::time_point now, std::int64_t now_ns, bool again,
                        const std::set<std::string>* only_probes = nullptr);
-  void want_base(const std::string& node, const std::string& probe);       // the worker
-  void fetch_bases(std::set<std::pair<std::string, std::string>> wanted);  // kv_thread
+  void want_base(const std::string& node, const std::string& probe);              // the worker
+  void fetch_bases(const std::set<std::pair<std::string, std::string>>& wanted);  // kv_thread
   void load_kv_watch(kvStore* kv, bool again);
   void load_kv_key_by_key(kvStore* kv, bool again);
   void finish_kv();

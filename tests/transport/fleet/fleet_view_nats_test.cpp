@@ -289,6 +289,65 @@ TEST(FleetViewNats, AfterAReconnectTheBucketIsReadAgain) {
   EXPECT_EQ(view.stats().kv_created, 1U);  // at start only: the file bucket survived
 }
 
+/// The newest sample time the view shows for `node` (0: none).
+std::int64_t newest_sample(const FleetView& view, const std::string& node) {
+  for (const auto& n : view.nodes())
+    if (n.name == node) return n.last_sample_unix_ns;
+  return 0;
+}
+
+/// A delta of a full the view never got (what made integration.nats_restart fail: an agent that
+/// reconnected before the view sent its one full after the reconnect while the view was still
+/// disconnected, and the view then got only deltas of it until the agent's next full, 10 s
+/// later) takes that full from the bucket, where the agent put it: the node shows the agent's
+/// newest samples at once. Only the waiting stream's full is taken from the node's state (the
+/// other probe's full in it, which the view has, is not replayed as an old message).
+TEST(FleetViewNats, ADeltaOfAFullTheViewMissedTakesThatFullFromTheBucket) {
+  gpustream::test::TempTree store;
+  nats::Server server(nats::free_port(), store.path("js"));
+  ASSERT_TRUE(server.start());
+  boost::asio::io_context io;
+  SnapshotChannel channel(io.get_executor());
+  FleetView view(io.get_executor(), channel, view_options(server, "bases"));
+  view.start();
+  ASSERT_TRUE(view.wait_for_bucket(nats::kWait));
+  Admin agent(server.url());
+  ASSERT_TRUE(agent.ok());
+  BusEncoder enc("node-b", "gpustream/test", {.full_every = 1000});  // deltas from here on
+  std::int64_t t = 1'700'000'000'000'000'000;
+  const auto sample = [&](const std::string& probe) {
+    auto s = make_snapshot(probe, 2);
+    s.time_unix_ns = t += 1'000'000'000;
+    return s;
+  };
+  ASSERT_TRUE(agent.publish("gpustream.node-b.other", enc.encode(sample("other"))));
+  ASSERT_TRUE(wait_for([&] {
+    agent.publish("gpustream.node-b.sim", enc.encode(sample("sim")));
+    return view.stats().snapshots >= 2;
+  }));
+  const auto before = view.stats();
+  // The full the view misses: in the bucket (the agent puts its fulls there), not on the bus.
+  enc.force_full();
+  enc.encode(sample("sim"));
+  ASSERT_TRUE(enc.last_was_full());
+  const std::int64_t full_time = t;
+  ASSERT_TRUE(agent.put("bases", "node-b", encode_node_state(enc.last_fulls())));
+  ASSERT_EQ(enc.last_fulls().size(), 2U);  // sim's new full and other's, which the view has
+  ASSERT_TRUE(wait_for([&] {
+    const std::string delta = enc.encode(sample("sim"));
+    EXPECT_FALSE(enc.last_was_full());
+    agent.publish("gpustream.node-b.sim", delta);
+    return newest_sample(view, "node-b") > full_time;  // a delta of the missed full applied
+  })) << "waiting "
+      << view.stats().waiting << ", fetches " << view.stats().kv_base_fetches;
+  const auto after = view.stats();
+  EXPECT_GT(after.waiting, before.waiting);  // the first delta came before its full
+  EXPECT_GE(after.kv_base_fetches, 1U);
+  EXPECT_EQ(refused(view, FleetRefusal::seq_stale), 0U);  // other's full was not taken again
+  EXPECT_EQ(after.rejected, before.rejected);
+  view.stop();
+}
+
 /// A stream whose republish rule puts what is stored on `evil.>` onto gpustream.node-b.*: the
 /// message arrives on node-b's subject, with a payload naming node-b, yet it is refused
 /// (republished) and node-b never shows. The node's own message on the same subject is taken.
@@ -418,11 +477,27 @@ authorization {
     view.start();
     ASSERT_TRUE(view.wait_for_bucket(nats::kWait));
     EXPECT_TRUE(knows(view, "node-a")) << logs.text();
-    BusEncoder b("node-b", "gpustream/test");
+    BusEncoder b("node-b", "gpustream/test", {.full_every = 1000});
+    std::int64_t t = 1'700'000'000'000'000'000;
+    const auto sample = [&] {
+      auto s = make_snapshot("sim", 2);
+      s.time_unix_ns = t += 1'000'000'000;
+      return s;
+    };
     ASSERT_TRUE(wait_for([&] {
-      admin.publish("gpustream.node-b.sim", b.encode(make_snapshot("sim", 2)));
+      admin.publish("gpustream.node-b.sim", b.encode(sample()));
       return knows(view, "node-b");
     }));
+    // A full the view missed, fetched from the bucket (a watcher of its key) at its patches.
+    b.force_full();
+    b.encode(sample());
+    const std::int64_t full_time = t;
+    ASSERT_TRUE(admin.put("perm_nodes", "node-b", encode_node_state(b.last_fulls())));
+    ASSERT_TRUE(wait_for([&] {
+      admin.publish("gpustream.node-b.sim", b.encode(sample()));
+      return newest_sample(view, "node-b") > full_time;
+    })) << logs.text();
+    EXPECT_GE(view.stats().kv_base_fetches, 1U);
   }
   EXPECT_EQ(logs.count("Permissions Violation"), 0U) << logs.text();
   // libnats's own prefix: the replies to _INBOX.* are not this user's to read.

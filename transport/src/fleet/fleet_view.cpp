@@ -210,6 +210,7 @@ void FleetView::Impl::process(const IntakeItem& item) {
       // The declared body and, for a delta, the base it applies to (the conversion walks it).
       if (!within_budget(item, decoder.cost_bytes(h), now)) return;
       std::optional<BusDecoder::Decoded> d;
+      const auto waiting_before = decoder.waiting();
       {
         CpuMeter meter(*this, item.node);
         d = decoder.decode(data);
@@ -217,6 +218,12 @@ void FleetView::Impl::process(const IntakeItem& item) {
       if (d) {
         agent = d->header.agent;
         snap = std::move(d->snapshot);
+      } else if (!item.kv_key && decoder.waiting() != waiting_before &&
+                 decoder.state_bytes() < decoder.limits().max_state_bytes / 10 * 9) {
+        // A delta of a full this view never got: fetched from the bucket. Not near the
+        // decoder's bytes bound, where each full taken evicts another stream (which would then
+        // fetch its own, and so on): there the streams wait for their next full, as before.
+        want_base(item.node, h.probe);
       }
     } else if (!data.empty() && data.front() == '{') {  // serve --nats-encoding json
       if (!within_budget(item, data.size(), now)) return;
@@ -418,6 +425,7 @@ FleetStats FleetView::Impl::st_copy() const {
   out.reconnects = reconnects;
   out.kv_created = kv_created;
   out.kv_rereads = kv_rereads;
+  out.kv_base_fetches = kv_base_fetches;
   out.auth_reloads = auth_reloads;
   out.auth_reload_failures = auth_reload_failures;
   out.messages = messages;

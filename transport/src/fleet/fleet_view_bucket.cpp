@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <set>
+#include <string>
 #include <utility>
 
 #include "fleet/fleet_view_impl.hpp"
@@ -36,19 +38,100 @@ void FleetView::Impl::run_bucket() {
   while (true) {
     bool again = false;
     std::optional<NatsAuth> identity;
+    std::set<std::pair<std::string, std::string>> bases;
     {
       std::unique_lock lock(kv_mu);
-      kv_cv.wait(lock, [this] { return stopping || kv_again || new_auth; });
+      kv_cv.wait(lock,
+                 [this] { return stopping || kv_again || new_auth || !bases_wanted.empty(); });
       if (stopping) return;
       again = std::exchange(kv_again, false);
       identity = std::exchange(new_auth, std::nullopt);
+      bases.swap(bases_wanted);
     }
     if (identity) {
       change_identity(*identity);
       again = true;  // another user may see another bucket (or be allowed to create it)
     }
     if (again && bucket) see_to_bucket(true);
+    if (!bases.empty() && bucket) fetch_bases(bases);
   }
+}
+
+/// On the worker: `probe`'s stream of `node` got a delta of a full this view never got (sent
+/// while it was disconnected, or dropped as a slow consumer). Without help it waits for the
+/// agent's next full (up to full_every messages); but the agent puts its last fulls in the
+/// bucket after each full (and at once after it reconnects), so kv_thread fetches the node's
+/// state from there. Each stream at most once a reconnect_wait (a publisher sending deltas of
+/// unknown bases costs at most that one read of its own key); at most kMaxBasesWanted waiting.
+void FleetView::Impl::want_base(const std::string& node, const std::string& probe) {
+  if (options.kv_bucket.empty()) return;
+  const auto now = std::chrono::steady_clock::now();
+  const auto key = std::make_pair(node, probe);
+  std::lock_guard lock(kv_mu);
+  if (stopping || bases_wanted.size() >= kMaxBasesWanted) return;
+  if (bases_fetched.size() >= kMaxBasesWanted)  // the old ones go: at most one interval's worth
+    std::erase_if(bases_fetched,
+                  [&](const auto& e) { return now - e.second >= options.reconnect_wait; });
+  if (bases_fetched.size() >= kMaxBasesWanted) return;
+  const auto [it, fresh] = bases_fetched.try_emplace(key, now);
+  if (!fresh) {
+    if (now - it->second < options.reconnect_wait) return;
+    it->second = now;
+  }
+  bases_wanted.insert(key);
+  kv_cv.notify_all();
+}
+
+/// On kv_thread: the state of each node in `wanted` read from the bucket, only the messages of
+/// the streams that wait for their base taken (the others' fulls, which this view has, would be
+/// dropped as old), through the same per-publisher path as the bus. Read with a watcher of that
+/// one key (its last value, then the end of the initial values), not kvStore_Get: the view's
+/// documented NATS permissions are the watcher's (docs/fleet.md), a get would need $JS.API.
+/// DIRECT.GET as well, and without it each fetch would wait connect_timeout for no answer.
+void FleetView::Impl::fetch_bases(const std::set<std::pair<std::string, std::string>>& wanted) {
+  if (!connected()) return;  // the next delta of each asks again (after a reconnect_wait)
+  jsCtx* js = nullptr;
+  jsOptions jo;
+  jsOptions_Init(&jo);
+  jo.Wait = options.connect_timeout.count();
+  kvStore* kv = nullptr;
+  if (natsConnection_JetStream(&js, nc, &jo) == NATS_OK &&
+      js_KeyValue(&kv, js, options.kv_bucket.c_str()) == NATS_OK) {
+    for (auto it = wanted.begin(); it != wanted.end() && !stopping;) {
+      const std::string node = it->first;
+      std::set<std::string> probes;
+      for (; it != wanted.end() && it->first == node; ++it) probes.insert(it->second);
+      if (node_name_error(node)) continue;  // not a key (a subject token is one: not reached)
+      kvWatchOptions wo;
+      kvWatchOptions_Init(&wo);
+      wo.IgnoreDeletes = true;
+      kvWatcher* w = nullptr;
+      if (kvStore_Watch(&w, kv, node.c_str(), &wo) != NATS_OK) continue;
+      {
+        std::lock_guard lock(kv_mu);
+        watcher = w;
+        if (stopping) kvWatcher_Stop(w);
+      }
+      kvEntry* e = nullptr;
+      // None (yet: the agent has not put it since the bucket came back): its next patch asks
+      // again after a reconnect_wait.
+      if (kvWatcher_Next(&e, w, options.connect_timeout.count()) == NATS_OK && e) {
+        const std::string_view value(static_cast<const char*>(kvEntry_Value(e)),
+                                     static_cast<std::size_t>(kvEntry_ValueLen(e)));
+        ++kv_base_fetches;
+        load_node_state(node, value, kvEntry_Created(e), clock(), wall_now_ns(), false, &probes);
+        kvEntry_Destroy(e);
+      }
+      {
+        std::lock_guard lock(kv_mu);
+        watcher = nullptr;
+      }
+      kvWatcher_Stop(w);
+      kvWatcher_Destroy(w);
+    }
+  }
+  if (kv) kvStore_Destroy(kv);
+  if (js) jsCtx_Destroy(js);
 }
 
 std::string FleetView::Impl::admin_command() const {
@@ -179,9 +262,11 @@ void FleetView::Impl::check_bucket_config(jsCtx* js) {
 /// since the epoch; a coarser unit is scaled, and an unknown time counts as now). False when
 /// it is unreadable (counted, logged once). `again` (a read after a reconnect): a node that is
 /// up is left to the bus (its state in the bucket is no newer than what the view has).
+/// `only_probes` (a fetch for missed bases): only the messages of those streams are taken.
 bool FleetView::Impl::load_node_state(std::string_view key, std::string_view value,
                                       std::int64_t written_ns, Clock::time_point now,
-                                      std::int64_t now_ns, bool again) {
+                                      std::int64_t now_ns, bool again,
+                                      const std::set<std::string>* only_probes) {
   while (written_ns > 0 && written_ns < 100'000'000'000'000'000) written_ns *= 1000;
   if (written_ns <= 0 || written_ns > now_ns) written_ns = now_ns;
   const auto age = std::chrono::nanoseconds(std::max<std::int64_t>(0, now_ns - written_ns));
@@ -201,6 +286,8 @@ bool FleetView::Impl::load_node_state(std::string_view key, std::string_view val
       throw BusError("a node state over the size limit");
     auto mark = std::make_shared<bool>(false);
     for (const auto msg : decode_node_state(value, options.limits)) {
+      if (only_probes && !only_probes->contains(parse_bus_header(msg, options.limits).probe))
+        continue;
       if (!intake.wait_for_room()) return false;  // stopped
       IntakeItem item;
       item.node = std::string(key);

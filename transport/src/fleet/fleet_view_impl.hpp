@@ -16,9 +16,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -78,6 +80,15 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   bool kv_again = false;             // under kv_mu: NATS is back, see to the bucket again
   std::optional<NatsAuth> new_auth;  // under kv_mu: set_auth()'s, for kv_thread to connect with
   NatsAuth auth;                     // under kv_mu: the identity in use (inbox prefix filled)
+  // Streams (node, probe) whose base this view missed (a delta came of a full it never got:
+  // e.g. the agent's full after a reconnect, sent while this view was still disconnected):
+  // their node's state is fetched from the bucket, where each agent puts its last fulls after
+  // each full, rather than waiting up to full_every messages for the next. Under kv_mu; at most
+  // kMaxBasesWanted waiting, each stream fetched at most once a reconnect_wait.
+  static constexpr std::size_t kMaxBasesWanted = 1024;
+  std::set<std::pair<std::string, std::string>> bases_wanted;
+  std::map<std::pair<std::string, std::string>, std::chrono::steady_clock::time_point>
+      bases_fetched;  // when each was last wanted (pruned past a reconnect_wait)
   // kv_thread's own: the last bucket problem and config difference logged (each said once,
   // again only when it changes).
   std::string kv_problem_logged;
@@ -85,6 +96,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
 
   // The connection's state (set by libnats's callbacks).
   std::atomic<std::uint64_t> outages{0}, reconnects{0}, kv_created{0}, kv_rereads{0};
+  std::atomic<std::uint64_t> kv_base_fetches{0};  // node states fetched for a missed base
   std::atomic<std::uint64_t> auth_reloads{0}, auth_reload_failures{0};
   std::atomic<bool> in_outage{false};
   std::atomic<bool> is_connected{false};    // the current connection's, from its callbacks
@@ -187,7 +199,10 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   std::string admin_command() const;
   void bucket_problem(const std::string& text);
   bool load_node_state(std::string_view key, std::string_view value, std::int64_t written_ns,
-                       Clock::time_point now, std::int64_t now_ns, bool again);
+                       Clock::time_point now, std::int64_t now_ns, bool again,
+                       const std::set<std::string>* only_probes = nullptr);
+  void want_base(const std::string& node, const std::string& probe);              // the worker
+  void fetch_bases(const std::set<std::pair<std::string, std::string>>& wanted);  // kv_thread
   void load_kv_watch(kvStore* kv, bool again);
   void load_kv_key_by_key(kvStore* kv, bool again);
   void finish_kv();

@@ -280,7 +280,7 @@ struct FleetStats {
   std::uint64_t snapshots = 0;      // snapshots published into the channel
   std::uint64_t rejected = 0;       // malformed, oversized, unknown-format, mismatched messages
   std::uint64_t waiting = 0;        // deltas that came before their stream's full message
-  std::uint64_t kv_nodes = 0;       // nodes read from the bucket (at start, after reconnects)
+  std::uint64_t kv_nodes = 0;       // nodes read from the bucket (start, reconnects, fetches)
   bool kv_done = false;             // the bucket's read is over (its entries queued)
   std::uint64_t nodes_refused = 0;  // messages dropped because the node table was full
   std::array<std::uint64_t, kFleetRefusalCount> refused{};  // by FleetRefusal
@@ -292,11 +292,14 @@ struct FleetStats {
   std::uint64_t bus_state_bytes = 0;  // gauge: their bytes (≤ BusLimits::max_state_bytes)
   std::uint64_t bus_evicted = 0;      // streams evicted to stay within max_state_bytes
   bool connected = false;
-  std::uint64_t outages = 0;       // NATS lost (each outage once, however long)
-  std::uint64_t reconnects = 0;    // NATS back after an outage
-  std::uint64_t kv_created = 0;    // the bucket created by this view (at start or after one)
-  std::uint64_t kv_rereads = 0;    // the bucket read again after a reconnect
-  std::uint64_t auth_reloads = 0;  // set_auth(): a new identity taken
+  std::uint64_t outages = 0;     // NATS lost (each outage once, however long)
+  std::uint64_t reconnects = 0;  // NATS back after an outage
+  std::uint64_t kv_created = 0;  // the bucket created by this view (at start or after one)
+  std::uint64_t kv_rereads = 0;  // the bucket read again after a reconnect
+  /// Node states fetched from the bucket because a delta came of a full this view missed (e.g.
+  /// sent while it was reconnecting): the node shows at once, not at its next full message.
+  std::uint64_t kv_base_fetches = 0;
+  std::uint64_t auth_reloads = 0;          // set_auth(): a new identity taken
   std::uint64_t auth_reload_failures = 0;  // ... refused or not connecting (the old kept)
   std::uint64_t nodes_up = 0;              // gauges: the node table by state
   std::uint64_t nodes_stale = 0;

@@ -272,44 +272,23 @@ void FleetView::Impl::process(const IntakeItem& item) {
   }
   // A node state from the bucket that is old: the sweep shows it stale (or gone) at once.
   if (item.kv_key && now - item.heard >= options.stale_after) post_sweep();
-  // Published after the turn's batch, outside the lock (the channel calls subscribers'
-  // wake-ups): flush_decoded().
-  decoded.push_back(std::move(*snap));
+  // Published outside the lock (the channel calls subscribers' wake-ups).
+  channel.publish(std::move(*snap));
 }
 
-/// Publishes what the worker's turn decoded, in order, then says the bucket read is over when
-/// it is (a waiter then finds every snapshot of it in the channel).
-void FleetView::Impl::flush_decoded() {
-  std::vector<GpuSnapshot> batch;
-  std::vector<std::string> nodes;
+/// Takes one queued message (or none); true when it took one.
+bool FleetView::Impl::run_one(std::optional<IntakeItem> item) {
+  if (!item) return false;
   {
     std::lock_guard lock(worker_mu);
-    batch.swap(decoded);
-    nodes.swap(taken);
+    process(*item);
   }
-  // Back to back: a subscriber's delivery still pending (its thread not yet run) takes the
-  // following ones without another wake-up (issue #32: waking the io thread per message was
-  // 10.6 % of the view's CPU at 1,000 nodes).
-  for (auto& s : batch) channel.publish(std::move(s));
-  // Finished once published: the pending count a bucket waiter reads covers the batch, and a
-  // node's next message is not taken in the turn that holds its last one.
-  for (const auto& node : nodes) intake.finish(node);
+  intake.finish(item->node);
   if (kv_done) {
     { std::lock_guard lock(mu); }  // a waiter is waiting or will see the new count
     idle_cv.notify_all();
     report_bucket();
   }
-}
-
-/// Takes one queued message (or none); true when it took one.
-bool FleetView::Impl::run_one(std::optional<IntakeItem> item, bool batch) {
-  if (!item) return false;
-  {
-    std::lock_guard lock(worker_mu);
-    process(*item);
-    taken.push_back(item->node);
-  }
-  if (!batch) flush_decoded();
   return true;
 }
 
@@ -326,16 +305,8 @@ void FleetView::Impl::report_bucket() {
                                     std::chrono::steady_clock::now() - started));
 }
 
-/// The worker: a turn is the message that woke it and those ready by then (wait_pop gathers
-/// for kIntakeGather), at most kTurnMessages (what a turn holds decoded before it publishes:
-/// kTurnMessages snapshots), decoded one by one, then published together.
 void FleetView::Impl::run_worker() {
-  constexpr std::size_t kTurnMessages = 64;
-  while (run_one(intake.wait_pop(), true)) {
-    for (std::size_t n = 1; n < kTurnMessages && run_one(intake.try_pop(), true); ++n) {}
-    flush_decoded();
-  }
-  flush_decoded();
+  while (run_one(intake.wait_pop())) {}
 }
 
 void FleetView::Impl::post_sweep() {

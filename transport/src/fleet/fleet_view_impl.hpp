@@ -58,12 +58,6 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
 
   // The worker side: one runner at a time (the worker thread, or process_pending()).
   std::mutex worker_mu;
-  /// What process() decoded in the worker's current turn, published together by
-  /// flush_decoded() (worker_mu): one wake-up of the subscribers' threads serves the batch.
-  std::vector<GpuSnapshot> decoded;
-  /// The nodes whose message the turn took (worker_mu): each is finished (intake.finish: its
-  /// next message may be taken, the pending count drops) only once the batch is published.
-  std::vector<std::string> taken;
   BusDecoder decoder;
 
   mutable std::mutex mu;  // table, st, pending_forget; held briefly, never while decoding
@@ -165,10 +159,7 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   void apply_forgets();
   bool within_budget(const IntakeItem& item, std::size_t cost, Clock::time_point now);
   void process(const IntakeItem& item);
-  /// Processes `item` (none: false); publishes at once unless `batch` (run_worker's turn, which
-  /// publishes with flush_decoded()).
-  bool run_one(std::optional<IntakeItem> item, bool batch = false);
-  void flush_decoded();
+  bool run_one(std::optional<IntakeItem> item);
   void report_bucket();
   void run_worker();
   // The sweep (the strand).

@@ -175,6 +175,7 @@ class Reading {
     Reading r;
     r.value_ = value;
     r.source_ = source;
+    r.present_ = true;
     return r;
   }
   static Reading missing(Absence reason, Source source = Source::none) noexcept {
@@ -184,30 +185,41 @@ class Reading {
     return r;
   }
 
-  bool has_value() const noexcept { return value_.has_value(); }
+  bool has_value() const noexcept { return present_; }
   explicit operator bool() const noexcept { return has_value(); }
   /// The value; throws BadReadingAccess when the metric is absent.
   double value() const {
-    if (!value_) throw_absent();
-    return *value_;
+    if (!present_) throw_absent();
+    return value_;
   }
   /// The value, or `fallback` when the metric is absent.
-  double value_or(double fallback) const noexcept { return value_.value_or(fallback); }
-  std::optional<double> get() const noexcept { return value_; }
+  double value_or(double fallback) const noexcept { return present_ ? value_ : fallback; }
+  std::optional<double> get() const noexcept {
+    return present_ ? std::optional<double>(value_) : std::nullopt;
+  }
   /// For a present value, where it came from; for an absent one, the source that failed (or none).
   Source source() const noexcept { return source_; }
   /// Meaningful only when !has_value().
   Absence reason() const noexcept { return reason_; }
 
-  friend bool operator==(const Reading&, const Reading&) = default;
+  /// Equal: both absent or both present with equal values (a value is compared only when
+  /// present), and the same source and reason.
+  friend bool operator==(const Reading& a, const Reading& b) noexcept {
+    return a.present_ == b.present_ && (!a.present_ || a.value_ == b.value_) &&
+           a.source_ == b.source_ && a.reason_ == b.reason_;
+  }
 
  private:
   [[noreturn]] void throw_absent() const;
 
-  std::optional<double> value_;
+  // 16 bytes (a std::optional<double> and the two enums took 24): the value, then what says
+  // whether it is there, in the padding a std::optional would have spent.
+  double value_ = 0;
   Source source_ = Source::none;
   Absence reason_ = Absence::not_collected;
+  bool present_ = false;
 };
+static_assert(sizeof(Reading) == 16);
 
 /// A fixed table of Reading, one per Metric.
 class MetricSet {

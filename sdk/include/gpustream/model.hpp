@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpustream/shared_optional.hpp"
+
 namespace gpustream {
 
 /// Who made the device.
@@ -325,15 +327,20 @@ struct ProcessSample {
   std::optional<std::uint64_t> host_rss_bytes;
   /// false when the source only gives a device-wide figure (e.g. nvidia-smi fallback).
   bool per_process_exact = true;
+  // The placement (container, slurm, pod) is set for few processes and rarely changes: each is
+  // a SharedOptional (gpustream/shared_optional.hpp), read and written as a std::optional, 8
+  // bytes when unset, and shared, not copied, by a copy of the sample (a snapshot's copy, the
+  // probe's cache of the process from one sample to the next).
+
   /// The process's container; unset with `container_absent` saying why.
-  std::optional<ProcessContainer> container;
+  SharedOptional<ProcessContainer> container;
   ContainerAbsent container_absent = ContainerAbsent::not_collected;
   /// The Slurm job the process runs in; unset with `slurm_absent` saying why.
-  std::optional<SlurmJob> slurm;
+  SharedOptional<SlurmJob> slurm;
   SlurmAbsent slurm_absent = SlurmAbsent::none;
   /// The pod and container the process runs in, from the kubelet (its device's holder, for a
   /// process whose cgroup is a pod's); unset with `pod_absent` saying why.
-  std::optional<KubernetesPod> pod;
+  SharedOptional<KubernetesPod> pod;
   PodAbsent pod_absent = PodAbsent::none;
   std::vector<EngineSample> engines;
   friend bool operator==(const ProcessSample&, const ProcessSample&) = default;

@@ -34,13 +34,12 @@ class SharedOptional {
   using value_type = T;
 
   SharedOptional() noexcept = default;
-  SharedOptional(std::nullopt_t) noexcept {}  // NOLINT(google-explicit-constructor): as optional
-  SharedOptional(const T& v) : b_(new Block{1, v}) {}        // NOLINT(google-explicit-constructor)
-  SharedOptional(T&& v) : b_(new Block{1, std::move(v)}) {}  // NOLINT(google-explicit-constructor)
-  SharedOptional(const std::optional<T>& o)                  // NOLINT(google-explicit-constructor)
-      : b_(o ? new Block{1, *o} : nullptr) {}
-  SharedOptional(std::optional<T>&& o)  // NOLINT(google-explicit-constructor)
-      : b_(o ? new Block{1, std::move(*o)} : nullptr) {}
+  // Implicit, as std::optional's: `p.container = c;`, `p.slurm = std::nullopt;`, `f(job)`.
+  SharedOptional(std::nullopt_t) noexcept {}
+  SharedOptional(const T& v) : b_(new Block{1, v}) {}
+  SharedOptional(T&& v) : b_(new Block{1, std::move(v)}) {}
+  SharedOptional(const std::optional<T>& o) : b_(o ? new Block{1, *o} : nullptr) {}
+  SharedOptional(std::optional<T>&& o) : b_(o ? new Block{1, std::move(*o)} : nullptr) {}
   template <typename... Args>
   explicit SharedOptional(std::in_place_t, Args&&... args)
       : b_(new Block{1, T(std::forward<Args>(args)...)}) {}
@@ -50,7 +49,7 @@ class SharedOptional {
   }
   SharedOptional(SharedOptional&& o) noexcept : b_(std::exchange(o.b_, nullptr)) {}
   SharedOptional& operator=(const SharedOptional& o) noexcept {
-    SharedOptional(o).swap(*this);
+    if (this != &o) SharedOptional(o).swap(*this);
     return *this;
   }
   SharedOptional& operator=(SharedOptional&& o) noexcept {
@@ -119,9 +118,7 @@ class SharedOptional {
   void swap(SharedOptional& o) noexcept { std::swap(b_, o.b_); }
 
   /// A copy of the value as a std::optional.
-  operator std::optional<T>() const {  // NOLINT(google-explicit-constructor): as a conversion
-    return b_ ? std::optional<T>(b_->value) : std::nullopt;
-  }
+  operator std::optional<T>() const { return b_ ? std::optional<T>(b_->value) : std::nullopt; }
 
   /// Whether this and `o` hold the same block (not merely equal values).
   bool shares_with(const SharedOptional& o) const noexcept { return b_ && b_ == o.b_; }

@@ -29,7 +29,10 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 
+#include <boost/asio/thread_pool.hpp>
+
 #include "gpustream/channel.hpp"
+#include "gpustream/probes/simulated_probe.hpp"
 
 // --- counting global operator new ------------------------------------------------------------
 // GCC 12 inlines these replacements and then mistakes free() of a pointer from `new` for a
@@ -41,14 +44,17 @@
 namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<std::uint64_t> g_allocations{0};
+std::atomic<std::uint64_t> g_allocated_bytes{0};  // bytes asked for while counting
 
-void count_allocation() {
-  if (g_counting.load(std::memory_order_relaxed))
+void count_allocation(std::size_t n = 0) {
+  if (g_counting.load(std::memory_order_relaxed)) {
     g_allocations.fetch_add(1, std::memory_order_relaxed);
+    g_allocated_bytes.fetch_add(n, std::memory_order_relaxed);
+  }
 }
 
 void* counted_alloc(std::size_t n, std::size_t align = 0) {
-  count_allocation();
+  count_allocation(n);
   if (n == 0) n = 1;
   return align > alignof(std::max_align_t) ? ::memalign(align, n) : std::malloc(n);
 }
@@ -56,7 +62,7 @@ void* counted_alloc(std::size_t n, std::size_t align = 0) {
 
 // Asio's recycling allocator (handler memory) calls std::aligned_alloc, not operator new.
 extern "C" void* aligned_alloc(std::size_t align, std::size_t n) noexcept {
-  count_allocation();
+  count_allocation(n);
   return ::memalign(align, n);
 }
 
@@ -158,6 +164,28 @@ GpuSnapshot make_big_snapshot() {
 
 const GpuSnapshot& big_snapshot() {
   static const GpuSnapshot s = make_big_snapshot();
+  return s;
+}
+
+/// The real simulated probe's 8-GPU snapshot (derived metrics filled, as Telemetry publishes
+/// it): what a fleet view holds per node (bench/fleet_load_generator.cpp sends these).
+const GpuSnapshot& simulated_snapshot() {
+  static const GpuSnapshot s = [] {
+    boost::asio::io_context io;
+    boost::asio::thread_pool pool(1);
+    SimulatedProbeOptions o;
+    o.devices = 8;
+    auto probe = make_simulated_probe({io.get_executor(), pool.get_executor()}, o);
+    auto guard = boost::asio::make_work_guard(io);  // the sample completes through the pool
+    std::optional<GpuSnapshot> out;
+    probe->async_sample([&](boost::system::error_code, GpuSnapshot snap) {
+      for (auto& d : snap.devices) derive_metrics(d);
+      out = std::move(snap);
+    });
+    while (!out) io.run_one();
+    pool.join();
+    return std::move(*out);
+  }();
   return s;
 }
 
@@ -336,7 +364,38 @@ void BM_ApproxBytes(benchmark::State& state) {
   state.counters["bytes"] = static_cast<double>(approx_bytes(s));
 }
 
+// The snapshot's layout: one deep copy of fanout's snapshot (0) or of the simulated probe's
+// 8-GPU one (1), timed, with the heap blocks and bytes the copy allocates (what freeing it
+// releases), its approx_bytes and the model's sizeofs as counters.
+void BM_SnapshotCopy(benchmark::State& state) {
+  const GpuSnapshot& s = state.range(0) == 0 ? big_snapshot() : simulated_snapshot();
+  for (auto _ : state) {
+    GpuSnapshot copy = s;
+    benchmark::DoNotOptimize(copy.devices.data());
+  }
+  const auto blocks = g_allocations.load();
+  const auto bytes = g_allocated_bytes.load();
+  g_counting = true;
+  {
+    const GpuSnapshot copy = s;
+    benchmark::DoNotOptimize(copy.devices.data());
+  }
+  g_counting = false;
+  std::size_t processes = 0;
+  for (const auto& d : s.devices) processes += d.processes.size();
+  state.counters["blocks_per_copy"] = static_cast<double>(g_allocations.load() - blocks);
+  state.counters["bytes_per_copy"] = static_cast<double>(g_allocated_bytes.load() - bytes);
+  state.counters["approx_bytes"] = static_cast<double>(approx_bytes(s));
+  state.counters["processes"] = static_cast<double>(processes);
+  state.counters["sizeof_Reading"] = sizeof(Reading);
+  state.counters["sizeof_MetricSet"] = sizeof(MetricSet);
+  state.counters["sizeof_ProcessSample"] = sizeof(ProcessSample);
+  state.counters["sizeof_DeviceSample"] = sizeof(DeviceSample);
+  state.counters["sizeof_GpuSnapshot"] = sizeof(GpuSnapshot);
+}
+
 BENCHMARK(BM_ApproxBytes);
+BENCHMARK(BM_SnapshotCopy)->Arg(0)->Arg(1);
 BENCHMARK(BM_SnapshotFree)->Arg(0)->Arg(16)->UseManualTime();
 BENCHMARK(BM_ChannelFanout)->Arg(1)->Arg(64)->Arg(1024)->UseManualTime();
 BENCHMARK(BM_ChannelFanoutFreedOutside)->Arg(1)->Arg(64)->Arg(1024)->UseManualTime();

@@ -122,7 +122,8 @@ void apply_pods(const PodResourceMap* map, std::span<DeviceSample> devices) {
     for (auto& p : d.processes) {
       p.pod.reset();
       p.pod_absent = PodAbsent::none;
-      if (!p.container || p.container->pod_uid.empty()) continue;  // not in a pod
+      // Read through a const view: a write access would copy the shared container block.
+      if (!p.container || std::as_const(p.container)->pod_uid.empty()) continue;  // not in a pod
       if (!map)
         p.pod_absent = PodAbsent::kubelet_unavailable;
       else if (holders.empty())

@@ -16,6 +16,15 @@
 
 #include "common.hpp"
 #include "gpustream/detail/schema.hpp"
+#include "gpustream/shared_optional.hpp"
+
+/// A SharedOptional (a process's container, slurm, pod) as Python sees a std::optional: None or
+/// the object. Read-only attributes hand out the shared value (a const one: never copied on
+/// write); the Python object keeps its owner, and so the block, alive.
+namespace pybind11::detail {
+template <typename T>
+struct type_caster<gpustream::SharedOptional<T>> : optional_caster<gpustream::SharedOptional<T>> {};
+}  // namespace pybind11::detail
 
 namespace gpustream::python {
 

@@ -82,6 +82,8 @@ inline constexpr bool kIsOptional = false;
 template <typename T>
 inline constexpr bool kIsOptional<std::optional<T>> = true;
 template <typename T>
+inline constexpr bool kIsOptional<SharedOptional<T>> = true;  // *v copies a shared block first
+template <typename T>
 inline constexpr bool kIsVector = false;
 template <typename T>
 inline constexpr bool kIsVector<std::vector<T>> = true;

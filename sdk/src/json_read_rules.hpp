@@ -183,6 +183,8 @@ void read(const json::value& v, const Path& at, E& out);
 template <typename T>
 void read(const json::value& v, const Path& at, std::optional<T>& out);
 template <typename T>
+void read(const json::value& v, const Path& at, SharedOptional<T>& out);
+template <typename T>
 void read(const json::value& v, const Path& at, std::vector<T>& out);
 void read(const json::value& v, const Path& at, std::vector<PowerSample>& out);
 void read(const json::value& v, const Path& at, std::map<std::string, std::string>& out);
@@ -308,6 +310,17 @@ void read(const json::value& v, const Path& at, std::optional<T>& out) {
   T t{};
   read(v, at, t);
   out = std::move(t);
+}
+
+template <typename T>
+void read(const json::value& v, const Path& at, SharedOptional<T>& out) {
+  if (v.is_null()) {
+    out.reset();
+    return;
+  }
+  T t{};
+  read(v, at, t);
+  out = std::move(t);  // a block of its own: nothing else holds what was just read
 }
 
 template <typename T>

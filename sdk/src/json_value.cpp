@@ -65,6 +65,8 @@ json::value value(const std::optional<double>& v, std::string_view where);
 template <typename T>
 json::value value(const std::optional<T>& v, std::string_view where);
 template <typename T>
+json::value value(const SharedOptional<T>& v, std::string_view where);
+template <typename T>
 json::value value(const std::vector<T>& v, std::string_view where);
 json::value value(const std::vector<PowerSample>& v, std::string_view where);
 json::value value(const std::map<std::string, std::string>& m, std::string_view where);
@@ -153,6 +155,11 @@ json::value value(const std::optional<double>& v, std::string_view where) {
 
 template <typename T>
 json::value value(const std::optional<T>& v, std::string_view where) {
+  return v ? value(*v, where) : json::value(nullptr);
+}
+
+template <typename T>
+json::value value(const SharedOptional<T>& v, std::string_view where) {
   return v ? value(*v, where) : json::value(nullptr);
 }
 

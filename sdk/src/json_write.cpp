@@ -47,6 +47,8 @@ void value(Ctx& c, const std::optional<double>& v, std::string_view where);
 template <typename T>
 void value(Ctx& c, const std::optional<T>& v, std::string_view where);
 template <typename T>
+void value(Ctx& c, const SharedOptional<T>& v, std::string_view where);
+template <typename T>
 void value(Ctx& c, const std::vector<T>& v, std::string_view where);
 void value(Ctx& c, const std::vector<PowerSample>& v, std::string_view where);
 void value(Ctx& c, const std::map<std::string, std::string>& m, std::string_view where);
@@ -169,6 +171,14 @@ void value(Ctx& c, const std::optional<double>& v, std::string_view where) {
 
 template <typename T>
 void value(Ctx& c, const std::optional<T>& v, std::string_view where) {
+  if (v)
+    value(c, *v, where);
+  else
+    c.w.raw("null");
+}
+
+template <typename T>
+void value(Ctx& c, const SharedOptional<T>& v, std::string_view where) {
   if (v)
     value(c, *v, where);
   else

@@ -199,16 +199,25 @@ std::size_t heap_of(const KubernetesPod& k) noexcept {
   return heap_of(k.name) + heap_of(k.namespace_name) + heap_of(k.container);
 }
 
+std::size_t heap_of(const ProcessContainer& c) noexcept {
+  return heap_of(c.runtime) + heap_of(c.id) + heap_of(c.pod_uid) + heap_of(c.qos);
+}
+
+std::size_t heap_of(const SlurmJob& j) noexcept {
+  return heap_of(j.job_id) + heap_of(j.step) + heap_of(j.user) + heap_of(j.array_job_id) +
+         heap_of(j.array_task_id);
+}
+
+// A placement's shared block is counted whole in every snapshot that holds it: a bound that
+// counts with approx_bytes never undercounts, though snapshots that share a block overcount it.
+template <typename T>
+std::size_t heap_of(const SharedOptional<T>& o) noexcept {
+  return o ? o.block_bytes() + heap_of(*o) : 0;
+}
+
 std::size_t heap_of(const ProcessSample& p) noexcept {
-  std::size_t n = heap_of(p.name) + heap_of(p.engines);
-  if (p.container)
-    n += heap_of(p.container->runtime) + heap_of(p.container->id) + heap_of(p.container->pod_uid) +
-         heap_of(p.container->qos);
-  if (p.slurm)
-    n += heap_of(p.slurm->job_id) + heap_of(p.slurm->step) + heap_of(p.slurm->user) +
-         heap_of(p.slurm->array_job_id) + heap_of(p.slurm->array_task_id);
-  if (p.pod) n += heap_of(*p.pod);
-  return n;
+  return heap_of(p.name) + heap_of(p.engines) + heap_of(p.container) + heap_of(p.slurm) +
+         heap_of(p.pod);
 }
 
 std::size_t heap_of(const DeviceSample& d) noexcept {

@@ -41,28 +41,45 @@ void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
 #endif
 
 namespace {
+/// Heap bytes `f` allocates (and does not free).
+template <typename F>
+std::size_t heap_during(F&& f) {
 #if defined(GPUSTREAM_COUNT_WITH_ASAN)
-std::size_t copy_heap(const gpustream::GpuSnapshot& s, gpustream::GpuSnapshot& out) {
   const std::size_t before = __sanitizer_get_current_allocated_bytes();
-  out = s;
+  f();
   return __sanitizer_get_current_allocated_bytes() - before;
-}
 #else
-std::size_t copy_heap(const gpustream::GpuSnapshot& s, gpustream::GpuSnapshot& out) {
   t_allocated = 0;
   t_counting = true;
-  out = s;
+  f();
   t_counting = false;
   return t_allocated;
-}
 #endif
+}
 }  // namespace
 
 namespace gpustream {
 namespace {
 
-/// Heap bytes a copy of `s` allocates (into an empty `out`).
-std::size_t allocated_by_copy(const GpuSnapshot& s, GpuSnapshot& out) { return copy_heap(s, out); }
+/// Heap bytes a copy of `s` allocates (into an empty `out`). The processes' placement blocks
+/// (container, slurm, pod) are shared with `s`, not allocated.
+std::size_t allocated_by_copy(const GpuSnapshot& s, GpuSnapshot& out) {
+  return heap_during([&] { out = s; });
+}
+
+/// Heap bytes a copy of `s` allocates when its placement blocks are copied too (into an empty
+/// `out`): all the heap `s` holds, as if nothing shared its blocks.
+std::size_t allocated_by_deep_copy(const GpuSnapshot& s, GpuSnapshot& out) {
+  return heap_during([&] {
+    out = s;
+    for (auto& d : out.devices)
+      for (auto& p : d.processes) {  // a write through a shared block copies it first
+        if (p.container) (void)p.container->id;
+        if (p.slurm) (void)p.slurm->job_id;
+        if (p.pod) (void)p.pod->name;
+      }
+  });
+}
 
 std::string long_string(std::size_t n, char c) { return std::string(n, c); }
 
@@ -114,13 +131,26 @@ TEST(ApproxBytes, CoversWhatACopyAllocatesWithinAQuarter) {
   for (auto [devices, processes] : {std::pair{1, 0}, std::pair{8, 10}, std::pair{8, 500}}) {
     const GpuSnapshot s = big_snapshot(devices, processes);
     GpuSnapshot copy;
-    const std::size_t heap = allocated_by_copy(s, copy);
+    const std::size_t heap = allocated_by_deep_copy(s, copy);
     ASSERT_EQ(copy, s);
     const std::size_t estimate = approx_bytes(copy);  // a copy's buffers are exactly sized
     const std::size_t real = heap + sizeof(GpuSnapshot);
     EXPECT_GE(estimate, real) << devices << " devices, " << processes << " processes";
     EXPECT_LE(estimate, real + real / 4) << devices << " devices, " << processes << " processes";
   }
+}
+
+TEST(ApproxBytes, CountsSharedPlacementsWholeInEverySnapshotThatHoldsThem) {
+  // A copy shares the processes' placement blocks (far less heap), yet each copy's estimate
+  // still counts them: a byte bound that counts snapshots with approx_bytes never undercounts.
+  const GpuSnapshot s = big_snapshot(8, 10);
+  GpuSnapshot shared;
+  GpuSnapshot deep;
+  const std::size_t shared_heap = allocated_by_copy(s, shared);
+  const std::size_t deep_heap = allocated_by_deep_copy(s, deep);
+  EXPECT_LT(shared_heap + 80 * (253 + 63 + 63), deep_heap) << "a copy shares the pod strings";
+  EXPECT_EQ(approx_bytes(shared), approx_bytes(deep));
+  EXPECT_GE(approx_bytes(shared), deep_heap + sizeof(GpuSnapshot));
 }
 
 TEST(ApproxBytes, GrowsWithProcessesAndCountsSpareCapacity) {

@@ -1,5 +1,7 @@
 // Reading: a value with its source, or an absence with its reason. Reading an absent value is
 // checked in every build (not only with _GLIBCXX_ASSERTIONS): it throws, never yields 0.
+#include <limits>
+
 #include <gtest/gtest.h>
 
 #include "gpustream/model.hpp"
@@ -39,6 +41,33 @@ TEST(Reading, PresentValueAndSource) {
   EXPECT_EQ(r.value(), 3.0);
   EXPECT_EQ(r.get(), 3.0);
   EXPECT_EQ(r.source(), Source::amd_smi);
+}
+
+TEST(Reading, EqualityComparesPresenceTheValueWhenPresentSourceAndReason) {
+  EXPECT_EQ(Reading::of(1.5, Source::nvml), Reading::of(1.5, Source::nvml));
+  EXPECT_NE(Reading::of(1.5, Source::nvml), Reading::of(2.5, Source::nvml));
+  EXPECT_NE(Reading::of(1.5, Source::nvml), Reading::of(1.5, Source::sysfs));
+  EXPECT_EQ(Reading::missing(Absence::unsupported, Source::nvml),
+            Reading::missing(Absence::unsupported, Source::nvml));
+  EXPECT_NE(Reading::missing(Absence::unsupported), Reading::missing(Absence::no_permission));
+  EXPECT_NE(Reading::missing(Absence::unsupported, Source::nvml),
+            Reading::missing(Absence::unsupported, Source::sysfs));
+  // A present 0 is not an absence, whatever the absent one's (unused) value.
+  EXPECT_NE(Reading::of(0.0, Source::none), Reading::missing(Absence::not_collected));
+  EXPECT_EQ(Reading(), Reading::missing(Absence::not_collected));
+  // An overwritten reading compares by what it is now.
+  Reading r = Reading::of(7.0, Source::nvml);
+  r = Reading::missing(Absence::lost, Source::nvml);
+  EXPECT_EQ(r, Reading::missing(Absence::lost, Source::nvml));
+  EXPECT_FALSE(r.get());
+  // NaN != NaN, as std::optional<double>'s comparison had it.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(Reading::of(nan, Source::nvml), Reading::of(nan, Source::nvml));
+}
+
+TEST(Reading, IsSixteenBytesAndAMetricSetIsItsTable) {
+  EXPECT_EQ(sizeof(Reading), 16U);
+  EXPECT_EQ(sizeof(MetricSet), kMetricCount * 16U);
 }
 
 }  // namespace

@@ -19,6 +19,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpustream/shared_optional.hpp"
+
 namespace gpustream {
 
 /// Who made the device.
@@ -175,6 +177,7 @@ class Reading {
     Reading r;
     r.value_ = value;
     r.source_ = source;
+    r.present_ = true;
     return r;
   }
   static Reading missing(Absence reason, Source source = Source::none) noexcept {
@@ -184,30 +187,41 @@ class Reading {
     return r;
   }
 
-  bool has_value() const noexcept { return value_.has_value(); }
+  bool has_value() const noexcept { return present_; }
   explicit operator bool() const noexcept { return has_value(); }
   /// The value; throws BadReadingAccess when the metric is absent.
   double value() const {
-    if (!value_) throw_absent();
-    return *value_;
+    if (!present_) throw_absent();
+    return value_;
   }
   /// The value, or `fallback` when the metric is absent.
-  double value_or(double fallback) const noexcept { return value_.value_or(fallback); }
-  std::optional<double> get() const noexcept { return value_; }
+  double value_or(double fallback) const noexcept { return present_ ? value_ : fallback; }
+  std::optional<double> get() const noexcept {
+    return present_ ? std::optional<double>(value_) : std::nullopt;
+  }
   /// For a present value, where it came from; for an absent one, the source that failed (or none).
   Source source() const noexcept { return source_; }
   /// Meaningful only when !has_value().
   Absence reason() const noexcept { return reason_; }
 
-  friend bool operator==(const Reading&, const Reading&) = default;
+  /// Equal: both absent or both present with equal values (a value is compared only when
+  /// present), and the same source and reason.
+  friend bool operator==(const Reading& a, const Reading& b) noexcept {
+    return a.present_ == b.present_ && (!a.present_ || a.value_ == b.value_) &&
+           a.source_ == b.source_ && a.reason_ == b.reason_;
+  }
 
  private:
   [[noreturn]] void throw_absent() const;
 
-  std::optional<double> value_;
+  // 16 bytes (a std::optional<double> and the two enums took 24): the value, then what says
+  // whether it is there, in the padding a std::optional would have spent.
+  double value_ = 0;
   Source source_ = Source::none;
   Absence reason_ = Absence::not_collected;
+  bool present_ = false;
 };
+static_assert(sizeof(Reading) == 16);
 
 /// A fixed table of Reading, one per Metric.
 class MetricSet {
@@ -313,15 +327,20 @@ struct ProcessSample {
   std::optional<std::uint64_t> host_rss_bytes;
   /// false when the source only gives a device-wide figure (e.g. nvidia-smi fallback).
   bool per_process_exact = true;
+  // The placement (container, slurm, pod) is set for few processes and rarely changes: each is
+  // a SharedOptional (gpustream/shared_optional.hpp), read and written as a std::optional, 8
+  // bytes when unset, and shared, not copied, by a copy of the sample (a snapshot's copy, the
+  // probe's cache of the process from one sample to the next).
+
   /// The process's container; unset with `container_absent` saying why.
-  std::optional<ProcessContainer> container;
+  SharedOptional<ProcessContainer> container;
   ContainerAbsent container_absent = ContainerAbsent::not_collected;
   /// The Slurm job the process runs in; unset with `slurm_absent` saying why.
-  std::optional<SlurmJob> slurm;
+  SharedOptional<SlurmJob> slurm;
   SlurmAbsent slurm_absent = SlurmAbsent::none;
   /// The pod and container the process runs in, from the kubelet (its device's holder, for a
   /// process whose cgroup is a pod's); unset with `pod_absent` saying why.
-  std::optional<KubernetesPod> pod;
+  SharedOptional<KubernetesPod> pod;
   PodAbsent pod_absent = PodAbsent::none;
   std::vector<EngineSample> engines;
   friend bool operator==(const ProcessSample&, const ProcessSample&) = default;

@@ -159,6 +159,30 @@ TEST_F(ProcessTableContainerTest, AReplacedProcessGetsItsOwnContainerNotItsPrede
   EXPECT_EQ(devices[0].processes[0].container_absent, ContainerAbsent::host);
 }
 
+TEST_F(ProcessTableContainerTest, ConsecutiveSamplesOfAProcessShareItsContainer) {
+  // The container is read with the name and kept in the table's entry: each sample's process
+  // shares that block (gpustream/shared_optional.hpp) instead of copying its strings, until the
+  // cgroup is read again.
+  process(30, "0::/system.slice/docker-" + kContainerId + ".scope\n");
+  auto now = std::chrono::steady_clock::time_point{};
+  proc::ProcessTable table(tree_.path("proc"), [&] { return now; });
+  auto sample = [&] {
+    std::vector<DeviceSample> devices(1);
+    devices[0].processes.push_back({.pid = 30});
+    table.fill(devices);
+    return devices[0].processes[0];
+  };
+  const ProcessSample a = sample();
+  const ProcessSample b = sample();
+  ASSERT_TRUE(a.container.has_value());
+  EXPECT_TRUE(b.container.shares_with(a.container));
+
+  now += proc::ProcessTable::kDefaultNameRefresh;  // read again: a block of its own
+  const ProcessSample c = sample();
+  EXPECT_FALSE(c.container.shares_with(a.container));
+  EXPECT_EQ(c.container, a.container) << "equal by value";
+}
+
 TEST_F(ProcessTableContainerTest, AHugeCgroupFileIsReadUpToTheBound) {
   // Thousands of v1 hierarchies: only the first 8 KiB are read; a container named there is
   // found, and the memory used does not grow with the file.
@@ -243,6 +267,15 @@ TEST_F(ProcessTableSlurmTest, BothLayoutsGiveTheJobAndTheEnvironExtendsIt) {
   EXPECT_EQ(c.environ_reads, 3u);
   EXPECT_EQ(c.environ_unreadable, 2u);  // 10 and 12 have no environ file
   EXPECT_EQ(c.unrecognized, 0u);
+}
+
+TEST_F(ProcessTableSlurmTest, ConsecutiveSamplesOfAProcessShareItsJob) {
+  process(70, "0::/system.slice/slurmstepd.scope/job_1235/step_batch/user/task_0\n", 1000);
+  const auto a = fill({70});
+  const auto b = fill({70});
+  ASSERT_TRUE(a[0].slurm.has_value());
+  EXPECT_EQ(a[0].slurm->job_id, "1235");
+  EXPECT_TRUE(b[0].slurm.shares_with(a[0].slurm)) << "the table's entry holds the one block";
 }
 
 TEST_F(ProcessTableSlurmTest, AnUnknownShapeIsUnrecognizedAndCountedOncePerProcess) {

@@ -155,14 +155,14 @@ struct Schema<ProcessSample> {
       Field<ProcessSample, ContainerAbsent>{
           "container_absent", &ProcessSample::container_absent, Emit::if_set, Need::optional,
           [](const ProcessSample& p) { return p.container.has_value(); }},
-      Field<ProcessSample, std::optional<SlurmJob>>{
+      Field<ProcessSample, SharedOptional<SlurmJob>>{
           "slurm", &ProcessSample::slurm, Emit::if_set, Need::optional, nullptr,
           [](const ProcessSample& p) { return p.slurm && Schema<SlurmJob>::too_long(*p.slurm); },
           "a slurm string longer than 256 bytes"},
       Field<ProcessSample, SlurmAbsent>{"slurm_absent", &ProcessSample::slurm_absent, Emit::if_set,
                                         Need::optional,
                                         [](const ProcessSample& p) { return p.slurm.has_value(); }},
-      Field<ProcessSample, std::optional<KubernetesPod>>{
+      Field<ProcessSample, SharedOptional<KubernetesPod>>{
           "pod", &ProcessSample::pod, Emit::if_set, Need::optional, nullptr,
           [](const ProcessSample& p) { return p.pod && Schema<KubernetesPod>::too_long(*p.pod); },
           "a pod string longer than 253 bytes"},

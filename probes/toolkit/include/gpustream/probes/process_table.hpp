@@ -57,11 +57,12 @@ struct ProcInfo {
   std::string name;                        // empty when unknown
   std::optional<std::uint64_t> rss_bytes;  // absent when unknown
   /// From <pid>/cgroup (gpustream/probes/container.hpp), read with the name; unset with the
-  /// reason in container_absent.
-  std::optional<ProcessContainer> container;
+  /// reason in container_absent. Shared (gpustream/shared_optional.hpp) with every sample of the
+  /// process made from this entry until the cgroup is read again.
+  SharedOptional<ProcessContainer> container;
   ContainerAbsent container_absent = ContainerAbsent::not_collected;
   /// The Slurm job, from <pid>/cgroup and <pid>/environ (gpustream/probes/slurm.hpp).
-  std::optional<SlurmJob> slurm;
+  SharedOptional<SlurmJob> slurm;
   SlurmAbsent slurm_absent = SlurmAbsent::none;
 };
 

@@ -1,9 +1,14 @@
 // Who holds a published snapshot: it lives exactly as long as a subscriber's queue entry, the
 // history, the latest cache or a user still holds it, so the last delivery (or the drop or
 // unsubscribe that discards the last entry) frees it; a subscriber unsubscribed, or whose
-// io_context went, while a delivery task names it leaves nothing behind (LeakSanitizer).
+// io_context went, while a delivery task names it leaves nothing behind (LeakSanitizer). The
+// parts snapshots share (a process's container: gpustream/shared_optional.hpp) are copied,
+// written (copy-on-write) and dropped by subscribers on several threads at once (the suite
+// runs under ThreadSanitizer).
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -183,6 +188,67 @@ TEST(ChannelOwnership, EverySnapshotIsFreedWhenPublishersDeliveriesAndUnsubscrib
   EXPECT_EQ(alive, 4u);
   for (std::size_t i = 0; i + 4 < published.size(); ++i)
     EXPECT_TRUE(published[i].expired()) << "snapshot " << i + 1;
+}
+
+/// A snapshot whose processes run in containers: copies of it share each container's block.
+GpuSnapshot with_containers() {
+  GpuSnapshot s = make_snapshot("a");
+  s.devices.resize(1);
+  for (int p = 0; p < 8; ++p) {
+    ProcessSample ps;
+    ps.pid = 100 + p;
+    ps.container =
+        ProcessContainer{"containerd", std::string(64, static_cast<char>('a' + p)), "", ""};
+    s.devices[0].processes.push_back(std::move(ps));
+  }
+  return s;
+}
+
+TEST(ChannelOwnership, SubscribersOnSeveralThreadsCopyWriteAndDropSharedPlacements) {
+  constexpr int kThreads = 4;
+  constexpr int kPublishes = 200;
+  const GpuSnapshot origin = with_containers();
+  const auto& origin_container = origin.devices[0].processes[0].container;
+  ASSERT_EQ(origin_container.use_count(), 1);
+  std::vector<std::unique_ptr<boost::asio::io_context>> ios;
+  std::vector<std::thread> threads;
+  boost::asio::io_context publisher_io;
+  std::atomic<int> delivered{0};
+  std::atomic<int> saw_other_id{0};
+  {
+    SnapshotChannel ch(publisher_io.get_executor(), /*history_capacity=*/16);
+    std::vector<Subscription> subs;
+    for (int t = 0; t < kThreads; ++t) {
+      ios.push_back(std::make_unique<boost::asio::io_context>());
+      SubscribeOptions o;
+      o.executor = ios.back()->get_executor();
+      o.capacity = kPublishes;  // none dropped
+      subs.push_back(ch.subscribe(o, [&, t](const SnapshotPtr& s) {
+        GpuSnapshot copy = *s;  // shares every container's block
+        auto& mine = copy.devices[0].processes[static_cast<std::size_t>(t)].container;
+        mine->id = "thread-" + std::to_string(t);  // copy-on-write: the others never see it
+        for (const auto& p : s->devices[0].processes)
+          if (p.container->id.rfind("thread-", 0) == 0) ++saw_other_id;
+        ++delivered;
+      }));
+    }
+    for (auto& io : ios) {
+      threads.emplace_back([io = io.get()] {
+        auto guard = boost::asio::make_work_guard(*io);
+        io->run();  // until stop()
+      });
+    }
+    for (int i = 0; i < kPublishes; ++i) ch.publish(origin);  // each a copy sharing the blocks
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (delivered.load() < kThreads * kPublishes && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polled; the bound fails a hang
+    for (auto& io : ios) io->stop();
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(delivered.load(), kThreads * kPublishes);
+  }
+  EXPECT_EQ(saw_other_id.load(), 0) << "a write through a shared block reached another snapshot";
+  EXPECT_EQ(origin_container->id, std::string(64, 'a'));
+  EXPECT_EQ(origin_container.use_count(), 1) << "every copy's share was given back";
 }
 
 }  // namespace

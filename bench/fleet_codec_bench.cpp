@@ -26,6 +26,7 @@
 #include "gpustream/json.hpp"
 #include "gpustream/probes/simulated_probe.hpp"
 #include "gpustream/transport/fleet_codec.hpp"
+#include "support/beast_deflate.hpp"
 
 namespace {
 
@@ -149,19 +150,8 @@ const std::vector<std::string>& bus_bodies() {
 }
 
 std::string beast_deflate_body(std::string_view in, int level) {
-  namespace zlib = boost::beast::zlib;
-  zlib::deflate_stream ds;  // per body, as the bus encoder did before session 15
-  ds.reset(level, 15, 8, zlib::Strategy::normal);
-  std::string out(ds.upper_bound(in.size()) + 16, '\0');
-  zlib::z_params zs;
-  zs.next_in = in.data();
-  zs.avail_in = in.size();
-  zs.next_out = out.data();
-  zs.avail_out = out.size();
-  boost::system::error_code ec;
-  ds.write(zs, zlib::Flush::finish, ec);
-  out.resize(zs.total_out);
-  return out;
+  boost::system::error_code ec;  // a stream per body, as the bus encoder did before session 15
+  return ::gpustream::test::beast_deflate(in, level, ec);
 }
 
 /// Session 15: one body's deflate; arg 0: 0 Beast's zlib port (a deflate_stream per body, the

@@ -23,6 +23,7 @@
 #include "gpustream/detail/json_patch.hpp"
 #include "gpustream/json.hpp"
 #include "model/sample_snapshots.hpp"
+#include "support/beast_deflate.hpp"
 
 namespace gpustream::transport::test {
 namespace {
@@ -70,19 +71,9 @@ GpuSnapshot with_node(GpuSnapshot s, const std::string& node) {
 /// Raw deflate of `in` by Boost.Beast's zlib port at `level`: what the bus encoder wrote before
 /// it moved to libdeflate (session 15), and the reference deflater of the wire-format tests.
 std::string beast_deflate(std::string_view in, int level = 6) {
-  namespace zlib = boost::beast::zlib;
-  zlib::deflate_stream ds;
-  ds.reset(level, 15, 8, zlib::Strategy::normal);
-  std::string out(ds.upper_bound(in.size()) + 16, '\0');
-  zlib::z_params zs;
-  zs.next_in = in.data();
-  zs.avail_in = in.size();
-  zs.next_out = out.data();
-  zs.avail_out = out.size();
   boost::system::error_code ec;
-  ds.write(zs, zlib::Flush::finish, ec);
-  EXPECT_TRUE(!ec || ec == zlib::error::end_of_stream) << ec.message();
-  out.resize(zs.total_out);
+  std::string out = ::gpustream::test::beast_deflate(in, level, ec);
+  EXPECT_TRUE(!ec || ec == boost::beast::zlib::error::end_of_stream) << ec.message();
   return out;
 }
 

@@ -33,6 +33,9 @@ of their own joined as a leaf node to a hub server (loopback), and the hub's /va
 crossed the leaf links (nothing subscribes at the hub: ≈ 0 expected); --leaf-global adds a
 subscriber to `gpustream.>` at the hub (a central tool), which pulls every shard over its link.
 
+--metrics-compat dcgm: the view writes /metrics' device families under dcgm-exporter's names
+(docs/operations.md), so --scrape-cost measures that writer.
+
 --smoke: a short run that checks what it can without timing (every node seen up, the view took
 messages, /metrics and /api/v1/nodes answered, gzip'd /metrics decompresses to the identity
 families, the --scrape-cost measurement runs once); exits 1 when one fails.
@@ -211,12 +214,18 @@ def start_nats(a, config=None, monitor=None):
     return p, port
 
 
+def compat_args(a):
+    """The view's --metrics-compat, when asked for (dcgm: /metrics' devices under dcgm-exporter's
+    names)."""
+    return ["--metrics-compat", a.metrics_compat] if a.metrics_compat else []
+
+
 def start_view(a, url, prefix):
     """A `gpustream fleet` on `url` for `prefix`: (process, base URL)."""
     fleet = subprocess.Popen(
         [a.gpustream, "fleet", "--nats", url, "--listen", "127.0.0.1:0", "--kv-bucket", "off",
          "--subject-prefix", prefix, "--stale", str(a.stale), "--gone", str(max(a.stale, 600)),
-         "--max-http-connections", "64"],
+         "--max-http-connections", "64"] + compat_args(a),
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     base = fleet_http(fleet)
     if not base:
@@ -430,7 +439,7 @@ def run(a):
         fleet = subprocess.Popen(
             [a.gpustream, "fleet", "--nats", url, "--listen", "127.0.0.1:0", "--kv-bucket", "off",
              "--stale", str(a.stale), "--gone", str(max(a.stale, 600)),
-             "--max-http-connections", "64"],
+             "--max-http-connections", "64"] + compat_args(a),
             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         procs.append(fleet)
         base = fleet_http(fleet)
@@ -610,6 +619,9 @@ def main():
                         "RSS per scrape")
     p.add_argument("--scrape-slow-readers", type=int, default=0, metavar="K",
                    help="with --scrape-cost: K scrapers reading 1 KiB every 100 ms for 5 s")
+    p.add_argument("--metrics-compat", default=None, metavar="MODE",
+                   help="the view's --metrics-compat (dcgm: /metrics under dcgm-exporter's "
+                        "names)")
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--views", type=int, default=1,
                    help="split the nodes over this many views by subject prefix")

@@ -1,10 +1,12 @@
-// Golden /metrics text (gpustream/transport/prometheus.hpp, prometheus_events.hpp) of the
-// fixtures: the native exposition with and without the server's families, with per-process
-// series, and the event counters.
+// Golden /metrics text (gpustream/transport/prometheus.hpp, prometheus_events.hpp,
+// exposition/prometheus_dcgm.hpp) of the fixtures: the native exposition with and without the
+// server's families, with per-process series, the event counters, and the device families
+// under dcgm-exporter's names (`--metrics-compat dcgm`).
 #include <string>
 
 #include <gtest/gtest.h>
 
+#include "exposition/prometheus_dcgm.hpp"
 #include "golden/golden.hpp"
 #include "golden/golden_fixtures.hpp"
 #include "gpustream/transport/prometheus.hpp"
@@ -57,6 +59,40 @@ TEST(GoldenPrometheus, EventCounters) {
 TEST(GoldenPrometheus, LabelEscaping) {
   expect_golden("prometheus/label_escape.txt",
                 transport::escape_label_value("a\\b \"c\"\nd\te \u00e9") + "\n");
+}
+
+std::vector<EventPtr> recent_events() {
+  std::vector<EventPtr> out;
+  for (auto& e : events()) out.push_back(std::make_shared<const GpuEvent>(std::move(e)));
+  return out;
+}
+
+/// A fleet's view for the dcgm names: each node's devices under its name; the first node's GPU
+/// has no SM clock and no framebuffer figures (so those families come after the ones it has:
+/// a family is written where its first sample is met), one pod holds the second node's GPU,
+/// two pods share its MIG instance (no pod labels then).
+std::vector<SnapshotPtr> dcgm_fleet() {
+  auto a = full_snapshot();
+  a.node = "node-a";
+  a.devices.resize(1);
+  auto& g = a.devices[0];
+  g.metrics.set_absent(Metric::clock_sm_mhz, Absence::unsupported, Source::nvml);
+  for (const auto m :
+       {Metric::memory_used_bytes, Metric::memory_free_bytes, Metric::memory_total_bytes})
+    g.metrics.set_absent(m, Absence::unsupported, Source::nvml);
+  auto b = full_snapshot();
+  b.node = "node-b";
+  b.devices[0].pods = {{"train-0", "ml", "trainer"}};
+  b.devices[1].pods = {{"infer-0", "ml", "server"}, {"infer-1", "ml", "server"}};
+  return as_latest({a, failed_snapshot(), b, simulated_snapshots()[0]});
+}
+
+TEST(GoldenPrometheus, DcgmCompat) {
+  expect_golden("prometheus/dcgm.txt",
+                transport::render_prometheus_dcgm(latest(), recent_events(), {"golden-host"}));
+  expect_golden("prometheus/dcgm.fleet.txt",
+                transport::render_prometheus_dcgm(dcgm_fleet(), {}, {"not-a-node"}));
+  EXPECT_EQ(transport::render_prometheus_dcgm({}, recent_events(), {"golden-host"}), "");
 }
 
 }  // namespace

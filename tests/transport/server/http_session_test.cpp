@@ -2,7 +2,8 @@
 // (HTTP/1.1 chunks, or HTTP/1.0's close-delimited body), gzip'd when accepted; it arrives whole
 // and equal to the exposition of the same state; a reader that does not read pauses it with the
 // server's buffers at their fixed bound; a reader that goes away mid-body frees everything; one
-// too slow to have the body by limits.stream_timeout is cut off there.
+// too slow to have the body by limits.stream_timeout is cut off there. Under
+// `--metrics-compat dcgm` the dcgm-exporter-named families are streamed the same way.
 // Time is driven: the io_context runs until nothing is ready, or until a condition holds.
 #include <algorithm>
 #include <sstream>
@@ -14,6 +15,7 @@
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include "exposition/prometheus_dcgm.hpp"
 #include "gpustream/transport/prometheus.hpp"
 #include "gpustream/transport/prometheus_events.hpp"
 #include "server/http_session.hpp"
@@ -284,6 +286,55 @@ TEST(StreamedMetricsDeadline, AScrapeNotWholeByTheDeadlineIsCutOffAndCounted) {
     return counters.http_stream_bytes == 0 && counters.http_response_bytes == 0;
   }));
   EXPECT_EQ(http_request(f, "/healthz").status, 200);
+}
+
+// `--metrics-compat dcgm`: the device families under dcgm-exporter's names come first and are
+// made as they are sent too (not built whole before the first byte): the body arrives whole,
+// equal to the whole-string text, in either encoding, and a reader that does not read pauses
+// it with the server's buffers at their bound.
+TEST(StreamedMetricsDcgm, TheDcgmFamiliesAreStreamedAsTheyAreSent) {
+  Fixture f;
+  ServerOptions o;
+  o.limits.socket_send_buffer = 8192;
+  o.metrics_compat = MetricsCompat::dcgm;
+  f.start(o);
+  for (const std::string probe : {"a", "b", "c"}) f.publish(probe, 700);
+  f.run_for(5ms);
+  const ServerCounters counters;
+  PrometheusOptions native;
+  native.device_families = false;
+  const auto latest = f.channel.latest();
+  const auto dcgm =
+      render_prometheus_dcgm(latest, f.channel.events().recent(), {dcgm_local_hostname()});
+  const auto expected = comparable(dcgm + render_prometheus(latest, {}, &counters, native) +
+                                   render_event_metrics(f.channel.events().totals(), &counters));
+  ASSERT_GT(dcgm.size(), 2'000'000u);  // dozens of chunks of dcgm's families alone
+  ASSERT_EQ(expected.find("gpustream_gpu_utilization_ratio"), std::string::npos);
+  for (const std::string encoding : {"", "gzip"}) {
+    const auto bound = stream_held_bound(!encoding.empty());
+    RawClient c(f, 4096);
+    c.send(metrics_request(f, "1.1", encoding));
+    std::uint64_t peak = 0;
+    const auto sample = [&] { peak = std::max(peak, f.server->counters().http_stream_bytes); };
+    run_until_quiet(f, sample);
+    ASSERT_GT(f.server->counters().http_stream_bytes, 0u) << encoding << ": paused mid-body";
+    EXPECT_LE(f.server->counters().http_response_bytes, bound) << encoding;
+    c.start_reading();
+    ASSERT_TRUE(f.run_until([&] {
+      sample();
+      return c.ended;
+    })) << encoding;
+    EXPECT_LE(peak, bound) << encoding;
+    const auto r = parse_streamed(c.received);
+    ASSERT_TRUE(r.complete) << encoding;
+    EXPECT_EQ(r.headers.at("transfer-encoding"), "chunked") << encoding;
+    const auto body = encoding.empty() ? std::optional(r.body) : gunzip(r.body, kMaxBody);
+    ASSERT_TRUE(body) << encoding;
+    EXPECT_TRUE(body->starts_with("# HELP DCGM_FI_")) << encoding;
+    EXPECT_EQ(comparable(*body), expected) << encoding;
+    EXPECT_TRUE(f.run_until([&] { return f.server->counters().http_stream_bytes == 0; }))
+        << encoding;
+  }
 }
 
 }  // namespace

@@ -7,11 +7,13 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <map>
 #include <string_view>
 #include <system_error>
 #include <utility>
 
+#include "exposition/prometheus_families.hpp"
 #include "gpustream/transport/prometheus.hpp"
 
 namespace gpustream::transport {
@@ -141,108 +143,107 @@ bool written_for(Vendors v, const DeviceSample& d) {
   return false;
 }
 
-using Labels = std::vector<std::pair<std::string_view, std::string>>;
+using prometheus_detail::Exposition;
+using prometheus_detail::Labels;
 
-/// Families by name, written in the order they were first asked for; a family without a
-/// sample is not written.
-class Families {
- public:
-  void sample(std::string_view name, std::string_view type, std::string_view help,
-              const Labels& labels, double value) {
-    if (!std::isfinite(value)) return;  // a value we do not have is left out, never 0
-    auto it = index_.find(name);
-    if (it == index_.end()) {
-      it = index_.emplace(std::string(name), families_.size()).first;
-      families_.push_back({std::string(name), std::string(type), std::string(help), {}});
-    }
-    auto& out = families_[it->second].samples;
-    out += name;
-    out += '{';
-    bool first = true;
-    for (const auto& [k, v] : labels) {
-      if (!first) out += ',';
-      first = false;
-      out += k;
-      out += "=\"";
-      out += escape_label_value(v);
-      out += '"';
-    }
-    out += "} ";
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, value);
-    out.append(buf, r.ptr);
-    out += '\n';
-  }
+/// The families after the field table's: the clock-event reasons, then the last Xid.
+constexpr std::size_t kClockEventsFamily = kFields.size();
+constexpr std::size_t kXidFamily = kFields.size() + 1;
 
-  std::string str() const {
-    std::string out;
-    for (const auto& f : families_) {
-      out += "# HELP " + f.name + ' ' + f.help + '\n';
-      out += "# TYPE " + f.name + ' ' + f.type + '\n';
-      out += f.samples;
-    }
-    return out;
-  }
-
- private:
-  struct Family {
-    std::string name, type, help, samples;
-  };
-  std::vector<Family> families_;
-  std::map<std::string, std::size_t, std::less<>> index_;
+struct FamilyText {
+  std::string_view name, type, help;
 };
+
+FamilyText family_text(std::size_t family) {
+  if (family == kClockEventsFamily)
+    return {kClockEvents, "gauge", "Current clock event reasons (bit mask of NVML's reasons)."};
+  if (family == kXidFamily) return {kXid, "gauge", "Value of the last XID error encountered."};
+  const auto& f = kFields[family];
+  return {f.name, f.type, f.help};
+}
 
 /// NVML's bus id form, as dcgm-exporter shows it: an 8-digit domain, upper-case hex
 /// ("0000:17:00.0" -> "00000000:17:00.0").
-std::string nvml_bus_id(std::string_view id) {
-  std::string out(id);
-  if (const auto colon = out.find(':'); colon != std::string::npos && colon < 8)
-    out.insert(0, 8 - colon, '0');
-  for (auto& c : out)
-    if (c >= 'a' && c <= 'f') c = static_cast<char>(c - 'a' + 'A');
-  return out;
+void append_nvml_bus_id(std::string& out, std::string_view id) {
+  if (const auto colon = id.find(':'); colon != std::string_view::npos && colon < 8)
+    out.append(8 - colon, '0');
+  for (const char c : id) out += c >= 'a' && c <= 'f' ? static_cast<char>(c - 'a' + 'A') : c;
 }
 
-std::string attribute(const DeviceSample& d, const std::string& key) {
+std::string_view attribute(const DeviceSample& d, const std::string& key) {
   const auto it = d.attributes.find(key);
-  return it == d.attributes.end() ? std::string() : it->second;
+  return it == d.attributes.end() ? std::string_view() : std::string_view(it->second);
+}
+
+template <typename Int>
+void append_integer(std::string& out, Int v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
 }
 
 /// `device`: the device node's name, as dcgm-exporter's `nvidia<N>` (/dev/nvidia<N>); an Intel
 /// GPU's DRM card ("card1"); otherwise the vendor and the index ("amd0").
-std::string device_label(const DeviceSample& d) {
-  if (d.vendor == Vendor::nvidia) return "nvidia" + std::to_string(d.index);
-  if (auto card = attribute(d, "card"); !card.empty()) return card;
-  return std::string(to_string(d.vendor)) + std::to_string(d.index);
+void append_device_label(std::string& out, const DeviceSample& d) {
+  if (d.vendor == Vendor::nvidia) {
+    out += "nvidia";
+  } else if (const auto card = attribute(d, "card"); !card.empty()) {
+    out += card;
+    return;
+  } else {
+    out += to_string(d.vendor);
+  }
+  append_integer(out, d.index);
 }
 
-Labels labels_of(const DeviceSample& d, const DeviceSample* parent, const std::string& hostname) {
+/// dcgm_pod_of()'s pod, not copied.
+const KubernetesPod* pod_holding(const DeviceSample& d) {
+  // One holder: its labels. Several (a GPU shared by time-slicing or MPS) would make one
+  // series claim to be several pods': none (the pods are on the process series).
+  return d.pods.size() == 1 ? &d.pods.front() : nullptr;
+}
+
+/// A device's labels, written into a Labels kept from one device to the next: its strings keep
+/// their room, so the labels of a device cost no allocation once a longer one's were written.
+/// Returns how many there are (the first entries of `l`).
+std::size_t labels_of(Labels& l, const DeviceSample& d, const DeviceSample* parent,
+                      const std::string& hostname) {
+  std::size_t n = 0;
+  const auto add = [&](std::string_view key) -> std::string& {
+    if (n == l.size()) l.emplace_back();
+    auto& slot = l[n++];
+    slot.first = key;
+    slot.second.clear();
+    return slot.second;
+  };
   // A MIG instance is shown as dcgm-exporter shows it: its physical GPU's gpu, UUID, bus id and
   // device, and the instance in GPU_I_PROFILE and GPU_I_ID.
   const DeviceSample& gpu = parent ? *parent : d;
-  Labels l;
-  l.emplace_back("gpu", std::to_string(gpu.index));
-  auto uuid = attribute(gpu, "uuid");
-  if (uuid.empty()) uuid = gpu.id;
-  l.emplace_back("UUID", std::move(uuid));
-  if (!gpu.pci_bus_id.empty())
-    l.emplace_back("pci_bus_id",
-                   gpu.vendor == Vendor::nvidia ? nvml_bus_id(gpu.pci_bus_id) : gpu.pci_bus_id);
-  l.emplace_back("device", device_label(gpu));
-  l.emplace_back("modelName", gpu.name);
-  if (!hostname.empty()) l.emplace_back("Hostname", hostname);
-  if (auto v = attribute(gpu, "driver_version"); !v.empty())
-    l.emplace_back("DCGM_FI_DRIVER_VERSION", std::move(v));
+  append_integer(add("gpu"), gpu.index);
+  const auto uuid = attribute(gpu, "uuid");
+  add("UUID") = uuid.empty() ? std::string_view(gpu.id) : uuid;
+  if (!gpu.pci_bus_id.empty()) {
+    auto& v = add("pci_bus_id");
+    if (gpu.vendor == Vendor::nvidia)
+      append_nvml_bus_id(v, gpu.pci_bus_id);
+    else
+      v = gpu.pci_bus_id;
+  }
+  append_device_label(add("device"), gpu);
+  add("modelName") = gpu.name;
+  if (!hostname.empty()) add("Hostname") = hostname;
+  if (const auto v = attribute(gpu, "driver_version"); !v.empty())
+    add("DCGM_FI_DRIVER_VERSION") = v;
   if (parent && d.mig) {
-    l.emplace_back("GPU_I_PROFILE", d.mig->profile);
-    l.emplace_back("GPU_I_ID", std::to_string(d.mig->gpu_instance_id));
+    add("GPU_I_PROFILE") = d.mig->profile;
+    append_integer(add("GPU_I_ID"), d.mig->gpu_instance_id);
   }
-  if (const auto pod = dcgm_pod_of(d)) {
-    if (!pod->container.empty()) l.emplace_back("container", pod->container);
-    if (!pod->namespace_name.empty()) l.emplace_back("namespace", pod->namespace_name);
-    if (!pod->pod.empty()) l.emplace_back("pod", pod->pod);
+  if (const auto* pod = pod_holding(d)) {
+    if (!pod->container.empty()) add("container") = pod->container;
+    if (!pod->namespace_name.empty()) add("namespace") = pod->namespace_name;
+    if (!pod->name.empty()) add("pod") = pod->name;
   }
-  return l;
+  return n;
 }
 
 /// NVML's clocks-event reason bits from the names the NVIDIA probe decoded them to (the
@@ -268,34 +269,148 @@ std::optional<std::uint64_t> clock_event_mask(const std::vector<std::string>& re
   return mask;
 }
 
-void device(Families& f, const DeviceSample& d, const DeviceSample* parent,
-            const std::string& hostname, const std::map<std::string, std::uint64_t>& last_xid) {
-  const Labels l = labels_of(d, parent, hostname);
-  for (const auto& field : kFields) {
-    const auto& r = d.metrics[field.metric];
-    if (!r.has_value() || !written_for(field.vendors, d)) continue;
-    double v = r.value() * field.scale;
-    if (field.integer) v = std::round(v);
-    f.sample(field.name, field.type, field.help, l, v);
+using LastXid = std::map<std::string, std::uint64_t, std::less<>>;  // device id -> number
+
+/// A device's value of a family (kFields' row, kClockEventsFamily, kXidFamily) in the field's
+/// unit; nullopt when it has none (not reported, not finite, not written for its vendor).
+std::optional<double> value_of(std::size_t family, const DeviceSample& d, const LastXid& last_xid) {
+  if (family == kClockEventsFamily) {
+    if (d.vendor != Vendor::nvidia || d.throttle_reasons_absent) return std::nullopt;
+    if (const auto mask = clock_event_mask(d.throttle_reasons)) return static_cast<double>(*mask);
+    return std::nullopt;
   }
-  if (d.vendor == Vendor::nvidia && !d.throttle_reasons_absent)
-    if (const auto mask = clock_event_mask(d.throttle_reasons))
-      f.sample(kClockEvents, "gauge", "Current clock event reasons (bit mask of NVML's reasons).",
-               l, static_cast<double>(*mask));
-  if (d.vendor == Vendor::nvidia)
+  if (family == kXidFamily) {
+    if (d.vendor != Vendor::nvidia) return std::nullopt;
     if (const auto it = last_xid.find(d.id); it != last_xid.end())
-      f.sample(kXid, "gauge", "Value of the last XID error encountered.", l,
-               static_cast<double>(it->second));
+      return static_cast<double>(it->second);
+    return std::nullopt;
+  }
+  const auto& field = kFields[family];
+  const auto& r = d.metrics[field.metric];
+  if (!r.has_value() || !written_for(field.vendors, d)) return std::nullopt;
+  double v = r.value() * field.scale;
+  if (field.integer) v = std::round(v);
+  if (!std::isfinite(v)) return std::nullopt;  // a value we do not have is left out, never 0
+  return v;
+}
+
+/// A MIG instance's physical GPU among its snapshot's devices (the first with that id), or
+/// null: a device without a parent, or whose parent is not in the snapshot.
+const DeviceSample* parent_of(const GpuSnapshot& s, const DeviceSample& d) {
+  if (d.parent.empty()) return nullptr;
+  for (const auto& p : s.devices)
+    if (p.id == d.parent) return &p;
+  return nullptr;
 }
 
 }  // namespace
 
+struct DcgmWriter::Impl {
+  std::vector<SnapshotPtr> latest;
+  LastXid last_xid;
+  DcgmOptions options;
+  /// The families with a sample, in the order their first sample is met.
+  std::vector<std::uint8_t> order;
+
+  // The cursor: the family being written, whether its HELP and TYPE are out, the next device.
+  std::size_t family = 0;
+  bool header = false;
+  std::size_t snapshot = 0;
+  std::size_t device = 0;
+  Labels labels;  // the device's being written (their room kept)
+
+  void plan() {
+    std::array<bool, kDcgmFieldsPerDevice> seen{};
+    for (const auto& s : latest) {
+      if (!s) continue;
+      for (const auto& d : s->devices) {
+        for (std::size_t f = 0; f < kDcgmFieldsPerDevice; ++f) {
+          if (seen[f] || !value_of(f, d, last_xid)) continue;
+          seen[f] = true;
+          order.push_back(static_cast<std::uint8_t>(f));
+        }
+        if (order.size() == kDcgmFieldsPerDevice) return;
+      }
+    }
+  }
+
+  /// One piece: the current family's HELP and TYPE, or one device's sample of it.
+  bool step(std::string& out) {
+    while (family < order.size()) {
+      const auto text = family_text(order[family]);
+      if (!header) {
+        header = true;
+        out += "# HELP ";
+        out += text.name;
+        out += ' ';
+        out += text.help;
+        out += "\n# TYPE ";
+        out += text.name;
+        out += ' ';
+        out += text.type;
+        out += '\n';
+        return true;
+      }
+      while (snapshot < latest.size()) {
+        const auto& s = latest[snapshot];
+        if (!s || device >= s->devices.size()) {
+          ++snapshot;
+          device = 0;
+          continue;
+        }
+        const auto& d = s->devices[device++];
+        const auto v = value_of(order[family], d, last_xid);
+        if (!v) continue;
+        // A fleet's devices are named by their node (docs/fleet.md); ours by this host.
+        const std::string& hostname = s->node.empty() ? options.hostname : s->node;
+        const auto n = labels_of(labels, d, parent_of(*s, d), hostname);
+        Exposition::append_sample(out, text.name, {labels.data(), n}, *v);
+        return true;
+      }
+      ++family;
+      header = false;
+      snapshot = 0;
+      device = 0;
+    }
+    return false;
+  }
+};
+
+DcgmWriter::DcgmWriter(std::vector<SnapshotPtr> latest, const std::vector<EventPtr>& recent_events,
+                       DcgmOptions options)
+    : impl_(std::make_unique<Impl>()) {
+  for (const auto& e : recent_events)
+    if (e && e->kind == EventKind::xid && e->data) impl_->last_xid[e->device_id] = *e->data;
+  impl_->latest = std::move(latest);
+  impl_->options = std::move(options);
+  impl_->plan();
+}
+
+DcgmWriter::~DcgmWriter() = default;
+DcgmWriter::DcgmWriter(DcgmWriter&&) noexcept = default;
+DcgmWriter& DcgmWriter::operator=(DcgmWriter&&) noexcept = default;
+
+bool DcgmWriter::next(std::string& out, std::size_t want) {
+  const std::size_t before = out.size();
+  while (out.size() < want || out.size() == before) {
+    if (!impl_->step(out)) return out.size() != before;
+  }
+  return true;
+}
+
+std::size_t DcgmWriter::held_bytes() const {
+  const auto& i = *impl_;
+  std::size_t n = sizeof(Impl) + i.order.capacity() + i.options.hostname.capacity() +
+                  i.labels.capacity() * sizeof(Labels::value_type);
+  for (const auto& [key, value] : i.labels) n += value.capacity();
+  for (const auto& [id, number] : i.last_xid) n += sizeof(*i.last_xid.begin()) + id.capacity();
+  return n;
+}
+
 std::optional<DcgmPod> dcgm_pod_of(const DeviceSample& d) {
-  // One holder: its labels. Several (a GPU shared by time-slicing or MPS) would make one
-  // series claim to be several pods': none (the pods are on the process series).
-  if (d.pods.size() != 1) return std::nullopt;
-  const auto& p = d.pods.front();
-  return DcgmPod{p.name, p.namespace_name, p.container};
+  const auto* p = pod_holding(d);
+  if (!p) return std::nullopt;
+  return DcgmPod{p->name, p->namespace_name, p->container};
 }
 
 std::string dcgm_local_hostname() {
@@ -308,24 +423,10 @@ std::string dcgm_local_hostname() {
 std::string render_prometheus_dcgm(const std::vector<SnapshotPtr>& latest,
                                    const std::vector<EventPtr>& recent_events,
                                    const DcgmOptions& options) {
-  std::map<std::string, std::uint64_t> last_xid;  // device id -> its newest Xid number
-  for (const auto& e : recent_events)
-    if (e && e->kind == EventKind::xid && e->data) last_xid[e->device_id] = *e->data;
-  Families f;
-  for (const auto& s : latest) {
-    if (!s) continue;
-    // A fleet's devices are named by their node (docs/fleet.md); ours by this host.
-    const std::string& hostname = s->node.empty() ? options.hostname : s->node;
-    std::map<std::string_view, const DeviceSample*> by_id;
-    for (const auto& d : s->devices) by_id.emplace(d.id, &d);
-    for (const auto& d : s->devices) {
-      const DeviceSample* parent = nullptr;
-      if (!d.parent.empty())
-        if (const auto it = by_id.find(d.parent); it != by_id.end()) parent = it->second;
-      device(f, d, parent, hostname, last_xid);
-    }
-  }
-  return f.str();
+  DcgmWriter w(latest, recent_events, options);
+  std::string out;
+  while (w.next(out, std::numeric_limits<std::size_t>::max())) {}
+  return out;
 }
 
 }  // namespace gpustream::transport

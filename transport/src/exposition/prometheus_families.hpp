@@ -1,8 +1,9 @@
 // exposition/prometheus_families.hpp — what the parts of the /metrics exposition share:
 // the families collected by name (Exposition: the probes' and the server's families, a few
-// per probe), the device families' table, and the helpers of both prometheus.cpp
-// (render_prometheus, the small families) and prometheus_writer.cpp (PrometheusWriter, which
-// writes the per-snapshot families in pieces). Private to the exposition room.
+// per probe), the device families' table, and the helpers of prometheus.cpp
+// (render_prometheus, the small families), prometheus_writer.cpp (PrometheusWriter, which
+// writes the per-snapshot families in pieces) and prometheus_dcgm.cpp (DcgmWriter: its sample
+// lines are Exposition::append_sample's). Private to the exposition room.
 //
 // Thread safety: reentrant; Exposition is one caller's.
 #pragma once
@@ -12,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -26,6 +28,18 @@ namespace gpustream::transport::prometheus_detail {
 
 using Labels = std::vector<std::pair<std::string_view, std::string>>;
 
+/// `v` escaped as a label value (escape_label_value); the common case (ASCII with nothing to
+/// escape) copied as is.
+inline void append_label_value(std::string& out, std::string_view v) {
+  for (const char c : v) {
+    if (static_cast<unsigned char>(c) >= 0x80 || c == '\\' || c == '"' || c == '\n') {
+      out += escape_label_value(v);
+      return;
+    }
+  }
+  out += v;
+}
+
 /// One metric family: its HELP and TYPE, then its samples. Families without a sample are not
 /// written at all.
 class Exposition {
@@ -39,14 +53,7 @@ class Exposition {
 
   void sample(std::size_t f, const Labels& labels, double value) {
     if (!std::isfinite(value)) return;  // a value we do not have is left out, never 0
-    auto& out = families_[f].samples;
-    out += families_[f].name;
-    append_labels(out, labels);
-    out += ' ';
-    char buf[32];
-    const auto r = std::to_chars(buf, buf + sizeof buf, value);
-    out.append(buf, r.ptr);
-    out += '\n';
+    append_sample(families_[f].samples, families_[f].name, labels, value);
   }
 
   void sample(std::size_t f, const Labels& labels, std::uint64_t value) {
@@ -82,7 +89,8 @@ class Exposition {
     return out;
   }
 
-  static void append_labels(std::string& out, const Labels& labels) {
+  /// `{key="value",...}` (values escaped); nothing for no labels.
+  static void append_labels(std::string& out, std::span<const Labels::value_type> labels) {
     if (labels.empty()) return;
     out += '{';
     bool first = true;
@@ -91,10 +99,22 @@ class Exposition {
       first = false;
       out += k;
       out += "=\"";
-      out += escape_label_value(v);
+      append_label_value(out, v);
       out += '"';
     }
     out += '}';
+  }
+
+  /// One sample line: `name{labels} value\n` (the shortest form of a finite `value`).
+  static void append_sample(std::string& out, std::string_view name,
+                            std::span<const Labels::value_type> labels, double value) {
+    out += name;
+    append_labels(out, labels);
+    out += ' ';
+    char buf[32];
+    const auto r = std::to_chars(buf, buf + sizeof buf, value);
+    out.append(buf, r.ptr);
+    out += '\n';
   }
 
  private:

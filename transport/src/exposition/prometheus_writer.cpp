@@ -14,17 +14,6 @@ namespace gpustream::transport {
 namespace prometheus_detail {
 namespace {
 
-/// `v` escaped as a label value; the common case (ASCII with nothing to escape) copied as is.
-void append_label_value(std::string& out, std::string_view v) {
-  for (const char c : v) {
-    if (static_cast<unsigned char>(c) >= 0x80 || c == '\\' || c == '"' || c == '\n') {
-      out += escape_label_value(v);
-      return;
-    }
-  }
-  out += v;
-}
-
 /// `,key="value"` (no comma when `first`).
 void append_label(std::string& out, std::string_view key, std::string_view value,
                   bool first = false) {

@@ -1,6 +1,7 @@
 // The HTTP endpoints: /, /ws (upgrade checks), /metrics, /api/v1/* (fit included), /healthz.
 #include <algorithm>
 #include <limits>
+#include <optional>
 
 #include <boost/beast/http/field.hpp>
 #include <boost/beast/websocket/rfc6455.hpp>
@@ -199,32 +200,37 @@ HttpResponse negotiated(ServerCore& core, const HttpRequest& req, HttpResponse r
 }
 
 /// The /metrics body in its order: the device families under dcgm-exporter's names
-/// (`--metrics-compat dcgm`: made whole), the exposition (made family by family as it is
-/// sent), then the event counters, the GPU counts and the extra families (a fleet's): small,
-/// made now. Everything it reads is taken now: the latest snapshots (held, not copied), the
-/// probes' statistics and the server's counters of this request.
+/// (`--metrics-compat dcgm`) and the exposition, each made family by family as it is sent,
+/// then the event counters, the GPU counts and the extra families (a fleet's): small, made now.
+/// Everything it reads is taken now: the latest snapshots (held, not copied), the recent
+/// events' last Xids, the probes' statistics and the server's counters of this request.
 class MetricsBody final : public BodySource {
  public:
-  MetricsBody(std::string head, PrometheusWriter writer, std::string tail)
-      : head_(std::move(head)), writer_(std::move(writer)), tail_(std::move(tail)) {}
+  MetricsBody(std::optional<DcgmWriter> dcgm, PrometheusWriter writer, std::string tail)
+      : dcgm_(std::move(dcgm)), writer_(std::move(writer)), tail_(std::move(tail)) {}
 
   bool next(std::string& out, std::size_t want) override {
     const std::size_t before = out.size();
     while (stage_ < 3 && (out.size() < want || out.size() == before)) {
+      if (stage_ == 0) {
+        if (!dcgm_ || !dcgm_->next(out, want)) {
+          dcgm_.reset();
+          ++stage_;
+        }
+        continue;
+      }
       if (stage_ == 1) {
         if (!writer_.next(out, want)) ++stage_;
         continue;
       }
-      // The head and the tail are copied in slices up to `want`: a big head (dcgm's device
-      // families) never makes the caller's buffer bigger than it asked for.
-      auto& part = stage_ == 0 ? head_ : tail_;
+      // The tail is copied in slices up to `want`: never makes the caller's buffer bigger than
+      // it asked for.
       const std::size_t room = out.size() < want ? want - out.size() : 1;
-      const std::size_t n = std::min(part.size() - offset_, room);
-      out.append(part, offset_, n);
+      const std::size_t n = std::min(tail_.size() - offset_, room);
+      out.append(tail_, offset_, n);
       offset_ += n;
-      if (offset_ == part.size()) {
-        std::string().swap(part);
-        offset_ = 0;
+      if (offset_ == tail_.size()) {
+        std::string().swap(tail_);
         ++stage_;
       }
     }
@@ -232,29 +238,29 @@ class MetricsBody final : public BodySource {
   }
 
  private:
-  std::string head_;
+  std::optional<DcgmWriter> dcgm_;
   PrometheusWriter writer_;
   std::string tail_;
-  std::size_t offset_ = 0;  // of the head or the tail: what was copied
-  int stage_ = 0;           // 0: head, 1: the writer, 2: tail, 3: done
+  std::size_t offset_ = 0;  // of the tail: what was copied
+  int stage_ = 0;           // 0: dcgm's families, 1: the writer, 2: tail, 3: done
 };
 
 std::unique_ptr<BodySource> metrics_body(ServerCore& core) {
   const auto counters = core.counters();
   auto latest = core.channel().latest();
-  std::string head;
+  std::optional<DcgmWriter> dcgm;
   PrometheusOptions po{core.options().metrics_processes};
   if (core.options().metrics_compat == MetricsCompat::dcgm) {
     // dcgm-exporter's device series instead of ours; the rest keeps gpustream's names.
     static const std::string kHostname = dcgm_local_hostname();
-    head = render_prometheus_dcgm(latest, core.channel().events().recent(), {kHostname});
+    dcgm.emplace(latest, core.channel().events().recent(), DcgmOptions{kHostname});
     po.device_families = false;
   }
   std::string tail =
       render_event_metrics(core.channel().events().totals(), &counters) + gpu_count_metrics(core);
   if (const auto& extra = core.options().extra_metrics) tail += extra();
   return std::make_unique<MetricsBody>(
-      std::move(head), PrometheusWriter(std::move(latest), core.probe_stats(), counters, po),
+      std::move(dcgm), PrometheusWriter(std::move(latest), core.probe_stats(), counters, po),
       std::move(tail));
 }
 

@@ -17,6 +17,9 @@
 #   --fuzz-dir DIR    the fuzz build tree (default build-fuzz)
 #   --merge           after running, merge each target's new inputs into fuzz/corpus/<target>
 #   --build-only      build the fuzz targets and stop
+#   --no-normal-build the normal tree is built already: do not run its build (scripts/test.sh
+#                     builds the fuzz tree while build/'s tests run, which must not share it)
+#   --no-build        run the targets as built (scripts/test.sh, after building them)
 #   -- ARGS...        extra libFuzzer flags for every run (e.g. -- -max_len=65536)
 # The work corpus (inputs found by earlier runs) is kept in <fuzz-dir>/corpus/<target>/; the
 # seeds in fuzz/corpus/ and, when present, ../shared/fixtures are read as well.
@@ -33,6 +36,8 @@ build_dir=build
 fuzz_dir=build-fuzz
 merge=0
 build_only=0
+normal_build=1
+build=1
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -44,8 +49,10 @@ while [ $# -gt 0 ]; do
     --fuzz-dir) fuzz_dir="$2"; shift ;;
     --merge) merge=1 ;;
     --build-only) build_only=1 ;;
+    --no-normal-build) normal_build=0 ;;
+    --no-build) build=0 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) echo "fuzz.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -67,20 +74,31 @@ fi
 
 t0=$(date +%s)
 # 1. The normal build's static libraries (already there after scripts/test.sh's normal build).
-if [ ! -f "$build_dir/CMakeCache.txt" ]; then
-  cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+if [ "$build" -eq 1 ] && [ "$normal_build" -eq 1 ]; then
+  if [ ! -f "$build_dir/CMakeCache.txt" ]; then
+    cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo > /dev/null
+  fi
+  cmake --build "$build_dir" --target gpustream_transport gpustream_probes gpustream_sdk > /dev/null
+elif [ ! -f "$build_dir/CMakeCache.txt" ]; then
+  echo "fuzz.sh: $build_dir is not a build tree (build it first, or drop --no-normal-build)" >&2
+  exit 1
 fi
-cmake --build "$build_dir" --target gpustream_transport gpustream_probes gpustream_sdk > /dev/null
 t1=$(date +%s)
 # 2. The instrumented parsers and the fuzz binaries.
 # (Configured every time: it checks which of the normal libraries exist.)
-CXX=clang++ cmake -S fuzz -B "$fuzz_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DGPUSTREAM_BUILD_DIR="$(cd "$build_dir" && pwd)" > /dev/null
 bins=()
 for t in $targets; do bins+=("fuzz_$t"); done
-cmake --build "$fuzz_dir" --target "${bins[@]}"
-t2=$(date +%s)
-echo "fuzz.sh: normal libraries $((t1 - t0)) s, fuzz build $((t2 - t1)) s"
+if [ "$build" -eq 1 ]; then
+  CXX=clang++ cmake -S fuzz -B "$fuzz_dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DGPUSTREAM_BUILD_DIR="$(cd "$build_dir" && pwd)" > /dev/null
+  cmake --build "$fuzz_dir" --target "${bins[@]}"
+  t2=$(date +%s)
+  echo "fuzz.sh: normal libraries $((t1 - t0)) s, fuzz build $((t2 - t1)) s"
+else
+  for b in "${bins[@]}"; do
+    [ -x "$fuzz_dir/$b" ] || { echo "fuzz.sh: $fuzz_dir/$b is not built (drop --no-build)" >&2; exit 1; }
+  done
+fi
 [ "$build_only" -eq 1 ] && exit 0
 
 # 3. Run each target.

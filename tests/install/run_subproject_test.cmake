@@ -14,8 +14,17 @@ function(run)
   set(last_output "${out}" PARENT_SCOPE)
 endfunction()
 
+# The build compiles gpustream::sdk's sources in the parent: in batches
+# (GPUSTREAM_UNITY_BUILD, a parent's choice the subproject honours): 58 CPU s against 106 one unit
+# per file (measured with ccache off), and the longest of the normal build's tests otherwise
+# (issue #32). The configure-only test keeps every option at its default.
+set(parent_options "")
+if(BUILD)
+  set(parent_options -DGPUSTREAM_UNITY_BUILD=ON)
+endif()
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/tests/install/parent" -B "${WORK_DIR}/build"
-    -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER} -DGPUSTREAM_SOURCE_DIR=${SOURCE_DIR})
+    -G "${GENERATOR}" -DCMAKE_CXX_COMPILER=${COMPILER} -DGPUSTREAM_SOURCE_DIR=${SOURCE_DIR}
+    ${parent_options})
 
 file(STRINGS "${WORK_DIR}/build/CMakeCache.txt" build_type REGEX "^CMAKE_BUILD_TYPE:")
 if(NOT build_type MATCHES "^CMAKE_BUILD_TYPE:[A-Z]*=$")

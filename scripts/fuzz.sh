@@ -98,6 +98,7 @@ else
   for b in "${bins[@]}"; do
     [ -x "$fuzz_dir/$b" ] || { echo "fuzz.sh: $fuzz_dir/$b is not built (drop --no-build)" >&2; exit 1; }
   done
+  t2=$(date +%s)
 fi
 [ "$build_only" -eq 1 ] && exit 0
 

@@ -305,8 +305,23 @@ void FleetView::Impl::report_bucket() {
                                     std::chrono::steady_clock::now() - started));
 }
 
+/// The worker: the bus's messages taken from libnats into the intake (refused or queued), one
+/// queued message decoded at a time (round robin over the publishers), the bus taken again
+/// between two. With nothing queued: when messages came since the last pause, a pause of
+/// kBusGather (the next batch gathers meanwhile); else a wait for the bus's next message, which
+/// is decoded at once (a message after a quiet spell waits for no batch).
 void FleetView::Impl::run_worker() {
-  while (run_one(intake.wait_pop())) {}
+  bool flowing = false;
+  while (!stopping) {
+    if (pull_bus(kBusPullMax) > 0) flowing = true;
+    if (run_one(intake.try_pop())) continue;
+    release_bus_messages();
+    if (std::exchange(flowing, false))
+      gather_bus();
+    else
+      flowing = wait_for_bus();
+  }
+  release_bus_messages();
 }
 
 void FleetView::Impl::post_sweep() {

@@ -41,7 +41,10 @@ std::vector<SnapshotPtr>& evicted_list() {
 }
 
 /// Whether this thread's publishes leave their wake-ups in wake_list() for a DeferredWakes.
-thread_local bool t_deferring = false;
+bool& deferring() {
+  thread_local bool on = false;
+  return on;
+}
 
 /// Wakes the subscribers in wake_list() from `mark` on and drops them from it.
 void wake_from(std::size_t mark) {
@@ -240,29 +243,29 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
   evicted.erase(evicted.begin() + static_cast<std::ptrdiff_t>(evicted_mark), evicted.end());
   // A DeferredWakes on this thread wakes them (each subscriber is in the list once: it stays
   // scheduled until its delivery task runs).
-  if (!t_deferring) wake_from(mark);
+  if (!deferring()) wake_from(mark);
   return snap;
 }
 
 namespace detail {
 
-DeferredWakes::DeferredWakes() : owner_(!t_deferring), mark_(wake_list().size()) {
-  if (owner_) t_deferring = true;
+DeferredWakes::DeferredWakes() : owner_(!deferring()), mark_(wake_list().size()) {
+  if (owner_) deferring() = true;
 }
 
 DeferredWakes::~DeferredWakes() {
   if (!owner_) return;
   flush();
-  t_deferring = false;
+  deferring() = false;
 }
 
 void DeferredWakes::flush() {
   if (!owner_ || wake_list().size() == mark_) return;
   // A publish run inline by a wake-up (an inline executor) wakes at once, above mark_.
   struct Resume {
-    ~Resume() { t_deferring = true; }
+    ~Resume() { deferring() = true; }
   } resume;
-  t_deferring = false;
+  deferring() = false;
   wake_from(mark_);
 }
 

@@ -50,8 +50,9 @@ inline constexpr std::chrono::milliseconds kBusIdleWait{20};
 /// The most bus messages the worker takes from libnats between two decodes (a flood is refused
 /// a message at a time without holding up the decoding for long).
 inline constexpr std::size_t kBusPullMax = 256;
-/// Taken messages are destroyed together (libnats's garbage collector thread is woken once for
-/// them): before the worker sleeps, or once this many, or this many bytes of data, are held.
+/// Taken messages are destroyed together (libnats's garbage collector thread, when it runs on
+/// another core, is woken once for them): before the worker sleeps, or once this many, or this
+/// many bytes of data, are held.
 inline constexpr std::size_t kBusSpentMax = 64;
 inline constexpr std::size_t kBusSpentMaxBytes = std::size_t{1} << 20;
 /// The most decoded messages whose snapshots wait for the worker to wake the channel's

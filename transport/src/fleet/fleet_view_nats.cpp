@@ -48,8 +48,9 @@ void FleetView::Impl::take_bus_message(natsMsg* m) {
   const auto size = static_cast<std::size_t>(natsMsg_GetDataLength(m));
   deliver(std::string_view(natsMsg_GetData(m), size), natsMsg_GetSubject(m), republished_by(m));
   // Destroyed in batches: natsMsg_Destroy hands each message to libnats's garbage collector
-  // thread, which it wakes when that thread is idle, i.e. once per message when they are
-  // destroyed one by one (issue #32: 1.25 wake-ups a message).
+  // thread and wakes it when it is idle. A batch wakes it once when it runs on another core; on
+  // a busy core it preempts each destroy at once and sleeps again before the next, so there it
+  // is still about a wake-up a message (benchmarks.md, "The view's threads (session 16)").
   bus_spent.push_back(m);
   bus_spent_bytes += size;
   if (bus_spent.size() >= kBusSpentMax || bus_spent_bytes >= kBusSpentMaxBytes)

@@ -9,6 +9,7 @@
 #include <boost/asio/post.hpp>
 
 #include "channel_internal.hpp"
+#include "gpustream/detail/deferred_wakes.hpp"
 
 namespace gpustream {
 namespace {
@@ -37,6 +38,42 @@ std::vector<std::pair<boost::asio::io_context*, detail::DeliveryBatch>>& batch_l
 std::vector<SnapshotPtr>& evicted_list() {
   thread_local std::vector<SnapshotPtr> list;
   return list;
+}
+
+/// Whether this thread's publishes leave their wake-ups in wake_list() for a DeferredWakes.
+bool& deferring() {
+  thread_local bool on = false;
+  return on;
+}
+
+/// Wakes the subscribers in wake_list() from `mark` on and drops them from it.
+void wake_from(std::size_t mark) {
+  auto& wake = wake_list();
+  // Subscribers on a plain io_context executor: one task per io_context delivers to all of
+  // them, in the channel's order (posting to an io_context never runs the task inline).
+  auto& batches = batch_list();
+  const std::size_t batch_mark = batches.size();
+  for (std::size_t i = mark; i < wake.size(); ++i) {
+    boost::asio::io_context* ctx = wake[i]->batch_context();
+    if (!ctx) continue;
+    auto it = std::find_if(batches.begin() + static_cast<std::ptrdiff_t>(batch_mark), batches.end(),
+                           [&](const auto& b) { return b.first == ctx; });
+    if (it == batches.end()) it = batches.emplace(batches.end(), ctx, detail::DeliveryBatch{});
+    it->second.append(std::move(wake[i]));
+  }
+  for (std::size_t i = batch_mark; i < batches.size(); ++i)
+    boost::asio::post(batches[i].first->get_executor(),
+                      boost::asio::bind_allocator(detail::BatchSlotAllocator<void>{},
+                                                  std::move(batches[i].second)));
+  batches.erase(batches.begin() + static_cast<std::ptrdiff_t>(batch_mark), batches.end());
+  // The others (and queues) one by one. Index-based: wake() may run a nested publish on this
+  // thread (an executor that runs inline), which uses the list above us.
+  for (std::size_t i = mark; i < wake.size(); ++i) {
+    if (!wake[i]) continue;  // in a batch
+    auto sub = std::move(wake[i]);
+    sub->wake();
+  }
+  wake.erase(wake.begin() + static_cast<std::ptrdiff_t>(mark), wake.end());
 }
 
 }  // namespace
@@ -204,33 +241,35 @@ SnapshotPtr SnapshotChannel::publish(GpuSnapshot s) {
       if (sub->matches(*ptr) && sub->offer(ptr, bytes)) wake.push_back(sub);
   }
   evicted.erase(evicted.begin() + static_cast<std::ptrdiff_t>(evicted_mark), evicted.end());
-  // Subscribers on a plain io_context executor: one task per io_context delivers to all of
-  // them, in the channel's order (posting to an io_context never runs the task inline).
-  auto& batches = batch_list();
-  const std::size_t batch_mark = batches.size();
-  for (std::size_t i = mark; i < wake.size(); ++i) {
-    boost::asio::io_context* ctx = wake[i]->batch_context();
-    if (!ctx) continue;
-    auto it = std::find_if(batches.begin() + static_cast<std::ptrdiff_t>(batch_mark), batches.end(),
-                           [&](const auto& b) { return b.first == ctx; });
-    if (it == batches.end()) it = batches.emplace(batches.end(), ctx, detail::DeliveryBatch{});
-    it->second.append(std::move(wake[i]));
-  }
-  for (std::size_t i = batch_mark; i < batches.size(); ++i)
-    boost::asio::post(batches[i].first->get_executor(),
-                      boost::asio::bind_allocator(detail::BatchSlotAllocator<void>{},
-                                                  std::move(batches[i].second)));
-  batches.erase(batches.begin() + static_cast<std::ptrdiff_t>(batch_mark), batches.end());
-  // The others (and queues) one by one. Index-based: wake() may run a nested publish on this
-  // thread (an executor that runs inline), which uses the list above us.
-  for (std::size_t i = mark; i < wake.size(); ++i) {
-    if (!wake[i]) continue;  // in a batch
-    auto sub = std::move(wake[i]);
-    sub->wake();
-  }
-  wake.erase(wake.begin() + static_cast<std::ptrdiff_t>(mark), wake.end());
+  // A DeferredWakes on this thread wakes them (each subscriber is in the list once: it stays
+  // scheduled until its delivery task runs).
+  if (!deferring()) wake_from(mark);
   return snap;
 }
+
+namespace detail {
+
+DeferredWakes::DeferredWakes() : owner_(!deferring()), mark_(wake_list().size()) {
+  if (owner_) deferring() = true;
+}
+
+DeferredWakes::~DeferredWakes() {
+  if (!owner_) return;
+  flush();
+  deferring() = false;
+}
+
+void DeferredWakes::flush() {
+  if (!owner_ || wake_list().size() == mark_) return;
+  // A publish run inline by a wake-up (an inline executor) wakes at once, above mark_.
+  struct Resume {
+    ~Resume() { deferring() = true; }
+  } resume;
+  deferring() = false;
+  wake_from(mark_);
+}
+
+}  // namespace detail
 
 Subscription SnapshotChannel::subscribe(SubscribeOptions options,
                                         std::function<void(const SnapshotPtr&)> on_snapshot,

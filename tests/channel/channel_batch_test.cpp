@@ -1,6 +1,9 @@
 // Wake-ups batched per io_context: the subscribers of one io_context that a publish wakes share
-// one delivery task, run in subscription order; other executors are woken one by one.
+// one delivery task, run in subscription order; other executors are woken one by one. Wake-ups
+// deferred on a thread (detail::DeferredWakes): the snapshots are stored and queued at once, the
+// subscribers woken once at flush().
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -8,6 +11,7 @@
 #include <boost/asio/strand.hpp>
 
 #include "channel_test_util.hpp"
+#include "gpustream/detail/deferred_wakes.hpp"
 
 namespace gpustream {
 namespace {
@@ -136,6 +140,80 @@ TEST(ChannelBatch, IoContextDestroyedWithATaskWhoseSubscriptionsAreGone) {
   ch.publish(make_snapshot("a"));
   EXPECT_EQ(io2.poll(), 1u);
   EXPECT_EQ(c2.sequences(), iota_seq(2, 2));
+}
+
+TEST(ChannelBatch, DeferredWakesStoreAtOnceAndWakeEachSubscriberOnceAtFlush) {
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);
+  SnapshotChannel ch(io.get_executor());
+  Collector plain1;
+  Collector plain2;
+  Collector stranded;
+  SubscribeOptions o;
+  o.executor = boost::asio::make_strand(io);
+  auto s1 = ch.subscribe({}, plain1.on_snapshot());
+  auto s2 = ch.subscribe(o, stranded.on_snapshot());
+  auto s3 = ch.subscribe({}, plain2.on_snapshot());
+  {
+    detail::DeferredWakes wakes;
+    EXPECT_TRUE(wakes.active());
+    for (int i = 0; i < 3; ++i) ch.publish(make_snapshot("a"));
+    // Numbered, stored and queued, but nobody woken yet.
+    EXPECT_EQ(ch.last_sequence(), 3u);
+    ASSERT_NE(ch.latest("a"), nullptr);
+    EXPECT_EQ(ch.latest("a")->sequence, 3u);
+    EXPECT_EQ(ch.history_since(0).size(), 3u);
+    EXPECT_EQ(io.poll(), 0u);
+    EXPECT_EQ(plain1.snapshots() + plain2.snapshots() + stranded.snapshots(), 0u);
+    wakes.flush();
+    io.poll();
+    EXPECT_EQ(plain1.sequences(), iota_seq(1, 3));
+    EXPECT_EQ(plain2.sequences(), iota_seq(1, 3));
+    EXPECT_EQ(stranded.sequences(), iota_seq(1, 3));
+    wakes.flush();  // nothing since: nothing posted
+    EXPECT_EQ(io.poll(), 0u);
+    ch.publish(make_snapshot("a"));
+    EXPECT_EQ(io.poll(), 0u);
+  }  // the end of the scope wakes them
+  io.poll();
+  EXPECT_EQ(plain1.sequences(), iota_seq(1, 4));
+  EXPECT_EQ(stranded.sequences(), iota_seq(1, 4));
+  // Not deferred any more.
+  ch.publish(make_snapshot("a"));
+  io.poll();
+  EXPECT_EQ(plain2.sequences(), iota_seq(1, 5));
+  EXPECT_EQ(stranded.sequences(), iota_seq(1, 5));
+}
+
+TEST(ChannelBatch, ASecondDeferredWakesOnTheThreadLeavesTheWakingToTheFirst) {
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);
+  SnapshotChannel ch(io.get_executor());
+  Collector c;
+  auto s = ch.subscribe({}, c.on_snapshot());
+  detail::DeferredWakes outer;
+  {
+    detail::DeferredWakes inner;
+    EXPECT_FALSE(inner.active());
+    ch.publish(make_snapshot("a"));
+    inner.flush();
+  }
+  EXPECT_EQ(io.poll(), 0u);
+  outer.flush();
+  EXPECT_EQ(io.poll(), 1u);
+  EXPECT_EQ(c.sequences(), iota_seq(1, 1));
+}
+
+TEST(ChannelBatch, DeferredWakesDeferOnlyTheirOwnThreadsPublishes) {
+  boost::asio::io_context io;
+  auto guard = boost::asio::make_work_guard(io);
+  SnapshotChannel ch(io.get_executor());
+  Collector c;
+  auto s = ch.subscribe({}, c.on_snapshot());
+  detail::DeferredWakes wakes;
+  std::thread([&] { ch.publish(make_snapshot("a")); }).join();
+  EXPECT_EQ(io.poll(), 1u);  // woken by the other thread's publish
+  EXPECT_EQ(c.sequences(), iota_seq(1, 1));
 }
 
 }  // namespace

@@ -96,7 +96,6 @@ TEST(PublisherIntake, RefusesPastTheMessageRateAndKeepsAtMostMaxPublishers) {
 TEST(PublisherIntake, CloseWakesTheWaiters) {
   PublisherIntake in(PublisherBudget{}, 10);
   in.close();
-  EXPECT_FALSE(in.wait_pop());
   EXPECT_FALSE(in.wait_for_room());
   EXPECT_EQ(in.push(item("a"), t0), PublisherIntake::Push::queue_full);
 }

@@ -1,5 +1,5 @@
 // FleetView without a NATS server: bus messages handed to on_message (or deliver() and
-// process_pending(): the delivery thread's and the worker's halves), the staleness sweep and the
+// process_pending(): the delivery side's and the decoding's halves), the staleness sweep and the
 // publishers' budgets driven by the test's clocks, the view's routes and /metrics families on a
 // real Server. A gone node leaves the channel's latest cache, so /api/v1/snapshot no longer
 // lists it.

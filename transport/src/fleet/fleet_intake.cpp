@@ -46,29 +46,23 @@ void PublisherIntake::unset_idle(Publisher& p) {
 
 PublisherIntake::Push PublisherIntake::push(IntakeItem&& item, Clock::time_point now) {
   const std::size_t bytes = item.bytes();
-  bool wake = false;
-  {
-    std::lock_guard lock(mu_);
-    if (closed_) return Push::queue_full;
-    Publisher* p = find_or_make(item.node, now);
-    if (!p) return Push::queue_full;  // every publisher busy: all queues hold something
-    if (!p->messages.take(1, now)) return Push::budget_messages;
-    if (p->queue.size() >= budget_.queue_messages ||
-        p->queued_bytes + bytes > budget_.queue_bytes ||
-        pending_bytes_ + bytes > budget_.total_queue_bytes)
-      return Push::queue_full;
-    unset_idle(*p);
-    p->queue.push_back(std::move(item));
-    p->queued_bytes += bytes;
-    pending_bytes_ += bytes;
-    ++pending_;
-    if (!p->ready && !p->busy) {
-      ready_.push_back(p);
-      p->ready = true;
-    }
-    wake = idle_waiters_ > 0;
+  std::lock_guard lock(mu_);
+  if (closed_) return Push::queue_full;
+  Publisher* p = find_or_make(item.node, now);
+  if (!p) return Push::queue_full;  // every publisher busy: all queues hold something
+  if (!p->messages.take(1, now)) return Push::budget_messages;
+  if (p->queue.size() >= budget_.queue_messages || p->queued_bytes + bytes > budget_.queue_bytes ||
+      pending_bytes_ + bytes > budget_.total_queue_bytes)
+    return Push::queue_full;
+  unset_idle(*p);
+  p->queue.push_back(std::move(item));
+  p->queued_bytes += bytes;
+  pending_bytes_ += bytes;
+  ++pending_;
+  if (!p->ready && !p->busy) {
+    ready_.push_back(p);
+    p->ready = true;
   }
-  if (wake) cv_.notify_one();  // a worker gathering (wait_pop) is not woken per message
   return Push::queued;
 }
 
@@ -96,29 +90,7 @@ std::optional<IntakeItem> PublisherIntake::try_pop() {
   return item;
 }
 
-std::optional<IntakeItem> PublisherIntake::wait_pop() {
-  std::optional<IntakeItem> item;
-  {
-    std::unique_lock lock(mu_);
-    if (!closed_ && ready_.empty()) {
-      ++idle_waiters_;
-      cv_.wait(lock, [this] { return closed_ || !ready_.empty(); });
-      --idle_waiters_;
-      // Woken from idle by one message: what arrives in the next kIntakeGather is taken in the
-      // same turn, so a steady trickle of messages costs a wake-up per batch rather than per
-      // message (issue #32: the worker's sleeps and wake-ups were 13-22 % of the view's CPU).
-      // close() ends the wait at once; pushes meanwhile do not notify.
-      cv_.wait_for(lock, kIntakeGather, [this] { return closed_; });
-    }
-    if (closed_) return std::nullopt;
-    item = pop_locked();
-  }
-  room_cv_.notify_all();
-  return item;
-}
-
 void PublisherIntake::finish(const std::string& node) {
-  bool more = false;
   {
     std::lock_guard lock(mu_);
     --pending_;
@@ -129,12 +101,10 @@ void PublisherIntake::finish(const std::string& node) {
     if (!p.queue.empty()) {
       ready_.push_back(&p);  // at the end of the turn: the others go first
       p.ready = true;
-      more = true;
     } else {
       set_idle(p);
     }
   }
-  if (more) cv_.notify_one();
   room_cv_.notify_all();
 }
 
@@ -169,7 +139,6 @@ void PublisherIntake::close() {
     std::lock_guard lock(mu_);
     closed_ = true;
   }
-  cv_.notify_all();
   room_cv_.notify_all();
 }
 

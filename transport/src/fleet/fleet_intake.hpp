@@ -1,18 +1,19 @@
 // fleet/fleet_intake.hpp — the fleet view's per-publisher budgets and queues (private).
 //
-// Between libnats's delivery thread and the view's decode worker: each publisher (a node, named
-// by the subject) has token buckets (messages, inflated bytes and decode CPU time per second,
-// PublisherBudget) and a queue bounded in messages and bytes. push() is the delivery side (the
-// message rate, the queue bounds); pop() gives the worker one message of the next publisher
-// round robin, so a flooding publisher waits its turn like any other. Time is given by the
-// caller (tests drive it).
+// Between the bus (the view's worker takes each message from its NATS subscription, the bucket's
+// thread its entries) and the decoding: each publisher (a node, named by the subject) has token
+// buckets (messages, inflated bytes and decode CPU time per second, PublisherBudget) and a queue
+// bounded in messages and bytes. push() is the delivery side (the message rate, the queue
+// bounds); try_pop() gives the worker one message of the next publisher round robin, so a
+// flooding publisher waits its turn like any other. Time is given by the caller (tests drive
+// it).
 //
 // Bounded: at most `max_publishers` entries; a new publisher beyond that replaces the idle one
 // (empty queue, nothing being decoded) used longest ago, or is refused (queue_full) when none
 // is idle. All queues together hold at most total_queue_bytes.
 //
-// Thread safety: every member may be called from any thread. close() wakes wait_pop() and
-// wait_for_room() for good.
+// Thread safety: every member may be called from any thread. close() wakes wait_for_room() for
+// good.
 #pragma once
 
 #include <chrono>
@@ -85,10 +86,6 @@ struct IntakeItem {
   std::size_t bytes() const noexcept { return data.size() + node.size() + probe.size() + 64; }
 };
 
-/// How long a worker woken from idle lets messages gather before it decodes (wait_pop()): it
-/// adds at most this to a message's staleness.
-inline constexpr std::chrono::milliseconds kIntakeGather{2};
-
 class PublisherIntake {
  public:
   using Clock = std::chrono::steady_clock;
@@ -101,10 +98,6 @@ class PublisherIntake {
   /// One item, of the next publisher in turn (nullopt: nothing queued). The publisher is busy
   /// until finish(item.node): its budget entry stays while the item is decoded.
   std::optional<IntakeItem> try_pop();
-  /// As try_pop(), waiting for an item; nullopt once closed. Woken from an empty queue, it
-  /// waits kIntakeGather more (pushes meanwhile do not wake it), so that messages arriving one by
-  /// one are decoded in batches of one wake-up each.
-  std::optional<IntakeItem> wait_pop();
   void finish(const std::string& node);
   /// The worker side, before decoding: takes `bytes` inflated bytes of the publisher's budget;
   /// whether its CPU bucket has anything left; after decoding: charges `cpu`.
@@ -139,8 +132,6 @@ class PublisherIntake {
   PublisherBudget budget_;
   std::size_t max_publishers_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;       // an item queued while a wait_pop() waits idle, or closed
-  std::size_t idle_waiters_ = 0;     // wait_pop()s waiting on an empty queue (under mu_)
   std::condition_variable room_cv_;  // bytes taken out, or closed
   std::unordered_map<std::string, std::unique_ptr<Publisher>> publishers_;
   std::deque<Publisher*> ready_;  // publishers with something queued, in turn

@@ -10,6 +10,7 @@
 #include <boost/asio/post.hpp>
 
 #include "fleet/fleet_view_impl.hpp"
+#include "gpustream/detail/deferred_wakes.hpp"
 #include "gpustream/json.hpp"
 
 namespace gpustream::transport {
@@ -305,8 +306,36 @@ void FleetView::Impl::report_bucket() {
                                     std::chrono::steady_clock::now() - started));
 }
 
+/// The worker: the bus's messages taken from libnats into the intake (refused or queued), one
+/// queued message decoded at a time (round robin over the publishers), the bus taken again
+/// between two. With nothing queued: when messages came since the last pause, a pause of
+/// kBusGather (the next batch gathers meanwhile); else a wait for the bus's next message, which
+/// is decoded at once (a message after a quiet spell waits for no batch). The snapshots of a
+/// batch wake the channel's subscribers (the server's io thread) once, when nothing is left
+/// queued or every kPublishBatch snapshots, rather than once each: they are in the channel
+/// (latest(), history) as soon as each is published.
 void FleetView::Impl::run_worker() {
-  while (run_one(intake.wait_pop())) {}
+  gpustream::detail::DeferredWakes wakes;
+  std::size_t unwoken = 0;
+  bool flowing = false;
+  while (!stopping) {
+    if (pull_bus(kBusPullMax) > 0) flowing = true;
+    if (run_one(intake.try_pop())) {
+      if (++unwoken >= kPublishBatch) {
+        wakes.flush();
+        unwoken = 0;
+      }
+      continue;
+    }
+    wakes.flush();
+    unwoken = 0;
+    release_bus_messages();
+    if (std::exchange(flowing, false))
+      gather_bus();
+    else
+      flowing = wait_for_bus();
+  }
+  release_bus_messages();
 }
 
 void FleetView::Impl::post_sweep() {

@@ -3,12 +3,14 @@
 // fleet_view_nats.cpp (the NATS connection, its callbacks and the subscription) and
 // fleet_view_bucket.cpp (the key-value bucket: created when missing, read).
 //
-// Threads: libnats's delivery thread runs deliver(); its callback thread runs the connection's
-// callbacks (lost, back, closed, errors), which only count, log and wake kv_thread; the view's
-// worker thread (or process_pending()'s caller) runs process(), one at a time (worker_mu); the
-// bucket (its creation, its reads: at start and after each reconnect) runs on kv_thread; the
-// sweep on the strand. `mu` guards the table, the stats and pending_forget and
-// is held briefly, never while decoding; the decoder is the worker's alone.
+// Threads: the view's worker thread takes each bus message from its (synchronous) NATS
+// subscription, runs deliver() on it, and runs process() (as process_pending()'s caller does in
+// tests), one at a time (worker_mu): libnats's reader thread hands a message to the worker
+// directly, with no delivery thread in between. libnats's callback thread runs the connection's
+// callbacks (lost, back, closed, errors), which only count, log and wake kv_thread; the bucket
+// (its creation, its reads: at start and after each reconnect) runs on kv_thread; the sweep on
+// the strand. `mu` guards the table, the stats and pending_forget and is held briefly, never
+// while decoding; the decoder is the worker's alone.
 #pragma once
 
 #include <array>
@@ -37,6 +39,26 @@
 #include "gpustream/transport/fleet.hpp"
 
 namespace gpustream::transport {
+
+/// How long the worker, having decoded all it had while messages keep coming, sleeps to let more
+/// gather before it looks at the bus again: it adds at most this to a message's staleness, and a
+/// steady flow of messages costs the worker a wake-up per batch rather than per message.
+inline constexpr std::chrono::milliseconds kBusGather{2};
+/// The longest the worker waits for the bus when nothing is queued, before it looks at the
+/// intake again (the bucket's entries, queued by kv_thread, do not wake it).
+inline constexpr std::chrono::milliseconds kBusIdleWait{20};
+/// The most bus messages the worker takes from libnats between two decodes (a flood is refused
+/// a message at a time without holding up the decoding for long).
+inline constexpr std::size_t kBusPullMax = 256;
+/// Taken messages are destroyed together (libnats's garbage collector thread, when it runs on
+/// another core, is woken once for them): before the worker sleeps, or once this many, or this
+/// many bytes of data, are held.
+inline constexpr std::size_t kBusSpentMax = 64;
+inline constexpr std::size_t kBusSpentMaxBytes = std::size_t{1} << 20;
+/// The most decoded messages whose snapshots wait for the worker to wake the channel's
+/// subscribers (detail::DeferredWakes): a streaming client sees a snapshot at most this many
+/// decodes late (about 2 ms at 8 GPUs a node), never later than the worker's next pause.
+inline constexpr std::size_t kPublishBatch = 32;
 
 struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   using asio_strand = boost::asio::strand<boost::asio::any_io_executor>;
@@ -111,7 +133,16 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   // (the one being replaced, or the new one before it is current) are ignored.
   std::mutex conn_mu;
   std::atomic<natsConnection*> nc{nullptr};
-  natsSubscription* sub = nullptr;
+  // The bus's subscription, synchronous: only the worker takes its messages, with bus_mu held
+  // (so that kv_thread and stop() swap or destroy it only between two of the worker's calls);
+  // bus_cv wakes a worker waiting for one (a new subscription, or stopping).
+  std::mutex bus_mu;
+  std::condition_variable bus_cv;
+  natsSubscription* sub = nullptr;  // under bus_mu
+  // The worker's: messages delivered (their bytes copied into the intake or refused) and not yet
+  // destroyed, at most kBusSpentMax of them and kBusSpentMaxBytes (their data).
+  std::vector<natsMsg*> bus_spent;
+  std::size_t bus_spent_bytes = 0;
   boost::asio::steady_timer timer;
   bool stopped = false;
 
@@ -162,6 +193,9 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   bool run_one(std::optional<IntakeItem> item);
   void report_bucket();
   void run_worker();
+  std::size_t pull_bus(std::size_t at_most);  // the worker: what libnats holds, without waiting
+  bool wait_for_bus();                        // the worker: the next message, waiting
+  void gather_bus();                          // the worker: sleeps kBusGather
   // The sweep (the strand).
   void post_sweep();
   void sweep(Clock::time_point now);
@@ -170,7 +204,8 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   FleetStats st_copy() const;
 
   // fleet_view_nats.cpp: the connection, its callbacks, the subscription.
-  static void on_msg(natsConnection*, natsSubscription*, natsMsg* m, void* closure);
+  void take_bus_message(natsMsg* m);  // the worker: deliver(), then into bus_spent
+  void release_bus_messages();        // the worker: bus_spent destroyed
   static void on_disconnected(natsConnection* nc, void* closure);
   static void on_reconnected(natsConnection* nc, void* closure);
   static void on_closed(natsConnection* nc, void* closure);

@@ -1,6 +1,6 @@
-// FleetView's NATS side: the connection, the subscription (libnats's delivery thread hands each
-// message to deliver()) and the key-value bucket, read in the background through the same
-// per-publisher path as the bus (fleet_view_impl.hpp).
+// FleetView's NATS side: the connection, the subscription (synchronous: the view's worker takes
+// each message from it and hands it to deliver()) and the key-value bucket, read in the
+// background through the same per-publisher path as the bus (fleet_view_impl.hpp).
 #include <algorithm>
 #include <stdexcept>
 
@@ -44,12 +44,74 @@ std::string last_error(natsConnection* nc) {
 
 }  // namespace
 
-void FleetView::Impl::on_msg(natsConnection*, natsSubscription*, natsMsg* m, void* closure) {
-  auto* self = static_cast<Impl*>(closure);
-  const std::string_view data(natsMsg_GetData(m),
-                              static_cast<std::size_t>(natsMsg_GetDataLength(m)));
-  self->deliver(data, natsMsg_GetSubject(m), republished_by(m));
-  natsMsg_Destroy(m);
+void FleetView::Impl::take_bus_message(natsMsg* m) {
+  const auto size = static_cast<std::size_t>(natsMsg_GetDataLength(m));
+  deliver(std::string_view(natsMsg_GetData(m), size), natsMsg_GetSubject(m), republished_by(m));
+  // Destroyed in batches: natsMsg_Destroy hands each message to libnats's garbage collector
+  // thread and wakes it when it is idle. A batch wakes it once when it runs on another core; on
+  // a busy core it preempts each destroy at once and sleeps again before the next, so there it
+  // is still about a wake-up a message (benchmarks.md, "The view's threads (session 16)").
+  bus_spent.push_back(m);
+  bus_spent_bytes += size;
+  if (bus_spent.size() >= kBusSpentMax || bus_spent_bytes >= kBusSpentMaxBytes)
+    release_bus_messages();
+}
+
+/// The messages delivered since the last call, to libnats's garbage collector at once.
+void FleetView::Impl::release_bus_messages() {
+  for (natsMsg* m : bus_spent) natsMsg_Destroy(m);
+  bus_spent.clear();
+  bus_spent_bytes = 0;
+}
+
+/// The messages libnats holds for the subscription, at most `at_most`, each to deliver(); never
+/// waits. Returns how many were taken.
+std::size_t FleetView::Impl::pull_bus(std::size_t at_most) {
+  std::size_t taken = 0;
+  while (taken < at_most) {
+    natsMsg* m = nullptr;
+    {
+      std::lock_guard lock(bus_mu);
+      int msgs = 0;
+      int msg_bytes = 0;
+      // Asked first: NextMsg records an error text (formatted) each time it finds nothing.
+      if (!sub || natsSubscription_GetPending(sub, &msgs, &msg_bytes) != NATS_OK || msgs <= 0 ||
+          natsSubscription_NextMsg(&m, sub, 0) != NATS_OK)
+        break;
+    }
+    take_bus_message(m);
+    ++taken;
+  }
+  return taken;
+}
+
+/// Nothing queued and nothing came lately: waits for the bus's next message (at most
+/// kBusIdleWait: the intake is looked at again after it, for the bucket's entries) and delivers
+/// it. True when it took one.
+bool FleetView::Impl::wait_for_bus() {
+  natsMsg* m = nullptr;
+  {
+    std::unique_lock lock(bus_mu);
+    if (stopping) return false;
+    natsStatus s = NATS_INVALID_SUBSCRIPTION;
+    if (sub) s = natsSubscription_NextMsg(&m, sub, kBusIdleWait.count());
+    if (s != NATS_OK) {
+      // No subscription (being replaced, or not yet made) or a closed one: a new one wakes it.
+      if (s != NATS_TIMEOUT)
+        bus_cv.wait_for(lock, kBusIdleWait, [&, was = sub] { return stopping || sub != was; });
+      return false;
+    }
+  }
+  take_bus_message(m);
+  return true;
+}
+
+/// Messages came lately: sleeps kBusGather (or until stopping) while libnats's reader queues
+/// what arrives meanwhile, without waking this thread for each (nothing waits on the
+/// subscription), so that a steady flow costs the worker a wake-up per batch, not per message.
+void FleetView::Impl::gather_bus() {
+  std::unique_lock lock(bus_mu);
+  bus_cv.wait_for(lock, kBusGather, [&] { return stopping.load(); });
 }
 
 /// NATS lost: said once per outage (however many reconnection attempts fail), counted.
@@ -149,11 +211,11 @@ natsStatus FleetView::Impl::connect(const NatsAuth& a, natsConnection** out, std
   return s;
 }
 
-/// The bus on `c`, each message to on_msg (libnats's delivery thread), bounded in messages and
-/// bytes waiting.
+/// The bus on `c`, synchronous (the worker takes its messages: pull_bus(), wait_for_bus()),
+/// bounded in messages and bytes waiting.
 natsStatus FleetView::Impl::subscribe(natsConnection* c, natsSubscription** out) {
   const std::string subject = options.subject_prefix + ".>";
-  natsStatus s = natsConnection_Subscribe(out, c, subject.c_str(), &Impl::on_msg, this);
+  natsStatus s = natsConnection_SubscribeSync(out, c, subject.c_str());
   if (s == NATS_OK)
     s = natsSubscription_SetPendingLimits(
         *out, 65536,
@@ -197,16 +259,29 @@ void FleetView::Impl::change_identity(const NatsAuth& a) {
       return;
     }
     // The bus moves to the new connection: the old subscription drained first (a message
-    // published meanwhile may be missed, never taken twice).
-    if (sub && natsSubscription_Drain(sub) == NATS_OK)
-      natsSubscription_WaitForDrainCompletion(sub, 2000);
-    old_sub = std::exchange(sub, nullptr);
+    // published meanwhile may be missed, never taken twice). The worker takes what it holds
+    // meanwhile (bus_mu is not held here while it drains).
+    natsSubscription* current = nullptr;
+    {
+      std::lock_guard bus_lock(bus_mu);
+      current = sub;
+    }
+    if (current && natsSubscription_Drain(current) == NATS_OK)
+      natsSubscription_WaitForDrainCompletion(current, 2000);
+    {
+      std::lock_guard bus_lock(bus_mu);  // the worker is between two of its calls
+      old_sub = std::exchange(sub, nullptr);
+    }
     natsSubscription* fresh_sub = nullptr;
     const natsStatus s = subscribe(fresh, &fresh_sub);
     if (s != NATS_OK) {
       if (fresh_sub) natsSubscription_Destroy(fresh_sub);
       natsSubscription* again = nullptr;
-      if (subscribe(nc, &again) == NATS_OK) sub = again;  // back on the current connection
+      if (subscribe(nc, &again) == NATS_OK) {  // back on the current connection
+        std::lock_guard bus_lock(bus_mu);
+        sub = again;
+      }
+      bus_cv.notify_all();
       ++auth_reload_failures;
       logger()->warn(
           "fleet: the new NATS credentials were not taken: cannot subscribe to {}.>: {}; the "
@@ -214,7 +289,11 @@ void FleetView::Impl::change_identity(const NatsAuth& a) {
           options.subject_prefix, nats_error(s));
       old = fresh;  // closed below
     } else {
-      sub = fresh_sub;
+      {
+        std::lock_guard bus_lock(bus_mu);
+        sub = fresh_sub;
+      }
+      bus_cv.notify_all();
       old = nc.exchange(fresh);
       is_connected = natsConnection_Status(fresh) == NATS_CONN_STATUS_CONNECTED;
       ++auth_reloads;
@@ -242,13 +321,20 @@ void FleetView::Impl::start() {
   if (connect(auth, &c, error) != NATS_OK) throw std::runtime_error(error);
   nc = c;
   is_connected = true;
-  worker = std::thread([this] { run_worker(); });
   // Subscribe first, then read the bucket: a message in between is not lost (the decoder
   // ignores what is older than it has).
-  const natsStatus s = subscribe(c, &sub);
-  if (s != NATS_OK)
+  natsSubscription* s_bus = nullptr;
+  const natsStatus s = subscribe(c, &s_bus);
+  if (s != NATS_OK) {
+    if (s_bus) natsSubscription_Destroy(s_bus);
     throw std::runtime_error("cannot subscribe to " + options.subject_prefix +
                              ".>: " + nats_error(s));
+  }
+  {
+    std::lock_guard lock(bus_mu);
+    sub = s_bus;
+  }
+  worker = std::thread([this] { run_worker(); });
   asio::post(strand, [self = shared_from_this()] { self->arm(); });
   // In the background: the server listens at once, nodes appear as they are decoded. The same
   // thread sees to the bucket again after each reconnect, and takes a new identity.
@@ -258,6 +344,10 @@ void FleetView::Impl::start() {
 void FleetView::Impl::stop() {
   stopping = true;
   intake.close();  // the worker ends after its message; the bucket's read stops waiting
+  {
+    std::lock_guard lock(bus_mu);  // a worker about to wait for a new subscription sees it
+  }
+  bus_cv.notify_all();
   {
     std::lock_guard lock(kv_mu);
     if (watcher) kvWatcher_Stop(watcher);
@@ -270,16 +360,11 @@ void FleetView::Impl::stop() {
   natsConnection* c = nullptr;
   {
     std::lock_guard lock(conn_mu);
-    if (sub) {
-      // Drained: no callback runs once this returns (bounded wait).
-      if (natsSubscription_Drain(sub) == NATS_OK)
-        natsSubscription_WaitForDrainCompletion(sub, 2000);
-      natsSubscription_Destroy(sub);
-      sub = nullptr;
-    }
     c = nc;
-    // A request of the bucket's read in flight fails now; libnats runs its callbacks (lost,
-    // closed) on its own thread after Close returns: none may run once this view is gone.
+    // A request of the bucket's read in flight fails now, and so does the worker's wait for the
+    // bus (its subscription is destroyed once the worker has ended, below); libnats runs its
+    // callbacks (lost, closed) on its own thread after Close returns: none may run once this
+    // view is gone.
     if (c) natsConnection_Close(c);
   }
   if (c) {
@@ -290,6 +375,12 @@ void FleetView::Impl::stop() {
   }
   if (kv_thread.joinable()) kv_thread.join();
   if (worker.joinable()) worker.join();
+  natsSubscription* s = nullptr;
+  {
+    std::lock_guard lock(bus_mu);
+    s = std::exchange(sub, nullptr);
+  }
+  if (s) natsSubscription_Destroy(s);
   if (c) {
     natsConnection_Destroy(c);
     nc = nullptr;

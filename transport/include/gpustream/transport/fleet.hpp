@@ -22,8 +22,10 @@
 // is refused). Each publisher has a budget (PublisherBudget: messages, inflated bytes and decode
 // CPU time per second, and a bounded queue), enforced before decoding; decoding runs on one
 // worker thread of the view's own, round robin over the publishers' queues (one message each a
-// turn), off libnats's delivery thread and outside the view's lock. What is refused is counted
-// with a reason (FleetRefusal) and logged once.
+// turn), outside the view's lock; the same worker takes the bus's messages from its NATS
+// subscription between two decodes (at most kBusPullMax at a time) and queues or refuses each
+// one cheaply, undecoded. What is refused is counted with a reason (FleetRefusal) and logged
+// once.
 //
 // Staleness is explicit (NodeTable): a node not heard from for `stale_after` is `stale` — its
 // snapshots are replaced by copies whose metrics are absent with reason `stale` and an error
@@ -35,9 +37,9 @@
 // not accepted for `stale_after` while its node stays up (its messages dropped as replays or
 // jumps) gets its stale copy too (error `stream_stale`).
 //
-// Thread safety: every public member may be called from any thread. Messages are received on
-// libnats's delivery thread and decoded on the view's worker thread; the staleness sweep runs
-// on the executor given.
+// Thread safety: every public member may be called from any thread. Messages are taken from
+// the subscription and decoded on the view's worker thread (libnats's reader thread hands them
+// over; there is no delivery thread); the staleness sweep runs on the executor given.
 // Cancellation: stop() (also the destructor) unsubscribes, stops the bucket's read and the
 // worker, cancels the sweep and closes the connection; it returns once no callback or thread of
 // this view runs any more.
@@ -352,8 +354,8 @@ class FleetView {
   /// Handles one bus message as if it had arrived now: deliver(), then — when the view has no
   /// worker thread (start() was not called: tests) — process_pending().
   void on_message(std::string_view data, std::string_view subject);
-  /// The delivery path only (libnats's callback): checks the subject, the node table's
-  /// admission and the publisher's message rate, and queues the message (or refuses it).
+  /// The delivery path only (the worker, for each bus message): checks the subject, the node
+  /// table's admission and the publisher's message rate, and queues the message (or refuses it).
   /// `republished_by`: the stream named by the message's Nats-Stream header (or another of
   /// JetStream's republish headers), when it has one: such a message is refused (republished).
   void deliver(std::string_view data, std::string_view subject,

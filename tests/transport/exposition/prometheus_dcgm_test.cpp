@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include "exposition/dcgm_test_devices.hpp"
 #include "gpustream/transport/prometheus.hpp"
 #include "support/temp_tree.hpp"
 
@@ -204,15 +205,7 @@ TEST(PrometheusDcgm, AFleetNodeIsTheHostname) {
 
 TEST(PrometheusDcgm, MigInstancesAsDcgmExporterShowsThem) {
   auto gpu = nvidia_gpu(2);
-  gpu.partitioned = true;
-  DeviceSample mig;
-  mig.id = "MIG-1111";
-  mig.vendor = Vendor::nvidia;
-  mig.index = 7;
-  mig.name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb";
-  mig.parent = gpu.id;
-  mig.mig = MigIdentity{9, 0, "1g.10gb"};
-  mig.metrics.set(Metric::memory_used_bytes, 1 * kGiB, Source::nvml);
+  const DeviceSample mig = mig_1g_10gb_of(gpu);
   const auto text = render({snapshot_of({gpu, mig})});
   const auto fb = lines_of(text, "DCGM_FI_DEV_FB_USED");
   ASSERT_EQ(fb.size(), 2U);

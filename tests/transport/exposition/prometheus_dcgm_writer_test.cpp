@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "exposition/dcgm_test_devices.hpp"
 #include "exposition/prometheus_dcgm.hpp"
 
 namespace gpustream::transport::test {
@@ -88,15 +89,7 @@ std::vector<DcgmCase> dcgm_cases() {
   }
   {
     auto gpu = h100(3, "m");
-    gpu.partitioned = true;
-    DeviceSample mig;
-    mig.id = "MIG-1111";
-    mig.vendor = Vendor::nvidia;
-    mig.index = 7;
-    mig.name = "NVIDIA H100 80GB HBM3 MIG 1g.10gb";
-    mig.parent = gpu.id;
-    mig.mig = MigIdentity{9, 0, "1g.10gb"};
-    mig.metrics.set(Metric::memory_used_bytes, 1 * kWriterGiB, Source::nvml);
+    const DeviceSample mig = mig_1g_10gb_of(gpu);
     DeviceSample orphan = mig;  // a parent not in its snapshot: shown as itself
     orphan.id = "MIG-2222";
     orphan.parent = "GPU-elsewhere";

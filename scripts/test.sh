@@ -147,6 +147,9 @@ if [ "$quick" -eq 0 ]; then
   build_fuzz() {
     scripts/fuzz.sh --build-only --no-normal-build --build-dir build --fuzz-dir build-fuzz
   }
+  # Its own process group (job control on for this one job), so that the run stopping early
+  # (a failed step, Ctrl-C) stops every compile it started rather than leaving them running.
+  set -m
   (
     # SCHED_IDLE: the compiles run only on a core nothing else wants, so the tests with timing
     # bounds (the soak, the slow readers, the hostile fleet) keep the machine as they had it;
@@ -159,6 +162,9 @@ if [ "$quick" -eq 0 ]; then
     done
   ) &
   instrumented_builds=$!
+  set +m
+  trap 'kill -- "-$instrumented_builds" 2> /dev/null || true' EXIT
+  trap 'exit 130' INT TERM
   step "sanitizer and fuzz trees: building in the background (SCHED_IDLE; build-*.build.log)"
 fi
 

@@ -133,12 +133,16 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   // (the one being replaced, or the new one before it is current) are ignored.
   std::mutex conn_mu;
   std::atomic<natsConnection*> nc{nullptr};
-  // The bus's subscription, synchronous: only the worker takes its messages, with bus_mu held
-  // (so that kv_thread and stop() swap or destroy it only between two of the worker's calls);
-  // bus_cv wakes a worker waiting for one (a new subscription, or stopping).
+  // The bus's subscription, synchronous: only the worker takes its messages. It never blocks
+  // with bus_mu held: its wait for a message (at most kBusIdleWait) is marked by sub_waited, and
+  // kv_thread waits for that mark to go (on bus_cv) before it swaps or destroys the subscription.
+  // (A worker holding bus_mu through its wait would take the mutex back each time before the
+  // woken kv_thread could run: a credentials change starved for as long as the bus was idle.)
+  // bus_cv also wakes a worker waiting for a subscription (a new one, or stopping).
   std::mutex bus_mu;
   std::condition_variable bus_cv;
   natsSubscription* sub = nullptr;  // under bus_mu
+  bool sub_waited = false;          // under bus_mu: the worker waits on `sub` without the lock
   // The worker's: messages delivered (their bytes copied into the intake or refused) and not yet
   // destroyed, at most kBusSpentMax of them and kBusSpentMaxBytes (their data).
   std::vector<natsMsg*> bus_spent;

@@ -89,16 +89,27 @@ std::size_t FleetView::Impl::pull_bus(std::size_t at_most) {
 /// kBusIdleWait: the intake is looked at again after it, for the bucket's entries) and delivers
 /// it. True when it took one.
 bool FleetView::Impl::wait_for_bus() {
-  natsMsg* m = nullptr;
+  natsSubscription* waited = nullptr;
   {
     std::unique_lock lock(bus_mu);
     if (stopping) return false;
-    natsStatus s = NATS_INVALID_SUBSCRIPTION;
-    if (sub) s = natsSubscription_NextMsg(&m, sub, kBusIdleWait.count());
+    if (!sub) {  // being replaced, or not yet made: a new one wakes it
+      bus_cv.wait_for(lock, kBusIdleWait, [&] { return stopping || sub != nullptr; });
+      return false;
+    }
+    waited = sub;
+    sub_waited = true;  // kv_thread leaves `sub` as it is until the wait is over
+  }
+  natsMsg* m = nullptr;
+  const natsStatus s = natsSubscription_NextMsg(&m, waited, kBusIdleWait.count());
+  {
+    std::unique_lock lock(bus_mu);
+    sub_waited = false;
+    bus_cv.notify_all();
     if (s != NATS_OK) {
-      // No subscription (being replaced, or not yet made) or a closed one: a new one wakes it.
+      // A closed subscription answers at once: its replacement (or stopping) wakes the worker.
       if (s != NATS_TIMEOUT)
-        bus_cv.wait_for(lock, kBusIdleWait, [&, was = sub] { return stopping || sub != was; });
+        bus_cv.wait_for(lock, kBusIdleWait, [&] { return stopping || sub != waited; });
       return false;
     }
   }
@@ -269,7 +280,8 @@ void FleetView::Impl::change_identity(const NatsAuth& a) {
     if (current && natsSubscription_Drain(current) == NATS_OK)
       natsSubscription_WaitForDrainCompletion(current, 2000);
     {
-      std::lock_guard bus_lock(bus_mu);  // the worker is between two of its calls
+      std::unique_lock bus_lock(bus_mu);  // the worker between two of its calls, not waiting
+      bus_cv.wait(bus_lock, [&] { return !sub_waited; });
       old_sub = std::exchange(sub, nullptr);
     }
     natsSubscription* fresh_sub = nullptr;

@@ -1,6 +1,7 @@
-// FleetView's NATS side: the connection, the subscription (synchronous: the view's worker takes
-// each message from it and hands it to deliver()) and the key-value bucket, read in the
-// background through the same per-publisher path as the bus (fleet_view_impl.hpp).
+// FleetView's NATS side: the connection (its socket read and written by the view's worker:
+// libnats's external event loop, fleet/nats_event_loop.hpp), the subscription (synchronous: the
+// worker takes each message from it and hands it to deliver()) and the key-value bucket, read in
+// the background through the same per-publisher path as the bus (fleet_view_impl.hpp).
 #include <pthread.h>
 #include <sched.h>
 

@@ -309,12 +309,16 @@ void FleetView::Impl::report_bucket() {
 /// The worker: the bus's messages taken from libnats into the intake (refused or queued), one
 /// queued message decoded at a time (round robin over the publishers), the bus taken again
 /// between two. With nothing queued: when messages came since the last pause, a pause of
-/// kBusGather (the next batch gathers meanwhile); else a wait for the bus's next message, which
-/// is decoded at once (a message after a quiet spell waits for no batch). The snapshots of a
-/// batch wake the channel's subscribers (the server's io thread) once, when nothing is left
-/// queued or every kPublishBatch snapshots, rather than once each: they are in the channel
-/// (latest(), history) as soon as each is published.
+/// kBusGather with the sockets unread (the next batch gathers in the kernel meanwhile), then a
+/// read; else a wait for a socket to be readable, whose messages are decoded at once (a message
+/// after a quiet spell waits for no batch). The worker is libnats's event loop (bus_loop): it
+/// makes every read and write of the view's connections, and goes on doing so once stopping
+/// until stop() has closed them; while it decodes a backlog, it reads the sockets every kBusGather
+/// as well. The snapshots of a batch wake the channel's subscribers (the server's io thread) once,
+/// when nothing is left queued or every kPublishBatch snapshots, rather than once each: they are
+/// in the channel (latest(), history) as soon as each is published.
 void FleetView::Impl::run_worker() {
+  bus_loop.own();
   gpustream::detail::DeferredWakes wakes;
   std::size_t unwoken = 0;
   bool flowing = false;
@@ -325,6 +329,7 @@ void FleetView::Impl::run_worker() {
         wakes.flush();
         unwoken = 0;
       }
+      read_bus_if_due();  // a long backlog holds up no read (nor a write) past kBusGather
       continue;
     }
     wakes.flush();
@@ -336,6 +341,9 @@ void FleetView::Impl::run_worker() {
       flowing = wait_for_bus();
   }
   release_bus_messages();
+  // Stopping: nothing more is decoded, but the sockets are served until stop() closed them (a
+  // drain or a request of kv_thread may still wait for the server's reply).
+  while (!loop_done) bus_loop.poll(kBusIdleWait, true);
 }
 
 void FleetView::Impl::post_sweep() {

@@ -3,10 +3,11 @@
 // fleet_view_nats.cpp (the NATS connection, its callbacks and the subscription) and
 // fleet_view_bucket.cpp (the key-value bucket: created when missing, read).
 //
-// Threads: the view's worker thread takes each bus message from its (synchronous) NATS
-// subscription, runs deliver() on it, and runs process() (as process_pending()'s caller does in
-// tests), one at a time (worker_mu): libnats's reader thread hands a message to the worker
-// directly, with no delivery thread in between. libnats's callback thread runs the connection's
+// Threads: the view's worker thread reads the NATS sockets itself (libnats's external event loop,
+// fleet/nats_event_loop.hpp: no libnats reader thread), takes each bus message from its
+// (synchronous) NATS subscription, runs deliver() on it, and runs process() (as
+// process_pending()'s caller does in tests), one at a time (worker_mu). libnats's callback thread
+// runs the connection's
 // callbacks (lost, back, closed, errors), which only count, log and wake kv_thread; the bucket
 // (its creation, its reads: at start and after each reconnect) runs on kv_thread; the sweep on
 // the strand. `mu` guards the table, the stats and pending_forget and is held briefly, never
@@ -35,16 +36,18 @@
 #include <boost/asio/strand.hpp>
 
 #include "fleet/fleet_intake.hpp"
+#include "fleet/nats_event_loop.hpp"
 #include "gpustream/log.hpp"
 #include "gpustream/transport/fleet.hpp"
 
 namespace gpustream::transport {
 
-/// How long the worker, having decoded all it had while messages keep coming, sleeps to let more
-/// gather before it looks at the bus again: it adds at most this to a message's staleness, and a
-/// steady flow of messages costs the worker a wake-up per batch rather than per message.
+/// How long the worker, having decoded all it had while messages keep coming, leaves the sockets
+/// unread to let more gather before it reads them again: it adds at most this to a message's
+/// staleness, and a steady flow of messages costs a wake-up and a read per batch rather than per
+/// message.
 inline constexpr std::chrono::milliseconds kBusGather{2};
-/// The longest the worker waits for the bus when nothing is queued, before it looks at the
+/// The longest the worker waits for the sockets when nothing is queued, before it looks at the
 /// intake again (the bucket's entries, queued by kv_thread, do not wake it).
 inline constexpr std::chrono::milliseconds kBusIdleWait{20};
 /// The most bus messages the worker takes from libnats between two decodes (a flood is refused
@@ -133,16 +136,19 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   // (the one being replaced, or the new one before it is current) are ignored.
   std::mutex conn_mu;
   std::atomic<natsConnection*> nc{nullptr};
-  // The bus's subscription, synchronous: only the worker takes its messages. It never blocks
-  // with bus_mu held: its wait for a message (at most kBusIdleWait) is marked by sub_waited, and
-  // kv_thread waits for that mark to go (on bus_cv) before it swaps or destroys the subscription.
-  // (A worker holding bus_mu through its wait would take the mutex back each time before the
-  // woken kv_thread could run: a credentials change starved for as long as the bus was idle.)
-  // bus_cv also wakes a worker waiting for a subscription (a new one, or stopping).
+  // The bus's subscription, synchronous: only the worker takes its messages, with bus_mu held
+  // (so that kv_thread and stop() swap or destroy it only between two of the worker's calls).
+  // The worker never waits with bus_mu held (it waits in bus_loop.poll()): released for a
+  // moment between two long holds, the mutex went back to the worker each time before a woken
+  // kv_thread ran, and a credentials change starved while the bus was idle (session 17).
   std::mutex bus_mu;
-  std::condition_variable bus_cv;
   natsSubscription* sub = nullptr;  // under bus_mu
-  bool sub_waited = false;          // under bus_mu: the worker waits on `sub` without the lock
+  // Every connection's sockets, read and written by the worker (the loop's owner). It goes on
+  // reading after `stopping` (a request of kv_thread, a drain, may still wait for a reply) until
+  // stop() has closed the connection and sets loop_done.
+  NatsEventLoop bus_loop;
+  std::atomic<bool> loop_done{false};
+  std::chrono::steady_clock::time_point last_read;  // the worker's: its last read of the sockets
   // The worker's: messages delivered (their bytes copied into the intake or refused) and not yet
   // destroyed, at most kBusSpentMax of them and kBusSpentMaxBytes (their data).
   std::vector<natsMsg*> bus_spent;
@@ -198,8 +204,9 @@ struct FleetView::Impl : std::enable_shared_from_this<Impl> {
   void report_bucket();
   void run_worker();
   std::size_t pull_bus(std::size_t at_most);  // the worker: what libnats holds, without waiting
-  bool wait_for_bus();                        // the worker: the next message, waiting
-  void gather_bus();                          // the worker: sleeps kBusGather
+  bool wait_for_bus();                        // the worker: reads, waiting up to kBusIdleWait
+  void gather_bus();                          // the worker: kBusGather unread, then reads
+  void read_bus_if_due();                     // the worker, decoding: reads every kBusGather
   // The sweep (the strand).
   void post_sweep();
   void sweep(Clock::time_point now);

@@ -1,8 +1,14 @@
-// FleetView's NATS side: the connection, the subscription (synchronous: the view's worker takes
-// each message from it and hands it to deliver()) and the key-value bucket, read in the
-// background through the same per-publisher path as the bus (fleet_view_impl.hpp).
+// FleetView's NATS side: the connection (its socket read and written by the view's worker:
+// libnats's external event loop, fleet/nats_event_loop.hpp), the subscription (synchronous: the
+// worker takes each message from it and hands it to deliver()) and the key-value bucket, read in
+// the background through the same per-publisher path as the bus (fleet_view_impl.hpp).
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include <boost/asio/post.hpp>
 
@@ -42,15 +48,35 @@ std::string last_error(natsConnection* nc) {
   return out;
 }
 
+/// libnats's library threads (its garbage collector, timers and connection callbacks: nats_Open
+/// starts them, each inheriting its creator's scheduling policy) made SCHED_BATCH, once per
+/// process and only if this is the first use of libnats in it: every natsMsg_Destroy hands the
+/// message to the garbage collector thread and signals it when it waits (nats.c,
+/// natsGC_collect), and a SCHED_NORMAL collector woken by the worker preempts it at once on its
+/// core, frees that one message and waits again: a context switch of each thread per message.
+/// A batch thread does not preempt on its wake-up: it runs once the worker sleeps (or on the
+/// other core) and frees the whole batch. None of those threads is latency-bound (a callback,
+/// a ping, a free runs a few ms later at most on a busy core); the connections' own threads
+/// (flusher, reconnect) are not among them. Nothing is lost when it cannot be set.
+void open_nats_library() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::thread([] {
+      sched_param p{};
+      pthread_setschedparam(pthread_self(), SCHED_BATCH, &p);
+      nats_Open(-1);
+    }).join();
+  });
+}
+
 }  // namespace
 
 void FleetView::Impl::take_bus_message(natsMsg* m) {
   const auto size = static_cast<std::size_t>(natsMsg_GetDataLength(m));
   deliver(std::string_view(natsMsg_GetData(m), size), natsMsg_GetSubject(m), republished_by(m));
   // Destroyed in batches: natsMsg_Destroy hands each message to libnats's garbage collector
-  // thread and wakes it when it is idle. A batch wakes it once when it runs on another core; on
-  // a busy core it preempts each destroy at once and sleeps again before the next, so there it
-  // is still about a wake-up a message (benchmarks.md, "The view's threads (session 16)").
+  // thread and wakes it when it is idle; a batch wakes it once, since it does not preempt the
+  // worker (SCHED_BATCH: open_nats_library()).
   bus_spent.push_back(m);
   bus_spent_bytes += size;
   if (bus_spent.size() >= kBusSpentMax || bus_spent_bytes >= kBusSpentMaxBytes)
@@ -85,44 +111,36 @@ std::size_t FleetView::Impl::pull_bus(std::size_t at_most) {
   return taken;
 }
 
-/// Nothing queued and nothing came lately: waits for the bus's next message (at most
-/// kBusIdleWait: the intake is looked at again after it, for the bucket's entries) and delivers
-/// it. True when it took one.
+/// Nothing queued and nothing came lately: waits for a socket to be readable (at most
+/// kBusIdleWait: the intake is looked at again after it, for the bucket's entries) and reads it
+/// (libnats parses what came into the subscription's queue, for pull_bus()). True when it read.
 bool FleetView::Impl::wait_for_bus() {
-  natsSubscription* waited = nullptr;
-  {
-    std::unique_lock lock(bus_mu);
-    if (stopping) return false;
-    if (!sub) {  // being replaced, or not yet made: a new one wakes it
-      bus_cv.wait_for(lock, kBusIdleWait, [&] { return stopping || sub != nullptr; });
-      return false;
-    }
-    waited = sub;
-    sub_waited = true;  // kv_thread leaves `sub` as it is until the wait is over
-  }
-  natsMsg* m = nullptr;
-  const natsStatus s = natsSubscription_NextMsg(&m, waited, kBusIdleWait.count());
-  {
-    std::unique_lock lock(bus_mu);
-    sub_waited = false;
-    bus_cv.notify_all();
-    if (s != NATS_OK) {
-      // A closed subscription answers at once: its replacement (or stopping) wakes the worker.
-      if (s != NATS_TIMEOUT)
-        bus_cv.wait_for(lock, kBusIdleWait, [&] { return stopping || sub != waited; });
-      return false;
-    }
-  }
-  take_bus_message(m);
-  return true;
+  if (stopping) return false;
+  const bool read = bus_loop.poll(kBusIdleWait, true) > 0;
+  last_read = std::chrono::steady_clock::now();
+  return read;
 }
 
-/// Messages came lately: sleeps kBusGather (or until stopping) while libnats's reader queues
-/// what arrives meanwhile, without waking this thread for each (nothing waits on the
-/// subscription), so that a steady flow costs the worker a wake-up per batch, not per message.
+/// Decoding a backlog: the sockets read (and written) when kBusGather has passed since the last
+/// read, without waiting, so that what arrives meanwhile is not left in the kernel for longer
+/// than a pause would leave it.
+void FleetView::Impl::read_bus_if_due() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_read < kBusGather) return;
+  bus_loop.poll(std::chrono::milliseconds(0), true);
+  last_read = now;
+}
+
+/// Messages came lately: leaves the sockets unread for kBusGather (or until stopping; writes
+/// libnats asks for meanwhile are made), then reads what gathered: a steady flow of messages
+/// costs the worker a wake-up and a read per batch, not per message.
 void FleetView::Impl::gather_bus() {
-  std::unique_lock lock(bus_mu);
-  bus_cv.wait_for(lock, kBusGather, [&] { return stopping.load(); });
+  const auto until = std::chrono::steady_clock::now() + kBusGather;
+  for (auto now = std::chrono::steady_clock::now(); now < until && !stopping;
+       now = std::chrono::steady_clock::now())
+    bus_loop.poll(std::chrono::ceil<std::chrono::milliseconds>(until - now), false);
+  if (!stopping) bus_loop.poll(std::chrono::milliseconds(0), true);
+  last_read = std::chrono::steady_clock::now();
 }
 
 /// NATS lost: said once per outage (however many reconnection attempts fail), counted.
@@ -204,6 +222,8 @@ natsStatus FleetView::Impl::connect(const NatsAuth& a, natsConnection** out, std
   if (s == NATS_OK) s = natsOptions_SetReconnectedCB(opts, &Impl::on_reconnected, this);
   if (s == NATS_OK) s = natsOptions_SetClosedCB(opts, &Impl::on_closed, this);
   if (s == NATS_OK) s = natsOptions_SetErrorHandler(opts, &Impl::on_error, this);
+  // Its socket read and written by the worker: no reader thread (fleet/nats_event_loop.hpp).
+  if (s == NATS_OK) s = bus_loop.use_for(opts);
   // Slow consumer protection: messages waiting for this view, bounded in count and bytes.
   if (s == NATS_OK) s = natsOptions_SetMaxPendingMsgs(opts, 65536);
   if (s == NATS_OK && apply_nats_auth(opts, a, error) != NATS_OK) {
@@ -222,7 +242,7 @@ natsStatus FleetView::Impl::connect(const NatsAuth& a, natsConnection** out, std
   return s;
 }
 
-/// The bus on `c`, synchronous (the worker takes its messages: pull_bus(), wait_for_bus()),
+/// The bus on `c`, synchronous (the worker reads the socket and takes its messages: pull_bus()),
 /// bounded in messages and bytes waiting.
 natsStatus FleetView::Impl::subscribe(natsConnection* c, natsSubscription** out) {
   const std::string subject = options.subject_prefix + ".>";
@@ -270,8 +290,8 @@ void FleetView::Impl::change_identity(const NatsAuth& a) {
       return;
     }
     // The bus moves to the new connection: the old subscription drained first (a message
-    // published meanwhile may be missed, never taken twice). The worker takes what it holds
-    // meanwhile (bus_mu is not held here while it drains).
+    // published meanwhile may be missed, never taken twice). The worker reads both connections
+    // and takes what the old one holds meanwhile (bus_mu is not held here while it drains).
     natsSubscription* current = nullptr;
     {
       std::lock_guard bus_lock(bus_mu);
@@ -280,8 +300,7 @@ void FleetView::Impl::change_identity(const NatsAuth& a) {
     if (current && natsSubscription_Drain(current) == NATS_OK)
       natsSubscription_WaitForDrainCompletion(current, 2000);
     {
-      std::unique_lock bus_lock(bus_mu);  // the worker between two of its calls, not waiting
-      bus_cv.wait(bus_lock, [&] { return !sub_waited; });
+      std::lock_guard bus_lock(bus_mu);  // the worker is between two of its calls
       old_sub = std::exchange(sub, nullptr);
     }
     natsSubscription* fresh_sub = nullptr;
@@ -293,7 +312,6 @@ void FleetView::Impl::change_identity(const NatsAuth& a) {
         std::lock_guard bus_lock(bus_mu);
         sub = again;
       }
-      bus_cv.notify_all();
       ++auth_reload_failures;
       logger()->warn(
           "fleet: the new NATS credentials were not taken: cannot subscribe to {}.>: {}; the "
@@ -305,7 +323,6 @@ void FleetView::Impl::change_identity(const NatsAuth& a) {
         std::lock_guard bus_lock(bus_mu);
         sub = fresh_sub;
       }
-      bus_cv.notify_all();
       old = nc.exchange(fresh);
       is_connected = natsConnection_Status(fresh) == NATS_CONN_STATUS_CONNECTED;
       ++auth_reloads;
@@ -325,6 +342,7 @@ void FleetView::Impl::change_identity(const NatsAuth& a) {
 }
 
 void FleetView::Impl::start() {
+  open_nats_library();
   started = std::chrono::steady_clock::now();
   auth = options.auth;
   if (auth.inbox_prefix.empty()) auth.inbox_prefix = kFleetInboxPrefix;
@@ -355,11 +373,8 @@ void FleetView::Impl::start() {
 
 void FleetView::Impl::stop() {
   stopping = true;
-  intake.close();  // the worker ends after its message; the bucket's read stops waiting
-  {
-    std::lock_guard lock(bus_mu);  // a worker about to wait for a new subscription sees it
-  }
-  bus_cv.notify_all();
+  intake.close();  // the worker stops decoding after its message; the bucket's read stops waiting
+  bus_loop.wake();
   {
     std::lock_guard lock(kv_mu);
     if (watcher) kvWatcher_Stop(watcher);
@@ -373,10 +388,11 @@ void FleetView::Impl::stop() {
   {
     std::lock_guard lock(conn_mu);
     c = nc;
-    // A request of the bucket's read in flight fails now, and so does the worker's wait for the
-    // bus (its subscription is destroyed once the worker has ended, below); libnats runs its
-    // callbacks (lost, closed) on its own thread after Close returns: none may run once this
-    // view is gone.
+    // A request of the bucket's read in flight fails now (the worker reads the socket until
+    // this, for its reply); the subscription is destroyed once the worker has ended, below;
+    // libnats runs its callbacks (lost, closed) on its own thread after Close returns: none may
+    // run once this view is gone. Close detaches the socket from the worker's loop once the
+    // worker is out of its read.
     if (c) natsConnection_Close(c);
   }
   if (c) {
@@ -385,7 +401,9 @@ void FleetView::Impl::stop() {
       return std::find(closed_conns.begin(), closed_conns.end(), c) != closed_conns.end();
     });
   }
-  if (kv_thread.joinable()) kv_thread.join();
+  if (kv_thread.joinable()) kv_thread.join();  // a new identity's connection made and closed
+  loop_done = true;
+  bus_loop.wake();
   if (worker.joinable()) worker.join();
   natsSubscription* s = nullptr;
   {

@@ -2,13 +2,8 @@
 // libnats's external event loop, fleet/nats_event_loop.hpp), the subscription (synchronous: the
 // worker takes each message from it and hands it to deliver()) and the key-value bucket, read in
 // the background through the same per-publisher path as the bus (fleet_view_impl.hpp).
-#include <pthread.h>
-#include <sched.h>
-
 #include <algorithm>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include <boost/asio/post.hpp>
 
@@ -48,35 +43,15 @@ std::string last_error(natsConnection* nc) {
   return out;
 }
 
-/// libnats's library threads (its garbage collector, timers and connection callbacks: nats_Open
-/// starts them, each inheriting its creator's scheduling policy) made SCHED_BATCH, once per
-/// process and only if this is the first use of libnats in it: every natsMsg_Destroy hands the
-/// message to the garbage collector thread and signals it when it waits (nats.c,
-/// natsGC_collect), and a SCHED_NORMAL collector woken by the worker preempts it at once on its
-/// core, frees that one message and waits again: a context switch of each thread per message.
-/// A batch thread does not preempt on its wake-up: it runs once the worker sleeps (or on the
-/// other core) and frees the whole batch. None of those threads is latency-bound (a callback,
-/// a ping, a free runs a few ms later at most on a busy core); the connections' own threads
-/// (flusher, reconnect) are not among them. Nothing is lost when it cannot be set.
-void open_nats_library() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::thread([] {
-      sched_param p{};
-      pthread_setschedparam(pthread_self(), SCHED_BATCH, &p);
-      nats_Open(-1);
-    }).join();
-  });
-}
-
 }  // namespace
 
 void FleetView::Impl::take_bus_message(natsMsg* m) {
   const auto size = static_cast<std::size_t>(natsMsg_GetDataLength(m));
   deliver(std::string_view(natsMsg_GetData(m), size), natsMsg_GetSubject(m), republished_by(m));
   // Destroyed in batches: natsMsg_Destroy hands each message to libnats's garbage collector
-  // thread and wakes it when it is idle; a batch wakes it once, since it does not preempt the
-  // worker (SCHED_BATCH: open_nats_library()).
+  // thread and wakes it when it is idle. A batch wakes it once when it runs on another core; on
+  // a busy core it preempts each destroy at once and sleeps again before the next, so there it
+  // is still about a wake-up a message (benchmarks.md, "The view's threads (session 16)").
   bus_spent.push_back(m);
   bus_spent_bytes += size;
   if (bus_spent.size() >= kBusSpentMax || bus_spent_bytes >= kBusSpentMaxBytes)
@@ -342,7 +317,6 @@ void FleetView::Impl::change_identity(const NatsAuth& a) {
 }
 
 void FleetView::Impl::start() {
-  open_nats_library();
   started = std::chrono::steady_clock::now();
   auth = options.auth;
   if (auth.inbox_prefix.empty()) auth.inbox_prefix = kFleetInboxPrefix;

@@ -125,7 +125,8 @@ if [ "$quick" -eq 0 ]; then
   #  - build-asan/: AddressSanitizer + UndefinedBehaviorSanitizer, every test (the GoogleTest
   #    suites are compiled once, here, not in build/ too). -g1: line tables only (what a report
   #    needs for file:line). Unity batches (a report still names the original file and line).
-  #  - build-tsan/: ThreadSanitizer, the channel and scheduler suites.
+  #  - build-tsan/: ThreadSanitizer, the channel and scheduler suites and the fleet view's NATS
+  #    event loop (target gpustream_tsan_tests).
   #  - build-fuzz/: the libFuzzer targets (clang), linked with build/'s static libraries, which
   #    are built already (--no-normal-build: the fuzz build must not run ninja in build/ while
   #    its tests use it).
@@ -142,7 +143,7 @@ if [ "$quick" -eq 0 ]; then
       -DGPUSTREAM_SANITIZE=thread -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" \
       -DGPUSTREAM_USE_PCH=ON -DGPUSTREAM_UNITY_BUILD=ON -DGPUSTREAM_BUILD_BENCHMARKS=OFF \
       -DGPUSTREAM_BUILD_EXAMPLES=OFF &&
-      cmake --build build-tsan -j "$jobs" --target gpustream_channel_tests gpustream_scheduler_tests
+      cmake --build build-tsan -j "$jobs" --target gpustream_tsan_tests
   }
   build_fuzz() {
     scripts/fuzz.sh --build-only --no-normal-build --build-dir build --fuzz-dir build-fuzz
@@ -226,7 +227,7 @@ if [ "$quick" -eq 0 ]; then
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" UBSAN_OPTIONS="print_stacktrace=1" \
     run_ctest build-asan -LE no_sanitizer
 
-  step "channel and scheduler tests under TSan (build-tsan/)"
+  step "channel, scheduler and NATS event loop tests under TSan (build-tsan/)"
   TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" run_ctest build-tsan -L tsan
 
   step "fuzz targets, 12 s each (build-fuzz/)"

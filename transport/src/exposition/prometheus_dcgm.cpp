@@ -340,15 +340,7 @@ struct DcgmWriter::Impl {
       const auto text = family_text(order[family]);
       if (!header) {
         header = true;
-        out += "# HELP ";
-        out += text.name;
-        out += ' ';
-        out += text.help;
-        out += "\n# TYPE ";
-        out += text.name;
-        out += ' ';
-        out += text.type;
-        out += '\n';
+        Exposition::append_head(out, text.name, text.type, text.help);
         return true;
       }
       while (snapshot < latest.size()) {
@@ -391,11 +383,8 @@ DcgmWriter::DcgmWriter(DcgmWriter&&) noexcept = default;
 DcgmWriter& DcgmWriter::operator=(DcgmWriter&&) noexcept = default;
 
 bool DcgmWriter::next(std::string& out, std::size_t want) {
-  const std::size_t before = out.size();
-  while (out.size() < want || out.size() == before) {
-    if (!impl_->step(out)) return out.size() != before;
-  }
-  return true;
+  return prometheus_detail::pull_pieces(out, want,
+                                        [this](std::string& o) { return impl_->step(o); });
 }
 
 std::size_t DcgmWriter::held_bytes() const {

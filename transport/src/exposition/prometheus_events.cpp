@@ -1,19 +1,14 @@
 // The event counters on /metrics (see prometheus_events.hpp).
 #include "gpustream/transport/prometheus_events.hpp"
 
+#include "exposition/prometheus_families.hpp"
 #include "gpustream/transport/prometheus.hpp"
 
 namespace gpustream::transport {
 namespace {
 
 void family(std::string& out, const char* name, const char* help) {
-  out += "# HELP ";
-  out += name;
-  out += ' ';
-  out += help;
-  out += "\n# TYPE ";
-  out += name;
-  out += " counter\n";
+  prometheus_detail::Exposition::append_head(out, name, "counter", help);
 }
 
 void sample(std::string& out, const char* name, std::uint64_t v) {

@@ -82,11 +82,24 @@ class Exposition {
     out.reserve(total);
     for (const auto& f : families_) {
       if (f.samples.empty()) continue;
-      out += "# HELP " + f.name + ' ' + f.help + '\n';
-      out += "# TYPE " + f.name + ' ' + f.type + '\n';
+      append_head(out, f.name, f.type, f.help);
       out += f.samples;
     }
     return out;
+  }
+
+  /// A family's `# HELP name help` and `# TYPE name type` lines.
+  static void append_head(std::string& out, std::string_view name, std::string_view type,
+                          std::string_view help) {
+    out += "# HELP ";
+    out += name;
+    out += ' ';
+    out += help;
+    out += "\n# TYPE ";
+    out += name;
+    out += ' ';
+    out += type;
+    out += '\n';
   }
 
   /// `{key="value",...}` (values escaped); nothing for no labels.
@@ -252,5 +265,17 @@ const std::array<std::string, kMetricCount>& device_family_labels();
 void probe_stats(Exposition& e, const std::vector<ProbeStats>& stats);
 /// The server's families (connections, counters, TLS).
 void server(Exposition& e, const ServerCounters& c);
+
+/// A streaming writer's next(out, want) (PrometheusWriter, DcgmWriter): the pieces `step(out)`
+/// appends, until `out` holds `want` bytes or more, at least one piece (so a call passes `want`
+/// by one piece at most); false once `step` has nothing left and nothing was appended.
+template <class Step>
+bool pull_pieces(std::string& out, std::size_t want, Step&& step) {
+  const std::size_t before = out.size();
+  while (out.size() < want || out.size() == before) {
+    if (!step(out)) return out.size() != before;
+  }
+  return true;
+}
 
 }  // namespace gpustream::transport::prometheus_detail

@@ -265,15 +265,7 @@ void PrometheusWriter::Impl::head(std::string& out, const PlannedFamily& f) {
   using namespace prometheus_detail;
   if (header) return;
   header = true;
-  out += "# HELP ";
-  out += f.name;
-  out += ' ';
-  out += f.help;
-  out += "\n# TYPE ";
-  out += f.name;
-  out += ' ';
-  out += f.type;
-  out += '\n';
+  Exposition::append_head(out, f.name, f.type, f.help);
 }
 
 void PrometheusWriter::Impl::write_device(std::string& out, const PlannedFamily& f,
@@ -508,11 +500,8 @@ PrometheusWriter::PrometheusWriter(PrometheusWriter&&) noexcept = default;
 PrometheusWriter& PrometheusWriter::operator=(PrometheusWriter&&) noexcept = default;
 
 bool PrometheusWriter::next(std::string& out, std::size_t want) {
-  const std::size_t before = out.size();
-  while (out.size() < want || out.size() == before) {
-    if (!impl_->step(out)) return out.size() != before;
-  }
-  return true;
+  return prometheus_detail::pull_pieces(out, want,
+                                        [this](std::string& o) { return impl_->step(o); });
 }
 
 }  // namespace gpustream::transport

@@ -88,21 +88,15 @@ natsStatus NatsEventLoop::on_attach(void** user, void* loop, natsConnection* nc,
   return NATS_OK;
 }
 
-natsStatus NatsEventLoop::on_read(void* user, bool add) {
-  auto* c = static_cast<Conn*>(user);
-  {
-    std::lock_guard lock(c->loop->mu_);
-    c->read = add;
-  }
-  c->loop->changed();
-  return NATS_OK;
-}
+natsStatus NatsEventLoop::on_read(void* user, bool add) { return watch(user, &Conn::read, add); }
 
-natsStatus NatsEventLoop::on_write(void* user, bool add) {
+natsStatus NatsEventLoop::on_write(void* user, bool add) { return watch(user, &Conn::write, add); }
+
+natsStatus NatsEventLoop::watch(void* user, bool Conn::*interest, bool add) {
   auto* c = static_cast<Conn*>(user);
   {
     std::lock_guard lock(c->loop->mu_);
-    c->write = add;
+    c->*interest = add;
   }
   c->loop->changed();
   return NATS_OK;

@@ -79,6 +79,8 @@ class NatsEventLoop {
     bool write = false;
     bool attached = false;
   };
+  // on_read/on_write: the connection's interest in reading or writing set, the owner woken.
+  static natsStatus watch(void* user, bool Conn::*interest, bool add);
   bool is_attached(const Conn* c) const;  // mu_ held
   void call(Conn* c, bool read);          // the owner: one Process call, detach held off
   void changed();                         // mu_ not held: wakes the owner unless it is the owner

@@ -1,6 +1,10 @@
-// Devices shared by the dcgm-exporter exposition tests (prometheus_dcgm_test.cpp,
+// Devices and snapshots shared by the dcgm-exporter exposition tests (prometheus_dcgm_test.cpp,
 // prometheus_dcgm_writer_test.cpp).
 #pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "gpustream/model.hpp"
 
@@ -19,6 +23,17 @@ inline DeviceSample mig_1g_10gb_of(DeviceSample& parent) {
   mig.mig = MigIdentity{9, 0, "1g.10gb"};
   mig.metrics.set(Metric::memory_used_bytes, 1024.0 * 1024.0 * 1024.0, Source::nvml);
   return mig;
+}
+
+/// A snapshot of `devices` from `node` (this machine: ""), its probe named after the first
+/// device's vendor ("nvidia" when there is none).
+inline std::shared_ptr<GpuSnapshot> snapshot_of(std::vector<DeviceSample> devices,
+                                                std::string node = {}) {
+  auto s = std::make_shared<GpuSnapshot>();
+  s->probe = devices.empty() ? "nvidia" : std::string(to_string(devices[0].vendor));
+  s->node = std::move(node);
+  s->devices = std::move(devices);
+  return s;
 }
 
 }  // namespace gpustream::transport::test

@@ -49,14 +49,6 @@ DeviceSample nvidia_gpu(int index) {
   return d;
 }
 
-std::shared_ptr<GpuSnapshot> snapshot_of(std::vector<DeviceSample> devices, std::string node = {}) {
-  auto s = std::make_shared<GpuSnapshot>();
-  s->probe = devices.empty() ? "nvidia" : std::string(to_string(devices[0].vendor));
-  s->node = std::move(node);
-  s->devices = std::move(devices);
-  return s;
-}
-
 std::string render(const std::vector<SnapshotPtr>& latest,
                    const std::vector<EventPtr>& events = {}) {
   return render_prometheus_dcgm(latest, events, {"gpu-host-1"});

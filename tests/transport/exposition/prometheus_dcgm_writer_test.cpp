@@ -44,14 +44,6 @@ DeviceSample h100(int index, const std::string& node) {
   return d;
 }
 
-SnapshotPtr node_snapshot(std::vector<DeviceSample> devices, std::string node = {}) {
-  auto s = std::make_shared<GpuSnapshot>();
-  s->probe = "nvidia";
-  s->node = std::move(node);
-  s->devices = std::move(devices);
-  return s;
-}
-
 EventPtr xid_event(std::string device, std::uint64_t number) {
   GpuEvent e;
   e.probe = "nvidia";
@@ -83,8 +75,8 @@ std::vector<DcgmCase> dcgm_cases() {
     shared.pods.push_back({"a", "ml", "c"});
     shared.pods.push_back({"b", "ml", "c"});
     out.push_back({"pods_and_order",
-                   {node_snapshot({first, held, shared}, "node-a"), nullptr,
-                    node_snapshot({h100(0, "b")}, "node-b"), node_snapshot({})},
+                   {snapshot_of({first, held, shared}, "node-a"), nullptr,
+                    snapshot_of({h100(0, "b")}, "node-b"), snapshot_of({})},
                    {}});
   }
   {
@@ -94,7 +86,7 @@ std::vector<DcgmCase> dcgm_cases() {
     orphan.id = "MIG-2222";
     orphan.parent = "GPU-elsewhere";
     out.push_back({"mig_and_xid",
-                   {node_snapshot({mig, gpu, orphan})},
+                   {snapshot_of({mig, gpu, orphan})},
                    {xid_event(gpu.id, 48), xid_event("MIG-1111", 31), xid_event(gpu.id, 79)}});
   }
   {
@@ -113,15 +105,15 @@ std::vector<DcgmCase> dcgm_cases() {
     apple.name = "Apple M3 Max";
     apple.metrics.set(Metric::memory_used_bytes, 8 * kWriterGiB, Source::sysfs);
     apple.metrics.set(Metric::power_watts, std::numeric_limits<double>::infinity(), Source::sysfs);
-    out.push_back({"vendors_and_absent",
-                   {node_snapshot({apple}), node_snapshot({amd}, "node-\u00e9"),
-                    node_snapshot({h100(0, "c")})},
-                   {}});
+    out.push_back(
+        {"vendors_and_absent",
+         {snapshot_of({apple}), snapshot_of({amd}, "node-\u00e9"), snapshot_of({h100(0, "c")})},
+         {}});
   }
   out.push_back({"empty", {}, {xid_event("GPU-x", 1)}});
   DeviceSample nothing;
   nothing.vendor = Vendor::intel;
-  out.push_back({"no_value", {node_snapshot({nothing})}, {}});
+  out.push_back({"no_value", {snapshot_of({nothing})}, {}});
   return out;
 }
 
@@ -237,7 +229,7 @@ TEST(DcgmWriter, ItsMemoryIsBoundedWhateverTheNumberOfNodes) {
       std::vector<DeviceSample> devices;
       for (int i = 0; i < 8; ++i) devices.push_back(h100(i, node));
       devices[3].pods.push_back({"train-" + std::to_string(n), "ml", "trainer"});
-      latest.push_back(node_snapshot(std::move(devices), node));
+      latest.push_back(snapshot_of(std::move(devices), node));
     }
     return latest;
   };

@@ -37,9 +37,10 @@
 // not accepted for `stale_after` while its node stays up (its messages dropped as replays or
 // jumps) gets its stale copy too (error `stream_stale`).
 //
-// Thread safety: every public member may be called from any thread. Messages are taken from
-// the subscription and decoded on the view's worker thread (libnats's reader thread hands them
-// over; there is no delivery thread); the staleness sweep runs on the executor given.
+// Thread safety: every public member may be called from any thread. The view's worker thread
+// reads the NATS connection's socket itself (libnats's external event loop: libnats runs no
+// reader or delivery thread for it), takes the messages from the subscription and decodes them;
+// the staleness sweep runs on the executor given.
 // Cancellation: stop() (also the destructor) unsubscribes, stops the bucket's read and the
 // worker, cancels the sweep and closes the connection; it returns once no callback or thread of
 // this view runs any more.
